@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/extension"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/server"
+)
+
+// printUI refuses every question at once (X5: e -p has no one to ask) and
+// reports extension notices on stderr.
+type printUI struct{ stderr io.Writer }
+
+func (printUI) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, extension.ErrNoUI
+}
+
+func (u printUI) Notice(n extension.Notice) {
+	fmt.Fprintf(u.stderr, "e: %s: %s\n", n.Extension, n.Message)
+}
+
+type imageList []string
+
+func (l *imageList) String() string     { return strings.Join(*l, ",") }
+func (l *imageList) Set(v string) error { *l = append(*l, v); return nil }
+
+// runPrint is e -p (P1–P8).
+func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runFlags
+	var printMode, jsonOut bool
+	var images imageList
+	fs := newFlagSet("e", stderr)
+	f.register(fs)
+	fs.BoolVar(&printMode, "p", false, "run one turn")
+	fs.BoolVar(&printMode, "print", false, "run one turn")
+	fs.BoolVar(&jsonOut, "json", false, "print events as JSON lines")
+	fs.Var(&images, "image", "attach an image")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if f.help {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if f.version {
+		fmt.Fprintf(stdout, "e %s\n", version)
+		return 0
+	}
+	if !printMode {
+		return usageError(stderr, fmt.Errorf("unknown command %q", strings.Join(pos, " ")))
+	}
+	prompt, err := promptText(strings.Join(pos, " "), stdin)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	env, err := processEnv(stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	opts := f.options()
+	p, err := server.Start(ctx, opts, env.Home, env.Cwd, os.Getenv, printUI{stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	defer p.Engine.Procs.KillAll()
+	if p.Ext != nil {
+		defer p.Ext.Shutdown(2e9)
+	}
+	save := !f.noSave
+	sess, err := p.Create("e -p", server.CreateSpec{Save: &save})
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	defer sess.Close()
+	parts, err := agent.LoadImages(env.Cwd, images)
+	if err != nil {
+		fmt.Fprintf(stderr, "e: --image: %v\n", err)
+		return 2
+	}
+	if err := sess.Begin(); err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	out := &lineWriter{w: stdout}
+	res := sess.Prompt(ctx, prompt, parts, func(ev agent.Event) {
+		switch ev := ev.(type) {
+		case agent.Warning:
+			fmt.Fprintf(stderr, "e: warning: %s\n", ev.Message)
+		}
+		if jsonOut {
+			b, _ := agent.Marshal(ev)
+			out.line(b)
+			return
+		}
+		if t, ok := ev.(agent.Text); ok {
+			out.text(t.Delta)
+		}
+	})
+	if path := sess.Info().Path; path != "" {
+		id := sess.ID()
+		res.Session, res.Path = &id, &path
+	}
+	if jsonOut {
+		b, _ := json.Marshal(res)
+		out.line(append([]byte(`{"type":"result",`), b[1:]...))
+	} else if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+		out.text("\n")
+	}
+	if res.Error != nil {
+		fmt.Fprintf(stderr, "e: %s\n", *res.Error)
+	}
+	if out.err != nil || res.Error != nil || res.Aborted {
+		return 1
+	}
+	return 0
+}
+
+// promptText joins the argument and piped stdin (P2): the argument is the
+// instruction, then a blank line, then the piped text.
+func promptText(arg string, stdin io.Reader) (string, error) {
+	piped := ""
+	if f, ok := stdin.(*os.File); !ok || isPipe(f) {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("reading stdin: %w", err)
+		}
+		piped = string(b)
+	}
+	switch {
+	case strings.TrimSpace(arg) != "" && strings.TrimSpace(piped) != "":
+		return arg + "\n\n" + piped, nil
+	case strings.TrimSpace(arg) != "":
+		return arg, nil
+	case strings.TrimSpace(piped) != "":
+		return piped, nil
+	}
+	return "", fmt.Errorf("empty prompt: give it as an argument or on piped stdin")
+}
+
+// isPipe reports whether f is a pipe or a file, not a terminal.
+func isPipe(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice == 0
+}
+
+// lineWriter writes to stdout and remembers the first failure.
+type lineWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (l *lineWriter) text(s string) {
+	if l.err == nil {
+		_, l.err = io.WriteString(l.w, s)
+	}
+}
+
+func (l *lineWriter) line(b []byte) {
+	if l.err == nil {
+		_, l.err = l.w.Write(append(b, '\n'))
+	}
+}
+
+func homeDir() (string, error) { return store.Home() }

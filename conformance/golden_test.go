@@ -1,0 +1,108 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the expect sections of the golden cases from what the server prints")
+
+const goldenDir = "../golden"
+
+// Every golden case parses and passes the case schema and lint (the ids,
+// the requirement IDs, the matchers, the waits' labels).
+func TestGoldenLint(t *testing.T) {
+	cases, err := LoadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, c := range cases {
+		if c.Description == "" {
+			t.Errorf("%s: the case has no description (the txtar comment)", c.File)
+		}
+		ids[c.ID] = true
+	}
+	known, err := goldenKnownFailing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range known {
+		if !ids[id] {
+			t.Errorf("known-failing.txt lists %s, which is no case", id)
+		}
+	}
+}
+
+// TestGolden runs every golden case against the server named by
+// E_CONFORMANCE_SERVER ("/path/e rpc"), or else against ./cmd/e built now.
+// Cases listed in golden/known-failing.txt must fail; one that passes must
+// be removed from the list.
+func TestGolden(t *testing.T) {
+	cases, err := LoadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := goldenServer(t)
+	known, err := goldenKnownFailing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Server: argv, Validator: schemaValidator(), TimeoutScale: timeoutScale()}
+	for _, c := range cases {
+		t.Run(c.ID, func(t *testing.T) {
+			t.Parallel()
+			r := Run(context.Background(), c, opts)
+			var b strings.Builder
+			r.Report(&b)
+			if *update && r.Verdict != Skip && r.Verdict != Error {
+				if err := Update(c, r); err != nil {
+					t.Fatalf("update: %v", err)
+				}
+				t.Logf("rewrote %s", c.File)
+				return
+			}
+			switch {
+			case known[c.ID] && r.Verdict == Pass:
+				t.Fatalf("%s passes but is listed in golden/known-failing.txt: remove it", c.ID)
+			case known[c.ID]:
+				t.Logf("known failing:\n%s", b.String())
+			case r.Verdict == Fail || r.Verdict == Error:
+				t.Fatalf("\n%s", b.String())
+			}
+		})
+	}
+}
+
+func goldenKnownFailing() (map[string]bool, error) {
+	known, err := ReadKnownFailing(filepath.Join(goldenDir, "known-failing.txt"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	return known, err
+}
+
+func goldenServer(t *testing.T) []string {
+	t.Helper()
+	if s := os.Getenv("E_CONFORMANCE_SERVER"); s != "" {
+		argv, err := SplitCommand(s)
+		if err != nil || len(argv) == 0 {
+			t.Fatalf("E_CONFORMANCE_SERVER=%q: %v", s, err)
+		}
+		return argv
+	}
+	bin := filepath.Join(t.TempDir(), "e")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/e")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("conformance: E_CONFORMANCE_SERVER is unset and building ./cmd/e failed, so there is no server to test: %v\n%s", err, out)
+	}
+	return []string{bin, "rpc"}
+}

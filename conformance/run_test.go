@@ -1,0 +1,114 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "conformance-fake" {
+		os.Exit(fakeServer(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeOptions(mode string) Options {
+	return Options{Server: []string{os.Args[0], "conformance-fake", mode}, TimeoutScale: timeoutScale()}
+}
+
+func loadTestCase(t *testing.T, path string) *Case {
+	t.Helper()
+	c, err := LoadCase(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestFakeServerPasses(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/*.txtar")
+	if len(paths) == 0 {
+		t.Fatal("no testdata cases")
+	}
+	for _, p := range paths {
+		c := loadTestCase(t, p)
+		t.Run(c.ID, func(t *testing.T) {
+			t.Parallel()
+			r := Run(context.Background(), c, fakeOptions(fakeGood))
+			if r.Verdict != Pass {
+				var b strings.Builder
+				r.Report(&b)
+				t.Fatalf("want PASS against the good fake:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// The suite can fail: each broken fake, or broken case, must fail the
+// case that covers the defect, with a message that names it.
+func TestBrokenServersFail(t *testing.T) {
+	tests := []struct {
+		mode, file string
+		want       []string // substrings of the divergence report
+	}{
+		{mode: fakeDropSession, file: "testdata/fake-prompt.txtar", want: []string{"/session", "missing"}},
+		{mode: fakeAnswerTwice, file: "testdata/fake-hello.txtar", want: []string{"answered twice", "F2"}},
+		{mode: fakeLateEvent, file: "testdata/fake-prompt.txtar", want: []string{"the expected turn_end event has not arrived", "S2"}},
+		{mode: fakeLateEvent, file: "testdata/fake-prompt-result.txtar", want: []string{"turn_end event of request \"p1\" after the response", "S2"}},
+		{mode: fakeToolModeFalse, file: "testdata/fake-create-validation.txtar", want: []string{"/error", "missing"}},
+		{mode: fakeNoisy, file: "testdata/fake-hello.txtar", want: []string{"not a JSON object", "starting fake server"}},
+		{mode: fakeBadExit, file: "testdata/fake-hello.txtar", want: []string{"exit status 3"}},
+		{mode: fakeGood, file: "testdata/neg/fake-tape-mismatch.txtar", want: []string{"model call 1", "/messages/0/content", "say bye"}},
+		{mode: fakeGood, file: "testdata/neg/fake-unused-tape.txtar", want: []string{"1 of 2 tape entries were never requested"}},
+		{mode: fakeGood, file: "testdata/neg/fake-wrong-text.txtar", want: []string{"joined deltas", "/delta", `"Hello world"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+filepath.Base(tt.file), func(t *testing.T) {
+			t.Parallel()
+			c := loadTestCase(t, tt.file)
+			r := Run(context.Background(), c, fakeOptions(tt.mode))
+			var b strings.Builder
+			r.Report(&b)
+			if r.Verdict != Fail {
+				t.Fatalf("verdict %s, want FAIL:\n%s", r.Verdict, b.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("report lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
+
+func TestServerThatWillNotStartIsError(t *testing.T) {
+	c := loadTestCase(t, "testdata/fake-hello.txtar")
+	r := Run(context.Background(), c, Options{Server: []string{filepath.Join(t.TempDir(), "no-such-server")}})
+	if r.Verdict != Error || !strings.Contains(r.Divergence.Message, "no-such-server") {
+		t.Fatalf("got %s %v, want ERROR naming the command", r.Verdict, r.Divergence)
+	}
+}
+
+func TestTimeoutKillsServer(t *testing.T) {
+	c := loadTestCase(t, "testdata/fake-hello.txtar")
+	c.TimeoutMS = 300
+	// sleep never answers: the case must time out and its group die.
+	r := Run(context.Background(), c, Options{Server: []string{"sh", "-c", "sleep 30 & sleep 30"}})
+	if r.Verdict != Fail || !strings.Contains(r.Divergence.Message, "timed out") {
+		t.Fatalf("got %s %v, want FAIL timed out", r.Verdict, r.Divergence)
+	}
+	if r.Duration.Seconds() > 5 {
+		t.Fatalf("took %v; the timeout did not stop the run", r.Duration)
+	}
+}
+
+// timeoutScale lets slow CI (-race) stretch case timeouts.
+func timeoutScale() float64 {
+	if os.Getenv("E_CONFORMANCE_TIMEOUT_SCALE") != "" {
+		return 3
+	}
+	return 1
+}

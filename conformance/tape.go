@@ -1,0 +1,342 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The tape is the model side of a case: each POST /v1/chat/completions the
+// server under test makes consumes the next entry, streamed back the way an
+// OpenAI-compatible Chat Completions endpoint streams (spec/conformance.md,
+// "Model tape").
+type tapeEntry struct {
+	Request      any             `json:"-"`
+	Reasoning    chunks          `json:"reasoning"`
+	Text         chunks          `json:"text"`
+	ToolCalls    []tapeCall      `json:"tool_calls"`
+	Usage        *tapeUsage      `json:"usage"`
+	FinishReason string          `json:"finish_reason"`
+	Hold         bool            `json:"hold"`
+	DelayMS      int             `json:"delay_ms"`
+	Error        *tapeError      `json:"error"`
+	RawRequest   json.RawMessage `json:"request"`
+}
+
+type tapeCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+type tapeUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CachedTokens     int64 `json:"cached_tokens"`
+}
+
+type tapeError struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// chunks is a string or a list of strings. A single string is cut into
+// short pieces so that clients and matchers cannot depend on chunking.
+type chunks []string
+
+func (c *chunks) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*c = split(s, 16)
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*c = list
+	return nil
+}
+
+// split cuts s into pieces of at most n bytes on rune boundaries.
+func split(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
+}
+
+func parseTape(data []byte, out *[]tapeEntry) error {
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	for i := range *out {
+		e := &(*out)[i]
+		if len(e.RawRequest) > 0 {
+			v, err := decode(e.RawRequest)
+			if err != nil {
+				return fmt.Errorf("entry %d: request: %w", i, err)
+			}
+			if err := lintValue(fmt.Sprintf("/%d/request", i), v); err != nil {
+				return err
+			}
+			e.Request = v
+		}
+		if e.Error != nil && (e.Text != nil || e.Reasoning != nil || e.ToolCalls != nil || e.Usage != nil) {
+			return fmt.Errorf("entry %d: an error entry streams nothing else", i)
+		}
+	}
+	return nil
+}
+
+// tapeServer serves one case's tape on a loopback port.
+type tapeServer struct {
+	entries []tapeEntry
+	// check matches a request body against an entry's expectation; it
+	// returns a description of the first difference.
+	check  func(want, got any) *mismatch
+	report func(*Divergence)
+	stop   chan struct{} // closed when the case ends: held streams return
+
+	mu   sync.Mutex
+	next int
+	srv  *http.Server
+	wg   sync.WaitGroup
+}
+
+func (t *tapeServer) start() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("tape: %w", err)
+	}
+	t.srv = &http.Server{Handler: t, ReadHeaderTimeout: 10 * time.Second}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.srv.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String() + "/v1", nil
+}
+
+// close stops the server and releases held streams.
+func (t *tapeServer) close() {
+	close(t.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := t.srv.Shutdown(ctx); err != nil {
+		t.srv.Close()
+	}
+	t.wg.Wait()
+}
+
+// unused is the number of entries never requested.
+func (t *tapeServer) unused() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries) - t.next
+}
+
+func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "tape: reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	t.mu.Lock()
+	n := t.next
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+		t.next++
+	}
+	t.mu.Unlock()
+	step := fmt.Sprintf("model call %d", n+1)
+	diverge := func(msg string, mm *mismatch) {
+		d := &Divergence{Step: step, Message: msg}
+		if mm != nil {
+			d.Pointer, d.Expected, d.Got, d.Message = mm.pointer, mm.want, mm.got, msg+": "+mm.reason
+		}
+		t.report(d)
+		http.Error(w, "tape: "+d.Message, http.StatusInternalServerError)
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		diverge(fmt.Sprintf("unexpected %s %s to the model endpoint (only POST /v1/chat/completions exists)", r.Method, r.URL.Path), nil)
+		return
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer "+tapeKey {
+		diverge(fmt.Sprintf("model call without the key of api_key_env E_TAPE_API_KEY (Authorization %q)", got), nil)
+		return
+	}
+	if n >= len(t.entries) {
+		diverge(fmt.Sprintf("unexpected model call: the tape has %d entries", len(t.entries)), nil)
+		return
+	}
+	e := t.entries[n]
+	req, err := decode(body)
+	if err != nil {
+		diverge("request body is not JSON: "+err.Error(), nil)
+		return
+	}
+	if e.Request != nil {
+		if mm := t.check(e.Request, req); mm != nil {
+			diverge("the request does not match the tape entry's expectation", mm)
+			return
+		}
+	}
+	if !t.wait(r.Context(), time.Duration(e.DelayMS)*time.Millisecond) {
+		return
+	}
+	if e.Error != nil {
+		for k, v := range e.Error.Headers {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(e.Error.Status)
+		io.WriteString(w, e.Error.Body)
+		return
+	}
+	t.stream(r.Context(), w, n, e)
+}
+
+func (t *tapeServer) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+	case <-t.stop:
+	}
+	return false
+}
+
+func (t *tapeServer) stream(ctx context.Context, w http.ResponseWriter, n int, e tapeEntry) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Request-Id", fmt.Sprintf("req_tape_%d", n+1))
+	fl, _ := w.(http.Flusher)
+	id := fmt.Sprintf("chatcmpl-tape-%d", n+1)
+	send := func(delta map[string]any, finish any, usage any) {
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": "model"}
+		if delta != nil || finish != nil {
+			if delta == nil {
+				delta = map[string]any{}
+			}
+			chunk["choices"] = []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
+		} else {
+			chunk["choices"] = []any{}
+		}
+		if usage != nil {
+			chunk["usage"] = usage
+		}
+		b, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	for _, s := range e.Reasoning {
+		send(map[string]any{"reasoning_content": s}, nil, nil)
+	}
+	for _, s := range e.Text {
+		send(map[string]any{"content": s}, nil, nil)
+	}
+	for i, c := range e.ToolCalls {
+		args := string(c.Arguments)
+		var s string
+		if json.Unmarshal(c.Arguments, &s) == nil {
+			args = s // arguments given as a string are sent verbatim
+		}
+		callID := c.ID
+		if callID == "" {
+			callID = fmt.Sprintf("call_%d_%d", n+1, i+1)
+		}
+		send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": callID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil, nil)
+		for _, frag := range split(args, max(1, len(args)/3+1)) {
+			send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": frag}}}}, nil, nil)
+		}
+	}
+	if e.Hold {
+		// An interrupt test: the answer never ends on its own.
+		select {
+		case <-ctx.Done():
+		case <-t.stop:
+		}
+		return
+	}
+	finish := e.FinishReason
+	if finish == "" {
+		finish = "stop"
+		if len(e.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	send(nil, finish, nil)
+	if u := e.Usage; u != nil {
+		send(nil, nil, map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+			"total_tokens":          u.PromptTokens + u.CompletionTokens,
+			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}})
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+const tapeKey = "tape-key"
+
+// tapeSettings is the settings.json the runner writes before merging the
+// case's own home/settings.json over it.
+func tapeSettings(baseURL, model string) map[string]any {
+	if model == "" {
+		model = "tape/model"
+	}
+	return map[string]any{
+		"providers": map[string]any{
+			"tape": map[string]any{
+				"api":         "openai-chat",
+				"base_url":    baseURL,
+				"api_key_env": "E_TAPE_API_KEY",
+				"models": []any{map[string]any{
+					"id": "model", "context_window": 200000, "image_input": true,
+					"effort": []any{"low", "medium", "high"},
+				}},
+			},
+		},
+		"default_model": model,
+	}
+}
+
+// mergeJSON merges over into base: objects merge key by key, anything
+// else replaces.
+func mergeJSON(base, over any) any {
+	b, ok1 := base.(map[string]any)
+	o, ok2 := over.(map[string]any)
+	if !ok1 || !ok2 {
+		return over
+	}
+	out := cloneMap(b)
+	for k, v := range o {
+		out[k] = mergeJSON(b[k], v)
+	}
+	return out
+}

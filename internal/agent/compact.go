@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+// summaryPrompt asks the session's model for the summary that replaces
+// the history. The offline model recognises it by its first word.
+const summaryPrompt = "Summarize the conversation so far for a coding agent that will continue it: " +
+	"the user's goals, decisions made, files touched, and what remains to do. Be concise."
+
+// estimate is a cheap token estimate of a history: 4 characters a token.
+func estimate(msgs []model.Message) int64 {
+	var n int64
+	for _, m := range msgs {
+		for _, p := range m.Content {
+			n += int64(len(p.Text)+len(p.Arguments)+len(p.Data)/3) / 4
+		}
+	}
+	return n
+}
+
+// CompactResult describes a compaction.
+type CompactResult struct {
+	TokensBefore, TokensAfter int64
+	SummaryChars              int
+	Usage                     model.Usage
+}
+
+// autoCompact compacts inside a running turn when the next request would
+// exceed the threshold of the model's context window (S4). It keeps the
+// turn's own messages after the summary so the turn can continue.
+func (t *turn) autoCompact(turnStart string) error {
+	if t.info.ContextWindow <= 0 {
+		return nil
+	}
+	th := t.s.eng.CompactThreshold
+	if th <= 0 {
+		th = 0.8
+	}
+	t.s.mu.Lock()
+	msgs := History(t.s.entries)
+	t.s.mu.Unlock()
+	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
+	if float64(before) <= th*float64(t.info.ContextWindow) {
+		return nil
+	}
+	_, err := t.compact("auto", "", turnStart, before)
+	return err
+}
+
+// compact summarises the history before keep (all of it when keep is "")
+// and records a compaction entry.
+func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult, error) {
+	t.emit(Compacting{Reason: reason, TokensBefore: before})
+	t.s.mu.Lock()
+	var old []store.Entry
+	for _, en := range t.s.entries {
+		if keep != "" && en.ID == keep {
+			break
+		}
+		old = append(old, en)
+	}
+	t.s.mu.Unlock()
+	instr := summaryPrompt
+	if focus != "" {
+		instr += " Focus on: " + focus
+	}
+	msgs := append(History(old), model.Message{Role: model.RoleUser,
+		Content: []model.Part{{Type: model.PartText, Text: instr}}})
+	resp, _, err := t.stream(t.request(summaryPrompt, msgs, nil), false)
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("agent: compaction: %w", err)
+	}
+	sum := strings.TrimSpace(resp.Message.Text())
+	if err := t.s.append(store.Entry{Type: "compaction", Summary: sum, Kept: keep, Tokens: before}); err != nil {
+		return CompactResult{}, err
+	}
+	t.s.mu.Lock()
+	after := estimate(History(t.s.entries))
+	t.s.mu.Unlock()
+	t.emit(Compacted{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum))})
+	return CompactResult{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum)),
+		Usage: resp.Usage}, nil
+}
+
+// Compact summarises the whole history now (M9). The session must have
+// been marked with Begin; events go to sink.
+func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (CompactResult, error) {
+	ctx = s.start(ctx)
+	defer s.finish()
+	t := &turn{s: s, ctx: ctx, sink: sink}
+	s.mu.Lock()
+	modelID, effort := s.modelID, s.effort
+	msgs := History(s.entries)
+	s.mu.Unlock()
+	info, err := s.eng.Catalog.Lookup(modelID)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	prov, err := s.eng.Catalog.Provider(modelID)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	t.info, t.prov, t.effort = info, prov, effort
+	res, err := t.compact("manual", focus, "", estimate(msgs))
+	if err == nil {
+		t.syncLog()
+	}
+	return res, err
+}

@@ -1,0 +1,185 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/e-agent/e/internal/model"
+)
+
+// Event is one session event (P8). Each concrete type marshals to a JSON
+// object whose "type" field is EventType(); the server adds the "session"
+// and "request" stamps, e -p --json prints it as is.
+type Event interface {
+	EventType() string
+}
+
+// Call is one tool call as announced in tool_batch.
+type Call struct {
+	ID        int             `json:"id"` // unique within the session, from 1
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Category  string          `json:"category"` // read, write, execute, search, wait, extension
+	Target    string          `json:"target"`   // path or command; "" when none
+}
+
+// Usage is model.Usage as it appears in usage events and results, with the
+// derived prompt_tokens (U1).
+type Usage struct {
+	model.Usage
+	PromptTokens int64 `json:"prompt_tokens"`
+}
+
+// NewUsage returns u with prompt_tokens filled in.
+func NewUsage(u model.Usage) Usage { return Usage{Usage: u, PromptTokens: u.Prompt()} }
+
+// ErrorDetails describes a terminal failure (U2).
+type ErrorDetails struct {
+	Stage      string `json:"stage"` // "model", "tool", "compaction", "input"
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	Status     *int   `json:"status"`     // HTTP status, null when none
+	RequestID  string `json:"request_id"` // "" when unknown
+	ErrorType  string `json:"error_type"`
+	Retryable  bool   `json:"retryable"`
+	Decision   string `json:"retry_decision"` // "not_retryable", "exhausted", "cancelled"
+	Attempts   int    `json:"attempts"`
+	Message    string `json:"message"`
+	Diagnostic string `json:"diagnostic"` // ≤ 4 KiB, secrets redacted
+	Time       string `json:"time"`       // RFC 3339
+}
+
+type (
+	TurnStart struct{}
+	Text      struct {
+		Delta string `json:"delta"`
+	}
+	Reasoning struct {
+		Delta string `json:"delta"`
+	}
+	ToolBatch struct {
+		Calls []Call `json:"calls"`
+	}
+	ToolStart struct {
+		ID int `json:"id"`
+	}
+	ToolOutput struct {
+		ID    int    `json:"id"`
+		Delta string `json:"delta"`
+	}
+	ToolEnd struct {
+		ID      int    `json:"id"`
+		Outcome string `json:"outcome"` // completed, failed, denied, interrupted
+		Summary string `json:"summary"`
+		Content string `json:"content"`
+	}
+	Compacting struct {
+		Reason       string `json:"reason"` // "manual" or "auto"
+		TokensBefore int64  `json:"tokens_before"`
+	}
+	Compacted struct {
+		TokensBefore int64 `json:"tokens_before"`
+		TokensAfter  int64 `json:"tokens_after"`
+		SummaryChars int   `json:"summary_chars"`
+	}
+	UsageEvent struct {
+		Usage
+	}
+	Warning struct {
+		Message string `json:"message"`
+	}
+	Error struct {
+		Message string `json:"message"`
+	}
+	ErrorDetailsEvent struct {
+		Details ErrorDetails `json:"details"`
+	}
+	Retry struct {
+		Attempt int    `json:"attempt"` // the attempt about to start, from 2
+		DelayMS int64  `json:"delay_ms"`
+		Reason  string `json:"reason"`
+	}
+	Recovered struct {
+		Attempts int `json:"attempts"`
+	}
+	SessionName struct {
+		Name string `json:"name"`
+	}
+	Steered struct {
+		Text string `json:"text"`
+	}
+	Slept struct {
+		ID int   `json:"id"`
+		MS int64 `json:"ms"`
+	}
+	SleepStopped struct {
+		ID     int    `json:"id"`
+		MS     int64  `json:"ms"`
+		Reason string `json:"reason"` // "steer" or "interrupt"
+	}
+	Discarded struct {
+		Reason string `json:"reason"` // "steer" (never used) or "retry" (partial answer of a failed attempt)
+		Text   string `json:"text"`
+	}
+	TurnEnd struct {
+		Aborted bool `json:"aborted"`
+	}
+)
+
+func (TurnStart) EventType() string         { return "turn_start" }
+func (Text) EventType() string              { return "text" }
+func (Reasoning) EventType() string         { return "reasoning" }
+func (ToolBatch) EventType() string         { return "tool_batch" }
+func (ToolStart) EventType() string         { return "tool_start" }
+func (ToolOutput) EventType() string        { return "tool_output" }
+func (ToolEnd) EventType() string           { return "tool_end" }
+func (Compacting) EventType() string        { return "compacting" }
+func (Compacted) EventType() string         { return "compacted" }
+func (UsageEvent) EventType() string        { return "usage" }
+func (Warning) EventType() string           { return "warning" }
+func (Error) EventType() string             { return "error" }
+func (ErrorDetailsEvent) EventType() string { return "error_details" }
+func (Retry) EventType() string             { return "retry" }
+func (Recovered) EventType() string         { return "recovered" }
+func (SessionName) EventType() string       { return "session_name" }
+func (Steered) EventType() string           { return "steered" }
+func (Slept) EventType() string             { return "slept" }
+func (SleepStopped) EventType() string      { return "sleep_stopped" }
+func (Discarded) EventType() string         { return "discarded" }
+func (TurnEnd) EventType() string           { return "turn_end" }
+
+// Result is the turn result: the session.prompt response, the flat v1
+// one-shot answer (beside its id) and the last line of e -p --json.
+type Result struct {
+	Output       string        `json:"output"`       // all text of the turn
+	FinalOutput  string        `json:"final_output"` // text of the last assistant message
+	Model        string        `json:"model"`
+	Effort       string        `json:"effort"`
+	Aborted      bool          `json:"aborted"`
+	Error        *string       `json:"error"`
+	ErrorDetails *ErrorDetails `json:"error_details"`
+	Warnings     []string      `json:"warnings"`
+	Usage        Usage         `json:"usage"`
+	CostUSD      *float64      `json:"cost_usd"`
+	Tools        ToolCounts    `json:"tools"`
+	Session      *string       `json:"session"`
+	Path         *string       `json:"path"`
+}
+
+// ToolCounts counts a turn's tool calls.
+type ToolCounts struct {
+	Calls    int `json:"calls"`
+	Failures int `json:"failures"`
+}
+
+// Marshal encodes ev as a JSON object with its "type" first.
+func Marshal(ev Event) ([]byte, error) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	head := `{"type":"` + ev.EventType() + `"`
+	if string(body) == "{}" {
+		return []byte(head + "}"), nil
+	}
+	return append([]byte(head+","), body[1:]...), nil
+}

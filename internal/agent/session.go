@@ -1,0 +1,393 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+)
+
+// Extensions is what the agent needs of the extension host.
+type Extensions interface {
+	Tools() []model.ToolDef
+	CallTool(ctx context.Context, session, name string, args json.RawMessage) (content string, failed bool)
+	Gate(ctx context.Context, session, name string, args json.RawMessage) (allow bool, reason string)
+	Notify(event string, data any)
+}
+
+// Engine holds what every session of a process shares.
+type Engine struct {
+	Catalog         *model.Catalog
+	Procs           *tool.Procs
+	Ext             Extensions // nil: none
+	ToolConcurrency int        // wave size (L2); 0 means 8
+	// CompactThreshold is the fraction of the model's context window above
+	// which a turn compacts before its next model call (S4); 0 means 0.8.
+	CompactThreshold float64
+	// RetryBase scales retry delays when the provider gives no retry-after;
+	// 0 keeps model.Backoff's delays.
+	RetryBase   time.Duration
+	MaxAttempts int // attempts per model call, retries included; 0 means 5
+	// DefaultWarning is said on the first turn of a session that runs on
+	// the fallback model (for example "no model provider configured …").
+	DefaultWarning string
+	DefaultModel   string
+}
+
+// Options describe a new session.
+type Options struct {
+	ID     string
+	Cwd    string
+	Model  string // catalog id
+	Effort string
+	// Tools are the names offered to the model, already narrowed by the
+	// process and the session (C3, C4). nil offers nothing.
+	Tools   []string
+	Log     *store.Log    // nil: memory-only
+	Entries []store.Entry // history to start from (resume, fork)
+	Name    string
+	System  string // instructions (trusted AGENTS.md)
+}
+
+// Session is one conversation. Its methods are safe for concurrent use.
+type Session struct {
+	eng *Engine
+	id  string
+	cwd string
+
+	mu       sync.Mutex
+	modelID  string
+	effort   string
+	tools    []string
+	name     string
+	title    string
+	system   string
+	log      *store.Log
+	entries  []store.Entry
+	nextCall int
+	warned   bool
+
+	running bool
+	cancel  context.CancelFunc // of the running turn
+	steers  []string
+	// stopSleep stops a running sleep tool call when a steer arrives.
+	stopSleep map[int]context.CancelFunc
+	done      chan struct{} // closed when the running turn ends
+}
+
+// ErrBusy is returned when a session already runs a turn (S5).
+var ErrBusy = errors.New("is running a turn: steer or interrupt it")
+
+// ErrIdle is returned by Steer when no turn runs.
+var ErrIdle = errors.New("has no running turn")
+
+// NewSession returns a session. It takes ownership of opts.Log.
+func (e *Engine) NewSession(opts Options) *Session {
+	s := &Session{
+		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
+		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
+		entries: append([]store.Entry(nil), opts.Entries...),
+	}
+	for _, en := range s.entries {
+		if en.Type == "title" {
+			s.title = en.Name
+		}
+		if en.Type == "name" {
+			s.name = en.Name
+		}
+	}
+	s.nextCall = s.maxCallID() + 1
+	return s
+}
+
+// maxCallID counts the tool calls of the history: event ids continue after
+// them, so they stay unique within a resumed session.
+func (s *Session) maxCallID() int {
+	n := 0
+	for _, m := range History(s.entries) {
+		n += len(m.ToolCalls())
+	}
+	return n
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Cwd returns the session's working directory.
+func (s *Session) Cwd() string { return s.cwd }
+
+// Info is a snapshot of a session.
+type Info struct {
+	Model, Effort, Name, Title, Path string
+	Messages                         int
+	Running                          bool
+}
+
+// Info returns a snapshot.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := Info{Model: s.modelID, Effort: s.effort, Name: s.name, Title: s.title, Running: s.running}
+	if s.log != nil {
+		in.Path = s.log.Path()
+	}
+	for _, en := range s.entries {
+		if en.Type == "message" {
+			in.Messages++
+		}
+	}
+	return in
+}
+
+// Entries returns a copy of the history.
+func (s *Session) Entries() []store.Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]store.Entry(nil), s.entries...)
+}
+
+// Tools returns the tool names offered to the model.
+func (s *Session) Tools() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tools)
+}
+
+// System returns the session's instructions.
+func (s *Session) System() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.system
+}
+
+// SetName labels a new session (C8); the log header already carries it.
+func (s *Session) SetName(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.name = name
+}
+
+// Rename labels the session and records the change in its history.
+func (s *Session) Rename(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.appendLocked(store.Entry{Type: store.TypeName, Name: name}); err != nil {
+		return err
+	}
+	s.name = name
+	return nil
+}
+
+// Set changes model and effort for the following turns (T1). Both are
+// validated together; on error neither changes.
+func (s *Session) Set(modelID, effort *string) (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return "", "", fmt.Errorf("session %s %w", s.id, ErrBusy)
+	}
+	m, ef := s.modelID, s.effort
+	if modelID != nil {
+		m = *modelID
+		if effort == nil {
+			ef = "" // the new model's default
+		}
+	}
+	if effort != nil {
+		ef = *effort
+	}
+	if _, err := s.eng.Catalog.Lookup(m); err != nil {
+		return "", "", err
+	}
+	ef, err := s.eng.Catalog.CheckEffort(m, ef)
+	if err != nil {
+		return "", "", err
+	}
+	if err := s.appendLocked(store.Entry{Type: "settings", Model: m, Effort: ef}); err != nil {
+		return "", "", err
+	}
+	s.modelID, s.effort = m, ef
+	return m, ef, nil
+}
+
+// Steer queues text for the running turn (M7). It stops a running sleep.
+func (s *Session) Steer(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return fmt.Errorf("session %s %w", s.id, ErrIdle)
+	}
+	s.steers = append(s.steers, text)
+	for _, stop := range s.stopSleep {
+		stop()
+	}
+	return nil
+}
+
+// Interrupt ends the running turn promptly (M8); it does nothing when idle.
+// It returns once the turn has ended.
+func (s *Session) Interrupt() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+// Close interrupts a running turn and closes the log.
+func (s *Session) Close() error {
+	s.Interrupt()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return nil
+	}
+	err := s.log.Close()
+	s.log = nil
+	return err
+}
+
+// Begin marks the session running, so a second prompt is refused at once
+// (S5) even before the turn's goroutine starts. Every successful Begin must
+// be followed by exactly one Prompt or Compact call, which ends the run.
+func (s *Session) Begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return fmt.Errorf("session %s %w", s.id, ErrBusy)
+	}
+	s.running = true
+	s.done = make(chan struct{})
+	s.steers = nil
+	return nil
+}
+
+// start binds the running turn's cancel function.
+func (s *Session) start(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	return ctx
+}
+
+func (s *Session) finish() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel()
+	left := s.steers
+	s.steers, s.cancel, s.running = nil, nil, false
+	close(s.done)
+	return left
+}
+
+func (s *Session) takeSteers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.steers
+	s.steers = nil
+	return t
+}
+
+// appendLocked records entries in memory and, for saved sessions, in the log.
+func (s *Session) appendLocked(entries ...store.Entry) error {
+	for i := range entries {
+		if entries[i].ID == "" {
+			entries[i].ID = newEntryID()
+		}
+		if entries[i].Parent == "" && len(s.entries) > 0 {
+			entries[i].Parent = s.entries[len(s.entries)-1].ID
+		}
+		if entries[i].Time.IsZero() {
+			entries[i].Time = time.Now().UTC()
+		}
+		if s.log != nil {
+			if err := s.log.Append(entries[i]); err != nil {
+				return err
+			}
+		}
+		s.entries = append(s.entries, entries[i])
+	}
+	return nil
+}
+
+func (s *Session) append(entries ...store.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appendLocked(entries...)
+}
+
+func (s *Session) appendMessage(m model.Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return s.append(store.Entry{Type: "message", Message: b})
+}
+
+func newEntryID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// History returns the messages a model call sees: after the last
+// compaction, its summary, the messages it kept, and everything since.
+func History(entries []store.Entry) []model.Message {
+	last := -1
+	for i, en := range entries {
+		if en.Type == "compaction" {
+			last = i
+		}
+	}
+	var out []model.Message
+	add := func(en store.Entry) {
+		if en.Type != "message" {
+			return
+		}
+		var m model.Message
+		if json.Unmarshal(en.Message, &m) == nil {
+			out = append(out, m)
+		}
+	}
+	if last < 0 {
+		for _, en := range entries {
+			add(en)
+		}
+		return out
+	}
+	c := entries[last]
+	out = append(out, summaryMessage(c.Summary))
+	if c.Kept != "" {
+		keep := false
+		for _, en := range entries[:last] {
+			if en.ID == c.Kept {
+				keep = true
+			}
+			if keep {
+				add(en)
+			}
+		}
+	}
+	for _, en := range entries[last+1:] {
+		add(en)
+	}
+	return out
+}
+
+func summaryMessage(summary string) model.Message {
+	return model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText,
+		Text: "[Summary of the earlier conversation]\n" + summary}}}
+}

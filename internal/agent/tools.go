@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+)
+
+// pending is one tool call of a batch.
+type pending struct {
+	call   Call
+	part   model.Part
+	paths  []string
+	result model.Part
+	failed bool
+}
+
+// runTools runs a batch in waves (L2, L3) and records every result. It
+// reports whether the turn was interrupted.
+func (t *turn) runTools(parts []model.Part) (interrupted bool) {
+	s := t.s
+	batch := make([]*pending, len(parts))
+	calls := make([]Call, len(parts))
+	s.mu.Lock()
+	for i, p := range parts {
+		cat, target := "extension", ""
+		if _, ok := tool.Lookup(p.Name); ok {
+			cat, target = tool.Describe(p.Name, p.Arguments)
+		}
+		c := Call{ID: s.nextCall, Name: p.Name, Arguments: jsonOr(p.Arguments), Category: cat, Target: target}
+		s.nextCall++
+		batch[i] = &pending{call: c, part: p, paths: tool.Paths(s.cwd, p.Name, p.Arguments)}
+		calls[i] = c
+	}
+	s.mu.Unlock()
+	t.emit(ToolBatch{Calls: calls})
+
+	var todo []*pending
+	for _, p := range batch {
+		switch {
+		case !t.offered[p.part.Name]:
+			t.end(p, "failed", "not offered", fmt.Sprintf("tool %q is not available in this session", p.part.Name))
+		case t.s.eng.Ext != nil:
+			if ok, reason := t.s.eng.Ext.Gate(t.ctx, s.id, p.part.Name, p.part.Arguments); !ok {
+				t.end(p, "denied", "denied", "denied: "+reason)
+				continue
+			}
+			todo = append(todo, p)
+		default:
+			todo = append(todo, p)
+		}
+	}
+
+	size := s.eng.ToolConcurrency
+	if size <= 0 {
+		size = 8
+	}
+	for len(todo) > 0 && t.ctx.Err() == nil {
+		wave, rest := nextWave(todo, size)
+		var wg sync.WaitGroup
+		for _, p := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.runOne(p)
+			}()
+		}
+		wg.Wait()
+		todo = rest
+	}
+	for _, p := range todo {
+		t.end(p, "interrupted", "not run", "interrupted before it ran")
+	}
+
+	msg := model.Message{Role: model.RoleTool}
+	for _, p := range batch {
+		msg.Content = append(msg.Content, p.result)
+	}
+	if err := s.appendMessage(msg); err != nil {
+		t.warn(err.Error())
+	}
+	if t.ctx.Err() != nil {
+		_ = s.append(store.Entry{Type: store.TypeInterrupted})
+		return true
+	}
+	return false
+}
+
+// nextWave takes up to size calls in provider order, skipping any that names
+// a file an earlier waiting call names, so those keep their order (L3).
+func nextWave(todo []*pending, size int) (wave, rest []*pending) {
+	busy := map[string]bool{}
+	for _, p := range todo {
+		free := len(wave) < size
+		for _, path := range p.paths {
+			if busy[path] {
+				free = false
+			}
+		}
+		for _, path := range p.paths {
+			busy[path] = true
+		}
+		if free {
+			wave = append(wave, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return wave, rest
+}
+
+func (t *turn) runOne(p *pending) {
+	t.emit(ToolStart{ID: p.call.ID})
+	s := t.s
+	if t.extension[p.part.Name] {
+		content, failed := s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments)
+		outcome := "completed"
+		switch {
+		case t.ctx.Err() != nil:
+			outcome = "interrupted"
+		case failed:
+			outcome = "failed"
+		}
+		t.end(p, outcome, summary(content), content)
+		return
+	}
+	ctx := t.ctx
+	if p.part.Name == "sleep" {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(t.ctx)
+		defer stop()
+		s.mu.Lock()
+		if s.stopSleep == nil {
+			s.stopSleep = map[int]context.CancelFunc{}
+		}
+		s.stopSleep[p.call.ID] = stop
+		if len(s.steers) > 0 {
+			stop() // a steer is already waiting: do not sleep past it
+		}
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.stopSleep, p.call.ID)
+			s.mu.Unlock()
+		}()
+	}
+	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
+		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk})
+	}}
+	r := tool.Run(ctx, env, p.part.Name, p.part.Arguments)
+	outcome := "completed"
+	switch {
+	case r.Stopped && t.ctx.Err() != nil:
+		outcome = "interrupted"
+	case r.Failed:
+		outcome = "failed"
+	}
+	if p.part.Name == "sleep" {
+		ms := r.Elapsed.Milliseconds()
+		switch {
+		case !r.Stopped:
+			t.emit(Slept{ID: p.call.ID, MS: ms})
+		case t.ctx.Err() != nil:
+			t.emit(SleepStopped{ID: p.call.ID, MS: ms, Reason: "interrupt"})
+		default:
+			t.emit(SleepStopped{ID: p.call.ID, MS: ms, Reason: "steer"})
+		}
+	}
+	t.end(p, outcome, r.Summary, r.Content)
+}
+
+// end records a call's result and emits its tool_end.
+func (t *turn) end(p *pending, outcome, sum, content string) {
+	p.failed = outcome != "completed"
+	p.result = model.Part{Type: model.PartToolResult, CallID: p.part.ID, Text: content, IsError: p.failed}
+	t.sinkMu.Lock()
+	t.res.Tools.Calls++
+	if p.failed {
+		t.res.Tools.Failures++
+	}
+	t.sinkMu.Unlock()
+	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content})
+	if t.s.eng.Ext != nil {
+		t.s.eng.Ext.Notify("tool.result", map[string]any{"session": t.s.id, "name": p.part.Name, "outcome": outcome})
+	}
+}
+
+func summary(content string) string {
+	lines := 1
+	for _, c := range content {
+		if c == '\n' {
+			lines++
+		}
+	}
+	if content == "" {
+		return "no output"
+	}
+	return fmt.Sprintf("%d lines", lines)
+}

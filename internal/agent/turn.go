@@ -1,0 +1,436 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+)
+
+// maxSteps bounds the model calls of one turn, so a model that never stops
+// asking for tools cannot run forever.
+const maxSteps = 200
+
+// turn is the state of one running turn.
+type turn struct {
+	s      *Session
+	ctx    context.Context
+	sink   func(Event)
+	info   model.Info
+	prov   model.Provider
+	effort string
+
+	res       Result
+	usage     model.Usage
+	output    strings.Builder
+	lastText  string
+	sinkMu    sync.Mutex // tool waves emit from several goroutines
+	toolDefs  []model.ToolDef
+	offered   map[string]bool
+	extension map[string]bool
+}
+
+func (t *turn) emit(ev Event) {
+	t.sinkMu.Lock()
+	defer t.sinkMu.Unlock()
+	t.sink(ev)
+}
+
+func (t *turn) warn(msg string) {
+	t.res.Warnings = append(t.res.Warnings, msg)
+	t.emit(Warning{Message: msg})
+}
+
+// Prompt runs one turn (M6). The session must have been marked with Begin.
+// Events go to sink in order, from the calling goroutine or, during a tool
+// wave, serialised across goroutines; sink must not block for long. The
+// returned Result describes the completed run, whatever happened.
+func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part, sink func(Event)) Result {
+	ctx = s.start(ctx)
+	t := &turn{s: s, ctx: ctx, sink: sink}
+	t.res.Warnings = []string{}
+	t.emit(TurnStart{})
+	if s.eng.Ext != nil {
+		s.eng.Ext.Notify("turn.start", map[string]any{"session": s.id})
+	}
+	aborted, err := t.run(prompt, images)
+	left := s.finish()
+	for _, text := range left {
+		t.emit(Discarded{Reason: "steer", Text: text})
+	}
+	if err != nil {
+		msg := err.Error()
+		t.res.Error = &msg
+		t.emit(Error{Message: msg})
+		var me *modelError
+		if errors.As(err, &me) {
+			d := me.details
+			t.res.ErrorDetails = &d
+			t.emit(ErrorDetailsEvent{Details: d})
+			if path := t.logPath(); path != "" {
+				// A sidecar failure must not hide the turn's own error.
+				_ = store.AppendError(path, d)
+			}
+		}
+	}
+	t.res.Aborted = aborted
+	t.syncLog()
+	t.emit(TurnEnd{Aborted: aborted})
+	if s.eng.Ext != nil {
+		s.eng.Ext.Notify("turn.end", map[string]any{"session": s.id, "aborted": aborted})
+	}
+	return t.result()
+}
+
+func (t *turn) logPath() string {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	if t.s.log == nil {
+		return ""
+	}
+	return t.s.log.Path()
+}
+
+func (t *turn) syncLog() {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	if t.s.log != nil {
+		if err := t.s.log.Sync(); err != nil {
+			t.res.Warnings = append(t.res.Warnings, err.Error())
+		}
+	}
+}
+
+func (t *turn) result() Result {
+	r := t.res
+	s := t.s
+	s.mu.Lock()
+	r.Model, r.Effort = s.modelID, s.effort
+	s.mu.Unlock()
+	r.Output = t.output.String()
+	r.FinalOutput = t.lastText
+	r.Usage = NewUsage(t.usage)
+	r.CostUSD = t.info.Cost(t.usage)
+	return r
+}
+
+// run is the turn loop. It reports whether the turn was interrupted, and
+// the error that ended it.
+func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error) {
+	s := t.s
+	s.mu.Lock()
+	modelID, effort, warned := s.modelID, s.effort, s.warned
+	s.warned = true
+	needTitle := s.title == ""
+	s.mu.Unlock()
+
+	info, err := s.eng.Catalog.Lookup(modelID)
+	if err != nil {
+		return false, err
+	}
+	t.info, t.effort = info, effort
+	if !warned && s.eng.DefaultWarning != "" && modelID == s.eng.DefaultModel {
+		t.warn(s.eng.DefaultWarning)
+	}
+	if len(images) > 0 && !info.ImageInput {
+		return false, fmt.Errorf("agent: model %s does not accept images", modelID)
+	}
+	prov, err := s.eng.Catalog.Provider(modelID)
+	if err != nil {
+		return false, err
+	}
+	t.prov = prov
+	t.offerTools(info)
+
+	user := model.Message{Role: model.RoleUser, Content: append([]model.Part{{Type: model.PartText, Text: prompt}}, images...)}
+	if err := s.appendMessage(user); err != nil {
+		return false, err
+	}
+	if needTitle {
+		title := Title(prompt)
+		s.mu.Lock()
+		s.title = title
+		err := s.appendLocked(store.Entry{Type: "title", Name: title})
+		s.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		t.emit(SessionName{Name: title})
+	}
+	turnStart := s.lastEntryID()
+
+	for step := 0; ; step++ {
+		if t.ctx.Err() != nil {
+			return true, nil
+		}
+		if step == maxSteps {
+			return false, fmt.Errorf("agent: the model asked for tools %d times in one turn; stopping", maxSteps)
+		}
+		t.deliverSteers()
+		if err := t.autoCompact(turnStart); err != nil {
+			if t.ctx.Err() != nil {
+				return true, nil
+			}
+			return false, err
+		}
+		resp, partial, err := t.call()
+		if err != nil {
+			if t.ctx.Err() != nil {
+				t.keepPartial(partial)
+				return true, nil
+			}
+			return false, err
+		}
+		if err := s.appendMessage(resp.Message); err != nil {
+			return false, err
+		}
+		if text := resp.Message.Text(); text != "" || len(resp.Message.ToolCalls()) == 0 {
+			t.lastText = text
+		}
+		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 {
+			if s.hasSteers() {
+				continue // a steer that came during the answer continues the turn
+			}
+			return false, nil
+		}
+		if interrupted := t.runTools(calls); interrupted {
+			return true, nil
+		}
+	}
+}
+
+func (s *Session) lastEntryID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.entries) == 0 {
+		return ""
+	}
+	return s.entries[len(s.entries)-1].ID
+}
+
+func (s *Session) hasSteers() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.steers) > 0
+}
+
+func (t *turn) deliverSteers() {
+	for _, text := range t.s.takeSteers() {
+		m := model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}}
+		if err := t.s.appendMessage(m); err != nil {
+			t.warn(err.Error())
+			continue
+		}
+		t.emit(Steered{Text: text})
+	}
+}
+
+// keepPartial records the text an interrupted answer had streamed, so the
+// history shows what the user saw.
+func (t *turn) keepPartial(partial string) {
+	if partial == "" {
+		return
+	}
+	m := model.Message{Role: model.RoleAssistant, Content: []model.Part{{Type: model.PartText, Text: partial}}}
+	if err := t.s.appendMessage(m); err != nil {
+		t.warn(err.Error())
+	}
+	t.lastText = partial
+	_ = t.s.append(store.Entry{Type: "interrupted"})
+}
+
+// offerTools decides the tool definitions of this turn's model calls.
+func (t *turn) offerTools(info model.Info) {
+	t.offered = map[string]bool{}
+	t.extension = map[string]bool{}
+	t.s.mu.Lock()
+	names := t.s.tools
+	t.s.mu.Unlock()
+	if !info.Tools {
+		return
+	}
+	allowed := map[string]bool{}
+	for _, n := range names {
+		allowed[n] = true
+	}
+	for _, spec := range tool.Builtins() {
+		if allowed[spec.Name] {
+			t.offered[spec.Name] = true
+			t.toolDefs = append(t.toolDefs, model.ToolDef{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters})
+		}
+	}
+	if t.s.eng.Ext != nil {
+		for _, def := range t.s.eng.Ext.Tools() {
+			if allowed[def.Name] && !t.offered[def.Name] {
+				t.offered[def.Name] = true
+				t.extension[def.Name] = true
+				t.toolDefs = append(t.toolDefs, def)
+			}
+		}
+	}
+}
+
+func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDef) *model.Request {
+	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
+}
+
+func (t *turn) systemPrompt() string {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	sys := "You are e, a coding agent working in " + t.s.cwd + "."
+	if t.s.system != "" {
+		sys += "\n\n" + t.s.system
+	}
+	return sys
+}
+
+// call makes one model call with retries. It returns the text streamed by
+// the failed attempt when it fails.
+func (t *turn) call() (*model.Response, string, error) {
+	t.s.mu.Lock()
+	msgs := History(t.s.entries)
+	t.s.mu.Unlock()
+	req := t.request(t.systemPrompt(), msgs, t.toolDefs)
+	return t.stream(req, true)
+}
+
+// stream runs req with the retry policy; with show set its deltas become
+// text and reasoning events.
+func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, error) {
+	maxAttempts := t.s.eng.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = 5
+	}
+	for attempt := 0; ; attempt++ {
+		req.Attempt = attempt
+		var partial strings.Builder
+		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
+			if !show {
+				return
+			}
+			switch d.Kind {
+			case model.DeltaText:
+				partial.WriteString(d.Text)
+				t.output.WriteString(d.Text)
+				t.emit(Text{Delta: d.Text})
+			case model.DeltaReasoning:
+				t.emit(Reasoning{Delta: d.Text})
+			}
+		})
+		if err == nil {
+			if attempt > 0 {
+				t.emit(Recovered{Attempts: attempt + 1})
+			}
+			t.usage = t.usage.Add(resp.Usage)
+			t.emit(UsageEvent{NewUsage(resp.Usage)})
+			return resp, "", nil
+		}
+		if t.ctx.Err() != nil {
+			return nil, partial.String(), t.ctx.Err()
+		}
+		var me *model.Error
+		if !errors.As(err, &me) {
+			me = &model.Error{Provider: t.info.Provider, Stage: "request", Message: err.Error(), Err: err}
+		}
+		if me.Model == "" {
+			me.Model = t.info.ID
+		}
+		decision := "not_retryable"
+		if me.Retryable {
+			decision = "exhausted"
+		}
+		if !me.Retryable || attempt+1 >= maxAttempts {
+			return nil, partial.String(), &modelError{err: me, details: details(me, decision, attempt+1)}
+		}
+		if p := partial.String(); p != "" {
+			// The failed attempt's words must not stay in the output.
+			out := t.output.String()
+			t.output.Reset()
+			t.output.WriteString(strings.TrimSuffix(out, p))
+			t.emit(Discarded{Reason: "retry", Text: p})
+		}
+		delay := model.Backoff(attempt+1, me)
+		if me.RetryAfter == 0 && t.s.eng.RetryBase > 0 {
+			delay = t.s.eng.RetryBase << attempt
+		}
+		t.emit(Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()})
+		timer := time.NewTimer(delay)
+		select {
+		case <-t.ctx.Done():
+			timer.Stop()
+			return nil, "", t.ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// modelError is a terminal model failure with its details (U2).
+type modelError struct {
+	err     *model.Error
+	details ErrorDetails
+}
+
+func (e *modelError) Error() string { return e.err.Error() }
+func (e *modelError) Unwrap() error { return e.err }
+
+func details(me *model.Error, decision string, attempts int) ErrorDetails {
+	d := ErrorDetails{
+		Stage: "model", Provider: me.Provider, Model: me.Model, RequestID: me.RequestID,
+		ErrorType: me.Type, Retryable: me.Retryable, Decision: decision, Attempts: attempts,
+		Message: me.Error(), Diagnostic: store.Redact(truncate(me.Body, 4096)),
+		Time: time.Now().UTC().Format(time.RFC3339),
+	}
+	if me.Stage != "" {
+		d.Stage = "model." + me.Stage
+	}
+	if me.Status != 0 {
+		st := me.Status
+		d.Status = &st
+	}
+	return d
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Title derives a session title from its first prompt: the first line,
+// at most 60 characters.
+func Title(prompt string) string {
+	line := strings.TrimSpace(prompt)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	if utf8.RuneCountInString(line) > 60 {
+		r := []rune(line)
+		line = string(r[:60]) + "…"
+	}
+	if line == "" {
+		line = "untitled"
+	}
+	return line
+}
+
+// jsonOr returns raw when it is a JSON value, else the JSON string of raw.
+func jsonOr(raw json.RawMessage) json.RawMessage {
+	if json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}

@@ -1,0 +1,640 @@
+package extension
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/e-agent/e/internal/jsonl"
+)
+
+// Limits on what an extension may write; past them it is cut off.
+const (
+	maxExtLine    = 1 << 20 // bytes per stdout line
+	maxLinesPerS  = 1000    // stdout lines within one second
+	maxOutQueue   = 1024    // lines queued for an extension that does not read its stdin
+	maxStderrLine = 4 << 10 // longer stderr lines are truncated
+)
+
+// ext is one extension process and the goroutines that serve it.
+type ext struct {
+	h   *Host
+	cfg Config
+
+	cmd    *exec.Cmd
+	stdin  *os.File // our ends of the pipes
+	stdout *os.File
+	stderr *os.File
+
+	life   context.Context // ends when the process is gone
+	end    context.CancelFunc
+	out    chan []byte   // lines for the extension; one forwarder goroutine owns the writer
+	noMore chan struct{} // closed when no more lines will be sent (shutdown, death)
+	once   sync.Once     // closes noMore
+	exited chan struct{} // closed when the process has exited
+	done   chan struct{} // closed when every goroutine of this extension has ended
+
+	gate     atomic.Bool
+	asking   atomic.Int64 // questions to the person in flight
+	stopping atomic.Bool  // Shutdown or Kill: an exit is expected, not a crash
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	started bool
+	dead    string // why the extension is not running; "" while it is
+	cut     bool   // cut off: the notice is already out
+	nextID  int64
+	pending map[int64]chan reply
+	events  map[string]bool
+}
+
+type reply struct {
+	result json.RawMessage
+	err    error
+}
+
+func newExt(h *Host, c Config) *ext {
+	life, end := context.WithCancel(context.Background())
+	return &ext{h: h, cfg: c, life: life, end: end, out: make(chan []byte, maxOutQueue),
+		noMore: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{}),
+		pending: make(map[int64]chan reply), dead: "it has not started"}
+}
+
+func (e *ext) noticef(level, format string, args ...any) {
+	e.h.notice(Notice{Extension: e.cfg.Name, Level: level, Message: fmt.Sprintf("extension "+e.cfg.Name+" "+format, args...)})
+}
+
+// start launches the process and performs the handshake; on any failure
+// the extension is left dead with a notice.
+func (e *ext) start(ctx context.Context) {
+	if err := e.spawn(); err != nil {
+		e.noticef("error", "did not start: %v", err)
+		e.mu.Lock()
+		e.dead = "it did not start: " + err.Error()
+		e.mu.Unlock()
+		e.end()
+		close(e.exited)
+		close(e.done)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.h.opts.HandshakeTimeout)
+	defer cancel()
+	res, err := e.call(ctx, "initialize", map[string]any{"protocol": Protocol, "e_version": e.h.opts.Version, "extension": e.cfg.Name})
+	if err == nil {
+		err = e.handshake(res)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("did not answer initialize within %v", e.h.opts.HandshakeTimeout)
+		}
+		e.cutOff("failed its handshake: %v", err)
+	}
+}
+
+func (e *ext) spawn() error {
+	path, err := exec.LookPath(e.cfg.Command)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, e.cfg.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range e.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	setGroup(cmd)
+	// Plain pipes, not cmd.StdoutPipe: Wait must not close our ends while
+	// the reader drains what the process wrote just before it exited.
+	var files [6]*os.File
+	for i := 0; i < 6; i += 2 {
+		if files[i], files[i+1], err = os.Pipe(); err != nil {
+			closeAll(files[:i]...)
+			return err
+		}
+	}
+	cmd.Stdin, e.stdin = files[0], files[1]
+	e.stdout, cmd.Stdout = files[2], files[3]
+	e.stderr, cmd.Stderr = files[4], files[5]
+	err = cmd.Start()
+	closeAll(files[0], files[3], files[5]) // the child's ends
+	if err != nil {
+		closeAll(files[1], files[2], files[4])
+		return err
+	}
+	e.cmd = cmd
+	e.mu.Lock()
+	e.started, e.dead = true, ""
+	e.mu.Unlock()
+
+	readers := make(chan struct{}, 2)
+	e.wg.Add(4)
+	go func() { defer e.wg.Done(); defer func() { readers <- struct{}{} }(); e.read() }()
+	go func() { defer e.wg.Done(); defer func() { readers <- struct{}{} }(); e.readStderr() }()
+	go func() { defer e.wg.Done(); e.forward() }()
+	go func() { defer e.wg.Done(); e.reap(readers) }()
+	go func() { e.wg.Wait(); close(e.done) }()
+	return nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// reap waits for the process to exit, then cleans up after it.
+func (e *ext) reap(readers chan struct{}) {
+	err := e.cmd.Wait()
+	killGroup(e.cmd) // children it left behind
+	close(e.exited)
+	// Let the readers drain what the process wrote before it exited; a
+	// descendant outside the group may hold the pipes open, so bound it.
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for n := 0; n < 2; n++ {
+		select {
+		case <-readers:
+		case <-timeout.C:
+			closeAll(e.stdout, e.stderr) // unblocks the readers
+			<-readers
+		}
+	}
+	closeAll(e.stdin, e.stdout, e.stderr)
+
+	status := "exited with status 0"
+	var xe *exec.ExitError
+	switch {
+	case errors.As(err, &xe) && xe.ExitCode() >= 0:
+		status = fmt.Sprintf("exited with status %d", xe.ExitCode())
+	case errors.As(err, &xe):
+		status = "ended: " + xe.ProcessState.String()
+	case err != nil:
+		status = "ended: " + err.Error()
+	}
+	if e.die("it " + status) {
+		e.noticef("error", "%s; its tools are unavailable until e restarts", status)
+	}
+}
+
+// die marks the extension dead for reason, fails what waits on it, and
+// reports whether a crash notice is due (not cut off, not stopped by e).
+func (e *ext) die(reason string) bool {
+	e.mu.Lock()
+	first := e.dead == ""
+	if first {
+		e.dead = reason
+	}
+	pending := e.pending
+	e.pending = map[int64]chan reply{}
+	crash := first && !e.cut && !e.stopping.Load()
+	e.mu.Unlock()
+	e.end()
+	e.once.Do(func() { close(e.noMore) })
+	err := fmt.Errorf("extension %s is not running: %s", e.cfg.Name, e.reason())
+	for _, ch := range pending {
+		ch <- reply{err: err}
+	}
+	return crash
+}
+
+func (e *ext) reason() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dead
+}
+
+func (e *ext) running() bool { return e.reason() == "" }
+
+func (e *ext) wants(event string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dead == "" && e.events[event]
+}
+
+// cutOff stops a misbehaving extension: a notice, then SIGKILL.
+func (e *ext) cutOff(format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	e.mu.Lock()
+	first := !e.cut && e.dead == ""
+	e.cut = true
+	e.mu.Unlock()
+	if first {
+		e.noticef("error", "was cut off: %s", why)
+	}
+	e.die("it was cut off: " + why)
+	e.killNow()
+}
+
+// killNow kills the process group unless the process was already reaped
+// (its id could then belong to someone else).
+func (e *ext) killNow() {
+	select {
+	case <-e.exited:
+	default:
+		killGroup(e.cmd)
+	}
+}
+
+// send queues a line for the extension without blocking. An extension
+// that lets maxOutQueue lines pile up is not reading its stdin: cut off.
+func (e *ext) send(line []byte) {
+	select {
+	case <-e.noMore:
+		return
+	default:
+	}
+	select {
+	case e.out <- line:
+	default:
+		e.cutOff("it stopped reading its stdin (%d lines queued)", maxOutQueue)
+	}
+}
+
+// forward owns the jsonl writer on the extension's stdin.
+func (e *ext) forward() {
+	w := jsonl.NewWriter(e.stdin)
+	for {
+		select {
+		case line := <-e.out:
+			w.Write(e.life, line) // fails only once the extension is gone
+			continue
+		case <-e.noMore:
+		}
+		// Flush what was queued before noMore, such as the shutdown line.
+		for len(e.out) > 0 {
+			w.Write(e.life, <-e.out)
+		}
+		w.Close()       // returns once the lines are written or the pipe broke
+		e.stdin.Close() // EOF for the extension
+		return
+	}
+}
+
+// call sends request method and waits for the response, the extension's
+// death, or ctx. ctx ending sends a cancel notification.
+func (e *ext) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	e.mu.Lock()
+	if e.dead != "" {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("extension %s is not running: %s", e.cfg.Name, e.dead)
+	}
+	id := e.nextID
+	e.nextID++
+	ch := make(chan reply, 1)
+	e.pending[id] = ch
+	e.mu.Unlock()
+
+	line, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	if err != nil {
+		e.forget(id)
+		return nil, err
+	}
+	e.send(line)
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		if e.forget(id) {
+			e.send([]byte(`{"method":"cancel","params":{"id":` + strconv.FormatInt(id, 10) + `}}`))
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// forget drops a pending request; false if it was already answered.
+func (e *ext) forget(id int64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.pending[id]
+	delete(e.pending, id)
+	return ok
+}
+
+// askGate runs tool.gate on this extension; "" allows, anything else is
+// the reason to deny.
+func (e *ext) askGate(ctx context.Context, params map[string]any, silence time.Duration) string {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		res, err := e.call(ctx, "tool.gate", params)
+		answers <- answer{res, err}
+	}()
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+	var a answer
+	for waiting := true; waiting; {
+		select {
+		case a = <-answers:
+			waiting = false
+		case <-timer.C:
+			if e.asking.Load() > 0 { // the person is being asked: their time is not the gate's silence
+				timer.Reset(silence)
+				continue
+			}
+			cancel()
+			<-answers
+			return fmt.Sprintf("gate %s did not answer within %v; the call is denied", e.cfg.Name, silence)
+		}
+	}
+	switch {
+	case a.err != nil && ctx.Err() != nil:
+		return fmt.Sprintf("gate %s: %v", e.cfg.Name, a.err)
+	case a.err != nil:
+		return fmt.Sprintf("gate %s: %v; the call is denied", e.cfg.Name, a.err)
+	}
+	var v struct {
+		Allow  *bool  `json:"allow"`
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(a.res, &v) != nil || v.Allow == nil {
+		return fmt.Sprintf("gate %s answered without a boolean allow; the call is denied", e.cfg.Name)
+	}
+	if *v.Allow {
+		return ""
+	}
+	if v.Reason == "" {
+		v.Reason = "denied"
+	}
+	return e.cfg.Name + ": " + v.Reason
+}
+
+func (e *ext) handshake(res json.RawMessage) error {
+	var r struct {
+		Protocol *int       `json:"protocol"`
+		Tools    []toolSpec `json:"tools"`
+		Gate     bool       `json:"gate"`
+		Events   []string   `json:"events"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("invalid initialize result: %v", err)
+	}
+	if r.Protocol == nil || *r.Protocol != Protocol {
+		return fmt.Errorf("it speaks protocol %s; e speaks %d", string(mustJSON(r.Protocol)), Protocol)
+	}
+	events := map[string]bool{}
+	for _, ev := range r.Events {
+		events[ev] = eventNames[ev] // unknown names are ignored: events are additive
+	}
+	e.mu.Lock()
+	e.events = events
+	e.mu.Unlock()
+	e.gate.Store(r.Gate)
+	return e.h.addTools(e, r.Tools, false)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// shutdown asks the extension to exit, then kills it after grace.
+func (e *ext) shutdown(grace time.Duration) {
+	if e.cmd == nil {
+		return
+	}
+	e.stopping.Store(true)
+	e.send([]byte(`{"method":"shutdown"}`))
+	e.once.Do(func() { close(e.noMore) }) // the forwarder flushes, then closes stdin
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-e.exited:
+	case <-timer.C:
+		e.killNow()
+	}
+}
+
+func (e *ext) kill() {
+	if e.cmd == nil {
+		return
+	}
+	e.stopping.Store(true)
+	e.killNow()
+}
+
+// envelope is any line from an extension: a request (method set), a
+// notification (method, no id) or a response (no method).
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (e *ext) read() {
+	r := jsonl.NewReader(e.stdout, maxExtLine)
+	window, count := time.Now(), 0
+	for {
+		line, err := r.Next()
+		if errors.Is(err, jsonl.ErrTooLong) {
+			e.cutOff("it wrote a line longer than %d bytes", maxExtLine)
+			return
+		}
+		if err != nil {
+			return // EOF, or the pipe closed by reap
+		}
+		if now := time.Now(); now.Sub(window) >= time.Second {
+			window, count = now, 0
+		}
+		if count++; count > maxLinesPerS {
+			e.cutOff("it wrote more than %d lines in one second", maxLinesPerS)
+			return
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var env envelope
+		if line[0] != '{' || json.Unmarshal(line, &env) != nil {
+			e.cutOff("it wrote a line that is not a protocol message: %q", clip(line, 80))
+			return
+		}
+		if env.Method != "" {
+			e.request(env)
+			continue
+		}
+		e.response(env)
+	}
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+func (e *ext) response(env envelope) {
+	id, err := strconv.ParseInt(string(env.ID), 10, 64)
+	if err != nil {
+		return // not an id e used: nothing waits for it
+	}
+	e.mu.Lock()
+	ch, ok := e.pending[id]
+	delete(e.pending, id)
+	e.mu.Unlock()
+	if !ok {
+		return // answered after e stopped waiting (cancel)
+	}
+	if len(env.Error) > 0 && string(env.Error) != "null" {
+		var msg string
+		if json.Unmarshal(env.Error, &msg) != nil {
+			msg = string(env.Error)
+		}
+		ch <- reply{err: errors.New(msg)}
+		return
+	}
+	ch <- reply{result: env.Result}
+}
+
+// respond answers the extension's request id (nothing for a notification).
+func (e *ext) respond(id json.RawMessage, result any, errMsg string) {
+	if len(id) == 0 || string(id) == "null" {
+		return
+	}
+	msg := map[string]any{"id": id}
+	if errMsg != "" {
+		msg["error"] = errMsg
+	} else {
+		msg["result"] = result
+	}
+	e.send(mustJSON(msg))
+}
+
+func (e *ext) request(env envelope) {
+	switch m := env.Method; {
+	case m == "ui.confirm" || m == "ui.select" || m == "ui.input" || m == "ui.editor":
+		if len(env.ID) == 0 || string(env.ID) == "null" {
+			return // a question without an id has nowhere to get its answer
+		}
+		e.asking.Add(1)
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer e.asking.Add(-1)
+			e.ask(env)
+		}()
+	case m == "ui.notify" || m == "ui.show":
+		var p struct {
+			Level   string `json:"level"`
+			Message string `json:"message"`
+			Title   string `json:"title"`
+		}
+		json.Unmarshal(env.Params, &p) // a malformed params object still yields a notice
+		switch p.Level {
+		case "info", "warning", "error":
+		default:
+			p.Level = "info"
+		}
+		if p.Message == "" {
+			p.Message = p.Title
+		}
+		if !e.h.notice(Notice{Extension: e.cfg.Name, Level: p.Level, Message: p.Message, Method: m, Params: env.Params}) {
+			e.respond(env.ID, nil, m+" was dropped: too many notices are waiting for the client")
+			return
+		}
+		e.respond(env.ID, struct{}{}, "")
+	case m == "tools.register":
+		var p struct {
+			Tools []toolSpec `json:"tools"`
+		}
+		if err := json.Unmarshal(env.Params, &p); err != nil {
+			e.respond(env.ID, nil, "tools.register: params must be {tools:[{name, description, parameters}]}")
+			return
+		}
+		if err := e.h.addTools(e, p.Tools, true); err != nil {
+			e.respond(env.ID, nil, "tools.register: "+err.Error())
+			return
+		}
+		e.respond(env.ID, struct{}{}, "")
+	case strings.HasPrefix(m, "ui.") || strings.HasPrefix(m, "session."):
+		e.respond(env.ID, nil, m+" is not available: e has no terminal")
+	default:
+		e.respond(env.ID, nil, "unknown method "+m)
+	}
+}
+
+// ask relays a question to the person. It runs on its own goroutine so the
+// reader keeps serving the extension while the person thinks.
+func (e *ext) ask(env envelope) {
+	params := env.Params
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	var p struct {
+		TimeoutMS *float64 `json:"timeout_ms"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		e.respond(env.ID, nil, env.Method+": params must be an object")
+		return
+	}
+	ctx := e.life
+	if p.TimeoutMS != nil && *p.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*p.TimeoutMS*float64(time.Millisecond)))
+		defer cancel()
+	}
+	res, err := e.h.ui.Ask(ctx, e.cfg.Name, env.Method, params)
+	switch {
+	case e.life.Err() != nil:
+		return // the extension is gone; nobody to answer
+	case ctx.Err() != nil: // timeout_ms elapsed
+		e.noticef("warning", "asked %s and got no answer within %v ms; the question was cancelled", env.Method, *p.TimeoutMS)
+		e.respond(env.ID, cancelled, "")
+	case errors.Is(err, ErrNoUI):
+		e.respond(env.ID, nil, env.Method+" was refused: there is no client to ask (e -p, or e rpc without hello ask:true)")
+	case err != nil:
+		e.respond(env.ID, nil, env.Method+" failed: "+err.Error())
+	case len(res) == 0 || string(res) == "null":
+		e.respond(env.ID, cancelled, "")
+	default:
+		e.respond(env.ID, res, "")
+	}
+}
+
+// readStderr forwards the extension's stderr to e's, each line prefixed
+// with its name. Lines are dropped rather than block the extension.
+func (e *ext) readStderr() {
+	r := bufio.NewReaderSize(e.stderr, maxStderrLine)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			out := make([]byte, 0, len(line)+len(e.cfg.Name)+12)
+			out = append(out, "extension "+e.cfg.Name+": "...)
+			out = append(out, bytes.TrimRight(line, "\r\n")...)
+			out = append(out, '\n')
+			select {
+			case e.h.stderr <- out:
+			default:
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of an overlong line
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil {
+				return
+			}
+		case err != nil:
+			return
+		}
+	}
+}

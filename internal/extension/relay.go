@@ -1,0 +1,106 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// Ask is the line e rpc writes for a relayed question (X2).
+type Ask struct {
+	Type      string          `json:"type"` // "ask"
+	Ask       int64           `json:"ask"`
+	Extension string          `json:"extension"`
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
+}
+
+// cancelled is what an extension gets for a question nobody answered (X3).
+var cancelled = json.RawMessage(`{"cancelled":true}`)
+
+// Relay keeps the server's book of asks (X2–X4): numbers unique in the
+// process from 1, the asks still pending, and the replies.
+type Relay struct {
+	emit func(Ask)
+
+	mu      sync.Mutex
+	last    int64
+	pending map[int64]chan json.RawMessage
+	closed  map[int64]bool // finished asks: true answered, false cancelled
+}
+
+// NewRelay returns a Relay that writes ask lines with emit. emit is called
+// without locks held and must not block for long.
+func NewRelay(emit func(Ask)) *Relay {
+	return &Relay{emit: emit, pending: make(map[int64]chan json.RawMessage), closed: make(map[int64]bool)}
+}
+
+// Ask emits an ask line and waits for its Reply. When ctx ends first the
+// ask is cancelled and the result is {"cancelled":true}.
+func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
+	if ctx.Err() != nil {
+		return cancelled, nil
+	}
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	ch := make(chan json.RawMessage, 1)
+	r.mu.Lock()
+	r.last++
+	n := r.last
+	r.pending[n] = ch
+	r.mu.Unlock()
+
+	r.emit(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params})
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := r.pending[n]; !ok {
+			return <-ch, nil // the reply won the race
+		}
+		delete(r.pending, n)
+		r.closed[n] = false
+		return cancelled, nil
+	}
+}
+
+// Reply answers ask n (M15). A nil or null result cancels it: the extension
+// gets {"cancelled":true} (X3).
+func (r *Relay) Reply(n int64, result json.RawMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.pending[n]
+	if !ok {
+		answered, finished := r.closed[n]
+		switch {
+		case !finished:
+			return fmt.Errorf("ask.reply: unknown ask %d", n)
+		case answered:
+			return fmt.Errorf("ask.reply: ask %d was already answered", n)
+		default:
+			return fmt.Errorf("ask.reply: ask %d was cancelled", n)
+		}
+	}
+	if len(result) == 0 || string(result) == "null" {
+		result = cancelled
+	}
+	delete(r.pending, n)
+	r.closed[n] = true
+	ch <- result
+	return nil
+}
+
+// CancelAll cancels every pending ask, for example when the client goes.
+func (r *Relay) CancelAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, ch := range r.pending {
+		delete(r.pending, n)
+		r.closed[n] = false
+		ch <- cancelled
+	}
+}

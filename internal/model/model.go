@@ -1,0 +1,186 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Roles of a Message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool" // carries tool results, one Part each
+)
+
+// Part kinds.
+const (
+	PartText       = "text"
+	PartReasoning  = "reasoning"
+	PartImage      = "image"
+	PartToolCall   = "tool_call"
+	PartToolResult = "tool_result"
+)
+
+// Message is one message of a conversation, in the shape e persists
+// (see schemas/store/message.json).
+type Message struct {
+	Role    string `json:"role"`
+	Content []Part `json:"content"`
+}
+
+// Part is one piece of a Message's content. Which fields are set depends on Type.
+type Part struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"` // text, reasoning, tool_result output
+	// Signature is opaque provider data that must travel back with a
+	// reasoning part (Anthropic thinking signatures, OpenAI encrypted reasoning).
+	Signature string `json:"signature,omitempty"`
+
+	MediaType string `json:"media_type,omitempty"` // image: image/png …
+	Data      []byte `json:"data,omitempty"`       // image bytes (base64 in JSON)
+
+	ID        string          `json:"id,omitempty"`        // tool_call: provider call id
+	Name      string          `json:"name,omitempty"`      // tool_call: tool name
+	Arguments json.RawMessage `json:"arguments,omitempty"` // tool_call: JSON object
+
+	CallID  string `json:"call_id,omitempty"`  // tool_result: the tool_call's ID
+	IsError bool   `json:"is_error,omitempty"` // tool_result: the call failed
+}
+
+// Text joins the text parts of m.
+func (m Message) Text() string {
+	var s string
+	for _, p := range m.Content {
+		if p.Type == PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// ToolCalls returns the tool_call parts of m in provider order.
+func (m Message) ToolCalls() []Part {
+	var calls []Part
+	for _, p := range m.Content {
+		if p.Type == PartToolCall {
+			calls = append(calls, p)
+		}
+	}
+	return calls
+}
+
+// ToolDef is a tool offered to the model.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments object
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string // catalog id without the provider prefix, e.g. "gpt-5.5"
+	System   string
+	Messages []Message
+	Tools    []ToolDef
+	Effort   string // "" when the model has no effort levels
+	// Attempt counts retries of this same call, from 0. Providers ignore it;
+	// the offline model uses it to fail only the first attempt of /error retryable.
+	Attempt int
+}
+
+// Usage holds the five disjoint token categories (U1): Input excludes cache
+// reads and writes.
+type Usage struct {
+	Input        int64 `json:"input_tokens"`
+	Output       int64 `json:"output_tokens"`
+	CacheRead    int64 `json:"cache_read_tokens"`
+	CacheWrite5m int64 `json:"cache_write_5m_tokens"`
+	CacheWrite1h int64 `json:"cache_write_1h_tokens"`
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead,
+		u.CacheWrite5m + v.CacheWrite5m, u.CacheWrite1h + v.CacheWrite1h}
+}
+
+// Prompt is input + cache reads + cache writes (U1).
+func (u Usage) Prompt() int64 { return u.Input + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h }
+
+// Delta kinds.
+const (
+	DeltaText      = "text"
+	DeltaReasoning = "reasoning"
+	DeltaToolCall  = "tool_call" // a fragment of a tool call's arguments
+)
+
+// Delta is one streamed piece of a model's answer.
+type Delta struct {
+	Kind string
+	Text string // text and reasoning deltas; argument fragment for tool_call
+	// Tool-call fragments: Index is the call's position in the answer; ID and
+	// Name are set on the first fragment of a call.
+	Index int
+	ID    string
+	Name  string
+}
+
+// Stop reasons.
+const (
+	StopEnd      = "end"        // the model finished its answer
+	StopToolUse  = "tool_use"   // the model wants tool results
+	StopMaxToken = "max_tokens" // cut by the output limit
+)
+
+// Response is the whole answer of one model call, assembled by the provider.
+type Response struct {
+	Message    Message // role assistant; tool calls fully assembled
+	Usage      Usage
+	StopReason string
+	RequestID  string // the provider's request id, when it sent one
+}
+
+// Provider streams one model call. Stream calls emit for every delta, in
+// order, from the calling goroutine, and returns the assembled Response.
+// It returns an *Error for provider failures; it does not retry (the agent
+// owns retries). Cancelling ctx stops the call promptly with ctx.Err().
+type Provider interface {
+	Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
+}
+
+// Error is a failed model call, classified.
+type Error struct {
+	Retryable  bool
+	Provider   string        // "openai", "anthropic", custom provider name, "e"
+	Model      string        // catalog id
+	Stage      string        // "connect", "request", "stream", "decode"
+	Status     int           // HTTP status, 0 when none
+	RequestID  string        // provider request id, when known
+	Type       string        // provider error type, e.g. "rate_limit_error", "overloaded_error", "stall"
+	RetryAfter time.Duration // from retry-after, 0 when not given
+	Message    string        // human-readable, one line
+	Body       string        // bounded diagnostic text (≤ 4 KiB), secrets redacted
+	Err        error         // underlying error, if any
+}
+
+func (e *Error) Error() string {
+	s := "model: " + e.Provider
+	if e.Status != 0 {
+		s += fmt.Sprintf(": HTTP %d", e.Status)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is a model error worth retrying.
+func IsRetryable(err error) bool {
+	var me *Error
+	return errors.As(err, &me) && me.Retryable
+}

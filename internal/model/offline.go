@@ -1,0 +1,376 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// OfflineID is the catalog id of the built-in offline model.
+const OfflineID = "e/offline"
+
+// Limits of directive arguments, so that a typo cannot stall a test for hours
+// or allocate gigabytes.
+const (
+	maxDelayMS   = 3_600_000
+	maxLongWords = 1_000_000
+)
+
+// Offline is the built-in offline model: deterministic, no network. It
+// follows the directives in the newest user message; the package
+// documentation lists them. The zero value is ready to use.
+type Offline struct{}
+
+// segment is what one model call of the turn does.
+type segment struct {
+	think []string // reasoning, one entry per /think line
+	text  []string // text, one entry per /text or /long line
+	calls []Part
+	delay time.Duration
+	fail  *Error // from /error; nil when the call succeeds
+	// failFirst limits fail to the first attempt (/error retryable).
+	failFirst bool
+	usage     *Usage
+}
+
+// Stream implements Provider.
+func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seg, err := offlineSegment(req)
+	if err != nil {
+		return nil, err
+	}
+	if seg.fail != nil && seg.failFirst && req.Attempt > 0 {
+		seg.fail = nil
+	}
+
+	wait := func() error {
+		if seg.delay <= 0 {
+			return ctx.Err()
+		}
+		t := time.NewTimer(seg.delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	var words int64
+	stream := func(kind, s string) error {
+		for len(s) > 0 {
+			n := nextWord(s)
+			if err := wait(); err != nil {
+				return err
+			}
+			emit(Delta{Kind: kind, Text: s[:n]})
+			words++
+			s = s[n:]
+		}
+		return nil
+	}
+
+	msg := Message{Role: RoleAssistant, Content: []Part{}}
+	if reasoning := strings.Join(seg.think, "\n"); reasoning != "" {
+		if err := stream(DeltaReasoning, reasoning); err != nil {
+			return nil, err
+		}
+		msg.Content = append(msg.Content, Part{Type: PartReasoning, Text: reasoning})
+	}
+	if text := strings.Join(seg.text, "\n"); text != "" {
+		if err := stream(DeltaText, text); err != nil {
+			return nil, err
+		}
+		msg.Content = append(msg.Content, Part{Type: PartText, Text: text})
+	}
+	for i, call := range seg.calls {
+		// Two fragments per call, split on a rune boundary, so that
+		// consumers must assemble arguments as they do for real providers.
+		args := string(call.Arguments)
+		half := len(args) / 2
+		for half > 0 && !utf8.RuneStart(args[half]) {
+			half--
+		}
+		for j, frag := range []string{args[:half], args[half:]} {
+			if err := wait(); err != nil {
+				return nil, err
+			}
+			d := Delta{Kind: DeltaToolCall, Text: frag, Index: i}
+			if j == 0 {
+				d.ID, d.Name = call.ID, call.Name
+			}
+			emit(d)
+		}
+		msg.Content = append(msg.Content, call)
+	}
+	if seg.fail != nil {
+		if err := wait(); err != nil {
+			return nil, err
+		}
+		return nil, seg.fail
+	}
+
+	resp := &Response{Message: msg, StopReason: StopEnd}
+	if len(seg.calls) > 0 {
+		resp.StopReason = StopToolUse
+	}
+	if seg.usage != nil {
+		resp.Usage = *seg.usage
+	} else {
+		resp.Usage = Usage{Input: max(requestChars(req)/4, 1), Output: words + int64(len(seg.calls))}
+	}
+	return resp, nil
+}
+
+// offlineSegment decides what this call of the turn does.
+func offlineSegment(req *Request) (segment, error) {
+	if strings.HasPrefix(req.System, "Summarize") {
+		return segment{text: []string{compactionSummary(req.Messages)}}, nil
+	}
+	prompt, call := newestPrompt(req.Messages)
+	segs, err := parseDirectives(prompt)
+	if err != nil {
+		return segment{}, err
+	}
+	if segs == nil {
+		segs = []segment{{text: []string{plainReply(prompt)}}}
+	}
+	if call >= len(segs) {
+		return segment{text: []string{"done."}}, nil
+	}
+	return segs[call], nil
+}
+
+// newestPrompt returns the text of the newest user message that has text,
+// and the index of this call in the turn: the number of assistant
+// messages after that user message.
+func newestPrompt(msgs []Message) (text string, call int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		switch {
+		case m.Role == RoleAssistant:
+			call++
+		case m.Role == RoleUser && hasText(m):
+			return m.Text(), call
+		}
+	}
+	return "", call
+}
+
+func hasText(m Message) bool {
+	for _, p := range m.Content {
+		if p.Type == PartText {
+			return true
+		}
+	}
+	return false
+}
+
+// plainReply answers a prompt without directives.
+func plainReply(prompt string) string {
+	words := strings.Fields(prompt)
+	return fmt.Sprintf("e/offline: received %d words: \"%s\"", len(words), firstRunes(strings.Join(words, " "), 60))
+}
+
+// compactionSummary answers the agent's compaction request. Whitespace is
+// collapsed so that the summary holds no directive lines when it later
+// becomes part of a prompt.
+func compactionSummary(msgs []Message) string {
+	var words []string
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			words = append(words, strings.Fields(m.Text())...)
+		}
+	}
+	return fmt.Sprintf("Summary of %d messages: %s", len(msgs), firstRunes(strings.Join(words, " "), 200))
+}
+
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// nextWord returns the length of the first word of s with the whitespace
+// before it, so that the words of s concatenate back to s.
+func nextWord(s string) int {
+	inWord := false
+	for i, r := range s {
+		space := unicode.IsSpace(r)
+		if inWord && space {
+			return i
+		}
+		inWord = inWord || !space
+	}
+	return len(s)
+}
+
+// requestChars counts the characters of the request's text: the system
+// prompt and every part's text and tool-call arguments.
+func requestChars(req *Request) int64 {
+	n := utf8.RuneCountInString(req.System)
+	for _, m := range req.Messages {
+		for _, p := range m.Content {
+			n += utf8.RuneCountInString(p.Text) + utf8.RuneCount(p.Arguments)
+		}
+	}
+	return int64(n)
+}
+
+// parseDirectives splits prompt into segments. It returns nil when prompt
+// holds no directive line.
+func parseDirectives(prompt string) ([]segment, error) {
+	var segs []segment
+	cur := segment{}
+	found := false
+	for n, line := range strings.Split(prompt, "\n") {
+		line = strings.TrimSpace(line)
+		word, rest := cutSpace(line)
+		if !isDirective(word) {
+			continue
+		}
+		found = true
+		if word == "/then" {
+			if rest != "" {
+				return nil, malformed(n, line, "/then takes no arguments")
+			}
+			segs = append(segs, cur)
+			cur = segment{}
+			continue
+		}
+		if err := cur.add(word, rest, len(segs)); err != nil {
+			return nil, malformed(n, line, err.Error())
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return append(segs, cur), nil
+}
+
+func isDirective(word string) bool {
+	switch word {
+	case "/text", "/think", "/tool", "/then", "/delay", "/long", "/error", "/usage":
+		return true
+	}
+	return false
+}
+
+// add applies one directive other than /then to s, the segment numbered seg.
+func (s *segment) add(word, rest string, seg int) error {
+	switch word {
+	case "/text", "/think":
+		if rest == "" {
+			return fmt.Errorf("%s needs words", word)
+		}
+		if word == "/text" {
+			s.text = append(s.text, rest)
+		} else {
+			s.think = append(s.think, rest)
+		}
+	case "/tool":
+		name, args := cutSpace(rest)
+		if name == "" || args == "" {
+			return fmt.Errorf("want /tool NAME JSON")
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+			return fmt.Errorf("arguments are not a JSON object")
+		}
+		s.calls = append(s.calls, Part{Type: PartToolCall, ID: fmt.Sprintf("call_%d_%d", seg, len(s.calls)),
+			Name: name, Arguments: json.RawMessage(args)})
+	case "/delay":
+		if s.delay != 0 {
+			return fmt.Errorf("a second /delay in one segment")
+		}
+		ms, err := strconv.Atoi(rest)
+		if err != nil || ms < 0 || ms > maxDelayMS {
+			return fmt.Errorf("want /delay MS with MS from 0 to %d", maxDelayMS)
+		}
+		s.delay = time.Duration(ms) * time.Millisecond
+	case "/long":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > maxLongWords {
+			return fmt.Errorf("want /long N with N from 1 to %d", maxLongWords)
+		}
+		s.text = append(s.text, longText(n))
+	case "/error":
+		if s.fail != nil {
+			return fmt.Errorf("a second /error in one segment")
+		}
+		kind, msg := cutSpace(rest)
+		if msg == "" {
+			msg = "simulated " + kind + " error"
+		}
+		e := &Error{Provider: "e", Model: OfflineID, Stage: "stream", Message: msg,
+			Retryable: true, Status: 503, Type: "offline_retryable"}
+		switch kind {
+		case "retryable":
+			s.failFirst = true
+		case "persistent":
+		case "fatal":
+			e.Retryable, e.Status, e.Type = false, 400, "offline_fatal"
+		default:
+			return fmt.Errorf("want /error retryable|persistent|fatal [MESSAGE]")
+		}
+		s.fail = e
+	case "/usage":
+		if s.usage != nil {
+			return fmt.Errorf("a second /usage in one segment")
+		}
+		errUsage := fmt.Errorf("want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers")
+		f := strings.Fields(rest)
+		var v [5]int64
+		if len(f) != len(v) {
+			return errUsage
+		}
+		for i := range v {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil || n < 0 {
+				return errUsage
+			}
+			v[i] = n
+		}
+		s.usage = &Usage{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite5m: v[3], CacheWrite1h: v[4]}
+	}
+	return nil
+}
+
+// cutSpace splits s at its first space or tab, trimming both halves.
+func cutSpace(s string) (head, tail string) {
+	i := strings.IndexAny(s, " \t")
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i+1:])
+}
+
+// longText returns "w1 w2 … wN".
+func longText(n int) string {
+	b := make([]byte, 0, n*7)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b = append(b, ' ')
+		}
+		b = append(b, 'w')
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
+}
+
+func malformed(n int, line, why string) *Error {
+	return &Error{Provider: "e", Model: OfflineID, Stage: "request", Status: 400, Type: "offline_directive",
+		Message: fmt.Sprintf("malformed directive on line %d %q: %s", n+1, line, why)}
+}

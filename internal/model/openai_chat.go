@@ -1,0 +1,262 @@
+package model
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+const openAIBaseURL = "https://api.openai.com/v1"
+
+// NewOpenAIChat returns a provider speaking the Chat Completions streaming
+// API (POST {BaseURL}/chat/completions), the dialect of OpenAI-compatible
+// servers (Ollama, vLLM, llama.cpp, LM Studio). Reasoning streamed as
+// delta.reasoning_content or delta.reasoning is reported; it is never sent back.
+func NewOpenAIChat(s ProviderSettings) Provider {
+	return &openAIChat{newHTTPProvider(s, "openai", openAIBaseURL)}
+}
+
+type openAIChat struct{ p httpProvider }
+
+type chatRequest struct {
+	Model           string             `json:"model"`
+	Messages        []chatMessage      `json:"messages"`
+	Tools           []chatTool         `json:"tools,omitempty"`
+	ReasoningEffort string             `json:"reasoning_effort,omitempty"`
+	Stream          bool               `json:"stream"`
+	StreamOptions   *chatStreamOptions `json:"stream_options"`
+}
+
+type chatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content"` // string, []chatPart, or nil beside tool calls
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatPart struct {
+	Type     string        `json:"type"` // "text" or "image_url"
+	Text     string        `json:"text,omitempty"`
+	ImageURL *chatImageURL `json:"image_url,omitempty"`
+}
+
+type chatImageURL struct {
+	URL string `json:"url"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string      `json:"type"`
+	Function chatToolDef `json:"function"`
+}
+
+type chatToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+func (o *openAIChat) body(req *Request) chatRequest {
+	body := chatRequest{Model: req.Model, ReasoningEffort: req.Effort, Stream: true,
+		StreamOptions: &chatStreamOptions{IncludeUsage: true}}
+	if req.System != "" {
+		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: req.System})
+	}
+	for _, m := range req.Messages {
+		body.Messages = append(body.Messages, chatMessages(m)...)
+	}
+	for _, t := range req.Tools {
+		body.Tools = append(body.Tools, chatTool{Type: "function",
+			Function: chatToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	}
+	return body
+}
+
+// chatMessages maps one Message: tool results become one "tool" message
+// each; a user message of a single text is sent as a plain string, which
+// every compatible server understands.
+func chatMessages(m Message) []chatMessage {
+	var out []chatMessage
+	var parts []chatPart
+	var calls []chatToolCall
+	var text strings.Builder
+	for _, p := range m.Content {
+		switch p.Type {
+		case PartText:
+			parts = append(parts, chatPart{Type: "text", Text: p.Text})
+			text.WriteString(p.Text)
+		case PartImage:
+			parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: dataURL(p)}})
+		case PartToolCall:
+			calls = append(calls, chatToolCall{ID: p.ID, Type: "function",
+				Function: chatFunction{Name: p.Name, Arguments: callArgs(p.Arguments)}})
+		case PartToolResult:
+			out = append(out, chatMessage{Role: "tool", ToolCallID: p.CallID, Content: p.Text})
+		}
+	}
+	switch {
+	case m.Role == RoleAssistant && (text.Len() > 0 || len(calls) > 0):
+		msg := chatMessage{Role: "assistant", ToolCalls: calls}
+		if text.Len() > 0 {
+			msg.Content = text.String()
+		}
+		out = append(out, msg)
+	case m.Role == RoleAssistant:
+	case len(parts) == 1 && parts[0].Type == "text":
+		out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
+	case len(parts) > 0:
+		out = append(out, chatMessage{Role: "user", Content: parts})
+	}
+	return out
+}
+
+// dataURL encodes an image part as a base64 data URL.
+func dataURL(p Part) string {
+	return "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
+}
+
+// callArgs returns a tool call's arguments as the JSON text OpenAI expects.
+// Arguments kept as a JSON string (the model's broken JSON) go back as sent.
+func callArgs(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if len(raw) == 0 {
+		return "{}"
+	}
+	return string(raw)
+}
+
+func openAIHeader(key string) http.Header {
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return h
+}
+
+type chatChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error) {
+	c, err := o.p.start(ctx, req.Model, "/chat/completions", openAIHeader(o.p.key), o.body(req), "data: [DONE]")
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	a := newAnswer(emit)
+	resp := &Response{RequestID: c.reqID}
+	byIndex := map[int]int{} // the server's tool call index → part
+	last := -1               // the latest tool call part
+	var finish string
+	for {
+		ev, err := c.next()
+		if err != nil {
+			return nil, err
+		}
+		if ev.Data == "[DONE]" {
+			break
+		}
+		var ch chatChunk
+		if err := c.decode(ev, &ch); err != nil {
+			return nil, err
+		}
+		if ev.Event == "error" || len(ch.Error) > 0 {
+			kind, msg := parseErrorBody([]byte(ev.Data))
+			return nil, c.eventErr(kind, msg, ev.Data)
+		}
+		if u := ch.Usage; u != nil {
+			resp.Usage = Usage{Input: max(u.PromptTokens-u.PromptTokensDetails.CachedTokens, 0),
+				Output: u.CompletionTokens, CacheRead: u.PromptTokensDetails.CachedTokens}
+		}
+		if len(ch.Choices) == 0 {
+			continue
+		}
+		ch0 := ch.Choices[0]
+		if ch0.FinishReason != "" {
+			finish = ch0.FinishReason
+		}
+		d := ch0.Delta
+		if r := d.ReasoningContent + d.Reasoning; r != "" {
+			a.add(a.tail(PartReasoning), r)
+		}
+		if d.Content != "" {
+			a.add(a.tail(PartText), d.Content)
+		}
+		for _, tc := range d.ToolCalls {
+			i, ok := last, tc.Index == nil && tc.ID == "" && last >= 0
+			if tc.Index != nil {
+				i, ok = byIndex[*tc.Index]
+			}
+			// A server reusing an index for a new call gives it a new id.
+			if ok && tc.ID != "" && a.parts[i].ID != tc.ID {
+				ok = false
+			}
+			if !ok {
+				id := tc.ID
+				if id == "" { // some compatible servers send none
+					id = fmt.Sprintf("call_%d", len(a.calls))
+				}
+				i = a.openCall(id, tc.Function.Name, tc.Function.Arguments)
+				if tc.Index != nil {
+					byIndex[*tc.Index] = i
+				}
+				last = i
+				continue
+			}
+			a.addArgs(i, tc.Function.Arguments)
+		}
+	}
+	resp.Message = a.message()
+	switch {
+	case finish == "length":
+		resp.StopReason = StopMaxToken
+	case a.hasCalls():
+		resp.StopReason = StopToolUse
+	default:
+		resp.StopReason = StopEnd
+	}
+	return resp, nil
+}

@@ -1,0 +1,270 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+)
+
+// NewOpenAIResponses returns a provider speaking the OpenAI Responses
+// streaming API (POST {BaseURL}/responses). Calls are stateless (store:false);
+// with an effort set, reasoning comes back encrypted and is replayed on the
+// next call, with the reasoning summary as its text.
+func NewOpenAIResponses(s ProviderSettings) Provider {
+	return &openAIResponses{newHTTPProvider(s, "openai", openAIBaseURL)}
+}
+
+type openAIResponses struct{ p httpProvider }
+
+// sigResponses tags encrypted reasoning made by the Responses API.
+const sigResponses = "openai-responses"
+
+type responsesRequest struct {
+	Model        string              `json:"model"`
+	Instructions string              `json:"instructions,omitempty"`
+	Input        []any               `json:"input"`
+	Tools        []responsesTool     `json:"tools,omitempty"`
+	Reasoning    *responsesReasoning `json:"reasoning,omitempty"`
+	Include      []string            `json:"include,omitempty"`
+	Store        bool                `json:"store"`
+	Stream       bool                `json:"stream"`
+}
+
+type responsesReasoning struct {
+	Effort  string `json:"effort"`
+	Summary string `json:"summary"`
+}
+
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Strict defaults to true in this API, which rejects ordinary schemas
+	// (optional properties, open objects).
+	Strict bool `json:"strict"`
+}
+
+type responsesMessage struct {
+	Type    string             `json:"type"` // "message"
+	Role    string             `json:"role"`
+	Content []responsesContent `json:"content"`
+}
+
+type responsesContent struct {
+	Type     string `json:"type"` // input_text, input_image, output_text, summary_text
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+type responsesReasoningItem struct {
+	Type             string             `json:"type"` // "reasoning"
+	Summary          []responsesContent `json:"summary"`
+	EncryptedContent string             `json:"encrypted_content"`
+}
+
+type responsesFunctionCall struct {
+	Type      string `json:"type"` // "function_call"
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type responsesFunctionOutput struct {
+	Type   string `json:"type"` // "function_call_output"
+	CallID string `json:"call_id"`
+	Output string `json:"output"`
+}
+
+func (o *openAIResponses) body(req *Request) responsesRequest {
+	body := responsesRequest{Model: req.Model, Instructions: req.System, Input: []any{}, Stream: true}
+	if req.Effort != "" {
+		body.Reasoning = &responsesReasoning{Effort: req.Effort, Summary: "auto"}
+		body.Include = []string{"reasoning.encrypted_content"}
+	}
+	for _, m := range req.Messages {
+		body.Input = append(body.Input, responsesItems(m)...)
+	}
+	for _, t := range req.Tools {
+		body.Tools = append(body.Tools, responsesTool{Type: "function", Name: t.Name,
+			Description: t.Description, Parameters: t.Parameters})
+	}
+	return body
+}
+
+// responsesItems maps one Message to input items in order: consecutive
+// text and images form one message item; reasoning, calls and results are
+// items of their own.
+func responsesItems(m Message) []any {
+	var out []any
+	var msg *responsesMessage
+	content := func(c responsesContent) {
+		if msg == nil {
+			msg = &responsesMessage{Type: "message", Role: m.Role}
+			out = append(out, msg)
+		}
+		msg.Content = append(msg.Content, c)
+	}
+	textType := "input_text"
+	if m.Role == RoleAssistant {
+		textType = "output_text"
+	}
+	for _, p := range m.Content {
+		switch p.Type {
+		case PartText:
+			content(responsesContent{Type: textType, Text: p.Text})
+			continue
+		case PartImage:
+			content(responsesContent{Type: "input_image", ImageURL: dataURL(p), Detail: "auto"})
+			continue
+		case PartReasoning:
+			sig, ok := untagSignature(sigResponses, p.Signature)
+			if !ok {
+				continue // reasoning of another provider, or none to replay
+			}
+			item := responsesReasoningItem{Type: "reasoning", Summary: []responsesContent{}, EncryptedContent: sig}
+			if p.Text != "" {
+				item.Summary = append(item.Summary, responsesContent{Type: "summary_text", Text: p.Text})
+			}
+			out = append(out, item)
+		case PartToolCall:
+			out = append(out, responsesFunctionCall{Type: "function_call", CallID: p.ID, Name: p.Name,
+				Arguments: callArgs(p.Arguments)})
+		case PartToolResult:
+			out = append(out, responsesFunctionOutput{Type: "function_call_output", CallID: p.CallID, Output: p.Text})
+		}
+		msg = nil
+	}
+	return out
+}
+
+// responsesEvent is the union of the streamed events used here.
+type responsesEvent struct {
+	Type         string               `json:"type"`
+	OutputIndex  int                  `json:"output_index"`
+	SummaryIndex int                  `json:"summary_index"`
+	Delta        string               `json:"delta"`
+	Item         *responsesOutputItem `json:"item"`
+	Response     *struct {
+		Usage *struct {
+			InputTokens        int64 `json:"input_tokens"`
+			OutputTokens       int64 `json:"output_tokens"`
+			InputTokensDetails struct {
+				CachedTokens int64 `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		} `json:"usage"`
+		Error             *errorObject `json:"error"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	} `json:"response"`
+}
+
+type responsesOutputItem struct {
+	Type             string `json:"type"`
+	CallID           string `json:"call_id"`
+	Name             string `json:"name"`
+	Arguments        string `json:"arguments"`
+	EncryptedContent string `json:"encrypted_content"`
+}
+
+func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error) {
+	c, err := o.p.start(ctx, req.Model, "/responses", openAIHeader(o.p.key), o.body(req), "response.completed")
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	a := newAnswer(emit)
+	resp := &Response{RequestID: c.reqID}
+	items := map[int]int{}   // output_index → part
+	summary := map[int]int{} // output_index → summary_index last seen
+	// part returns the part of an output item, opening one of typ for
+	// servers that skip response.output_item.added.
+	part := func(ev responsesEvent, typ string) int {
+		if i, ok := items[ev.OutputIndex]; ok {
+			return i
+		}
+		items[ev.OutputIndex] = a.open(typ)
+		return items[ev.OutputIndex]
+	}
+	for {
+		ev, err := c.next()
+		if err != nil {
+			return nil, err
+		}
+		var e responsesEvent
+		if err := c.decode(ev, &e); err != nil {
+			return nil, err
+		}
+		if e.Type == "" {
+			e.Type = ev.Event
+		}
+		switch e.Type {
+		case "response.output_item.added":
+			if e.Item == nil {
+				continue
+			}
+			switch e.Item.Type {
+			case "message":
+				part(e, PartText)
+			case "reasoning":
+				part(e, PartReasoning)
+			case "function_call":
+				items[e.OutputIndex] = a.openCall(e.Item.CallID, e.Item.Name, e.Item.Arguments)
+			}
+		case "response.output_text.delta", "response.refusal.delta":
+			a.add(part(e, PartText), e.Delta)
+		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+			i := part(e, PartReasoning)
+			if s, ok := summary[e.OutputIndex]; ok && s != e.SummaryIndex {
+				a.add(i, "\n\n")
+			}
+			summary[e.OutputIndex] = e.SummaryIndex
+			a.add(i, e.Delta)
+		case "response.function_call_arguments.delta":
+			if i, ok := items[e.OutputIndex]; ok && a.parts[i].Type == PartToolCall {
+				a.addArgs(i, e.Delta)
+			}
+		case "response.output_item.done":
+			i, ok := items[e.OutputIndex]
+			if !ok || e.Item == nil {
+				continue
+			}
+			switch e.Item.Type {
+			case "function_call":
+				if e.Item.Arguments != "" {
+					a.setArgs(i, e.Item.Arguments)
+				}
+			case "reasoning":
+				a.sign(i, tagSignature(sigResponses, e.Item.EncryptedContent))
+			}
+		case "response.completed", "response.incomplete":
+			if r := e.Response; r != nil && r.Usage != nil {
+				u := r.Usage
+				cached := u.InputTokensDetails.CachedTokens
+				resp.Usage = Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached}
+			}
+			resp.Message = a.message()
+			switch {
+			case e.Type == "response.incomplete" && e.Response != nil && e.Response.IncompleteDetails != nil &&
+				strings.HasPrefix(e.Response.IncompleteDetails.Reason, "max_output_tokens"):
+				resp.StopReason = StopMaxToken
+			case a.hasCalls():
+				resp.StopReason = StopToolUse
+			default:
+				resp.StopReason = StopEnd
+			}
+			return resp, nil
+		case "response.failed":
+			var eo errorObject
+			if e.Response != nil && e.Response.Error != nil {
+				eo = *e.Response.Error
+			}
+			return nil, c.eventErr(eo.kind(), eo.Message, ev.Data)
+		case "error":
+			kind, msg := parseErrorBody([]byte(ev.Data))
+			return nil, c.eventErr(kind, msg, ev.Data)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// maxEventSize bounds one server-sent event (its lines and data together),
+// so a broken or hostile server cannot make e buffer without limit.
+const maxEventSize = 8 << 20
+
+// sseEvent is one dispatched server-sent event.
+type sseEvent struct {
+	Event string // "" when the server sent no event field
+	Data  string // data lines joined by "\n"
+	ID    string // last event id seen on the stream
+	Retry int    // reconnection time in ms from the last retry field, -1 when none
+}
+
+// errEventTooLarge reports an event over the reader's size limit.
+var errEventTooLarge = errors.New("server-sent event too large")
+
+// sseReader parses a text/event-stream as the WHATWG HTML standard describes
+// it: lines end in CRLF, LF or CR; lines starting with ':' are comments; an
+// empty line dispatches the pending event, and an event without data is not
+// dispatched. A pending event at end of stream is discarded.
+type sseReader struct {
+	br      *bufio.Reader
+	max     int
+	line    []byte
+	data    bytes.Buffer
+	hasData bool
+	event   string
+	id      string
+	retry   int
+	skipLF  bool // the last line ended in CR: a following LF belongs to it
+	started bool // the optional leading BOM has been handled
+}
+
+func newSSEReader(r io.Reader, max int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max, retry: -1}
+}
+
+// Next returns the next event. At the end of the stream it returns io.EOF;
+// read errors are returned as they are.
+func (r *sseReader) Next() (sseEvent, error) {
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if !r.hasData {
+				r.event = ""
+				continue
+			}
+			ev := sseEvent{Event: r.event, Data: r.data.String(), ID: r.id, Retry: r.retry}
+			r.event, r.hasData = "", false
+			r.data.Reset()
+			return ev, nil
+		}
+		r.field(line)
+	}
+}
+
+// field applies one non-empty line to the pending event.
+func (r *sseReader) field(line []byte) {
+	if line[0] == ':' {
+		return
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		value = bytes.TrimPrefix(value, []byte{' '})
+	}
+	switch string(name) {
+	case "event":
+		r.event = string(value)
+	case "data":
+		if r.hasData {
+			r.data.WriteByte('\n')
+		}
+		r.data.Write(value)
+		r.hasData = true
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			r.id = string(value)
+		}
+	case "retry":
+		if n, err := strconv.Atoi(string(value)); err == nil && n >= 0 && isDigits(value) {
+			r.retry = n
+		}
+	}
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// readLine returns the next line without its terminator. The slice is valid
+// until the next call. It never waits for bytes beyond the line's end, so a
+// CR-terminated event is dispatched as soon as it arrives.
+func (r *sseReader) readLine() ([]byte, error) {
+	r.line = r.line[:0]
+	if !r.started {
+		r.started = true
+		if b, err := r.br.Peek(1); err == nil && b[0] == 0xEF {
+			if b, err := r.br.Peek(3); err == nil && string(b) == "\ufeff" {
+				_, _ = r.br.Discard(3)
+			}
+		}
+	}
+	for {
+		if _, err := r.br.Peek(1); err != nil {
+			// A line without its terminator at the end is discarded, as is
+			// the event it belongs to.
+			return nil, err
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if r.skipLF {
+			r.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = r.br.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			i = len(buf)
+		}
+		if len(r.line)+i+r.data.Len() > r.max {
+			return nil, fmt.Errorf("%w: over %d bytes", errEventTooLarge, r.max)
+		}
+		r.line = append(r.line, buf[:i]...)
+		if i == len(buf) {
+			_, _ = r.br.Discard(i)
+			continue
+		}
+		r.skipLF = buf[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
+		return r.line, nil
+	}
+}

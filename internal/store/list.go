@@ -1,0 +1,283 @@
+package store
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Summary describes one saved session for session.list (M4).
+type Summary struct {
+	Path     string    `json:"path"`
+	Title    string    `json:"title"`
+	Name     string    `json:"name"`
+	Modified time.Time `json:"modified"`
+	Messages int       `json:"messages"` // message entries on the branch
+	Turns    int       `json:"turns"`    // user messages with a text part
+	Cwd      string    `json:"cwd"`
+}
+
+// Slug names the directory of cwd's sessions: the path without its leading
+// separator, separators (and characters unsafe in file names) turned into
+// '-', wrapped in "--": /work/main → --work-main--. The mapping is lossy
+// (/a-b and /a/b share a directory), so List also compares the header's
+// cwd. Long paths keep a prefix and a hash, to stay a valid file name.
+func Slug(cwd string) string {
+	s := strings.Map(func(r rune) rune {
+		switch {
+		case r == '/' || r == '\\' || r == ':' || r == '<' || r == '>' || r == '"' || r == '|' || r == '?' || r == '*', unicode.IsControl(r):
+			return '-'
+		}
+		return r
+	}, strings.TrimLeft(filepath.Clean(cwd), `/\`))
+	if len(s) > 160 {
+		sum := sha256.Sum256([]byte(cwd))
+		cut := 140
+		for !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "-" + hex.EncodeToString(sum[:8])
+	}
+	return "--" + s + "--"
+}
+
+// cacheName is the per-directory listing cache: a summary per log, valid
+// while the log's size and mtime are unchanged. It is disposable.
+const cacheName = ".list-cache.json"
+
+type listCache struct {
+	Version int               `json:"version"`
+	Files   map[string]cached `json:"files"`
+}
+
+type cached struct {
+	Size     int64  `json:"size"`
+	MtimeNS  int64  `json:"mtime_ns"`
+	Invalid  bool   `json:"invalid,omitempty"` // not a readable session log
+	Title    string `json:"title,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Messages int    `json:"messages"`
+	Turns    int    `json:"turns"`
+	Cwd      string `json:"cwd"`
+}
+
+// List returns the saved sessions of cwd, or of every directory when all is
+// set, newest first (M4). Only logs changed since the last listing are read.
+func List(home, cwd string, all bool) ([]Summary, error) {
+	root := filepath.Join(home, "sessions")
+	var dirs []string
+	if all {
+		des, err := os.ReadDir(root)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store: list: %w", err)
+		}
+		for _, de := range des {
+			if de.IsDir() {
+				dirs = append(dirs, filepath.Join(root, de.Name()))
+			}
+		}
+	} else {
+		cwd = filepath.Clean(cwd)
+		dirs = []string{filepath.Join(root, Slug(cwd))}
+	}
+	var out []Summary
+	for _, dir := range dirs {
+		s, err := listDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range s {
+			if all || x.Cwd == cwd {
+				out = append(out, x)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Summary) int {
+		if c := b.Modified.Compare(a.Modified); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+	return out, nil
+}
+
+func listDir(dir string) ([]Summary, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", err)
+	}
+	var old listCache
+	if b, err := os.ReadFile(filepath.Join(dir, cacheName)); err == nil {
+		// A bad cache is rebuilt, never an error.
+		if json.Unmarshal(b, &old) != nil || old.Version != 1 {
+			old = listCache{}
+		}
+	}
+	fresh := listCache{Version: 1, Files: make(map[string]cached, len(des))}
+	changed := false
+	var out []Summary
+	for _, de := range des {
+		name := de.Name()
+		if !isLogName(name) || !de.Type().IsRegular() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		path := filepath.Join(dir, name)
+		c, ok := old.Files[name]
+		if !ok || c.Size != fi.Size() || c.MtimeNS != fi.ModTime().UnixNano() {
+			c = summarize(path)
+			c.Size, c.MtimeNS = fi.Size(), fi.ModTime().UnixNano()
+			changed = true
+		}
+		fresh.Files[name] = c
+		if c.Invalid {
+			continue
+		}
+		out = append(out, Summary{Path: path, Title: c.Title, Name: c.Name, Modified: fi.ModTime(),
+			Messages: c.Messages, Turns: c.Turns, Cwd: c.Cwd})
+	}
+	if changed || len(fresh.Files) != len(old.Files) {
+		writeCache(dir, &fresh) // best effort: the listing is right without it
+	}
+	return out, nil
+}
+
+// isLogName accepts <id>.jsonl and rejects the sidecars (<id>.jsonl.errors.jsonl …).
+func isLogName(name string) bool {
+	stem, ok := strings.CutSuffix(name, ".jsonl")
+	return ok && validID(stem)
+}
+
+func summarize(path string) cached {
+	r, err := Read(path)
+	if err != nil {
+		return cached{Invalid: true}
+	}
+	b := Branch(r.Entries)
+	m, t := Count(b)
+	return cached{Title: Title(b), Name: Name(r.Header, b), Messages: m, Turns: t, Cwd: r.Header.Cwd}
+}
+
+func writeCache(dir string, c *listCache) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return
+	}
+	f, err := os.CreateTemp(dir, cacheName+".*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, cacheName))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// Count returns the number of message entries in branch and the number of
+// turns: user messages with a text part (tool results are not turns).
+func Count(branch []Entry) (messages, turns int) {
+	for _, e := range branch {
+		if e.Type != TypeMessage {
+			continue
+		}
+		messages++
+		if role, _, ok := peek(e.Message); ok && role == "user" {
+			turns++
+		}
+	}
+	return messages, turns
+}
+
+// Title returns the session's title: the last "title" entry on branch, else
+// the first user text, whitespace collapsed, at most 80 characters.
+func Title(branch []Entry) string {
+	for i := len(branch) - 1; i >= 0; i-- {
+		if branch[i].Type == TypeTitle {
+			return branch[i].Name
+		}
+	}
+	for _, e := range branch {
+		if e.Type != TypeMessage {
+			continue
+		}
+		if role, text, ok := peek(e.Message); ok && role == "user" {
+			return clip(strings.Join(strings.Fields(text), " "), 80)
+		}
+	}
+	return ""
+}
+
+// Name returns the session's label (C8): the last "name" entry on branch,
+// else the header's name.
+func Name(h Header, branch []Entry) string {
+	for i := len(branch) - 1; i >= 0; i-- {
+		if branch[i].Type == TypeName {
+			return branch[i].Name
+		}
+	}
+	return h.Name
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, k := 0, 0
+	for i = range s {
+		if k == n-1 {
+			break
+		}
+		k++
+	}
+	return s[:i] + "…"
+}
+
+// peek returns a message's role and its first text part; ok is false when
+// the message has no text part.
+func peek(m json.RawMessage) (role, text string, ok bool) {
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(m, &msg) != nil {
+		return "", "", false
+	}
+	var s string
+	if json.Unmarshal(msg.Content, &s) == nil {
+		return msg.Role, s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(msg.Content, &parts)
+	for _, p := range parts {
+		if p.Type == "text" {
+			return msg.Role, p.Text, true
+		}
+	}
+	return msg.Role, "", false
+}

@@ -1,0 +1,108 @@
+package store_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e-agent/e/internal/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// session creates a saved session in cwd holding entries, with mtime at.
+func session(t testing.TB, home, cwd string, at time.Time, name string, es ...store.Entry) string {
+	t.Helper()
+	l, err := store.Create(home, store.Header{Cwd: cwd, Model: "m", Effort: "e", Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(es...); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if err := os.Chtimes(l.Path(), at, at); err != nil {
+		t.Fatal(err)
+	}
+	return l.Path()
+}
+
+func msg(raw json.RawMessage) store.Entry { return store.Entry{Type: store.TypeMessage, Message: raw} }
+
+// M4, C8: listing, newest first, with titles, names and counts.
+func TestList(t *testing.T) {
+	home := t.TempDir()
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	long := strings.Repeat("word ", 30)
+	a := session(t, home, "/w/a", t0, "",
+		msg(userMsg("  fix\n the   bug ")), msg(assistantMsg("calling a tool")), msg(toolResultMsg("output")), msg(assistantMsg("done")),
+		msg(userMsg("thanks")))
+	b := session(t, home, "/w/a", t0.Add(time.Hour), "label",
+		msg(userMsg(long)), store.Entry{Type: store.TypeTitle, Name: "Explicit title"}, store.Entry{Type: store.TypeName, Name: "renamed"})
+	c := session(t, home, "/w-a", t0.Add(2*time.Hour), "", msg(userMsg("same slug, other cwd"))) // slug collides with /w/a
+	d := session(t, home, "/w/a", t0.Add(30*time.Minute), "only header", msg(json.RawMessage(`{"role":"user","content":[{"type":"image","media_type":"image/png","data":""}]}`)))
+
+	want := []store.Summary{
+		{Path: b, Title: "Explicit title", Name: "renamed", Modified: t0.Add(time.Hour), Messages: 1, Turns: 1, Cwd: "/w/a"},
+		{Path: d, Title: "", Name: "only header", Modified: t0.Add(30 * time.Minute), Messages: 1, Turns: 0, Cwd: "/w/a"},
+		{Path: a, Title: "fix the bug", Modified: t0, Messages: 5, Turns: 2, Cwd: "/w/a"},
+	}
+	for round := range 3 { // cold, cached, cache corrupted
+		got, err := store.List(home, "/w/a/", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("round %d: List (-want +got):\n%s", round, diff)
+		}
+		if round == 1 {
+			os.WriteFile(filepath.Join(filepath.Dir(a), ".list-cache.json"), []byte("{not json"), 0o600)
+		}
+	}
+	all, err := store.List(home, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(append([]store.Summary{{Path: c, Title: "same slug, other cwd", Modified: t0.Add(2 * time.Hour), Messages: 1, Turns: 1, Cwd: "/w-a"}}, want...), all); diff != "" {
+		t.Errorf("List all (-want +got):\n%s", diff)
+	}
+
+	// An append after the cached listing shows up.
+	l, _, _, err := store.OpenWritable(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(msg(userMsg("one more")), store.Entry{Type: store.TypeTitle, Name: "Retitled"})
+	l.Close()
+	got, _ := store.List(home, "/w/a", false)
+	if got[0].Path != a || got[0].Messages != 6 || got[0].Turns != 3 || got[0].Title != "Retitled" {
+		t.Errorf("after an append: %+v", got[0])
+	}
+	// A title longer than 80 characters is clipped.
+	if title := store.Title([]store.Entry{msg(userMsg(long))}); len([]rune(title)) != 80 || !strings.HasSuffix(title, "…") {
+		t.Errorf("Title of a long prompt = %q (%d runes)", title, len([]rune(title)))
+	}
+	// No sessions: empty, no error.
+	if got, err := store.List(home, "/nowhere", false); err != nil || len(got) != 0 {
+		t.Errorf("List of an unknown cwd = %v, %v", got, err)
+	}
+}
+
+func TestSlug(t *testing.T) {
+	tests := []struct{ cwd, want string }{
+		{cwd: "/work/main", want: "--work-main--"},
+		{cwd: "/work/main/", want: "--work-main--"},
+		{cwd: "/", want: "----"},
+		{cwd: `C:\Users\me`, want: "--C--Users-me--"},
+	}
+	for _, tt := range tests {
+		if got := store.Slug(tt.cwd); got != tt.want {
+			t.Errorf("Slug(%q) = %q, want %q", tt.cwd, got, tt.want)
+		}
+	}
+	if s := store.Slug("/" + strings.Repeat("x", 500)); len(s) > 200 {
+		t.Errorf("Slug of a long path is %d bytes", len(s))
+	}
+}

@@ -1,0 +1,492 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrLocked reports that another open writer holds a session log (C6).
+var ErrLocked = errors.New("session log is locked by another writer")
+
+// Log is an open, writable, locked session log. Its methods are safe for
+// concurrent use.
+type Log struct {
+	mu       sync.Mutex
+	f        *os.File // nil once closed
+	path     string
+	header   Header
+	last     string              // id of the last entry written; the default parent
+	ids      map[string]struct{} // every entry id in the file, to keep ids unique
+	size     int64               // bytes of whole lines in the file
+	warnings []string
+	buf      bytes.Buffer
+}
+
+// ReadResult is a parsed session log.
+type ReadResult struct {
+	Header   Header
+	Entries  []Entry
+	Warnings []string // skipped corrupt lines, an ignored or repaired torn tail
+}
+
+// Create starts a new session log at $home/sessions/<slug of h.Cwd>/<h.ID>.jsonl
+// (file 0600, directories 0700), writes and syncs the header, and takes the
+// writer lock. Empty Type, Version, ID and Created are filled in.
+func Create(home string, h Header) (*Log, error) {
+	h.Type = "session"
+	h.Version = Version
+	if h.ID == "" {
+		h.ID = NewID()
+	}
+	if h.Created.IsZero() {
+		h.Created = time.Now().UTC()
+	}
+	if !validID(h.ID) {
+		return nil, fmt.Errorf("store: create: invalid session id %q", h.ID)
+	}
+	if h.Cwd == "" {
+		return nil, errors.New("store: create: empty cwd")
+	}
+	h.Cwd = filepath.Clean(h.Cwd)
+	dir := filepath.Join(home, "sessions", Slug(h.Cwd))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create: %w", err)
+	}
+	path := filepath.Join(dir, h.ID+".jsonl")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: create: %w", err)
+	}
+	l := &Log{f: f, path: path, header: h, ids: map[string]struct{}{}}
+	fail := func(err error) (*Log, error) {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("store: create %s: %w", path, err)
+	}
+	if busy, err := lockFile(f, false); err != nil || busy {
+		return fail(fmt.Errorf("lock: busy=%v: %v", busy, err))
+	}
+	line, err := json.Marshal(h)
+	if err != nil {
+		return fail(err)
+	}
+	n, err := f.Write(append(line, '\n'))
+	if err != nil {
+		return fail(err)
+	}
+	l.size = int64(n)
+	// The path is handed out as a resume handle: it must survive a crash.
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fail(err)
+	}
+	if err := l.writePid(); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// OpenWritable opens an existing log to continue it (C6). It takes the
+// writer lock without waiting: if another writer holds it the error wraps
+// ErrLocked and names the holder's pid. A torn last line (a crash during a
+// write) is cut off and its bytes appended to <path>.torn; Warnings says so.
+func OpenWritable(path string) (*Log, *Header, []Entry, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("store: open: %w", err)
+	}
+	busy, err := lockFile(f, false)
+	if err != nil || busy {
+		f.Close()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("store: open %s: lock: %w", path, err)
+		}
+		return nil, nil, nil, fmt.Errorf("store: open %s: %w (%s)", path, ErrLocked, holder(path))
+	}
+	l, entries, err := openLocked(f, path)
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	h := l.header
+	return l, &h, entries, nil
+}
+
+// openLocked reads and repairs the locked file f.
+func openLocked(f *os.File, path string) (*Log, []Entry, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	p, err := parse(path, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &Log{f: f, path: path, header: p.Header, ids: make(map[string]struct{}, len(p.Entries)), size: int64(len(data))}
+	l.warnings = p.Warnings
+	switch {
+	case p.torn >= 0:
+		cut := data[p.torn:]
+		if err := saveTorn(path+".torn", cut); err != nil {
+			return nil, nil, fmt.Errorf("store: open %s: save torn tail: %w", path, err)
+		}
+		if err := f.Truncate(int64(p.torn)); err != nil {
+			return nil, nil, fmt.Errorf("store: open %s: repair torn tail: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		l.size = int64(p.torn)
+		l.warnings = append(l.warnings, fmt.Sprintf("store: %s: repaired a torn last line: %d bytes moved to %s.torn", path, len(cut), path))
+	case p.noLF:
+		// A whole entry lacking only its newline: complete it, lose nothing.
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return nil, nil, fmt.Errorf("store: open %s: complete last line: %w", path, err)
+		}
+		l.size++
+		l.warnings = append(l.warnings, fmt.Sprintf("store: %s: completed a last line that lacked its newline", path))
+	}
+	for _, e := range p.Entries {
+		l.ids[e.ID] = struct{}{}
+	}
+	if n := len(p.Entries); n > 0 {
+		l.last = p.Entries[n-1].ID
+	}
+	if err := l.writePid(); err != nil {
+		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return l, p.Entries, nil
+}
+
+// ReadOnly loads a log without a lock, a writer or any repair (C7): the file
+// stays byte-identical. A torn last line is ignored.
+func ReadOnly(path string) (*Header, []Entry, error) {
+	r, err := Read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &r.Header, r.Entries, nil
+}
+
+// Read is ReadOnly with the warnings about skipped lines.
+func Read(path string) (*ReadResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: read: %w", err)
+	}
+	p, err := parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if p.torn >= 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("store: %s: ignored a torn last line (%d bytes)", path, len(data)-p.torn))
+	}
+	return &p.ReadResult, nil
+}
+
+type parsed struct {
+	ReadResult
+	torn int  // offset of a torn last line, -1 when none
+	noLF bool // the last line is a whole entry without its newline
+}
+
+// parse splits data on LF only. A line that does not parse is skipped with
+// a warning, except a last line without LF, which is a torn write.
+func parse(path string, data []byte) (*parsed, error) {
+	p := &parsed{torn: -1}
+	// Entries are at least ~60 bytes; a guess avoids regrowing on big logs.
+	p.Entries = make([]Entry, 0, len(data)/256+1)
+	lineNo, off := 0, 0
+	haveHeader := false
+	for off < len(data) {
+		end := bytes.IndexByte(data[off:], '\n')
+		last := end < 0
+		if last {
+			end = len(data)
+		} else {
+			end += off
+		}
+		line := bytes.TrimSuffix(data[off:end], []byte{'\r'})
+		start := off
+		off = end + 1
+		lineNo++
+		if len(bytes.TrimSpace(line)) == 0 {
+			if last {
+				p.torn = start
+			}
+			continue
+		}
+		if !haveHeader {
+			if last {
+				// A header without its newline: Create died before the sync.
+				return nil, fmt.Errorf("store: %s: no complete header line", path)
+			}
+			if err := json.Unmarshal(line, &p.Header); err != nil {
+				return nil, fmt.Errorf("store: %s:1: bad header: %w", path, err)
+			}
+			if p.Header.Type != "session" {
+				return nil, fmt.Errorf("store: %s:1: not a session log (type %q)", path, p.Header.Type)
+			}
+			if p.Header.Version != Version {
+				return nil, fmt.Errorf("store: %s:1: unsupported format version %d (want %d)", path, p.Header.Version, Version)
+			}
+			haveHeader = true
+			continue
+		}
+		var e Entry
+		err := json.Unmarshal(line, &e)
+		if err == nil && (e.Type == "" || e.ID == "") {
+			err = errors.New("missing type or id")
+		}
+		if err != nil {
+			if last {
+				p.torn = start
+				break
+			}
+			p.Warnings = append(p.Warnings, fmt.Sprintf("store: %s:%d: skipped a corrupt line: %v", path, lineNo, err))
+			continue
+		}
+		if last {
+			p.noLF = true
+		}
+		p.Entries = append(p.Entries, e)
+	}
+	if !haveHeader {
+		return nil, fmt.Errorf("store: %s: empty log, no header", path)
+	}
+	return p, nil
+}
+
+// Append writes each entry as one line with one write(2), filling in
+// empty ID, Parent and Time.
+func (l *Log) Append(entries ...Entry) error {
+	for _, e := range entries {
+		if _, err := l.AppendEntry(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendEntry is Append for one entry; it returns the entry as written.
+func (l *Log) AppendEntry(e Entry) (Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return e, fmt.Errorf("store: append %s: %w", l.path, os.ErrClosed)
+	}
+	switch e.Type {
+	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted:
+	default:
+		return e, fmt.Errorf("store: append %s: unknown entry type %q", l.path, e.Type)
+	}
+	if e.Type == TypeMessage && !json.Valid(e.Message) {
+		return e, fmt.Errorf("store: append %s: message entry without a valid JSON message", l.path)
+	}
+	if e.ID == "" {
+		for e.ID = shortID(); l.has(e.ID); e.ID = shortID() {
+		}
+	} else if l.has(e.ID) {
+		return e, fmt.Errorf("store: append %s: duplicate entry id %q", l.path, e.ID)
+	}
+	if e.Parent == "" {
+		e.Parent = l.last
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	l.buf.Reset()
+	enc := json.NewEncoder(&l.buf)
+	// Keep message bytes as the caller compacted them (no \u003c rewriting).
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
+		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+	}
+	n, err := l.f.Write(l.buf.Bytes())
+	if err != nil {
+		// Leave no partial line behind for the next append to glue onto.
+		if n > 0 {
+			l.f.Truncate(l.size)
+		}
+		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+	}
+	l.size += int64(n)
+	l.ids[e.ID] = struct{}{}
+	l.last = e.ID
+	return e, nil
+}
+
+func (l *Log) has(id string) bool { _, ok := l.ids[id]; return ok }
+
+// Sync flushes the log to stable storage. The agent calls it at the end of
+// every turn.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("store: sync %s: %w", l.path, os.ErrClosed)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("store: sync: %w", err)
+	}
+	return nil
+}
+
+// Path returns the log's file name.
+func (l *Log) Path() string { return l.path }
+
+// Header returns the log's header as written.
+func (l *Log) Header() Header { return l.header }
+
+// Warnings returns what opening the log skipped or repaired.
+func (l *Log) Warnings() []string { return l.warnings }
+
+// Close syncs the log and releases the lock.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("store: close %s: %w", l.path, os.ErrClosed)
+	}
+	serr := l.f.Sync()
+	// Remove the pid before unlocking: once unlocked, a new holder may write its own.
+	os.Remove(l.path + ".lock")
+	cerr := l.f.Close()
+	l.f = nil
+	if err := errors.Join(serr, cerr); err != nil {
+		return fmt.Errorf("store: close %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// writePid records the lock holder's pid in <path>.lock, for the error a
+// second opener gets.
+func (l *Log) writePid() error {
+	return os.WriteFile(l.path+".lock", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+}
+
+// holder describes the process named in path's pid sidecar.
+func holder(path string) string {
+	b, err := os.ReadFile(path + ".lock")
+	if err != nil {
+		return "held by an unknown process"
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return "held by an unknown process"
+	}
+	return "held by pid " + strconv.Itoa(pid)
+}
+
+func saveTorn(path string, cut []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(cut[:len(cut):len(cut)], '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// validID accepts ids that are safe as file names.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Branch returns the entries on the branch that ends at the last entry,
+// oldest first, following Parent links. Where a parent is missing (its line
+// was corrupt and skipped) the branch continues with the entry just before
+// in the file, so one bad line never drops the history before it.
+func Branch(entries []Entry) []Entry {
+	if len(entries) == 0 {
+		return nil
+	}
+	at := make(map[string]int, len(entries))
+	for i, e := range entries {
+		if _, dup := at[e.ID]; !dup {
+			at[e.ID] = i
+		}
+	}
+	var rev []int
+	for i := len(entries) - 1; ; {
+		rev = append(rev, i)
+		p := entries[i].Parent
+		if p == "" {
+			break
+		}
+		j, ok := at[p]
+		if !ok || j >= i { // missing, or a forward link that could loop
+			j = i - 1
+		}
+		if j < 0 {
+			break
+		}
+		i = j
+	}
+	out := make([]Entry, len(rev))
+	for k, i := range rev {
+		out[len(rev)-1-k] = entries[i]
+	}
+	return out
+}
+
+// Fork creates a new log for h (the caller sets h.Parent to the parent's
+// path, and the current model and effort, T2) holding copies of branch. The
+// copies keep their ids, so compaction entries still name the entry they
+// kept, and are relinked into one chain.
+func Fork(home string, h Header, branch []Entry) (*Log, error) {
+	l, err := Create(home, h)
+	if err != nil {
+		return nil, err
+	}
+	prev := ""
+	for _, e := range branch {
+		e.Parent = prev // "" for the first: a root
+		w, err := l.AppendEntry(e)
+		if err != nil {
+			l.Close()
+			os.Remove(l.path)
+			return nil, err
+		}
+		prev = w.ID
+	}
+	if err := l.Sync(); err != nil {
+		l.Close()
+		os.Remove(l.path)
+		return nil, err
+	}
+	return l, nil
+}

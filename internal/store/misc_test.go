@@ -1,0 +1,254 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e-agent/e/internal/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// M13: the export is one self-contained page with everything escaped.
+func TestExportHTML(t *testing.T) {
+	h := store.Header{Type: "session", Version: 1, ID: "01J", Cwd: "/w/<script>", Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Model: "m", Effort: "high"}
+	branch := []store.Entry{
+		msg(json.RawMessage(`{"role":"user","content":[{"type":"text","text":"<script>alert(1)</script>"},{"type":"image","media_type":"image/png","data":"iVBORw0KGgo="}]}`)),
+		msg(json.RawMessage(`{"role":"assistant","content":[{"type":"reasoning","text":"<b>think</b>"},{"type":"tool_call","id":"c1","name":"bash","arguments":{"command":"echo '</pre><script>x</script>'"}}]}`)),
+		msg(json.RawMessage(`{"role":"tool","content":[{"type":"tool_result","call_id":"c1","text":"<img src=x onerror=alert(1)>","is_error":true}]}`)),
+		msg(json.RawMessage(`{"role":"user\" onclick=\"x","content":[{"type":"image","media_type":"text/html","data":"PHNjcmlwdD4="},{"type":"image","media_type":"image/png","data":"javascript:alert(1)"}]}`)),
+		{Type: store.TypeCompaction, Summary: "<script>sum</script>", Tokens: 5},
+		{Type: store.TypeInterrupted},
+	}
+	var buf bytes.Buffer
+	if err := store.ExportHTML(&buf, "<script>title</script>", h, branch); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if regexp.MustCompile(`(?i)<script|<img src=x|onclick="|src="javascript|src="http|href=`).MatchString(page) {
+		t.Errorf("unescaped markup or external reference in the export:\n%s", page)
+	}
+	for _, want := range []string{
+		"&lt;script&gt;alert(1)&lt;/script&gt;",
+		"&lt;script&gt;title&lt;/script&gt;",
+		`src="data:image/png;base64,iVBORw0KGgo="`,
+		"tool error",
+		"Content-Security-Policy",
+		"turn interrupted",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("export lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "<img"); n != 1 {
+		t.Errorf("%d images, want only the valid PNG", n)
+	}
+}
+
+func TestDefaultExportPath(t *testing.T) {
+	if got := store.DefaultExportPath("/h/sessions/--w--/01J.jsonl", "/w", "01J"); got != "/h/sessions/--w--/01J.html" {
+		t.Errorf("saved: %s", got)
+	}
+	if got := store.DefaultExportPath("", "/w", "01J"); got != "/w/e-session-01J.html" {
+		t.Errorf("memory-only: %s", got)
+	}
+}
+
+// U3: the errors sidecar is private and carries no secret.
+func TestAppendErrorRedacts(t *testing.T) {
+	t.Setenv("MY_PROVIDER_API_KEY", "plain-secret-value-123")
+	log := filepath.Join(t.TempDir(), "01J.jsonl")
+	details := map[string]any{
+		"stage":      "model",
+		"diagnostic": `401 from upstream; Authorization: Bearer abc.def-ghi_jkl; key sk-ant-api03-AAAAAAAAAAAAAAAAAAAA; {"x-api-key":"zzzzzzzzzzzz"} env plain-secret-value-123`,
+	}
+	for range 2 {
+		if err := store.AppendError(log, details); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(log + ".errors.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), b)
+	}
+	for _, secret := range []string{"abc.def", "AAAAAAAA", "zzzzzzzz", "plain-secret"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("sidecar contains %q:\n%s", secret, b)
+		}
+	}
+	var line struct {
+		Time    time.Time
+		Details map[string]string
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || line.Details["stage"] != "model" || line.Time.IsZero() {
+		t.Errorf("line %q: %v", lines[0], err)
+	}
+	if got := strings.Count(line.Details["diagnostic"], "[REDACTED]"); got != 4 {
+		t.Errorf("diagnostic %q: %d redactions, want 4", line.Details["diagnostic"], got)
+	}
+	if fi, _ := os.Stat(log + ".errors.jsonl"); fi.Mode().Perm() != 0o600 {
+		t.Errorf("sidecar mode %v", fi.Mode().Perm())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "env-key-9876543210")
+	t.Setenv("SHORT_API_KEY", "abc") // too short to redact safely
+	tests := []struct{ name, in, want string }{
+		{name: "openai", in: "key=sk-proj-abcdefghijklmnop123 end", want: "key=[REDACTED] end"},
+		{name: "anthropic", in: "sk-ant-api03-abcdefghijklmnopqrst", want: "[REDACTED]"},
+		{name: "bearer", in: "Authorization: Bearer eyJhbGciOi.J9x-y", want: "Authorization: Bearer [REDACTED]"},
+		{name: "x-api-key header", in: "x-api-key: abcdef123456", want: "x-api-key: [REDACTED]"},
+		{name: "x-api-key json", in: `{"X-Api-Key":["abcdef123456"]}`, want: `{"X-Api-Key":["[REDACTED]"]}`},
+		{name: "env value", in: "got env-key-9876543210!", want: "got [REDACTED]!"},
+		{name: "short env value kept", in: "abc", want: "abc"},
+		{name: "nothing", in: "sk- is short; a task-list", want: "sk- is short; a task-list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := store.Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// L2: settings, defaults and range errors.
+func TestLoadSettings(t *testing.T) {
+	defaults := store.Settings{ToolConcurrency: 8, CompactThreshold: 0.8}
+	tests := []struct {
+		name    string
+		file    *string
+		want    store.Settings
+		wantErr string
+	}{
+		{name: "missing file", want: defaults},
+		{name: "empty object", file: ptr("{}"), want: defaults},
+		{name: "nulls mean defaults", file: ptr(`{"tool_concurrency":null,"providers":null,"compact_threshold":null}`), want: defaults},
+		{name: "all fields", file: ptr(`{"tool_concurrency":64,"default_model":"openai/x","providers":{"a":1},"extensions":[],"compact_threshold":0.5,"future":true}`),
+			want: store.Settings{ToolConcurrency: 64, DefaultModel: "openai/x", Providers: json.RawMessage(`{"a":1}`), Extensions: json.RawMessage(`[]`), CompactThreshold: 0.5}},
+		{name: "tool_concurrency 1", file: ptr(`{"tool_concurrency":1}`), want: store.Settings{ToolConcurrency: 1, CompactThreshold: 0.8}},
+		{name: "tool_concurrency 0", file: ptr(`{"tool_concurrency":0}`), wantErr: "tool_concurrency 0 out of range 1..64"},
+		{name: "tool_concurrency 65", file: ptr(`{"tool_concurrency":65}`), wantErr: "tool_concurrency 65 out of range 1..64"},
+		{name: "tool_concurrency string", file: ptr("{\n  \"tool_concurrency\": \"8\"}"), wantErr: "settings.json:2:"},
+		{name: "compact_threshold 1.5", file: ptr(`{"compact_threshold":1.5}`), wantErr: "compact_threshold 1.5 out of range"},
+		{name: "bad JSON", file: ptr("{\n\"tool_concurrency\": 8,\n}"), wantErr: "settings.json:3:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if tt.file != nil {
+				os.WriteFile(filepath.Join(home, "settings.json"), []byte(*tt.file), 0o600)
+			}
+			got, err := store.LoadSettings(home)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), filepath.Join(home, "settings.json")) {
+					t.Errorf("err = %v, want one naming the file and %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// C9: trust by real path, inherited by subdirectories, never through a symlink.
+func TestTrust(t *testing.T) {
+	home := t.TempDir()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	repo := filepath.Join(base, "repo")
+	sub := filepath.Join(repo, "sub")
+	other := filepath.Join(base, "other")
+	for _, d := range []string{sub, other} {
+		os.MkdirAll(d, 0o755)
+	}
+	link := filepath.Join(base, "link-to-repo")
+	os.Symlink(repo, link)
+	escape := filepath.Join(repo, "escape") // inside repo, pointing outside
+	os.Symlink(other, escape)
+
+	if err := store.Trust(home, link); err != nil { // recorded as the real path
+		t.Fatal(err)
+	}
+	if got, _ := store.Trusted(home); !cmp.Equal(got, []string{repo}) {
+		t.Errorf("Trusted = %q, want [%s]", got, repo)
+	}
+	tests := []struct {
+		dir  string
+		want bool
+	}{
+		{dir: repo, want: true},
+		{dir: sub, want: true},
+		{dir: filepath.Join(link, "sub"), want: true},
+		{dir: other, want: false},
+		{dir: escape, want: false},
+		{dir: base, want: false},
+		{dir: repo + "x", want: false},
+		{dir: filepath.Join(base, "missing"), want: false},
+	}
+	for _, tt := range tests {
+		if got := store.IsTrusted(home, tt.dir); got != tt.want {
+			t.Errorf("IsTrusted(%s) = %v, want %v", tt.dir, got, tt.want)
+		}
+	}
+	if err := store.Trust(home, filepath.Join(base, "missing")); err == nil {
+		t.Error("Trust of a missing directory succeeded")
+	}
+	store.Trust(home, other)
+	if err := store.Revoke(home, repo); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.Trusted(home); !cmp.Equal(got, []string{other}) || store.IsTrusted(home, sub) {
+		t.Errorf("after Revoke: Trusted = %q, IsTrusted(sub) = %v", got, store.IsTrusted(home, sub))
+	}
+	store.Revoke(home, other)
+	if b, _ := os.ReadFile(filepath.Join(home, "trust.json")); !strings.Contains(string(b), `"trusted": []`) {
+		t.Errorf("empty trust list file: %s", b)
+	}
+}
+
+// C9: AGENTS.md is used only from trusted directories.
+func TestInstructions(t *testing.T) {
+	home := t.TempDir()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	repo := filepath.Join(base, "repo")
+	sub := filepath.Join(repo, "sub")
+	plain := filepath.Join(base, "plain")
+	os.MkdirAll(sub, 0o755)
+	os.MkdirAll(plain, 0o755)
+	os.WriteFile(filepath.Join(repo, "AGENTS.md"), []byte("repo rules\n"), 0o644)
+	os.WriteFile(filepath.Join(sub, "AGENTS.md"), []byte("sub rules"), 0o644)
+
+	check := func(name, dir, wantText string, wantNeed bool) {
+		t.Helper()
+		text, need, err := store.Instructions(home, dir)
+		if err != nil || text != wantText || need != wantNeed {
+			t.Errorf("%s: Instructions(%s) = %q, %v, %v; want %q, %v", name, dir, text, need, err, wantText, wantNeed)
+		}
+	}
+	check("untrusted sub", sub, "", true)
+	check("untrusted dir under an AGENTS.md", filepath.Join(sub), "", true)
+	check("no AGENTS.md anywhere", plain, "", false)
+	store.Trust(home, sub)
+	check("trusted sub only", sub, "<!-- "+sub+"/AGENTS.md -->\nsub rules", false)
+	store.Trust(home, repo)
+	check("trusted repo", sub, "<!-- "+repo+"/AGENTS.md -->\nrepo rules\n\n<!-- "+sub+"/AGENTS.md -->\nsub rules", false)
+	os.WriteFile(filepath.Join(home, "AGENTS.md"), []byte("mine"), 0o644)
+	check("user's own first", repo, "<!-- "+filepath.Join(home, "AGENTS.md")+" -->\nmine\n\n<!-- "+repo+"/AGENTS.md -->\nrepo rules", false)
+}

@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/e-agent/e/internal/store"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compile loads schemas/store/<name> from the repository.
+func compile(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	path := filepath.Join("..", "..", "schemas", "store", name)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "https://github.com/e-agent/e/schemas/store/" + name
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, line []byte) error {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
+	if err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	return s.Validate(v)
+}
+
+// What the package writes matches the published schemas.
+func TestFilesMatchSchemas(t *testing.T) {
+	header, entry := compile(t, "header.json"), compile(t, "entry.json")
+	home, l := newLog(t, "/work/main")
+	mustAppend(t, l,
+		msg(json.RawMessage(`{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","media_type":"image/png","data":"iVBORw0KGgo="}]}`)),
+		msg(json.RawMessage(`{"role":"assistant","content":[{"type":"reasoning","text":"hm"},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"a"}}]}`)),
+		msg(json.RawMessage(`{"role":"tool","content":[{"type":"tool_result","call_id":"c1","text":"x","is_error":true}]}`)),
+		store.Entry{Type: store.TypeSettings, Model: "a/b", Effort: "low"},
+		store.Entry{Type: store.TypeCompaction, Summary: "s", Kept: "x", Tokens: 10},
+		store.Entry{Type: store.TypeName, Name: "n"},
+		store.Entry{Type: store.TypeName},
+		store.Entry{Type: store.TypeTitle, Name: "t"},
+		store.Entry{Type: store.TypeInterrupted},
+	)
+	b, _ := os.ReadFile(l.Path())
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if err := validate(t, header, lines[0]); err != nil {
+		t.Errorf("header %s: %v", lines[0], err)
+	}
+	for _, line := range lines[1:] {
+		if err := validate(t, entry, line); err != nil {
+			t.Errorf("entry %s: %v", line, err)
+		}
+	}
+	for _, bad := range []string{
+		`{"type":"bogus","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
+		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
+		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"image","media_type":"text/html","data":""}]}}`,
+	} {
+		if validate(t, entry, []byte(bad)) == nil {
+			t.Errorf("entry schema accepts %s", bad)
+		}
+	}
+
+	store.AppendError(l.Path(), map[string]any{"stage": "model"})
+	e, _ := os.ReadFile(l.Path() + ".errors.jsonl")
+	if err := validate(t, compile(t, "errors.json"), bytes.TrimSpace(e)); err != nil {
+		t.Errorf("errors sidecar %s: %v", e, err)
+	}
+
+	store.Trust(home, t.TempDir())
+	tr, _ := os.ReadFile(filepath.Join(home, "trust.json"))
+	if err := validate(t, compile(t, "trust.json"), tr); err != nil {
+		t.Errorf("trust.json %s: %v", tr, err)
+	}
+
+	settings := compile(t, "settings.json")
+	for _, tt := range []struct {
+		doc string
+		ok  bool
+	}{
+		{doc: `{"tool_concurrency":8,"default_model":"a/b","providers":{},"compact_threshold":0.8,"other":1}`, ok: true},
+		{doc: `{"tool_concurrency":0}`},
+		{doc: `{"tool_concurrency":65}`},
+		{doc: `{"compact_threshold":0}`},
+	} {
+		err := validate(t, settings, []byte(tt.doc))
+		if (err == nil) != tt.ok {
+			t.Errorf("settings %s: %v, want ok=%v", tt.doc, err, tt.ok)
+		}
+		// The schema and LoadSettings agree.
+		home := t.TempDir()
+		os.WriteFile(filepath.Join(home, "settings.json"), []byte(tt.doc), 0o600)
+		if _, err := store.LoadSettings(home); (err == nil) != tt.ok {
+			t.Errorf("LoadSettings %s: %v, want ok=%v", tt.doc, err, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Settings is $E_HOME/settings.json. Unknown fields are ignored.
+type Settings struct {
+	ToolConcurrency  int             `json:"tool_concurrency"`  // tool wave size, 1..64, default 8 (L2)
+	DefaultModel     string          `json:"default_model"`     // "" = the model package's default
+	Providers        json.RawMessage `json:"providers"`         // parsed by the model package
+	Extensions       json.RawMessage `json:"extensions"`        // parsed by the extension package
+	CompactThreshold float64         `json:"compact_threshold"` // fraction of the context window, (0,1], default 0.8
+}
+
+// Setting defaults.
+const (
+	DefaultToolConcurrency  = 8
+	DefaultCompactThreshold = 0.8
+)
+
+// LoadSettings reads $home/settings.json. A missing file means the defaults;
+// bad JSON and out-of-range values are errors naming the file, and for JSON
+// errors the line and column.
+func LoadSettings(home string) (Settings, error) {
+	s := Settings{ToolConcurrency: DefaultToolConcurrency, CompactThreshold: DefaultCompactThreshold}
+	path := filepath.Join(home, "settings.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("store: settings: %w", err)
+	}
+	var raw struct {
+		ToolConcurrency  *int            `json:"tool_concurrency"`
+		DefaultModel     *string         `json:"default_model"`
+		Providers        json.RawMessage `json:"providers"`
+		Extensions       json.RawMessage `json:"extensions"`
+		CompactThreshold *float64        `json:"compact_threshold"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			line, col := position(b, syn.Offset)
+			return s, fmt.Errorf("store: settings %s:%d:%d: %w", path, line, col, err)
+		case errors.As(err, &typ):
+			line, col := position(b, typ.Offset)
+			return s, fmt.Errorf("store: settings %s:%d:%d: %s: want %s, got JSON %s", path, line, col, typ.Field, typ.Type, typ.Value)
+		}
+		return s, fmt.Errorf("store: settings %s: %w", path, err)
+	}
+	if raw.ToolConcurrency != nil {
+		if n := *raw.ToolConcurrency; n < 1 || n > 64 {
+			return s, fmt.Errorf("store: settings %s: tool_concurrency %d out of range 1..64", path, n)
+		}
+		s.ToolConcurrency = *raw.ToolConcurrency
+	}
+	if raw.CompactThreshold != nil {
+		if f := *raw.CompactThreshold; !(f > 0 && f <= 1) {
+			return s, fmt.Errorf("store: settings %s: compact_threshold %g out of range (0,1]", path, f)
+		}
+		s.CompactThreshold = *raw.CompactThreshold
+	}
+	if raw.DefaultModel != nil {
+		s.DefaultModel = *raw.DefaultModel
+	}
+	s.Providers = nonNull(raw.Providers)
+	s.Extensions = nonNull(raw.Extensions)
+	return s, nil
+}
+
+func nonNull(r json.RawMessage) json.RawMessage {
+	if string(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(b []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(b)))
+	before := b[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}

@@ -1,0 +1,135 @@
+// Package store keeps e's state on disk: the append-only session logs
+// (JSONL) with their locks, repair, listing, forks and HTML export, the
+// private errors sidecar, settings.json and the trust list. The normative
+// description is spec/persistence.md; the line formats are JSON Schemas in
+// schemas/store.
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Version is the session-log format version written in every header.
+const Version = 1
+
+// Entry types.
+const (
+	TypeMessage     = "message"
+	TypeSettings    = "settings"
+	TypeCompaction  = "compaction"
+	TypeName        = "name"
+	TypeTitle       = "title"
+	TypeInterrupted = "interrupted"
+)
+
+// Home returns e's home directory: $E_HOME when set, else ~/.e. It creates
+// the directory with mode 0700 when it is missing.
+func Home() (string, error) {
+	dir := os.Getenv("E_HOME")
+	if dir == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("store: home: %w", err)
+		}
+		dir = filepath.Join(h, ".e")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("store: home %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("store: home: %w", err)
+	}
+	return dir, nil
+}
+
+// Header is the first line of a session log.
+type Header struct {
+	Type    string    `json:"type"`    // always "session"
+	Version int       `json:"version"` // format version, 1
+	ID      string    `json:"id"`      // session id (ULID)
+	Cwd     string    `json:"cwd"`
+	Created time.Time `json:"created"`
+	Parent  string    `json:"parent_session,omitempty"` // set when forked: the parent log's path
+	Model   string    `json:"model"`
+	Effort  string    `json:"effort"`
+	Name    string    `json:"name,omitempty"`
+}
+
+// Entry is one line after the header. Which fields are set depends on Type.
+type Entry struct {
+	Type    string          `json:"type"`                    // one of the Type* constants
+	ID      string          `json:"id"`                      // assigned by Append when empty
+	Parent  string          `json:"parent"`                  // assigned by Append when empty: the previous entry's id
+	Time    time.Time       `json:"time"`                    // assigned by Append when zero
+	Message json.RawMessage `json:"message,omitempty"`       // message
+	Model   string          `json:"model,omitempty"`         // settings
+	Effort  string          `json:"effort,omitempty"`        // settings
+	Summary string          `json:"summary,omitempty"`       // compaction: the summary replacing earlier history
+	Kept    string          `json:"kept,omitempty"`          // compaction: id of the first entry kept after the summary ("" = none)
+	Tokens  int64           `json:"tokens_before,omitempty"` // compaction
+	Name    string          `json:"name,omitempty"`          // name (user label, C8) and title (automatic)
+}
+
+// crockford is the ULID alphabet.
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// ulidState makes ids from one process strictly increasing: within one
+// millisecond the random part is incremented instead of redrawn.
+var ulidState struct {
+	sync.Mutex
+	ms   uint64
+	rand [10]byte
+}
+
+// NewID returns a new ULID: 26 characters of Crockford base32, a 48-bit
+// millisecond timestamp followed by 80 random bits, so ids sort by time.
+func NewID() string {
+	ms := uint64(time.Now().UnixMilli())
+	ulidState.Lock()
+	if ms <= ulidState.ms {
+		ms = ulidState.ms
+		increment(&ulidState.rand)
+	} else {
+		ulidState.ms = ms
+		rand.Read(ulidState.rand[:])
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], ms<<16)
+	copy(b[6:], ulidState.rand[:])
+	ulidState.Unlock()
+
+	// 128 bits as 26 base32 digits: the first digit carries the top 3 bits.
+	hi := binary.BigEndian.Uint64(b[:8])
+	lo := binary.BigEndian.Uint64(b[8:])
+	var out [26]byte
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+func increment(r *[10]byte) {
+	for i := len(r) - 1; i >= 0; i-- {
+		r[i]++
+		if r[i] != 0 {
+			return
+		}
+	}
+}
+
+// shortID returns 8 hex digits for an entry id.
+func shortID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%08x", binary.BigEndian.Uint32(b[:]))
+}

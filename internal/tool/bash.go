@@ -1,0 +1,458 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	defaultBashTimeout = 120_000 // ms
+	maxBashTimeout     = 600_000 // ms
+	maxBashOutput      = 64 << 10
+	// outputGrace is how long output is still collected after the shell has
+	// exited, while a background job keeps the pipe open.
+	outputGrace = 250 * time.Millisecond
+	// killPatience bounds how long a kill keeps finding and killing marked
+	// processes (one that forks as fast as it is killed, or hangs in the kernel).
+	killPatience = 2 * time.Second
+	// markerPrefix starts the name of the environment variable that marks every
+	// process a bash call starts: markerPrefix + <Procs id> = <call id>.
+	markerPrefix = "E_TOOL_CALL_"
+)
+
+var bashTool = &builtin{
+	spec: Spec{
+		Name:     "bash",
+		Category: "execute",
+		Description: "Run a command with /bin/bash -c in the working directory. stdin is empty; stdout and " +
+			"stderr are combined and the last 64 KiB are returned with the exit status. Default timeout " +
+			"120000 ms, at most 600000. Background jobs (cmd &) keep running after the call but must " +
+			"redirect their output (cmd >log 2>&1 &); all are killed when e exits.",
+	},
+	params: []param{
+		{name: "command", kind: kString, required: true, nonEmpty: true, desc: "The bash command line to run."},
+		{name: "timeout_ms", kind: kInteger, min: 1, max: maxBashTimeout, desc: "Kill the command after this many milliseconds (default 120000)."},
+	},
+	target: "command",
+	run:    runBash,
+}
+
+// Procs tracks every process started by bash calls of this e process so none
+// outlives e. Each call's shell runs in a process group of its own and carries
+// the environment variable E_TOOL_CALL_<procs id>=<call id>, which every
+// descendant inherits, detached ones (setsid, nohup, disown) included; killing
+// finds them by scanning /proc/*/environ. A process that clears its
+// environment (env -i) and leaves the group escapes; nothing short of cgroups
+// catches it.
+type Procs struct {
+	key string // the marker variable's name, unique to this Procs
+
+	mu      sync.Mutex
+	closed  bool           // KillAll was called: no new shells
+	running map[int]*shell // by pid, which is also the process group id
+}
+
+type shell struct {
+	call string
+	done chan struct{} // closed once cmd.Wait has reaped the shell
+}
+
+// NewProcs returns an empty tracker.
+func NewProcs() *Procs {
+	return &Procs{key: markerPrefix + randomHex(), running: map[int]*shell{}}
+}
+
+// KillAll sends SIGKILL to every running bash process group and to every
+// process carrying this tracker's marker, detached descendants and leftovers
+// of finished calls included, until none is left; it returns once the shells
+// are reaped and the killed processes that became e's own children are reaped
+// too. Later bash calls fail: KillAll is meant for shutdown (D1, D2). It is
+// safe to call many times and concurrently.
+func (p *Procs) KillAll() {
+	p.mu.Lock()
+	p.closed = true
+	var groups []int
+	var done []chan struct{}
+	for pid, sh := range p.running {
+		groups = append(groups, pid)
+		done = append(done, sh.done)
+	}
+	p.mu.Unlock()
+	killed := p.kill(groups, func(string) bool { return true })
+	timeout := time.NewTimer(killPatience)
+	defer timeout.Stop()
+wait:
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-timeout.C:
+			break wait
+		}
+	}
+	p.reap(killed, groups)
+}
+
+// start starts cmd and records it; under the lock, so KillAll either sees it
+// or has already refused it.
+func (p *Procs) start(cmd *exec.Cmd, call string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("e is shutting down")
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p.running[cmd.Process.Pid] = &shell{call: call, done: make(chan struct{})}
+	return nil
+}
+
+// finished forgets a shell once cmd.Wait has reaped it.
+func (p *Procs) finished(pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sh, ok := p.running[pid]; ok {
+		close(sh.done)
+		delete(p.running, pid)
+	}
+}
+
+func (p *Procs) isShell(pid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.running[pid]
+	return ok
+}
+
+// killCall kills the shell's group and every process carrying the call's marker.
+func (p *Procs) killCall(pid int, call string) map[int]uint64 {
+	return p.kill([]int{pid}, func(v string) bool { return v == call })
+}
+
+// kill sends SIGKILL to the groups and to the live processes whose marker
+// value matches, scanning /proc again until a scan finds none. A dying
+// process's environ reads empty, so dead ones drop out of the scan by
+// themselves. It returns the processes it killed, with their start times.
+func (p *Procs) kill(groups []int, match func(call string) bool) map[int]uint64 {
+	killed := map[int]uint64{}
+	kill := func(pids []int) {
+		for _, pid := range pids {
+			if st, ok := readStat(pid); ok {
+				killed[pid] = st.start
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL) // ESRCH: already gone
+		}
+	}
+	// Scan first: once the group is killed, its members can no longer be
+	// recognised, and reap needs to know them.
+	pids := p.scan(match)
+	for _, g := range groups {
+		_ = syscall.Kill(-g, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(killPatience)
+	for pause := 50 * time.Microsecond; len(pids) > 0 && time.Now().Before(deadline); pause = min(2*pause, 10*time.Millisecond) {
+		kill(pids)
+		time.Sleep(pause) // let the kernel finish the killed processes before looking again
+		pids = p.scan(match)
+	}
+	return killed
+}
+
+// reap waits for killed processes that end up as e's own zombies: orphans are
+// re-parented to e when e is a subreaper or PID 1 (a container's init). It
+// follows each killed process, and each member of the killed groups that e
+// adopted, until it is gone or a zombie of another parent: re-parenting
+// happens only when its parent has exited. Shells are left to cmd.Wait, and a
+// process is recognised by its start time, so this never takes another
+// child's exit status.
+func (p *Procs) reap(killed map[int]uint64, groups []int) {
+	self := os.Getpid()
+	deadline := time.Now().Add(killPatience)
+	for pause := 50 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
+		// A member the group kill ended before any scan saw it is known by its group.
+		if names, err := readDirNames("/proc"); err == nil && len(groups) > 0 {
+			for _, name := range names {
+				pid, err := strconv.Atoi(name)
+				if err != nil {
+					continue
+				}
+				if st, ok := readStat(pid); ok && st.ppid == self && slices.Contains(groups, st.pgrp) {
+					if _, known := killed[pid]; !known {
+						killed[pid] = st.start
+					}
+				}
+			}
+		}
+		for pid, start := range killed {
+			st, ok := readStat(pid)
+			switch {
+			case !ok || st.start != start:
+				delete(killed, pid) // gone
+			case st.ppid == self:
+				if p.isShell(pid) {
+					delete(killed, pid)
+					continue
+				}
+				var ws syscall.WaitStatus
+				if st.state == 'Z' {
+					if wpid, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); wpid == pid {
+						delete(killed, pid)
+					}
+				}
+			default:
+				if _, dying := killed[st.ppid]; !dying && !p.isShell(st.ppid) {
+					delete(killed, pid) // a live parent other than e reaps it
+				}
+			}
+		}
+		if len(killed) == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
+// scan returns the live processes whose marker value satisfies match.
+func (p *Procs) scan(match func(call string) bool) []int {
+	names, err := readDirNames("/proc")
+	if err != nil {
+		return nil
+	}
+	prefix := []byte(p.key + "=")
+	self := os.Getpid()
+	var pids []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + name + "/environ")
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, prefix); ok && match(string(v)) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// procStat is what reap needs of /proc/<pid>/stat.
+type procStat struct {
+	state byte
+	ppid  int
+	pgrp  int
+	start uint64 // clock ticks after boot: with the pid, identifies a process
+}
+
+func readStat(pid int) (procStat, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name in parentheses may hold anything; fields resume after the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(data[i+1:])) // f[0] is field 3, state
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64) // field 22
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+func runBash(ctx context.Context, env *Env, a args) Result {
+	if env.Procs == nil {
+		return failure("no process tracker", "bash: no process tracker (Env.Procs is nil)")
+	}
+	timeout := time.Duration(a.integer("timeout_ms", defaultBashTimeout)) * time.Millisecond
+	call := randomHex()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return failure("failed", "bash: %v", err)
+	}
+	cmd := exec.Command("/bin/bash", "-c", a.str("command"))
+	cmd.Dir = env.Cwd
+	// PWD as os/exec sets it when it builds the environment itself.
+	cmd.Env = append(os.Environ(), "PWD="+env.Cwd, env.Procs.key+"="+call)
+	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = env.Procs.start(cmd, call)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return failure("failed", "bash: %v", err)
+	}
+	pid := cmd.Process.Pid
+
+	out := &tail{max: maxBashOutput}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		stream(pr, out, env.Output)
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	var cancelled, timedOut bool
+	select {
+	case waitErr = <-exited:
+	case <-ctx.Done():
+		cancelled = true
+	case <-timer.C:
+		timedOut = true
+	}
+	if cancelled || timedOut {
+		killed := env.Procs.killCall(pid, call)
+		waitErr = <-exited
+		env.Procs.finished(pid)
+		env.Procs.reap(killed, []int{pid})
+	} else {
+		env.Procs.finished(pid)
+	}
+
+	// The output ends when the last writer closes the pipe; a background job
+	// that did not redirect its output would hold it open forever.
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	select {
+	case <-readDone:
+	case <-grace.C:
+	}
+	pr.Close() // ends a pending read
+	<-readDone
+
+	var b strings.Builder
+	b.WriteString(out.String())
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	switch {
+	case cancelled:
+		b.WriteString("[stopped: the command was killed]")
+		return stopped(b.String())
+	case timedOut:
+		fmt.Fprintf(&b, "[timed out after %d ms: the command was killed]", timeout.Milliseconds())
+		return Result{Content: b.String(), Summary: "timed out", Failed: true}
+	}
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) {
+		fmt.Fprintf(&b, "[%v]", waitErr)
+		return Result{Content: b.String(), Summary: "failed", Failed: true}
+	}
+	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	summary := fmt.Sprintf("exit %d", status.ExitStatus())
+	if status.Signaled() {
+		summary = "killed by " + signalName(status.Signal())
+	}
+	b.WriteString("[" + summary + "]")
+	return Result{Content: b.String(), Summary: summary, Failed: !cmd.ProcessState.Success()}
+}
+
+func signalName(s syscall.Signal) string {
+	if s == syscall.SIGKILL {
+		return "SIGKILL"
+	}
+	return fmt.Sprintf("signal %d (%v)", int(s), s)
+}
+
+// stream copies r into out and hands each chunk to output, holding back a
+// UTF-8 sequence cut at a chunk's end until its remaining bytes arrive, so
+// every chunk is valid text if the output is.
+func stream(r io.Reader, out *tail, output func(string)) {
+	buf := make([]byte, 32<<10)
+	var pending []byte
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			out.Write(buf[:n])
+			if output != nil {
+				pending = append(pending, buf[:n]...)
+				if cut := validPrefix(pending); cut > 0 {
+					output(string(pending[:cut]))
+					pending = append(pending[:0], pending[cut:]...)
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(pending) > 0 {
+		output(string(pending))
+	}
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func (t *tail) Write(p []byte) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > t.max { // trim in batches: amortised O(1)
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.dropped += int64(over)
+	}
+}
+
+// String returns the kept output, starting at a character boundary, with a
+// note when the beginning was dropped.
+func (t *tail) String() string {
+	b := t.buf
+	dropped := t.dropped
+	if over := len(b) - t.max; over > 0 {
+		b, dropped = b[over:], dropped+int64(over)
+	}
+	if dropped == 0 {
+		return string(b)
+	}
+	for n := 0; n < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); n++ {
+		b, dropped = b[1:], dropped+1
+	}
+	return fmt.Sprintf("[output truncated: the first %d bytes are not shown]\n%s", dropped, b)
+}

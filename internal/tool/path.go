@@ -1,0 +1,110 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// errOutside reports a path whose real location is outside the session directory.
+var errOutside = errors.New("outside the session directory")
+
+// maxLinks bounds the symbolic links followed while resolving one path, as the kernel does.
+const maxLinks = 40
+
+// realPath resolves every symbolic link in the existing part of the absolute
+// path p, like realpath -m: components that do not exist are taken as
+// written. ".." is applied after the link before it is resolved, as the
+// kernel does, so "link/../x" means the parent of the link's target.
+func realPath(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s: not an absolute path", p)
+	}
+	dest := string(filepath.Separator)
+	rest := p
+	links := 0
+	for rest != "" {
+		var comp string
+		comp, rest, _ = strings.Cut(rest, string(filepath.Separator))
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			dest = filepath.Dir(dest)
+			continue
+		}
+		next := filepath.Join(dest, comp)
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			dest = next
+			continue
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			dest = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			dest = string(filepath.Separator)
+		}
+		rest = target + string(filepath.Separator) + rest
+	}
+	return dest, nil
+}
+
+// within reports whether the cleaned path p is root or beneath it.
+func within(p, root string) bool {
+	return p == root || root == string(filepath.Separator) || strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+// resolve returns the real path of p (relative to env.Cwd, or absolute), which
+// must lie inside the real session directory. Tools operate on the real path,
+// never on the name as given, so a link cannot redirect them after the check.
+func (env *Env) resolve(p string) (string, error) {
+	root, err := realPath(env.Cwd)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = env.Cwd + string(filepath.Separator) + p
+	}
+	real, err := realPath(p)
+	if err != nil {
+		return "", err
+	}
+	if !within(real, root) {
+		return "", fmt.Errorf("%w %s", errOutside, root)
+	}
+	return real, nil
+}
+
+// pathFailure is the Result of a failed file operation on the path named
+// as given; it keeps the system's reason and drops its copy of the path.
+func pathFailure(tool, path string, err error) Result {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	summary := "failed"
+	switch {
+	case errors.Is(err, errOutside):
+		summary = "outside the session directory"
+	case errors.Is(err, fs.ErrNotExist):
+		summary = "not found"
+	case errors.Is(err, fs.ErrPermission):
+		summary = "permission denied"
+	}
+	return failure(summary, "%s: %s: %v", tool, path, err)
+}

@@ -1,0 +1,34 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+var sleepTool = &builtin{
+	spec: Spec{
+		Name:     "sleep",
+		Category: "wait",
+		Description: "Wait before continuing, e.g. for a build or a server started in the background. " +
+			"A message from the user ends the wait early.",
+	},
+	params: []param{
+		{name: "ms", kind: kInteger, required: true, min: 1, max: 3_600_000, desc: "Milliseconds to wait (1 to 3600000)."},
+	},
+	run: runSleep,
+}
+
+func runSleep(ctx context.Context, env *Env, a args) Result {
+	ms := a.integer("ms", 0)
+	start := time.Now()
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		s := fmt.Sprintf("slept %d ms", ms)
+		return Result{Content: s, Summary: s}
+	case <-ctx.Done():
+		return stopped(fmt.Sprintf("stopped after %d ms", time.Since(start).Milliseconds()))
+	}
+}

@@ -1,0 +1,174 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Spec describes a built-in tool offered to the model.
+type Spec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema (draft 2020-12) of the arguments object
+	Category    string          // "read", "write", "execute", "search", "wait"
+}
+
+// Env is what a call runs against.
+type Env struct {
+	Cwd    string             // the session's working directory (absolute)
+	Output func(chunk string) // receives streamed output (bash stdout+stderr as it arrives); may be nil
+	Procs  *Procs             // process tracker of the process; required for bash
+}
+
+// Result is the outcome of one call. At most one of Failed and Stopped is set.
+type Result struct {
+	Content string // what the model sees
+	Summary string // one short human line, e.g. "12 lines", "exit 0", "wrote 40 bytes"
+	Failed  bool   // the call failed (bad arguments, missing file, non-zero exit, timeout, ...)
+	Stopped bool   // the call ended because ctx was cancelled (interrupt, or steer for sleep)
+	Elapsed time.Duration
+}
+
+// builtin is a tool's definition: its spec, its parameters (from which the
+// schema is generated and against which arguments are validated) and its code.
+type builtin struct {
+	spec   Spec
+	params []param
+	// target names the parameter Describe reports; dflt is reported when it is absent.
+	target, dflt string
+	run          func(ctx context.Context, env *Env, a args) Result
+}
+
+var builtins = map[string]*builtin{}
+
+func register(b *builtin) {
+	b.spec.Parameters = schema(b.params)
+	builtins[b.spec.Name] = b
+}
+
+func init() {
+	for _, b := range []*builtin{bashTool, editTool, findTool, grepTool, lsTool, readTool, sleepTool, writeTool} {
+		register(b)
+	}
+}
+
+// Builtins returns every built-in tool, sorted by name.
+func Builtins() []Spec {
+	specs := make([]Spec, 0, len(builtins))
+	for _, name := range Names() {
+		specs = append(specs, builtins[name].spec)
+	}
+	return specs
+}
+
+// Names returns the names of the built-in tools, sorted.
+func Names() []string {
+	names := make([]string, 0, len(builtins))
+	for name := range builtins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Lookup returns the spec of the named built-in tool.
+func Lookup(name string) (Spec, bool) {
+	b, ok := builtins[name]
+	if !ok {
+		return Spec{}, false
+	}
+	return b.spec, true
+}
+
+// Describe returns the category and target (the path or the command, "" when
+// none) of a call, for tool_batch. It never fails: malformed args give target "",
+// an unknown tool gives category "".
+func Describe(name string, args json.RawMessage) (category, target string) {
+	b, ok := builtins[name]
+	if !ok {
+		return "", ""
+	}
+	if b.target == "" {
+		return b.spec.Category, ""
+	}
+	var m map[string]any
+	if err := json.Unmarshal(nonNull(args), &m); err != nil {
+		return b.spec.Category, ""
+	}
+	switch v := m[b.target].(type) {
+	case string:
+		return b.spec.Category, v
+	case nil:
+		return b.spec.Category, b.dflt
+	}
+	return b.spec.Category, ""
+}
+
+// Paths returns the absolute paths a call names, resolved against cwd, for
+// ordering calls on the same file (L3). Symbolic links in the existing part of
+// a path are resolved, so two names of one file give the same path. A directory
+// (ls, find, grep) stands for everything beneath it. bash and sleep name none;
+// malformed arguments name none.
+func Paths(cwd, name string, args json.RawMessage) []string {
+	b, ok := builtins[name]
+	if !ok || !slices.ContainsFunc(b.params, func(p param) bool { return p.name == "path" }) {
+		return nil
+	}
+	_, p := Describe(name, args)
+	if p == "" {
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		p = cwd + string(filepath.Separator) + p
+	}
+	if real, err := realPath(p); err == nil {
+		return []string{real}
+	}
+	return []string{filepath.Clean(p)}
+}
+
+// Run runs a built-in tool. Arguments are validated against the tool's schema
+// first; a violation gives a one-line error in Content and Failed. Cancelling
+// ctx stops the call promptly, with Stopped set.
+func Run(ctx context.Context, env *Env, name string, args json.RawMessage) Result {
+	start := time.Now()
+	r := run(ctx, env, name, args)
+	r.Elapsed = time.Since(start)
+	return r
+}
+
+func run(ctx context.Context, env *Env, name string, raw json.RawMessage) Result {
+	b, ok := builtins[name]
+	if !ok {
+		return failure("unknown tool", "unknown tool %q", name)
+	}
+	a, err := validate(name, b.params, raw)
+	if err != nil {
+		return failure("invalid arguments", "%v", err)
+	}
+	if env == nil || !filepath.IsAbs(env.Cwd) {
+		var cwd string
+		if env != nil {
+			cwd = env.Cwd
+		}
+		return failure("no working directory", "%s: the session directory %q is not an absolute path", name, cwd)
+	}
+	if ctx.Err() != nil {
+		return Result{Content: name + ": stopped before it started", Summary: "stopped", Stopped: true}
+	}
+	return b.run(ctx, env, a)
+}
+
+// failure is a failed Result whose Content is one line.
+func failure(summary, format string, a ...any) Result {
+	return Result{Content: fmt.Sprintf(format, a...), Summary: summary, Failed: true}
+}
+
+// stopped is the Result of a call cut short by its context.
+func stopped(content string) Result {
+	return Result{Content: content, Summary: "stopped", Stopped: true}
+}

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+// Wire shapes of e rpc. Each params type is decoded only after its schema
+// (schemas/methods/<method>.params.json) accepted the line, so pointer
+// fields mean "omitted or null" (V1). Results are checked against
+// schemas/methods/<method>.result.json by the tests.
+
+type HelloParams struct {
+	Ask *bool `json:"ask"`
+}
+
+type HelloResult struct {
+	Protocol int      `json:"protocol"`
+	Version  string   `json:"version"`
+	Channel  string   `json:"channel"`
+	Commit   string   `json:"commit"`
+	Cwd      string   `json:"cwd"`
+	Home     string   `json:"home"`
+	Methods  []string `json:"methods"`
+	Ask      bool     `json:"ask"`
+}
+
+type ModelsListParams struct{}
+
+type ModelsListResult struct {
+	Default string       `json:"default"`
+	Models  []model.Info `json:"models"`
+}
+
+type SessionCreateParams struct {
+	Cwd      *string   `json:"cwd"`
+	Model    *string   `json:"model"`
+	Effort   *string   `json:"effort"`
+	Tools    *[]string `json:"tools"`
+	ToolMode *string   `json:"tool_mode"`
+	Save     *bool     `json:"save"`
+	Resume   *string   `json:"resume"`
+	Name     *string   `json:"name"`
+}
+
+type SessionCreateResult struct {
+	Session string  `json:"session"`
+	Model   string  `json:"model"`
+	Effort  string  `json:"effort"`
+	Cwd     string  `json:"cwd"`
+	Path    *string `json:"path"`
+}
+
+type SessionListParams struct {
+	Cwd *string `json:"cwd"`
+	All *bool   `json:"all"`
+}
+
+type SessionListResult struct {
+	Sessions []store.Summary `json:"sessions"`
+}
+
+// SessionParams is the params of methods that name only a session.
+type SessionParams struct {
+	Session string `json:"session"`
+}
+
+type SessionInfoResult struct {
+	Session  string  `json:"session"`
+	Model    string  `json:"model"`
+	Effort   string  `json:"effort"`
+	Cwd      string  `json:"cwd"`
+	Path     *string `json:"path"`
+	Name     *string `json:"name"`
+	Title    *string `json:"title"`
+	Messages int     `json:"messages"`
+	Running  bool    `json:"running"`
+}
+
+type SessionPromptParams struct {
+	Session string    `json:"session"`
+	Prompt  string    `json:"prompt"`
+	Images  *[]string `json:"images"`
+}
+
+// SessionPromptResult is the turn result.
+type SessionPromptResult = agent.Result
+
+type SessionSteerParams struct {
+	Session string `json:"session"`
+	Text    string `json:"text"`
+}
+
+type SessionSteerResult struct {
+	Held bool `json:"held"`
+}
+
+type SessionCompactParams struct {
+	Session string  `json:"session"`
+	Focus   *string `json:"focus"`
+}
+
+type SessionCompactResult struct {
+	TokensBefore int64       `json:"tokens_before"`
+	TokensAfter  int64       `json:"tokens_after"`
+	SummaryChars int         `json:"summary_chars"`
+	Usage        agent.Usage `json:"usage"`
+}
+
+type SessionSetParams struct {
+	Session string  `json:"session"`
+	Model   *string `json:"model"`
+	Effort  *string `json:"effort"`
+}
+
+type SessionSetResult struct {
+	Model  string `json:"model"`
+	Effort string `json:"effort"`
+}
+
+type SessionMessagesResult struct {
+	Messages []Message `json:"messages"`
+}
+
+// Message is one message of session.messages, in the persisted shape: the
+// log entry's id, parent and time beside the message itself.
+type Message struct {
+	ID      string       `json:"id"`
+	Parent  string       `json:"parent"`
+	Time    time.Time    `json:"time"`
+	Role    string       `json:"role"`
+	Content []model.Part `json:"content"`
+}
+
+type SessionForkResult struct {
+	Session string  `json:"session"`
+	Path    *string `json:"path"`
+}
+
+type SessionExportParams struct {
+	Session string  `json:"session"`
+	Path    *string `json:"path"`
+}
+
+type SessionExportResult struct {
+	Path  string `json:"path"`
+	Title string `json:"title"`
+}
+
+type AskReplyParams struct {
+	Ask    int64           `json:"ask"`
+	Result json.RawMessage `json:"result"`
+}
+
+// Empty is the result of methods that return nothing.
+type Empty struct{}
+
+// OneShot is a version-1 line: a request without "method" (O1–O5).
+type OneShot struct {
+	ID       json.RawMessage `json:"id"`
+	Prompt   string          `json:"prompt"`
+	Cwd      *string         `json:"cwd"`
+	Model    *string         `json:"model"`
+	Effort   *string         `json:"effort"`
+	Tools    *[]string       `json:"tools"`
+	ToolMode *string         `json:"tool_mode"`
+	Save     *bool           `json:"save"`
+	Resume   *string         `json:"resume"`
+	Name     *string         `json:"name"`
+	Images   *[]string       `json:"images"`
+}
+
+// Notice is a process line about extensions (X6, X7).
+type Notice struct {
+	Type      string          `json:"type"` // "notice"
+	Extension string          `json:"extension"`
+	Level     string          `json:"level"`
+	Message   string          `json:"message"`
+	Method    string          `json:"method,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+}
