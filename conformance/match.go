@@ -107,12 +107,6 @@ func (m *matcher) match(ptr string, want, got any, present bool, nb map[string]a
 		}
 		for _, k := range sortedKeys(w) {
 			gv, ok := g[k]
-			if w[k] == "$absent" {
-				if ok {
-					return &mismatch{pointer: ptr + "/" + escapePointer(k), want: "(absent)", got: show(gv, true), reason: "field must be absent"}
-				}
-				continue
-			}
 			if mm := m.match(ptr+"/"+escapePointer(k), w[k], gv, ok, nb); mm != nil {
 				return mm
 			}
@@ -291,6 +285,12 @@ func (m *matcher) matchString(ptr, w string, got any, present bool, nb map[strin
 		return nil
 	}
 	name, arg, _ := strings.Cut(w, ":")
+	if name == "$absent" {
+		if present {
+			return fail("must be absent")
+		}
+		return nil
+	}
 	if name == "$any" {
 		if !present {
 			return fail("missing")

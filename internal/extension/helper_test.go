@@ -47,7 +47,8 @@ func helperConfig(t *testing.T, name, mode string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Name: name, Command: self, Env: map[string]string{"E_EXT_HELPER": mode}}
+	// GORACE: a race-enabled binary otherwise sleeps 1 s before exiting.
+	return Config{Name: name, Command: self, Env: map[string]string{"E_EXT_HELPER": mode, "GORACE": "atexit_sleep_ms=0"}}
 }
 
 // helper is a misbehaving-on-demand extension. Modes:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,67 +209,122 @@ type parsed struct {
 // a warning, except a last line without LF, which is a torn write.
 func parse(path string, data []byte) (*parsed, error) {
 	p := &parsed{torn: -1}
-	// Entries are at least ~60 bytes; a guess avoids regrowing on big logs.
-	p.Entries = make([]Entry, 0, len(data)/256+1)
-	lineNo, off := 0, 0
-	haveHeader := false
-	for off < len(data) {
-		end := bytes.IndexByte(data[off:], '\n')
-		last := end < 0
-		if last {
-			end = len(data)
-		} else {
-			end += off
+	// The header is the first non-blank line, and must be whole.
+	off, lineNo := 0, 0
+	for {
+		if off >= len(data) {
+			return nil, fmt.Errorf("store: %s: empty log, no header", path)
 		}
-		line := bytes.TrimSuffix(data[off:end], []byte{'\r'})
-		start := off
-		off = end + 1
 		lineNo++
-		if len(bytes.TrimSpace(line)) == 0 {
-			if last {
-				p.torn = start
-			}
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			// Create died before its sync: nothing was ever resumable.
+			return nil, fmt.Errorf("store: %s: no complete header line", path)
+		}
+		line := bytes.TrimSpace(data[off : off+end])
+		off += end + 1
+		if len(line) == 0 {
 			continue
 		}
-		if !haveHeader {
-			if last {
-				// A header without its newline: Create died before the sync.
-				return nil, fmt.Errorf("store: %s: no complete header line", path)
-			}
-			if err := json.Unmarshal(line, &p.Header); err != nil {
-				return nil, fmt.Errorf("store: %s:1: bad header: %w", path, err)
-			}
-			if p.Header.Type != "session" {
-				return nil, fmt.Errorf("store: %s:1: not a session log (type %q)", path, p.Header.Type)
-			}
-			if p.Header.Version != Version {
-				return nil, fmt.Errorf("store: %s:1: unsupported format version %d (want %d)", path, p.Header.Version, Version)
-			}
-			haveHeader = true
+		if err := json.Unmarshal(line, &p.Header); err != nil {
+			return nil, fmt.Errorf("store: %s:%d: bad header: %w", path, lineNo, err)
+		}
+		if p.Header.Type != "session" {
+			return nil, fmt.Errorf("store: %s:%d: not a session log (type %q)", path, lineNo, p.Header.Type)
+		}
+		if p.Header.Version != Version {
+			return nil, fmt.Errorf("store: %s:%d: unsupported format version %d (want %d)", path, lineNo, p.Header.Version, Version)
+		}
+		break
+	}
+	whole := off + bytes.LastIndexByte(data[off:], '\n') + 1
+	p.Entries, p.Warnings = parseLines(path, data[off:whole], lineNo+1)
+	if tail := data[whole:]; len(tail) > 0 {
+		var e Entry
+		if entryOf(bytes.TrimSuffix(tail, []byte{'\r'}), &e) == nil {
+			p.noLF = true
+			p.Entries = append(p.Entries, e)
+		} else {
+			p.torn = whole
+		}
+	}
+	return p, nil
+}
+
+// parallelFrom is the size of whole lines above which parseLines splits
+// the work over the CPUs: resuming a 100,000-entry log is JSON-bound.
+const parallelFrom = 1 << 20
+
+// parseLines parses whole lines, the first being line number first.
+func parseLines(path string, data []byte, first int) ([]Entry, []string) {
+	n := min(runtime.GOMAXPROCS(0), len(data)/parallelFrom+1)
+	if n <= 1 {
+		return parseChunk(path, data, first)
+	}
+	type result struct {
+		entries  []Entry
+		warnings []string
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	start, line := 0, first
+	for i := range n {
+		end := len(data)
+		if i < n-1 {
+			end = max(start, len(data)*(i+1)/n)
+			end += bytes.IndexByte(data[end:], '\n') + 1 // data ends with LF
+		}
+		chunk, chunkLine := data[start:end], line
+		wg.Go(func() {
+			results[i].entries, results[i].warnings = parseChunk(path, chunk, chunkLine)
+		})
+		line += bytes.Count(chunk, []byte{'\n'})
+		start = end
+	}
+	wg.Wait()
+	var entries []Entry
+	var warnings []string
+	total := 0
+	for _, r := range results {
+		total += len(r.entries)
+	}
+	entries = make([]Entry, 0, total)
+	for _, r := range results {
+		entries = append(entries, r.entries...)
+		warnings = append(warnings, r.warnings...)
+	}
+	return entries, warnings
+}
+
+func parseChunk(path string, data []byte, lineNo int) ([]Entry, []string) {
+	// Entries are rarely under 100 bytes; the guess avoids regrowing.
+	entries := make([]Entry, 0, len(data)/256+1)
+	var warnings []string
+	for off := 0; off < len(data); lineNo++ {
+		end := off + bytes.IndexByte(data[off:], '\n')
+		line := bytes.TrimSuffix(data[off:end], []byte{'\r'})
+		off = end + 1
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var e Entry
-		err := json.Unmarshal(line, &e)
-		if err == nil && (e.Type == "" || e.ID == "") {
-			err = errors.New("missing type or id")
-		}
-		if err != nil {
-			if last {
-				p.torn = start
-				break
-			}
-			p.Warnings = append(p.Warnings, fmt.Sprintf("store: %s:%d: skipped a corrupt line: %v", path, lineNo, err))
+		if err := entryOf(line, &e); err != nil {
+			warnings = append(warnings, fmt.Sprintf("store: %s:%d: skipped a corrupt line: %v", path, lineNo, err))
 			continue
 		}
-		if last {
-			p.noLF = true
-		}
-		p.Entries = append(p.Entries, e)
+		entries = append(entries, e)
 	}
-	if !haveHeader {
-		return nil, fmt.Errorf("store: %s: empty log, no header", path)
+	return entries, warnings
+}
+
+func entryOf(line []byte, e *Entry) error {
+	if err := json.Unmarshal(line, e); err != nil {
+		return err
 	}
-	return p, nil
+	if e.Type == "" || e.ID == "" {
+		return errors.New("missing type or id")
+	}
+	return nil
 }
 
 // Append writes each entry as one line with one write(2), filling in

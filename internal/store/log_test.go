@@ -443,7 +443,9 @@ func TestFork(t *testing.T) {
 }
 
 func TestBranch(t *testing.T) {
-	e := func(id, parent string) store.Entry { return store.Entry{Type: store.TypeInterrupted, ID: id, Parent: parent} }
+	e := func(id, parent string) store.Entry {
+		return store.Entry{Type: store.TypeInterrupted, ID: id, Parent: parent}
+	}
 	ids := func(es []store.Entry) []string {
 		var out []string
 		for _, x := range es {
@@ -515,5 +517,44 @@ func TestNewID(t *testing.T) {
 	}
 	if got < ms-1000 || got > ms+1000 {
 		t.Errorf("ULID time %d, want about %d", got, ms)
+	}
+}
+
+// Large logs are parsed in parallel chunks: order, line numbers and the
+// torn tail must come out as from a serial parse.
+func TestLargeLogParse(t *testing.T) {
+	_, l := newLog(t, "/w")
+	path := l.Path()
+	l.Close()
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	const n = 15000 // about 3.5 MB
+	var buf bytes.Buffer
+	for i := range n {
+		if i == 9000 {
+			buf.WriteString("not json\n") // line 9002: after the header and 9000 entries
+		}
+		fmt.Fprintf(&buf, `{"type":"message","id":"%08x","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"text","text":"%0200d"}]}}`+"\n", i, i)
+	}
+	buf.WriteString(`{"type":"mess`)
+	f.Write(buf.Bytes())
+	f.Close()
+	r, err := store.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Entries) != n {
+		t.Fatalf("%d entries, want %d", len(r.Entries), n)
+	}
+	for i, e := range r.Entries {
+		if e.ID != fmt.Sprintf("%08x", i) {
+			t.Fatalf("entry %d has id %s: out of order", i, e.ID)
+		}
+	}
+	want := []string{
+		"store: " + path + ":9002: skipped a corrupt line: invalid character 'o' in literal null (expecting 'u')",
+		"store: " + path + ": ignored a torn last line (13 bytes)",
+	}
+	if diff := cmp.Diff(want, r.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

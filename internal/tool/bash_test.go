@@ -331,8 +331,11 @@ func subreaperHelper() int {
 		done <- Run(ctx, env, "bash", json.RawMessage(`{"command":"setsid sleep 1000 & (sleep 1000 &); nohup sleep 1000 >/dev/null 2>&1 & echo ready; sleep 1000"}`))
 	}()
 	<-ready
+	t0 := time.Now()
 	cancel()
-	if r := <-done; !r.Stopped {
+	r0 := <-done
+	fmt.Println("cancel took", time.Since(t0))
+	if r := r0; !r.Stopped {
 		fmt.Printf("result: %+v\n", r)
 		return 1
 	}
@@ -343,7 +346,9 @@ func subreaperHelper() int {
 	}
 	adopted := children()
 	fmt.Println("adopted:", adopted)
+	t1 := time.Now()
 	procs.KillAll()
+	fmt.Println("killall took", time.Since(t1))
 	if len(adopted) == 0 {
 		fmt.Println("no orphan was adopted: the test proves nothing")
 		return 1

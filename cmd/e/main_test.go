@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/e-agent/e/schemas"
+)
+
+// bin is the e binary under test, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "e")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// command returns e with a temp E_HOME and cwd.
+func command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "E_HOME="+t.TempDir(), "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	return cmd
+}
+
+// P1, P4, P7: e -p exit codes and --json lines.
+func TestPrint(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		wantCode   int
+		wantStdout string // exact, for text mode
+		wantStderr string // substring
+	}{
+		{name: "reply streamed P1", args: []string{"-p", "/text hello world"}, wantCode: 0, wantStdout: "hello world\n"},
+		{name: "flags after the prompt", args: []string{"-p", "/text hi", "--no-save", "--nt"}, wantCode: 0, wantStdout: "hi\n"},
+		{name: "piped stdin only P2", args: []string{"-p"}, stdin: "/text piped", wantCode: 0, wantStdout: "piped\n"},
+		{name: "empty prompt is usage P2", args: []string{"-p"}, wantCode: 2, wantStderr: "empty prompt"},
+		{name: "bad flag is usage P4", args: []string{"-p", "x", "--bogus"}, wantCode: 2, wantStderr: "bogus"},
+		{name: "model error exits 1 P4", args: []string{"-p", "/error fatal boom"}, wantCode: 1, wantStderr: "boom"},
+		{name: "unknown model exits 1", args: []string{"-p", "x", "-m", "nope/x"}, wantCode: 1, wantStderr: "unknown model"},
+		{name: "missing image is usage", args: []string{"-p", "x", "--image", "missing.png"}, wantCode: 2, wantStderr: "missing.png"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := command(t, tt.args...)
+			cmd.Stdin = strings.NewReader(tt.stdin)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tt.wantCode, stderr.String())
+			}
+			if tt.wantStdout != "" && stdout.String() != tt.wantStdout {
+				t.Errorf("stdout %q, want %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+// P7, S3: --json prints every event, then the result line; each validates.
+func TestPrintJSON(t *testing.T) {
+	cmd := command(t, "-p", "/tool ls {}\n/then\n/text done", "--json", "--no-save")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("e -p --json: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var got []string
+	for i, l := range lines {
+		ty := gjson.Get(l, "type").String()
+		got = append(got, ty)
+		if i == len(lines)-1 {
+			if err := schemas.ValidateResultLine([]byte(l)); err != nil {
+				t.Errorf("result line: %v: %s", err, l)
+			}
+			continue
+		}
+		if err := schemas.ValidateEvent([]byte(l), false); err != nil {
+			t.Errorf("event: %v: %s", err, l)
+		}
+		if gjson.Get(l, "session").Exists() || gjson.Get(l, "request").Exists() {
+			t.Errorf("e -p event carries rpc stamps: %s", l)
+		}
+	}
+	want := "turn_start warning session_name usage tool_batch tool_start tool_end text usage turn_end result"
+	if strings.Join(got, " ") != want {
+		t.Errorf("types:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+// rpc is a running e rpc process.
+type rpc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+}
+
+func startRPC(t *testing.T, args ...string) *rpc {
+	t.Helper()
+	cmd := command(t, append([]string{"rpc", "--ne"}, args...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &rpc{t: t, cmd: cmd, in: in, lines: make(chan string, 1024)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			r.lines <- sc.Text()
+		}
+		close(r.lines)
+	}()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return r
+}
+
+func (r *rpc) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// until reads lines up to one containing want.
+func (r *rpc) until(want string) string {
+	r.t.Helper()
+	for {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("stdout closed before %q", want)
+			}
+			if err := schemas.ValidateLine([]byte(l)); err != nil {
+				r.t.Errorf("line does not validate: %v: %s", err, l)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-time.After(20 * time.Second):
+			r.t.Fatalf("timed out waiting for %q", want)
+		}
+	}
+}
+
+func (r *rpc) wait() int {
+	r.t.Helper()
+	for range r.lines {
+	}
+	err := r.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return 128 + int(st.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return 0
+}
+
+// alive reports whether a process with this marker in its command line runs.
+func alive(marker string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			// A zombie has already exited.
+			if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// D1, D2: EOF, SIGTERM and SIGHUP end e and every bash process it started,
+// detached children included.
+func TestProcessEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		stop     func(r *rpc)
+		wantCode int
+	}{
+		{"EOF D1", func(r *rpc) { r.in.Close() }, 0},
+		{"shutdown M16", func(r *rpc) { r.send(`{"id":"s","method":"shutdown"}`) }, 0},
+		{"SIGTERM D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
+		{"SIGHUP D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startRPC(t)
+			r.send(`{"id":"c","method":"session.create"}`)
+			sid := gjson.Get(r.until(`"id":"c"`), "result.session").String()
+			// Three sleeps: in the group, detached with setsid, and nohup'ed.
+			marker := fmt.Sprintf("%d%d", 424242, i)
+			cmdline := fmt.Sprintf("setsid sleep %[1]s.1 & nohup sleep %[1]s.2 >/dev/null 2>&1 & echo started; sleep %[1]s.3", marker)
+			args, _ := jsonString(fmt.Sprintf(`{"command":%q}`, cmdline))
+			r.send(fmt.Sprintf(`{"id":"p","method":"session.prompt","params":{"session":%q,"prompt":%s}}`, sid, args))
+			r.until(`started`)
+			tt.stop(r)
+			if code := r.wait(); code != tt.wantCode {
+				t.Errorf("exit %d, want %d", code, tt.wantCode)
+			}
+			if alive(marker) {
+				t.Errorf("a process with marker %s outlived e", marker)
+			}
+		})
+	}
+}
+
+func jsonString(s string) (string, error) {
+	var b strings.Builder
+	b.WriteString(`"/tool bash `)
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(`"`)
+	return b.String(), nil
+}
+
+// F4: an oversized line ends the process with a reason on stderr.
+func TestOversizedLine(t *testing.T) {
+	cmd := command(t, "rpc", "--ne")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdin = io.MultiReader(strings.NewReader(`{"id":1,"method":"x","params":{"a":"`), bytes.NewReader(bytes.Repeat([]byte("a"), 10<<20)), strings.NewReader("\"}}\n"))
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1", err)
+	}
+	if !strings.Contains(stderr.String(), "longer than 10485760 bytes") {
+		t.Errorf("stderr %q does not say why", stderr.String())
+	}
+}

@@ -1,0 +1,386 @@
+package server
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/extension"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/schemas"
+)
+
+// The tests in this file prove that the Go wire types and the JSON Schemas
+// in schemas/ describe the same lines: values marshalled from the structs
+// validate, and each schema's required list is exactly the set of fields
+// the struct always emits.
+
+func ptr[T any](v T) *T { return &v }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// jsonField is one member a struct marshals to.
+type jsonField struct {
+	name     string
+	always   bool // emitted whatever the value: no omitempty
+	optional bool // a params field that may be omitted or null: pointer or raw JSON
+}
+
+// jsonFields lists the members typ marshals to, flattening embedded
+// structs as encoding/json does.
+func jsonFields(typ reflect.Type) []jsonField {
+	var out []jsonField
+	for f := range typ.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		raw := f.Type == reflect.TypeFor[json.RawMessage]()
+		out = append(out, jsonField{
+			name:     name,
+			always:   !slices.Contains(strings.Split(opts, ","), "omitempty"),
+			optional: f.Type.Kind() == reflect.Pointer || raw,
+		})
+	}
+	return out
+}
+
+// objectSchema returns the object schema name, or its $defs entry def.
+func objectSchema(t *testing.T, name, def string) (required []string, properties map[string]any) {
+	t.Helper()
+	b, ok := schemas.Schema(name)
+	if !ok {
+		t.Fatalf("no schema %q", name)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if def != "" {
+		s, _ = s["$defs"].(map[string]any)[def].(map[string]any)
+		if s == nil {
+			t.Fatalf("schema %q has no $defs/%s", name, def)
+		}
+	}
+	required = []string{} // "required" may be absent
+	list, _ := s["required"].([]any)
+	for _, r := range list {
+		required = append(required, r.(string))
+	}
+	properties, _ = s["properties"].(map[string]any)
+	return required, properties
+}
+
+// shape ties a Go type to the schema of its JSON form.
+type shape struct {
+	schema string // schema name
+	def    string // a $defs entry of it, or ""
+	value  any    // a value of the Go type
+	params bool   // decoded by the server: required = the fields that are not optional
+	extra  []string
+}
+
+// TestRequiredMatchesStructs: each schema's required list equals the
+// struct's always-emitted fields (for params: its non-optional fields), and
+// every field the struct has is a property of the schema.
+func TestRequiredMatchesStructs(t *testing.T) {
+	shapes := []shape{
+		{schema: "hello.params", value: HelloParams{}, params: true},
+		{schema: "models.list.params", value: ModelsListParams{}, params: true},
+		{schema: "session.create.params", value: SessionCreateParams{}, params: true},
+		{schema: "session.list.params", value: SessionListParams{}, params: true},
+		{schema: "session.info.params", value: SessionParams{}, params: true},
+		{schema: "session.prompt.params", value: SessionPromptParams{}, params: true},
+		{schema: "session.steer.params", value: SessionSteerParams{}, params: true},
+		{schema: "session.interrupt.params", value: SessionParams{}, params: true},
+		{schema: "session.compact.params", value: SessionCompactParams{}, params: true},
+		{schema: "session.set.params", value: SessionSetParams{}, params: true},
+		{schema: "session.messages.params", value: SessionParams{}, params: true},
+		{schema: "session.fork.params", value: SessionParams{}, params: true},
+		{schema: "session.export.params", value: SessionExportParams{}, params: true},
+		{schema: "session.close.params", value: SessionParams{}, params: true},
+		{schema: "ask.reply.params", value: AskReplyParams{}, params: true},
+		{schema: "shutdown.params", value: Empty{}, params: true},
+		{schema: "oneshot/request", value: OneShot{}, params: true},
+
+		{schema: "hello.result", value: HelloResult{}},
+		{schema: "models.list.result", value: ModelsListResult{}},
+		{schema: "session.create.result", value: SessionCreateResult{}},
+		{schema: "session.list.result", value: SessionListResult{}},
+		{schema: "session.info.result", value: SessionInfoResult{}},
+		{schema: "result", value: SessionPromptResult{}}, // session.prompt.result is a $ref to it
+		{schema: "session.steer.result", value: SessionSteerResult{}},
+		{schema: "session.interrupt.result", value: Empty{}},
+		{schema: "session.compact.result", value: SessionCompactResult{}},
+		{schema: "session.set.result", value: SessionSetResult{}},
+		{schema: "session.messages.result", value: SessionMessagesResult{}},
+		{schema: "session.fork.result", value: SessionForkResult{}},
+		{schema: "session.export.result", value: SessionExportResult{}},
+		{schema: "session.close.result", value: Empty{}},
+		{schema: "ask.reply.result", value: Empty{}},
+		{schema: "shutdown.result", value: Empty{}},
+
+		{schema: "lines/notice", value: Notice{}},
+		{schema: "lines/ask", value: extension.Ask{}},
+		{schema: "defs", def: "usage", value: agent.Usage{}},
+		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
+		{schema: "defs", def: "tool_counts", value: agent.ToolCounts{}},
+		{schema: "defs", def: "call", value: agent.Call{}},
+		{schema: "defs", def: "part", value: model.Part{}},
+		{schema: "defs", def: "message", value: model.Message{}},
+		{schema: "defs", def: "log_message", value: Message{}},
+		{schema: "defs", def: "model_info", value: model.Info{}},
+		{schema: "defs", def: "session_summary", value: store.Summary{}},
+	}
+	for _, ev := range events() {
+		shapes = append(shapes, shape{schema: "events/" + ev.EventType(), value: ev, extra: []string{"type"}})
+	}
+	for _, s := range shapes {
+		t.Run(s.schema+"/"+s.def, func(t *testing.T) {
+			required, properties := objectSchema(t, s.schema, s.def)
+			want := slices.Clone(s.extra)
+			for _, f := range jsonFields(reflect.TypeOf(s.value)) {
+				if _, ok := properties[f.name]; !ok {
+					t.Errorf("field %q is not a property of the schema", f.name)
+				}
+				if s.params && !f.optional || !s.params && f.always {
+					want = append(want, f.name)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(required)
+			if want == nil {
+				want = []string{}
+			}
+			if diff := cmp.Diff(want, required); diff != "" {
+				t.Errorf("required (-struct +schema):\n%s", diff)
+			}
+		})
+	}
+}
+
+// events returns one representative value of every event type (P8).
+func events() []agent.Event {
+	usage := agent.NewUsage(model.Usage{Input: 1200, Output: 80, CacheRead: 10, CacheWrite5m: 2, CacheWrite1h: 1})
+	return []agent.Event{
+		agent.TurnStart{},
+		agent.Text{Delta: "It is"},
+		agent.Reasoning{Delta: "think\u2028ing"},
+		agent.ToolBatch{Calls: []agent.Call{
+			{ID: 1, Name: "read", Arguments: json.RawMessage(`{"path":"README.md"}`), Category: "read", Target: "README.md"},
+			{ID: 2, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`), Category: "execute", Target: "ls"},
+		}},
+		agent.ToolStart{ID: 1},
+		agent.ToolOutput{ID: 2, Delta: "a\nb\n"},
+		agent.ToolEnd{ID: 1, Outcome: "completed", Summary: "12 lines", Content: "…"},
+		agent.Compacting{Reason: "auto", TokensBefore: 180000},
+		agent.Compacted{TokensBefore: 180000, TokensAfter: 12000, SummaryChars: 4000},
+		agent.UsageEvent{Usage: usage},
+		agent.Warning{Message: "no provider configured: using the offline model"},
+		agent.Error{Message: "model: openai: HTTP 429: rate limited"},
+		agent.ErrorDetailsEvent{Details: errorDetails(nil)},
+		agent.ErrorDetailsEvent{Details: errorDetails(ptr(429))},
+		agent.Retry{Attempt: 2, DelayMS: 500, Reason: "HTTP 429"},
+		agent.Recovered{Attempts: 2},
+		agent.SessionName{Name: "what does this repo do"},
+		agent.Steered{Text: "also check tests"},
+		agent.Slept{ID: 3, MS: 1000},
+		agent.SleepStopped{ID: 3, MS: 200, Reason: "interrupt"},
+		agent.Discarded{Reason: "steer", Text: "too late"},
+		agent.TurnEnd{Aborted: false},
+	}
+}
+
+func errorDetails(status *int) agent.ErrorDetails {
+	return agent.ErrorDetails{
+		Stage: "model", Provider: "openai", Model: "openai/gpt-5.5", Status: status, RequestID: "req_1",
+		ErrorType: "rate_limit_error", Retryable: true, Decision: "exhausted", Attempts: 3,
+		Message: "rate limited", Diagnostic: `{"error":"…"}`, Time: "2026-01-02T03:04:05Z",
+	}
+}
+
+// TestEventsValidate: every event marshals to a line its schema accepts,
+// bare as e -p --json prints it and stamped as e rpc does (S2, S3).
+func TestEventsValidate(t *testing.T) {
+	seen := map[string]bool{}
+	for _, ev := range events() {
+		seen[ev.EventType()] = true
+		t.Run(ev.EventType(), func(t *testing.T) {
+			line, err := agent.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schemas.ValidateEvent(line, false); err != nil {
+				t.Errorf("%s: %v", line, err)
+			}
+			stamped := string(line[:len(line)-1]) + `,"session":"01J0","request":{"n":1}}`
+			if err := schemas.ValidateLine([]byte(stamped)); err != nil {
+				t.Errorf("%s: %v", stamped, err)
+			}
+			if err := schemas.ValidateEvent(line, true); err == nil {
+				t.Errorf("%s validated as stamped", line)
+			}
+		})
+	}
+	var index struct {
+		Events map[string]string `json:"events"`
+	}
+	b, _ := schemas.Schema("index")
+	if err := json.Unmarshal(b, &index); err != nil {
+		t.Fatal(err)
+	}
+	for typ := range index.Events {
+		if !seen[typ] {
+			t.Errorf("event %q has a schema but no Go value here", typ)
+		}
+	}
+}
+
+// turnResult returns a result as the agent fills it; failed adds the
+// error fields.
+func turnResult(failed bool) agent.Result {
+	r := agent.Result{
+		Output: "The repo is e.", FinalOutput: "The repo is e.", Model: "e/offline", Effort: "",
+		Warnings: []string{}, Usage: agent.NewUsage(model.Usage{Input: 10, Output: 5}),
+		Tools: agent.ToolCounts{Calls: 1},
+	}
+	if failed {
+		d := errorDetails(ptr(500))
+		r.Error, r.ErrorDetails, r.CostUSD = ptr("model: openai: HTTP 500"), &d, ptr(0.0125)
+		r.Session, r.Path, r.Warnings = ptr("01J0"), ptr("/h/.e/sessions/--w--/01J0.jsonl"), []string{"w"}
+		r.Tools.Failures = 1
+	}
+	return r
+}
+
+// TestWireValuesValidate: params and results marshalled from the structs,
+// with nil pointers (null) and with every field set, pass their schemas.
+func TestWireValuesValidate(t *testing.T) {
+	when := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	info := model.Info{ID: "e/offline", Provider: "e", Name: "offline", Efforts: []string{}, ImageInput: true, Tools: true, ContextWindow: 200000}
+	effort := model.Info{ID: "openai/gpt-5.5", Provider: "openai", Name: "gpt-5.5", Efforts: []string{"low", "high"}, ContextWindow: 400000}
+	parts := []model.Part{
+		{Type: model.PartText, Text: "hi"},
+		{Type: model.PartReasoning, Text: "hm", Signature: "sig"},
+		{Type: model.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}},
+		{Type: model.PartToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)},
+		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
+	}
+	create := SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
+		ToolMode: ptr("none"), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+	tests := []struct {
+		method string
+		params any
+		result any
+	}{
+		{"hello", HelloParams{}, HelloResult{Protocol: 2, Version: "0.1.0", Channel: "dev", Commit: "abc", Cwd: "/w", Home: "/h/.e", Methods: schemas.Methods(), Ask: false}},
+		{"hello", HelloParams{Ask: ptr(true)}, HelloResult{Protocol: 2, Methods: []string{}, Ask: true}},
+		{"models.list", ModelsListParams{}, ModelsListResult{Default: "e/offline", Models: []model.Info{info, effort}}},
+		{"session.create", SessionCreateParams{}, SessionCreateResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"session.create", create, SessionCreateResult{Session: "01J0", Model: "e/offline", Effort: "high", Cwd: "/w", Path: ptr("/h/x.jsonl")}},
+		{"session.list", SessionListParams{}, SessionListResult{Sessions: []store.Summary{}}},
+		{"session.list", SessionListParams{Cwd: ptr("/w"), All: ptr(true)}, SessionListResult{Sessions: []store.Summary{
+			{Path: "/h/x.jsonl", Title: "what does this repo do", Name: "", Modified: when, Messages: 4, Turns: 2, Cwd: "/w"}}}},
+		{"session.info", SessionParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"session.info", SessionParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w",
+			Path: ptr("/h/x.jsonl"), Name: ptr("ci"), Title: ptr("t"), Messages: 3, Running: true}},
+		{"session.prompt", SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(false)},
+		{"session.prompt", SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(true)},
+		{"session.steer", SessionSteerParams{Session: "01J0", Text: "also"}, SessionSteerResult{Held: true}},
+		{"session.interrupt", SessionParams{Session: "01J0"}, Empty{}},
+		{"session.compact", SessionCompactParams{Session: "01J0"}, SessionCompactResult{TokensBefore: 9, TokensAfter: 3, SummaryChars: 40, Usage: agent.NewUsage(model.Usage{Input: 9})}},
+		{"session.compact", SessionCompactParams{Session: "01J0", Focus: ptr("tests")}, SessionCompactResult{}},
+		{"session.set", SessionSetParams{Session: "01J0"}, SessionSetResult{Model: "e/offline"}},
+		{"session.set", SessionSetParams{Session: "01J0", Model: ptr("openai/gpt-5.5"), Effort: ptr("low")}, SessionSetResult{Model: "openai/gpt-5.5", Effort: "low"}},
+		{"session.messages", SessionParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{}}},
+		{"session.messages", SessionParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{
+			{ID: "e1", Parent: "", Time: when, Role: model.RoleUser, Content: parts[:1]},
+			{ID: "e2", Parent: "e1", Time: when, Role: model.RoleAssistant, Content: parts[1:4]},
+			{ID: "e3", Parent: "e2", Time: when, Role: model.RoleTool, Content: parts[4:]},
+		}}},
+		{"session.fork", SessionParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
+		{"session.fork", SessionParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
+		{"session.export", SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
+		{"session.export", SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},
+		{"session.close", SessionParams{Session: "01J0"}, Empty{}},
+		{"ask.reply", AskReplyParams{Ask: 1}, Empty{}},
+		{"ask.reply", AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, Empty{}},
+		{"shutdown", Empty{}, Empty{}},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.method] = true
+		t.Run(tt.method, func(t *testing.T) {
+			params, result := mustJSON(t, tt.params), mustJSON(t, tt.result)
+			if err := schemas.ValidateParams(tt.method, params); err != nil {
+				t.Errorf("params %s: %v", params, err)
+			}
+			if err := schemas.ValidateResult(tt.method, result); err != nil {
+				t.Errorf("result %s: %v", result, err)
+			}
+			line := `{"id":"r1","result":` + string(result) + `}`
+			if err := schemas.ValidateLine([]byte(line)); err != nil {
+				t.Errorf("%s: %v", line, err)
+			}
+		})
+	}
+	for _, m := range schemas.Methods() {
+		if !seen[m] {
+			t.Errorf("method %s has no case here", m)
+		}
+	}
+}
+
+// TestLinesValidate: the other lines e rpc and e -p print.
+func TestLinesValidate(t *testing.T) {
+	flat := func(id string, r agent.Result) []byte {
+		return []byte(`{"id":` + id + `,` + string(mustJSON(t, r)[1:]))
+	}
+	tests := []struct {
+		name     string
+		line     []byte
+		validate func([]byte) error
+	}{
+		{"one-shot request, nulls", mustJSON(t, OneShot{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
+		{"one-shot request, set", mustJSON(t, OneShot{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
+			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr("all"), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
+			Name: ptr("n"), Images: ptr([]string{"a.png"})}), schemas.ValidateOneShot},
+		{"one-shot answer (O1)", flat(`"one"`, turnResult(false)), schemas.ValidateLine},
+		{"one-shot answer, failed", flat(`null`, turnResult(true)), schemas.ValidateLine},
+		{"e -p --json result line (P7)", []byte(`{"type":"result",` + string(mustJSON(t, turnResult(false))[1:])), schemas.ValidateResultLine},
+		{"notice (X6)", mustJSON(t, Notice{Type: "notice", Extension: "deploy", Level: "error", Message: "crashed"}), schemas.ValidateLine},
+		{"notice relaying ui.notify", mustJSON(t, Notice{Type: "notice", Extension: "deploy", Level: "info", Message: "hi",
+			Method: "ui.notify", Params: json.RawMessage(`{"message":"hi"}`)}), schemas.ValidateLine},
+		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
+			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.validate(tt.line); err != nil {
+				t.Errorf("%s: %v", tt.line, err)
+			}
+		})
+	}
+}
