@@ -64,7 +64,7 @@ type expectation struct {
 //go:embed case.schema.json
 var caseSchemaJSON []byte
 
-var schemas = sync.OnceValues(func() (*[2]*jsonschema.Schema, error) {
+var caseSchemas = sync.OnceValues(func() (*[2]*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(caseSchemaJSON))
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ var schemas = sync.OnceValues(func() (*[2]*jsonschema.Schema, error) {
 func CaseSchema() []byte { return bytes.Clone(caseSchemaJSON) }
 
 func validateSchema(which int, data []byte) error {
-	s, err := schemas()
+	s, err := caseSchemas()
 	if err != nil {
 		return fmt.Errorf("case schema: %w", err)
 	}

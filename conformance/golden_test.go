@@ -55,7 +55,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Server: argv, Validator: schemaValidator(), TimeoutScale: timeoutScale()}
+	opts := Options{Server: argv, Validator: SchemaValidator{}, TimeoutScale: timeoutScale()}
 	for _, c := range cases {
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()

@@ -62,7 +62,8 @@ type Result struct {
 	Duration     time.Duration  `json:"duration_ns"`
 	Repro        string         `json:"repro,omitempty"`
 	// Lines is every line the server printed, in order (not in JSON reports).
-	Lines []string `json:"-"`
+	Lines   []string       `json:"-"`
+	labelAt map[int]string // for Update: which line each label matched
 }
 
 // LineValidator checks one line the server printed against the protocol's
@@ -138,6 +139,7 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	div, err := r.exec(ctx)
 	res.Duration = time.Since(start)
 	res.Lines = r.received
+	res.labelAt = r.labelAt
 	res.Bindings = r.m.bindings
 	switch {
 	case err != nil:
@@ -165,6 +167,7 @@ type run struct {
 	matched   map[string]bool   // labels seen
 	methods   map[string]string // stream key → method of the request sent
 	received  []string
+	labelAt   map[int]string // received line index → label it matched
 	tapeDivs  []*Divergence
 	wake      chan struct{} // one pending signal: lines or tape news
 	lineQueue [][]byte
@@ -179,12 +182,13 @@ type stream struct {
 	types     map[string]bool
 	pending   map[string]any // a text/reasoning/tool_output run being joined
 	pendStep  string
+	pendIdx   int
 	responded bool
 }
 
 func newRun(c *Case, o Options) *run {
 	r := &run{c: c, o: o, m: &matcher{bindings: map[string]any{}},
-		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{},
+		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, labelAt: map[int]string{},
 		wake: make(chan struct{}, 1)}
 	for _, e := range joinExpected(c.expect) {
 		s := r.stream(e.stream)
@@ -596,7 +600,7 @@ func (r *run) feed(raw []byte) *Divergence {
 		if key != "process" && s.responded {
 			return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", typ, key[2:]), Got: shorten(string(raw))}
 		}
-		if !r.c.Strict && !s.types[typ] {
+		if !r.c.Strict && !s.types[typ] && key != "process" {
 			return nil // the case does not constrain this type here
 		}
 		if mergeable(typ) {
@@ -611,13 +615,13 @@ func (r *run) feed(raw []byte) *Divergence {
 			if div := r.flush(s); div != nil {
 				return div
 			}
-			s.pending, s.pendStep = obj, step
+			s.pending, s.pendStep, s.pendIdx = obj, step, len(r.received)-1
 			return nil
 		}
 		if div := r.flush(s); div != nil {
 			return div
 		}
-		return r.next(s, obj, step)
+		return r.next(s, obj, step, len(r.received)-1)
 	}
 	if key != "r:null" && s.responded {
 		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", key[2:]), Got: shorten(string(raw))}
@@ -626,7 +630,7 @@ func (r *run) feed(raw []byte) *Divergence {
 	if div := r.flush(s); div != nil {
 		return div
 	}
-	return r.next(s, obj, step)
+	return r.next(s, obj, step, len(r.received)-1)
 }
 
 func (r *run) flush(s *stream) *Divergence {
@@ -635,11 +639,11 @@ func (r *run) flush(s *stream) *Divergence {
 	}
 	obj, step := s.pending, s.pendStep
 	s.pending = nil
-	return r.next(s, obj, step+" (joined deltas)")
+	return r.next(s, obj, step+" (joined deltas)", s.pendIdx)
 }
 
 // next matches obj against the next expectation of its stream.
-func (r *run) next(s *stream, obj map[string]any, step string) *Divergence {
+func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Divergence {
 	_, isEvent := obj["type"]
 	if s.pos >= len(s.exp) {
 		what := "response"
@@ -666,6 +670,7 @@ func (r *run) next(s *stream, obj map[string]any, step string) *Divergence {
 	s.pos++
 	if e.label != "" {
 		r.matched[e.label] = true
+		r.labelAt[idx] = e.label
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 // client drives an in-process e rpc over pipes. Every line the server
 // prints is checked against schemas/ (checkLine) before a test sees it.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	in    *io.PipeWriter
 	lines chan string
 	exit  chan int
@@ -36,7 +36,7 @@ type serverSetup struct {
 	settings string // settings.json content, "" for none
 }
 
-func startServer(t *testing.T, setup serverSetup) *client {
+func startServer(t testing.TB, setup serverSetup) *client {
 	t.Helper()
 	home, cwd := t.TempDir(), t.TempDir()
 	if setup.settings != "" {
@@ -166,7 +166,7 @@ func (c *client) closeInput() int {
 
 // checkLine is the one helper every test uses: each line e rpc prints must
 // validate against schemas/.
-func checkLine(t *testing.T, line string) {
+func checkLine(t testing.TB, line string) {
 	t.Helper()
 	if err := schemas.ValidateLine([]byte(line)); err != nil {
 		t.Errorf("server line does not validate: %v\nline: %s", err, line)

@@ -91,7 +91,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, l := range strings.Split(*levels, ",") {
 		wantLevel[strings.ToUpper(strings.TrimSpace(l))] = true
 	}
-	opts := conformance.Options{Server: argv, TimeoutScale: *scale, Validator: validator()}
+	opts := conformance.Options{Server: argv, TimeoutScale: *scale, Validator: conformance.SchemaValidator{}}
 
 	results := make([]*conformance.Result, len(cases))
 	var mu sync.Mutex // serialises printing

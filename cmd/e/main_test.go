@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 // command returns e with a temp E_HOME and cwd.
-func command(t *testing.T, args ...string) *exec.Cmd {
+func command(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir()

@@ -330,6 +330,9 @@ func (s *Session) append(entries ...store.Entry) error {
 }
 
 func (s *Session) appendMessage(m model.Message) error {
+	if m.Content == nil {
+		m.Content = []model.Part{} // the persisted shape has an array, never null
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err

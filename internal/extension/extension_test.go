@@ -292,6 +292,21 @@ func TestGateDead(t *testing.T) {
 	ui.waitNotice(t, "extension g exited with status 4")
 }
 
+// A silent gate denies after GateTimeout; an interrupted turn denies too.
+func TestGateSilent(t *testing.T) {
+	h := start(t, newFakeUI(noUI), Options{GateTimeout: 20 * time.Millisecond}, helperConfig(t, "g", "gate-silent"))
+	allow, reason := h.Gate(context.Background(), "s1", "bash", nil)
+	if want := "gate g did not answer within 20ms; the call is denied"; allow || reason != want {
+		t.Errorf("Gate = %v, %q; want false, %q", allow, reason, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	allow, reason = h.Gate(ctx, "s1", "bash", nil)
+	if want := "gate g: context canceled"; allow || reason != want {
+		t.Errorf("interrupted Gate = %v, %q; want false, %q", allow, reason, want)
+	}
+}
+
 // probe asks the helper to send method with params and returns e's response line.
 func probe(t *testing.T, h *Host, method, params string) string {
 	t.Helper()
@@ -437,6 +452,7 @@ func TestCutOff(t *testing.T) {
 	}{
 		{name: "garbage", cfg: helperConfig(t, "x", "garbage"), notice: `extension x was cut off: it wrote a line that is not a protocol message: "hello, world"`},
 		{name: "huge line", cfg: helperConfig(t, "x", "huge"), notice: "extension x was cut off: it wrote a line longer than 1048576 bytes"},
+		{name: "flood", cfg: helperConfig(t, "x", "flood"), notice: "extension x was cut off: it wrote more than 1000 lines in one second"},
 		{name: "silent", cfg: helperConfig(t, "x", "silent"), handshake: 50 * time.Millisecond, notice: "extension x was cut off: failed its handshake: did not answer initialize within 50ms"},
 		{name: "missing command", cfg: Config{Name: "x", Command: filepath.Join(t.TempDir(), "nope")}, notice: "extension x did not start: "},
 	}
@@ -457,4 +473,3 @@ func TestCutOff(t *testing.T) {
 		})
 	}
 }
-

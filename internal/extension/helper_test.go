@@ -57,8 +57,10 @@ func helperConfig(t *testing.T, name, mode string) Config {
 //	          response line), crash (asks ui.confirm, exits 3 on the next event),
 //	          spawn (starts a child in its group and returns its pid)
 //	gate      declares a gate and exits 4 when asked
+//	gate-silent declares a gate and never answers it
 //	garbage   writes a line that is not JSON after the handshake
 //	huge      writes a 2 MiB line after the handshake
+//	flood     writes 20000 lines at once after the handshake
 //	silent    never answers initialize
 //	stubborn  like probe, but ignores shutdown and EOF
 //	sleep     blocks forever (a child of spawn)
@@ -124,15 +126,22 @@ func helper(mode string) {
 		case "initialize":
 			tools := []map[string]any{{"name": "probe"}, {"name": "crash"}, {"name": "spawn"}}
 			send(map[string]any{"id": m.ID, "result": map[string]any{"protocol": 1, "name": mode, "tools": tools,
-				"gate": mode == "gate", "events": []string{"turn.start", "no.such.event"}}})
+				"gate": strings.HasPrefix(mode, "gate"), "events": []string{"turn.start", "no.such.event"}}})
 			switch mode {
 			case "garbage":
 				fmt.Println("hello, world")
+			case "flood":
+				for range 20000 {
+					out.WriteString("{}\n")
+				}
+				out.Flush()
 			case "huge":
 				fmt.Println(`{"method":"ui.notify","params":{"message":"` + strings.Repeat("x", 2<<20) + `"}}`)
 			}
 		case "tool.gate":
-			os.Exit(4)
+			if mode == "gate" {
+				os.Exit(4)
+			} // gate-silent never answers
 		case "tool.call":
 			id := m.ID
 			switch m.Params.Name {

@@ -47,9 +47,7 @@ func TestLs(t *testing.T) {
 
 func TestLsBounded(t *testing.T) {
 	s := newSession(t)
-	for i := range maxListEntries + 5 {
-		s.writeFile(t, fmt.Sprintf("f%04d", i), "")
-	}
+	touch(t, s.cwd, maxListEntries+5)
 	got := s.run("ls", `{}`)
 	checkResult(t, got, "~f0999\n[5 more entries not shown]", "1005 entries", false)
 }
@@ -80,9 +78,7 @@ func TestFind(t *testing.T) {
 
 func TestFindBounded(t *testing.T) {
 	s := newSession(t)
-	for i := range maxFindResults + 1 {
-		s.writeFile(t, fmt.Sprintf("f%04d", i), "")
-	}
+	touch(t, s.cwd, maxFindResults+1)
 	got := s.run("find", `{"pattern":"f*"}`)
 	checkResult(t, got, "~f0999\n[stopped after 1000 results; narrow the pattern or the path]", "1000 matches (truncated)", false)
 }
@@ -117,4 +113,16 @@ func TestGrepBounded(t *testing.T) {
 	checkResult(t, s.run("grep", `{"pattern":"match"}`),
 		"~many.txt:1000:match\n[stopped after 1000 matches; narrow the pattern, the path or the glob]", "1000 matches (truncated)", false)
 	checkResult(t, s.run("grep", `{"pattern":"é"}`), "wide.txt:1:"+strings.Repeat("é", maxGrepLine/2)+"…", "1 match", false)
+}
+
+// touch creates n empty files f0000, f0001, ... in dir.
+func touch(t *testing.T, dir string, n int) {
+	t.Helper()
+	for i := range n {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%04d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 }

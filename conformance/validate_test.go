@@ -1,4 +1,0 @@
-package conformance
-
-// schemaValidator is the validator the golden tests use.
-func schemaValidator() LineValidator { return nil }

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// BenchmarkEventsThroughWriter streams a long offline answer through the
+// real writer and a pipe, and reports events per second as a client sees them.
+func BenchmarkEventsThroughWriter(b *testing.B) {
+	const words = 20000
+	c := startServer(b, serverSetup{})
+	sid := c.create(nil)
+	var events int
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf(`"p%d"`, i)
+		c.send(fmt.Sprintf(`{"id":%s,"method":"session.prompt","params":{"session":%q,"prompt":"/long %d"}}`+"\n", id, sid, words))
+		for {
+			line := <-c.lines
+			events++
+			if gjson.Get(line, "id").Raw == id && !gjson.Get(line, "type").Exists() {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
+}
+
+// BenchmarkInterruptBash measures session.interrupt → turn_end with a
+// running bash sleep (the whole process group is killed).
+func BenchmarkInterruptBash(b *testing.B) {
+	c := startServer(b, serverSetup{})
+	sid := c.create(nil)
+	var total time.Duration
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf(`"p%d"`, i)
+		c.send(fmt.Sprintf(`{"id":%s,"method":"session.prompt","params":{"session":%q,"prompt":"/tool bash {\"command\":\"echo go; sleep 100\"}"}}`+"\n", id, sid))
+		for gjson.Get(<-c.lines, "type").String() != "tool_output" {
+		}
+		start := time.Now()
+		c.send(fmt.Sprintf(`{"id":"i%d","method":"session.interrupt","params":{"session":%q}}`+"\n", i, sid))
+		for {
+			line := <-c.lines
+			if gjson.Get(line, "type").String() == "turn_end" {
+				total += time.Since(start)
+			}
+			if gjson.Get(line, "id").Raw == fmt.Sprintf(`"i%d"`, i) {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/interrupt")
+}
