@@ -215,15 +215,17 @@ func joinExpected(exp []*expectation) []*expectation {
 	var out []*expectation
 	last := map[string]*expectation{}
 	for _, e := range exp {
-		if p := last[e.stream]; p != nil && p.label == "" && sameRun(p.value, e.value) {
+		if p := last[e.stream]; p != nil && (p.label == "" || e.label == "") && sameRun(p.value, e.value) {
 			pd, ok1 := p.value["delta"].(string)
 			ed, ok2 := e.value["delta"].(string)
 			if ok1 && ok2 && !isPattern(pd) && !isPattern(ed) {
 				joined := *p
 				joined.value = cloneMap(p.value)
 				joined.value["delta"] = pd + ed
-				joined.label = e.label
-				*out[len(out)-1] = joined
+				if e.label != "" {
+					joined.label = e.label
+				}
+				*p = joined
 				continue
 			}
 		}

@@ -30,16 +30,16 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(args) > 0 {
 		switch args[0] {
 		case "record":
-			return record(ctx, args[1:], stdout, stderr)
+			return record(ctx, args[1:], stdin, stdout, stderr)
 		case "coverage":
 			return coverage(args[1:], stdout, stderr)
 		}

@@ -133,7 +133,13 @@ type rpc struct {
 
 func startRPC(t *testing.T, args ...string) *rpc {
 	t.Helper()
-	cmd := command(t, append([]string{"rpc", "--ne"}, args...)...)
+	return startRPCWith(t, command(t), append([]string{"rpc", "--ne"}, args...))
+}
+
+// startRPCWith starts cmd (from command) with args.
+func startRPCWith(t *testing.T, cmd *exec.Cmd, args []string) *rpc {
+	t.Helper()
+	cmd.Args = append(cmd.Args[:1], args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,9 @@ type Session struct {
 
 	running bool
 	cancel  context.CancelFunc // of the running turn
+	// preempted records an Interrupt that came after Begin but before the
+	// turn bound its context: start cancels at once, so it is not lost.
+	preempted bool
 	steers  []string
 	// stopSleep stops a running sleep tool call when a steer arrives.
 	stopSleep map[int]context.CancelFunc
@@ -205,10 +208,12 @@ func (s *Session) Set(modelID, effort *string) (string, string, error) {
 	if effort != nil {
 		ef = *effort
 	}
-	if _, err := s.eng.Catalog.Lookup(m); err != nil {
+	info, err := s.eng.Catalog.Lookup(m)
+	if err != nil {
 		return "", "", err
 	}
-	ef, err := s.eng.Catalog.CheckEffort(m, ef)
+	m = info.ID // a bare name ("offline") is recorded and reported as the full id
+	ef, err = s.eng.Catalog.CheckEffort(m, ef)
 	if err != nil {
 		return "", "", err
 	}
@@ -237,12 +242,17 @@ func (s *Session) Steer(text string) error {
 // It returns once the turn has ended.
 func (s *Session) Interrupt() {
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
+	cancel, done, running := s.cancel, s.done, s.running
+	if running && cancel == nil {
+		s.preempted = true
+	}
 	s.mu.Unlock()
-	if cancel == nil {
+	if !running {
 		return
 	}
-	cancel()
+	if cancel != nil {
+		cancel()
+	}
 	<-done
 }
 
@@ -271,6 +281,7 @@ func (s *Session) Begin() error {
 	s.running = true
 	s.done = make(chan struct{})
 	s.steers = nil
+	s.preempted = false
 	return nil
 }
 
@@ -279,6 +290,9 @@ func (s *Session) start(ctx context.Context) context.Context {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.cancel = cancel
+	if s.preempted {
+		cancel()
+	}
 	s.mu.Unlock()
 	return ctx
 }

@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/e-agent/e/internal/model"
@@ -91,19 +94,18 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 }
 
 // nextWave takes up to size calls in provider order, skipping any that names
-// a file an earlier waiting call names, so those keep their order (L3).
+// a file an earlier waiting call names, so those keep their order (L3). A
+// directory (ls, find, grep) names every file beneath it.
 func nextWave(todo []*pending, size int) (wave, rest []*pending) {
-	busy := map[string]bool{}
+	var busy []string
 	for _, p := range todo {
 		free := len(wave) < size
 		for _, path := range p.paths {
-			if busy[path] {
+			if slices.ContainsFunc(busy, func(b string) bool { return overlaps(b, path) }) {
 				free = false
 			}
 		}
-		for _, path := range p.paths {
-			busy[path] = true
-		}
+		busy = append(busy, p.paths...)
 		if free {
 			wave = append(wave, p)
 		} else {
@@ -113,9 +115,20 @@ func nextWave(todo []*pending, size int) (wave, rest []*pending) {
 	return wave, rest
 }
 
+// overlaps reports whether the absolute paths a and b are one file or one
+// lies beneath the other.
+func overlaps(a, b string) bool {
+	sep := string(filepath.Separator)
+	return a == b || strings.HasPrefix(b, strings.TrimSuffix(a, sep)+sep) || strings.HasPrefix(a, strings.TrimSuffix(b, sep)+sep)
+}
+
 func (t *turn) runOne(p *pending) {
 	t.emit(ToolStart{ID: p.call.ID})
 	s := t.s
+	if s.eng.Ext != nil {
+		s.eng.Ext.Notify("tool.call", map[string]any{"session": s.id, "id": p.call.ID, "name": p.part.Name,
+			"arguments": p.call.Arguments})
+	}
 	if t.extension[p.part.Name] {
 		content, failed := s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments)
 		outcome := "completed"
@@ -185,7 +198,8 @@ func (t *turn) end(p *pending, outcome, sum, content string) {
 	t.sinkMu.Unlock()
 	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content})
 	if t.s.eng.Ext != nil {
-		t.s.eng.Ext.Notify("tool.result", map[string]any{"session": t.s.id, "name": p.part.Name, "outcome": outcome})
+		t.s.eng.Ext.Notify("tool.result", map[string]any{"session": t.s.id, "id": p.call.ID, "name": p.part.Name,
+			"failed": p.failed, "content": content})
 	}
 }
 

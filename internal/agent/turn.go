@@ -154,6 +154,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	if err := s.appendMessage(user); err != nil {
 		return false, err
 	}
+	// The prompt is the first entry an automatic compaction keeps; the
+	// title entry below must not take its place, or the prompt is lost.
+	turnStart := s.lastEntryID()
 	if needTitle {
 		title := Title(prompt)
 		s.mu.Lock()
@@ -165,11 +168,10 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 		}
 		t.emit(SessionName{Name: title})
 	}
-	turnStart := s.lastEntryID()
 
 	for step := 0; ; step++ {
 		if t.ctx.Err() != nil {
-			return true, nil
+			return t.interrupted("")
 		}
 		if step == maxSteps {
 			return false, fmt.Errorf("agent: the model asked for tools %d times in one turn; stopping", maxSteps)
@@ -177,15 +179,14 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 		t.deliverSteers()
 		if err := t.autoCompact(turnStart); err != nil {
 			if t.ctx.Err() != nil {
-				return true, nil
+				return t.interrupted("")
 			}
 			return false, err
 		}
 		resp, partial, err := t.call()
 		if err != nil {
 			if t.ctx.Err() != nil {
-				t.keepPartial(partial)
-				return true, nil
+				return t.interrupted(partial)
 			}
 			return false, err
 		}
@@ -234,18 +235,19 @@ func (t *turn) deliverSteers() {
 	}
 }
 
-// keepPartial records the text an interrupted answer had streamed, so the
-// history shows what the user saw.
-func (t *turn) keepPartial(partial string) {
-	if partial == "" {
-		return
+// interrupted records an interruption outside a tool wave: the text an
+// interrupted answer had streamed, so the history shows what the user saw,
+// and the interrupted entry, whether or not any text came.
+func (t *turn) interrupted(partial string) (aborted bool, err error) {
+	if partial != "" {
+		m := model.Message{Role: model.RoleAssistant, Content: []model.Part{{Type: model.PartText, Text: partial}}}
+		if err := t.s.appendMessage(m); err != nil {
+			t.warn(err.Error())
+		}
+		t.lastText = partial
 	}
-	m := model.Message{Role: model.RoleAssistant, Content: []model.Part{{Type: model.PartText, Text: partial}}}
-	if err := t.s.appendMessage(m); err != nil {
-		t.warn(err.Error())
-	}
-	t.lastText = partial
-	_ = t.s.append(store.Entry{Type: "interrupted"})
+	_ = t.s.append(store.Entry{Type: store.TypeInterrupted})
+	return true, nil
 }
 
 // offerTools decides the tool definitions of this turn's model calls.

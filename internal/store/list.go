@@ -10,8 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -128,8 +131,14 @@ func listDir(dir string) ([]Summary, error) {
 		}
 	}
 	fresh := listCache{Version: 1, Files: make(map[string]cached, len(des))}
-	changed := false
-	var out []Summary
+	type file struct {
+		name string
+		fi   fs.FileInfo
+		c    cached
+		ok   bool // c is valid
+	}
+	var files []file
+	var stale []int
 	for _, de := range des {
 		name := de.Name()
 		if !isLogName(name) || !de.Type().IsRegular() {
@@ -139,21 +148,36 @@ func listDir(dir string) ([]Summary, error) {
 		if err != nil {
 			continue // removed while listing
 		}
-		path := filepath.Join(dir, name)
 		c, ok := old.Files[name]
-		if !ok || c.Size != fi.Size() || c.MtimeNS != fi.ModTime().UnixNano() {
-			c = summarize(path)
-			c.Size, c.MtimeNS = fi.Size(), fi.ModTime().UnixNano()
-			changed = true
+		ok = ok && c.Size == fi.Size() && c.MtimeNS == fi.ModTime().UnixNano()
+		if !ok {
+			stale = append(stale, len(files))
 		}
-		fresh.Files[name] = c
-		if c.Invalid {
+		files = append(files, file{name: name, fi: fi, c: c, ok: ok})
+	}
+	// Reading the stale logs is the slow part of a cold listing: spread it.
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(runtime.GOMAXPROCS(0), len(stale)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(stale)); i = next.Add(1) - 1 {
+				f := &files[stale[i]]
+				f.c = summarize(filepath.Join(dir, f.name))
+				f.c.Size, f.c.MtimeNS = f.fi.Size(), f.fi.ModTime().UnixNano()
+			}
+		})
+	}
+	wg.Wait()
+	out := make([]Summary, 0, len(files))
+	for _, f := range files {
+		fresh.Files[f.name] = f.c
+		if f.c.Invalid {
 			continue
 		}
-		out = append(out, Summary{Path: path, Title: c.Title, Name: c.Name, Modified: fi.ModTime(),
-			Messages: c.Messages, Turns: c.Turns, Cwd: c.Cwd})
+		out = append(out, Summary{Path: filepath.Join(dir, f.name), Title: f.c.Title, Name: f.c.Name, Modified: f.fi.ModTime(),
+			Messages: f.c.Messages, Turns: f.c.Turns, Cwd: f.c.Cwd})
 	}
-	if changed || len(fresh.Files) != len(old.Files) {
+	if len(stale) > 0 || len(fresh.Files) != len(old.Files) {
 		writeCache(dir, &fresh) // best effort: the listing is right without it
 	}
 	return out, nil

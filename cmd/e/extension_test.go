@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// guardBin builds the reference extension once per test binary.
+func guardBin(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(bin), "guard")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if out, err := exec.Command("go", "build", "-o", path, "../../examples/extensions/guard").CombinedOutput(); err != nil {
+		t.Fatalf("build guard: %v\n%s", err, out)
+	}
+	return path
+}
+
+// startWithExtensions runs e rpc with the guard and a missing extension.
+func startWithExtensions(t *testing.T, extra ...string) *rpc {
+	t.Helper()
+	cmd := command(t)
+	home := strings.TrimPrefix(cmd.Env[len(cmd.Env)-3], "E_HOME=")
+	settings := fmt.Sprintf(`{"extensions":[{"name":"guard","command":%q},{"name":"ghost","command":"/nonexistent/ghost"}]}`, guardBin(t))
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startRPCWith(t, cmd, append([]string{"rpc"}, extra...))
+}
+
+func prompt(r *rpc, id, sid, text string) {
+	r.send(fmt.Sprintf(`{"id":%q,"method":"session.prompt","params":{"session":%q,"prompt":%q}}`, id, sid, text))
+}
+
+func create(r *rpc) string {
+	r.send(`{"id":"c","method":"session.create"}`)
+	return gjson.Get(r.until(`"id":"c"`), "result.session").String()
+}
+
+// X2, X3, X6, X7: an extension tool asks, the client answers; notices only
+// after hello; the gate denies.
+func TestExtensionAsk(t *testing.T) {
+	r := startWithExtensions(t)
+	sid := create(r) // no notice may come before hello (X7)
+	r.send(`{"id":"h","method":"hello","params":{"ask":true}}`)
+	r.until(`"id":"h"`)
+	if n := r.until(`"type":"notice"`); !strings.Contains(n, "ghost") {
+		t.Errorf("held notice does not name the missing extension: %s", n)
+	}
+	prompt(r, "p", sid, `/tool deploy {"target":"prod"}`+"\n/then\n/text ok")
+	ask := r.until(`"type":"ask"`)
+	if gjson.Get(ask, "extension").String() != "guard" || gjson.Get(ask, "method").String() != "ui.confirm" {
+		t.Fatalf("ask line: %s", ask)
+	}
+	r.send(fmt.Sprintf(`{"id":"a","method":"ask.reply","params":{"ask":%d,"result":{"confirmed":true}}}`, gjson.Get(ask, "ask").Int()))
+	if end := r.until(`"type":"tool_end"`); gjson.Get(end, "content").String() != "deployed to prod" {
+		t.Errorf("tool_end: %s", end)
+	}
+	r.until(`"id":"p"`)
+	// A reply to an answered ask is an error naming it (M15).
+	r.send(fmt.Sprintf(`{"id":"a2","method":"ask.reply","params":{"ask":%d}}`, gjson.Get(ask, "ask").Int()))
+	if resp := r.until(`"id":"a2"`); !strings.Contains(gjson.Get(resp, "error").String(), "ask") {
+		t.Errorf("second reply: %s", resp)
+	}
+	// The gate denies rm -rf with a reason the model sees.
+	prompt(r, "g", sid, `/tool bash {"command":"rm -rf /tmp/nothing-here"}`+"\n/then\n/text ok")
+	if end := r.until(`"type":"tool_end"`); gjson.Get(end, "outcome").String() != "denied" {
+		t.Errorf("gate: %s", end)
+	}
+	r.until(`"id":"g"`)
+	r.in.Close()
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// X5: without hello a question is refused at once; nothing waits.
+func TestExtensionAskRefusedWithoutHello(t *testing.T) {
+	r := startWithExtensions(t)
+	sid := create(r)
+	prompt(r, "p", sid, `/tool deploy {"target":"prod"}`+"\n/then\n/text ok")
+	end := r.until(`"type":"tool_end"`)
+	if c := gjson.Get(end, "content").String(); strings.Contains(c, "deployed to") {
+		t.Errorf("deploy ran without a client to ask: %s", end)
+	}
+	r.until(`"id":"p"`)
+	r.in.Close()
+	r.wait()
+}
+
+// X6: killing the extension mid-ask cancels the ask, says so in a notice,
+// and leaves the session usable.
+func TestExtensionCrashMidAsk(t *testing.T) {
+	r := startWithExtensions(t)
+	r.send(`{"id":"h","method":"hello","params":{"ask":true}}`)
+	r.until(`"id":"h"`)
+	sid := create(r)
+	prompt(r, "p", sid, `/tool deploy {"target":"prod"}`+"\n/then\n/text after")
+	r.until(`"type":"ask"`)
+	killChild(t, r.cmd.Process.Pid, "guard")
+	if n := r.until(`"type":"notice"`); !strings.Contains(n, "guard") {
+		t.Errorf("crash notice: %s", n)
+	}
+	if resp := r.until(`"id":"p"`); gjson.Get(resp, "result.final_output").String() != "after" {
+		t.Errorf("turn after crash: %s", resp)
+	}
+	prompt(r, "p2", sid, "/text still here")
+	if resp := r.until(`"id":"p2"`); gjson.Get(resp, "result.output").String() != "still here" {
+		t.Errorf("session unusable after crash: %s", resp)
+	}
+	r.in.Close()
+	r.wait()
+}
+
+// X8: --ne loads no extension: its tool is not offered.
+func TestNoExtensions(t *testing.T) {
+	r := startWithExtensions(t, "--ne")
+	sid := create(r)
+	prompt(r, "p", sid, `/tool deploy {"target":"prod"}`+"\n/then\n/text ok")
+	if end := r.until(`"type":"tool_end"`); gjson.Get(end, "outcome").String() != "failed" {
+		t.Errorf("deploy with --ne: %s", end)
+	}
+	r.until(`"id":"p"`)
+	r.in.Close()
+	r.wait()
+}
+
+// killChild SIGKILLs the child of pid whose command line contains name.
+func killChild(t *testing.T, pid int, name string) {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if len(f) > 1 && f[1] == fmt.Sprint(pid) && strings.Contains(string(cmdline), name) {
+			var child int
+			fmt.Sscan(e.Name(), &child)
+			syscall.Kill(child, syscall.SIGKILL)
+			return
+		}
+	}
+	t.Fatalf("no child %q of %d", name, pid)
+}
