@@ -129,6 +129,7 @@ type rpc struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
+	seen  []string // for failure messages
 }
 
 func startRPC(t *testing.T, args ...string) *rpc {
@@ -179,8 +180,9 @@ func (r *rpc) until(want string) string {
 		select {
 		case l, ok := <-r.lines:
 			if !ok {
-				r.t.Fatalf("stdout closed before %q", want)
+				r.t.Fatalf("stdout closed before %q; lines so far:\n%s", want, strings.Join(r.seen, "\n"))
 			}
+			r.seen = append(r.seen, l)
 			if err := schemas.ValidateLine([]byte(l)); err != nil {
 				r.t.Errorf("line does not validate: %v: %s", err, l)
 			}
@@ -188,7 +190,7 @@ func (r *rpc) until(want string) string {
 				return l
 			}
 		case <-time.After(20 * time.Second):
-			r.t.Fatalf("timed out waiting for %q", want)
+			r.t.Fatalf("timed out waiting for %q; lines so far:\n%s", want, strings.Join(r.seen, "\n"))
 		}
 	}
 }

@@ -386,6 +386,9 @@ type answer struct {
 }
 
 func newAnswer(emit func(Delta)) *answer {
+	if emit == nil {
+		emit = func(Delta) {}
+	}
 	return &answer{emit: emit, args: map[int]*strings.Builder{}, calls: map[int]int{}}
 }
 

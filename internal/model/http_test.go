@@ -128,6 +128,8 @@ func collect(ctx context.Context, p Provider, req *Request) ([]Delta, *Response,
 }
 
 func TestErrorClassification(t *testing.T) { // U2
+	// Stall timeouts: the one after the head leaves the head time to arrive
+	// on a loaded machine; the one before it is never reached by any data.
 	tests := []struct {
 		api, file string
 		hold      int
@@ -150,8 +152,8 @@ func TestErrorClassification(t *testing.T) { // U2
 			Type: "overloaded_error", Message: "Server is overloaded, please retry."}},
 		{api: "chat", file: "cut.http", want: Error{Retryable: true, Provider: "openai", Model: "openai/m", Stage: "stream",
 			Message: "stream ended before data: [DONE]"}},
-		{api: "chat", file: "stall.http", hold: holdAfter, stall: 20 * time.Millisecond, want: Error{Retryable: true,
-			Provider: "openai", Model: "openai/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 20ms"}},
+		{api: "chat", file: "stall.http", hold: holdAfter, stall: 200 * time.Millisecond, want: Error{Retryable: true,
+			Provider: "openai", Model: "openai/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 200ms"}},
 		{api: "chat", file: "stall.http", hold: holdBefore, stall: 20 * time.Millisecond, want: Error{Retryable: true,
 			Provider: "openai", Model: "openai/m", Stage: "connect", Type: "stall", Message: "no data from the provider for 20ms"}},
 
@@ -171,8 +173,8 @@ func TestErrorClassification(t *testing.T) { // U2
 			Message: "Invalid prompt: your prompt was flagged as potentially violating our usage policy."}},
 		{api: "responses", file: "cut.http", want: Error{Retryable: true, Provider: "openai", Model: "openai/m", Stage: "stream",
 			Message: "stream ended before response.completed"}},
-		{api: "responses", file: "stall.http", hold: holdAfter, stall: 20 * time.Millisecond, want: Error{Retryable: true,
-			Provider: "openai", Model: "openai/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 20ms"}},
+		{api: "responses", file: "stall.http", hold: holdAfter, stall: 200 * time.Millisecond, want: Error{Retryable: true,
+			Provider: "openai", Model: "openai/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 200ms"}},
 
 		{api: "anthropic", file: "429.http", want: Error{Retryable: true, Provider: "anthropic", Model: "anthropic/m", Stage: "request",
 			Status: 429, RequestID: "req_011CAnthropic429", Type: "rate_limit_error", RetryAfter: time.Second,
@@ -188,8 +190,8 @@ func TestErrorClassification(t *testing.T) { // U2
 			RequestID: "req_011CAnthropicOver", Type: "overloaded_error", Message: "Overloaded"}},
 		{api: "anthropic", file: "cut.http", want: Error{Retryable: true, Provider: "anthropic", Model: "anthropic/m", Stage: "stream",
 			Message: "stream ended before message_stop"}},
-		{api: "anthropic", file: "stall.http", hold: holdAfter, stall: 20 * time.Millisecond, want: Error{Retryable: true,
-			Provider: "anthropic", Model: "anthropic/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 20ms"}},
+		{api: "anthropic", file: "stall.http", hold: holdAfter, stall: 200 * time.Millisecond, want: Error{Retryable: true,
+			Provider: "anthropic", Model: "anthropic/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 200ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.api+"/"+tt.file+map[int]string{holdBefore: "/before-head"}[tt.hold], func(t *testing.T) {
@@ -475,4 +477,18 @@ func sseServer(t *testing.T, data ...string) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+func TestMalformedEvent(t *testing.T) {
+	srv := sseServer(t, `{"choices":[{"delta":{"content":"a"}}]}`, `{"choices":[{"delta":`)
+	var deltas []Delta
+	_, err := NewOpenAIChat(ProviderSettings{BaseURL: srv.URL, Client: srv.Client()}).Stream(t.Context(), &Request{Model: "m"},
+		func(d Delta) { deltas = append(deltas, d) })
+	var e *Error
+	if !errors.As(err, &e) || e.Retryable || e.Stage != "decode" || e.Body != `{"choices":[{"delta":` {
+		t.Fatalf("Stream error = %#v, want a fatal decode *Error with the event", err)
+	}
+	if diff := cmp.Diff([]Delta{{Kind: DeltaText, Text: "a"}}, deltas); diff != "" {
+		t.Errorf("deltas before the error (-want +got):\n%s", diff)
+	}
 }

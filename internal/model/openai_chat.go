@@ -200,8 +200,10 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 			break
 		}
 		var ch chatChunk
-		if err := c.decode(ev, &ch); err != nil {
-			return nil, err
+		if ev.Event != "error" {
+			if err := c.decode(ev, &ch); err != nil {
+				return nil, err
+			}
 		}
 		if ev.Event == "error" || len(ch.Error) > 0 {
 			kind, msg := parseErrorBody([]byte(ev.Data))

@@ -174,7 +174,7 @@ func listDir(dir string) ([]Summary, error) {
 		if f.c.Invalid {
 			continue
 		}
-		out = append(out, Summary{Path: filepath.Join(dir, f.name), Title: f.c.Title, Name: f.c.Name, Modified: f.fi.ModTime(),
+		out = append(out, Summary{Path: filepath.Join(dir, f.name), Title: f.c.Title, Name: f.c.Name, Modified: f.fi.ModTime().UTC(),
 			Messages: f.c.Messages, Turns: f.c.Turns, Cwd: f.c.Cwd})
 	}
 	if len(stale) > 0 || len(fresh.Files) != len(old.Files) {

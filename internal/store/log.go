@@ -58,8 +58,15 @@ func Create(home string, h Header) (*Log, error) {
 	}
 	h.Cwd = filepath.Clean(h.Cwd)
 	dir := filepath.Join(home, "sessions", Slug(h.Cwd))
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
+	}
+	if statErr != nil {
+		// A new directory must be durable in its parent as well.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("store: create: %w", err)
+		}
 	}
 	path := filepath.Join(dir, h.ID+".jsonl")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)

@@ -345,10 +345,17 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		timedOut = true
 	}
 	if cancelled || timedOut {
+		t0 := time.Now()
 		killed := env.Procs.killCall(pid, call)
+		t1 := time.Now()
 		waitErr = <-exited
+		t2 := time.Now()
 		env.Procs.finished(pid)
 		env.Procs.reap(killed, []int{pid})
+		t3 := time.Now()
+		if t3.Sub(t0) > 200*time.Millisecond {
+			fmt.Fprintln(os.Stderr, "SLOW kill", t1.Sub(t0), "wait", t2.Sub(t1), "reap", t3.Sub(t2), killed)
+		}
 	} else {
 		env.Procs.finished(pid)
 	}
