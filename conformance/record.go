@@ -82,20 +82,25 @@ func Record(ctx context.Context, o RecordOptions) error {
 	if err != nil {
 		return fmt.Errorf("conformance: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, pw, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("conformance: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer stdout.Close()
+	cmd.Stdout = pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
 		return fmt.Errorf("conformance: starting %q: %w", strings.Join(o.Server, " "), err)
 	}
 	defer killGroup(cmd)
 
 	var mu sync.Mutex
 	var log []recorded
-	wg.Add(1)
+	var copier sync.WaitGroup
+	copier.Add(1)
 	go func() {
-		defer wg.Done()
+		defer copier.Done()
 		br := bufio.NewReaderSize(stdout, 1<<16)
 		for {
 			line, err := br.ReadBytes('\n')
@@ -126,8 +131,8 @@ func Record(ctx context.Context, o RecordOptions) error {
 		}
 	}
 	stdin.Close()
+	copier.Wait() // until the server closes stdout
 	werr := cmd.Wait()
-	wg.Wait() // the stdout copier; Wait closed the pipe
 	mu.Lock()
 	defer mu.Unlock()
 	c.Exit = "0"
@@ -182,8 +187,11 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string)
 		b.add(n.value("", obj).(map[string]any))
 		pending = true
 	}
-	head, _ := json.Marshal(map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements,
-		"timeout_ms": 10000, "model": c.Model, "exit": c.Exit})
+	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
+	if c.Model != "" {
+		h["model"] = c.Model
+	}
+	head, _ := json.Marshal(h)
 	a := &archive{comment: []byte("Recorded by e-conformance record. Describe what this case shows, cite its\nrequirements in case.json, and loosen what the requirements do not fix.\n")}
 	a.files = append(a.files, archiveFile{name: "case.json", data: append(head, '\n')},
 		archiveFile{name: "client", data: []byte(client.String())},

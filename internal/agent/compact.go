@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -75,6 +76,10 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		Content: []model.Part{{Type: model.PartText, Text: instr}}})
 	resp, _, err := t.stream(t.request(summaryPrompt, msgs, nil), false)
 	if err != nil {
+		var me *modelError
+		if errors.As(err, &me) {
+			me.details.Stage = "compaction"
+		}
 		return CompactResult{}, fmt.Errorf("agent: compaction: %w", err)
 	}
 	sum := strings.TrimSpace(resp.Message.Text())

@@ -81,7 +81,7 @@ type Session struct {
 	// preempted records an Interrupt that came after Begin but before the
 	// turn bound its context: start cancels at once, so it is not lost.
 	preempted bool
-	steers  []string
+	steers    []string
 	// stopSleep stops a running sleep tool call when a steer arrives.
 	stopSleep map[int]context.CancelFunc
 	done      chan struct{} // closed when the running turn ends

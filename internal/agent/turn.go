@@ -391,9 +391,6 @@ func details(me *model.Error, decision string, attempts int) ErrorDetails {
 		Message: me.Error(), Diagnostic: store.Redact(truncate(me.Body, 4096)),
 		Time: time.Now().UTC().Format(time.RFC3339),
 	}
-	if me.Stage != "" {
-		d.Stage = "model." + me.Stage
-	}
 	if me.Status != 0 {
 		st := me.Status
 		d.Status = &st

@@ -88,7 +88,7 @@ func TestToolEvents(t *testing.T) {
 	for _, e := range ends {
 		byID[e.ID] = e
 	}
-	if diff := cmp.Diff(ToolEnd{ID: 1, Outcome: "completed", Summary: "1 lines", Content: "alpha\n"}, byID[1]); diff != "" {
+	if diff := cmp.Diff(ToolEnd{ID: 1, Outcome: "completed", Summary: "1 line", Content: "alpha\n"}, byID[1]); diff != "" {
 		t.Errorf("tool_end of read (-want +got):\n%s", diff)
 	}
 	if got := byID[2]; got.Outcome != "completed" || !strings.Contains(got.Content, "[exit 0]") {
@@ -236,14 +236,14 @@ func TestErrorDetails(t *testing.T) {
 		{
 			name:   "fatal is not retried",
 			prompt: "/error fatal boom",
-			want: ErrorDetails{Stage: "model.stream", Provider: "e", Model: model.OfflineID, Status: &st400,
+			want: ErrorDetails{Stage: "model", Provider: "e", Model: model.OfflineID, Status: &st400,
 				ErrorType: "offline_fatal", Decision: "not_retryable", Attempts: 1, Message: "model: e: HTTP 400: boom"},
 			wantEvents: []string{"turn_start", "session_name", "error", "error_details", "turn_end"},
 		},
 		{
 			name:   "persistent exhausts the attempts",
 			prompt: "/error persistent",
-			want: ErrorDetails{Stage: "model.stream", Provider: "e", Model: model.OfflineID, Status: &st503,
+			want: ErrorDetails{Stage: "model", Provider: "e", Model: model.OfflineID, Status: &st503,
 				ErrorType: "offline_retryable", Retryable: true, Decision: "exhausted", Attempts: 3,
 				Message: "model: e: HTTP 503: simulated persistent error"},
 			wantRetry: []Retry{
@@ -253,9 +253,9 @@ func TestErrorDetails(t *testing.T) {
 			wantEvents: []string{"turn_start", "session_name", "retry", "retry", "error", "error_details", "turn_end"},
 		},
 		{
-			name:   "malformed directive fails at the request stage",
+			name:   "malformed directive is not retried",
 			prompt: "/usage 1",
-			want: ErrorDetails{Stage: "model.request", Provider: "e", Model: model.OfflineID, Status: &st400,
+			want: ErrorDetails{Stage: "model", Provider: "e", Model: model.OfflineID, Status: &st400,
 				ErrorType: "offline_directive", Decision: "not_retryable", Attempts: 1,
 				Message: `model: e: HTTP 400: malformed directive on line 1 "/usage 1": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers`},
 			wantEvents: []string{"turn_start", "session_name", "error", "error_details", "turn_end"},

@@ -53,8 +53,8 @@ func Create(home string, h Header) (*Log, error) {
 	if !validID(h.ID) {
 		return nil, fmt.Errorf("store: create: invalid session id %q", h.ID)
 	}
-	if h.Cwd == "" {
-		return nil, errors.New("store: create: empty cwd")
+	if !filepath.IsAbs(h.Cwd) {
+		return nil, fmt.Errorf("store: create: cwd %q is not absolute", h.Cwd)
 	}
 	h.Cwd = filepath.Clean(h.Cwd)
 	dir := filepath.Join(home, "sessions", Slug(h.Cwd))
@@ -79,8 +79,10 @@ func Create(home string, h Header) (*Log, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("store: create %s: %w", path, err)
 	}
-	if busy, err := lockFile(f, false); err != nil || busy {
-		return fail(fmt.Errorf("lock: busy=%v: %v", busy, err))
+	if busy, err := lockFile(f, false); err != nil {
+		return fail(fmt.Errorf("lock: %w", err))
+	} else if busy { // someone opened the new file before us
+		return fail(ErrLocked)
 	}
 	line, err := json.Marshal(h)
 	if err != nil {

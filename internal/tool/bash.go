@@ -61,19 +61,16 @@ var bashTool = &builtin{
 type Procs struct {
 	key string // the marker variable's name, unique to this Procs
 
-	mu      sync.Mutex
-	closed  bool           // KillAll was called: no new shells
-	running map[int]*shell // by pid, which is also the process group id
-}
-
-type shell struct {
-	call string
-	done chan struct{} // closed once cmd.Wait has reaped the shell
+	mu     sync.Mutex
+	closed bool // KillAll was called: no new shells
+	// running maps the pid of each running shell, which is also its process
+	// group id, to a channel closed once cmd.Wait has reaped it.
+	running map[int]chan struct{}
 }
 
 // NewProcs returns an empty tracker.
 func NewProcs() *Procs {
-	return &Procs{key: markerPrefix + randomHex(), running: map[int]*shell{}}
+	return &Procs{key: markerPrefix + randomHex(), running: map[int]chan struct{}{}}
 }
 
 // KillAll sends SIGKILL to every running bash process group and to every
@@ -87,9 +84,9 @@ func (p *Procs) KillAll() {
 	p.closed = true
 	var groups []int
 	var done []chan struct{}
-	for pid, sh := range p.running {
+	for pid, reaped := range p.running {
 		groups = append(groups, pid)
-		done = append(done, sh.done)
+		done = append(done, reaped)
 	}
 	p.mu.Unlock()
 	killed := p.kill(groups, func(string) bool { return true })
@@ -108,7 +105,7 @@ wait:
 
 // start starts cmd and records it; under the lock, so KillAll either sees it
 // or has already refused it.
-func (p *Procs) start(cmd *exec.Cmd, call string) error {
+func (p *Procs) start(cmd *exec.Cmd) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -117,7 +114,7 @@ func (p *Procs) start(cmd *exec.Cmd, call string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.running[cmd.Process.Pid] = &shell{call: call, done: make(chan struct{})}
+	p.running[cmd.Process.Pid] = make(chan struct{})
 	return nil
 }
 
@@ -125,8 +122,8 @@ func (p *Procs) start(cmd *exec.Cmd, call string) error {
 func (p *Procs) finished(pid int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if sh, ok := p.running[pid]; ok {
-		close(sh.done)
+	if reaped, ok := p.running[pid]; ok {
+		close(reaped)
 		delete(p.running, pid)
 	}
 }
@@ -159,15 +156,15 @@ func (p *Procs) kill(groups []int, match func(call string) bool) map[int]uint64 
 	}
 	// Scan first: once the group is killed, its members can no longer be
 	// recognised, and reap needs to know them.
-	pids := p.scan(match)
+	pids, unsure := p.scan(match)
 	for _, g := range groups {
 		_ = syscall.Kill(-g, syscall.SIGKILL)
 	}
 	deadline := time.Now().Add(killPatience)
-	for pause := 50 * time.Microsecond; len(pids) > 0 && time.Now().Before(deadline); pause = min(2*pause, 10*time.Millisecond) {
+	for pause := 50 * time.Microsecond; (len(pids) > 0 || unsure) && time.Now().Before(deadline); pause = min(2*pause, 10*time.Millisecond) {
 		kill(pids)
-		time.Sleep(pause) // let the kernel finish the killed processes before looking again
-		pids = p.scan(match)
+		time.Sleep(pause) // let the kernel finish the killed processes, and execs, before looking again
+		pids, unsure = p.scan(match)
 	}
 	return killed
 }
@@ -226,32 +223,72 @@ func (p *Procs) reap(killed map[int]uint64, groups []int) {
 	}
 }
 
-// scan returns the live processes whose marker value satisfies match.
-func (p *Procs) scan(match func(call string) bool) []int {
+// scan returns the live processes whose marker value satisfies match. A
+// process in the middle of execve has an empty environ for a moment; scan
+// counts one as marked when its parent is, and otherwise reports unsure when
+// one started less than a second ago, so that the caller looks again.
+func (p *Procs) scan(match func(call string) bool) (pids []int, unsure bool) {
 	names, err := readDirNames("/proc")
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	prefix := []byte(p.key + "=")
 	self := os.Getpid()
-	var pids []int
+	marked := map[int]bool{}
+	var blank []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + name + "/environ")
-		if err != nil {
+		switch {
+		case err != nil:
 			continue // gone, or not ours to read
+		case len(env) == 0:
+			blank = append(blank, pid)
+			continue
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, prefix); ok && match(string(v)) {
+				marked[pid] = true
 				pids = append(pids, pid)
 				break
 			}
 		}
 	}
-	return pids
+	now, _ := uptimeTicks()
+	for _, pid := range blank {
+		st, ok := readStat(pid)
+		switch {
+		case !ok || st.dead() || st.flags&pfKthread != 0:
+		case marked[st.ppid]:
+			pids = append(pids, pid)
+		case now < st.start+clockTicks:
+			unsure = true
+		}
+	}
+	return pids, unsure
+}
+
+const (
+	pfExiting  = 0x00000004 // PF_EXITING in the flags of /proc/<pid>/stat
+	pfKthread  = 0x00200000 // PF_KTHREAD
+	clockTicks = 100        // USER_HZ: the unit of start times, 100 on every Linux architecture
+)
+
+// uptimeTicks returns the time since boot in clock ticks.
+func uptimeTicks() (uint64, error) {
+	data, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0, err
+	}
+	secs, _, _ := strings.Cut(string(data), " ")
+	f, err := strconv.ParseFloat(secs, 64)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(f * clockTicks), nil
 }
 
 func readDirNames(dir string) ([]string, error) {
@@ -268,7 +305,13 @@ type procStat struct {
 	state byte
 	ppid  int
 	pgrp  int
+	flags uint64
 	start uint64 // clock ticks after boot: with the pid, identifies a process
+}
+
+// dead reports whether the process has exited or is exiting.
+func (st procStat) dead() bool {
+	return st.state == 'Z' || st.state == 'X' || st.flags&pfExiting != 0
 }
 
 func readStat(pid int) (procStat, bool) {
@@ -287,11 +330,12 @@ func readStat(pid int) (procStat, bool) {
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64) // field 22
-	if err1 != nil || err2 != nil || err3 != nil {
+	flags, err3 := strconv.ParseUint(f[6], 10, 64)  // field 9
+	start, err4 := strconv.ParseUint(f[19], 10, 64) // field 22
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, flags: flags, start: start}, true
 }
 
 func randomHex() string {
@@ -316,7 +360,7 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	cmd.Env = append(os.Environ(), "PWD="+env.Cwd, env.Procs.key+"="+call)
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = env.Procs.start(cmd, call)
+	err = env.Procs.start(cmd)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -345,17 +389,10 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		timedOut = true
 	}
 	if cancelled || timedOut {
-		t0 := time.Now()
 		killed := env.Procs.killCall(pid, call)
-		t1 := time.Now()
 		waitErr = <-exited
-		t2 := time.Now()
 		env.Procs.finished(pid)
 		env.Procs.reap(killed, []int{pid})
-		t3 := time.Now()
-		if t3.Sub(t0) > 200*time.Millisecond {
-			fmt.Fprintln(os.Stderr, "SLOW kill", t1.Sub(t0), "wait", t2.Sub(t1), "reap", t3.Sub(t2), killed)
-		}
 	} else {
 		env.Procs.finished(pid)
 	}

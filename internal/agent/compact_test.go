@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+const summaryPrefix = "[Summary of the earlier conversation]\n"
+
+// M9: Session.Compact emits compacting then compacted, and the history
+// then starts with the summary.
+func TestCompactManual(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	prompt(t, s, "/text one")
+	prompt(t, s, "/text two")
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	res, err := s.Compact(t.Context(), "the numbers", rec.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"compacting", "usage", "compacted"}, rec.types()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	ing := ofType[Compacting](rec)[0]
+	if ing.Reason != "manual" || ing.TokensBefore != res.TokensBefore || res.TokensBefore <= 0 {
+		t.Errorf("compacting %+v, result before %d; want manual with the result's positive tokens_before", ing, res.TokensBefore)
+	}
+	if diff := cmp.Diff(Compacted{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
+		SummaryChars: res.SummaryChars}, ofType[Compacted](rec)[0]); diff != "" {
+		t.Errorf("compacted (-want +got):\n%s", diff)
+	}
+	if res.Usage == (model.Usage{}) || NewUsage(res.Usage) != ofType[UsageEvent](rec)[0].Usage {
+		t.Errorf("result usage %+v, want the compaction call's usage event", res.Usage)
+	}
+	msgs := History(s.Entries())
+	if len(msgs) != 1 || msgs[0].Role != model.RoleUser || !strings.HasPrefix(msgs[0].Text(), summaryPrefix) {
+		t.Fatalf("history after compaction = %+v, want only the summary", msgs)
+	}
+	// The offline summary names the messages it saw: 4 and the instruction,
+	// and the focus travels with the instruction.
+	sum := strings.TrimPrefix(msgs[0].Text(), summaryPrefix)
+	if !strings.HasPrefix(sum, "Summary of 5 messages: /text one /text two Summarize") {
+		t.Errorf("summary %q, want one of the 5 messages", sum)
+	}
+	if res.SummaryChars != len([]rune(sum)) || res.TokensAfter != estimate(msgs) {
+		t.Errorf("summary_chars %d (summary has %d), tokens_after %d (history estimate %d)", res.SummaryChars,
+			len([]rune(sum)), res.TokensAfter, estimate(msgs))
+	}
+	if s.Info().Running {
+		t.Error("still running after Compact")
+	}
+	// The next turn works on the compacted history.
+	r, _ := prompt(t, s, "/text three")
+	if r.Error != nil || r.FinalOutput != "three" {
+		t.Errorf("next turn: error %v, final %q", r.Error, r.FinalOutput)
+	}
+	if got := len(History(s.Entries())); got != 3 {
+		t.Errorf("history has %d messages, want summary, prompt, answer", got)
+	}
+}
+
+// S4, U1: a turn whose history exceeds the threshold compacts before its
+// next model call, keeps its own messages after the summary, carries on,
+// ends normally and counts the compaction's usage.
+func TestAutoCompaction(t *testing.T) {
+	tests := []struct {
+		name   string
+		before []string // earlier turns
+		prompt string
+	}{
+		{
+			name:   "at the start of a turn",
+			before: []string{"/long 4000"},
+			prompt: "/tool read {\"path\":\"missing.txt\"}\n/then\n/text after",
+		},
+		{
+			// The first turn also records the title: the prompt must stay.
+			name:   "inside the first turn",
+			prompt: "/long 4000\n/tool read {\"path\":\"missing.txt\"}\n/then\n/text after",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := testEngine(t)
+			// 0.02 of the offline model's 200000 tokens: 4000 tokens, about
+			// 16000 characters; /long 4000 streams about 23000.
+			eng.CompactThreshold = 0.02
+			s := testSession(t, eng, nil)
+			for _, p := range tt.before {
+				r, rec := prompt(t, s, p)
+				if r.Error != nil || len(ofType[Compacting](rec)) != 0 {
+					t.Fatalf("earlier turn: error %v, events %v", r.Error, rec.types())
+				}
+			}
+			res, rec := prompt(t, s, tt.prompt)
+			if res.Error != nil || res.Aborted {
+				t.Fatalf("error %v, aborted %v", res.Error, res.Aborted)
+			}
+			checkTurnEnd(t, rec, false)
+			ing := ofType[Compacting](rec)
+			if len(ing) != 1 || ing[0].Reason != "auto" || ing[0].TokensBefore <= 4000 {
+				t.Errorf("compacting = %+v, want one, auto, over 4000 tokens", ing)
+			}
+			if got := len(ofType[Compacted](rec)); got != 1 {
+				t.Errorf("%d compacted events, want 1", got)
+			}
+			if res.FinalOutput != "after" {
+				t.Errorf("final_output %q, want the turn to continue to its last segment", res.FinalOutput)
+			}
+			// U1: the result sums every call, compaction included.
+			var sum model.Usage
+			calls := ofType[UsageEvent](rec)
+			for _, u := range calls {
+				sum = sum.Add(u.Usage.Usage)
+			}
+			if len(calls) != 3 || NewUsage(sum) != res.Usage {
+				t.Errorf("%d usage events summing %+v, result %+v; want 3 (two answers, one compaction) equal to the result",
+					len(calls), sum, res.Usage)
+			}
+			// The history starts with the summary and keeps the turn's prompt.
+			msgs := History(s.Entries())
+			if !strings.HasPrefix(msgs[0].Text(), summaryPrefix) {
+				t.Errorf("history starts with %q, want the summary", msgs[0].Text())
+			}
+			if msgs[1].Role != model.RoleUser || msgs[1].Text() != tt.prompt {
+				t.Errorf("second message is %s %.60q, want the turn's prompt", msgs[1].Role, msgs[1].Text())
+			}
+			var compaction store.Entry
+			for _, en := range s.Entries() {
+				if en.Type == store.TypeCompaction {
+					compaction = en
+				}
+			}
+			if compaction.Kept == "" || compaction.Tokens != ing[0].TokensBefore {
+				t.Errorf("compaction entry %+v, want kept set and tokens_before %d", compaction, ing[0].TokensBefore)
+			}
+			checkHistory(t, s)
+		})
+	}
+}
+
+func TestHistory(t *testing.T) {
+	msg := func(id, role, text string) store.Entry {
+		m := model.Message{Role: role, Content: []model.Part{{Type: model.PartText, Text: text}}}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.Entry{Type: store.TypeMessage, ID: id, Message: b}
+	}
+	base := []store.Entry{
+		msg("1", "user", "a"),
+		{Type: store.TypeTitle, ID: "t", Name: "a"},
+		msg("2", "assistant", "b"),
+		{Type: store.TypeSettings, ID: "s", Model: model.OfflineID},
+		msg("3", "user", "c"),
+		msg("4", "assistant", "d"),
+	}
+	with := func(extra ...store.Entry) []store.Entry { return append(append([]store.Entry(nil), base...), extra...) }
+	tests := []struct {
+		name    string
+		entries []store.Entry
+		want    []string // role: text
+	}{
+		{name: "empty", entries: nil, want: nil},
+		{name: "no compaction", entries: base, want: []string{"user: a", "assistant: b", "user: c", "assistant: d"}},
+		{
+			name:    "compaction without kept",
+			entries: with(store.Entry{Type: store.TypeCompaction, ID: "c", Summary: "S"}, msg("5", "user", "e")),
+			want:    []string{"user: " + summaryPrefix + "S", "user: e"},
+		},
+		{
+			name:    "compaction keeps from kept",
+			entries: with(store.Entry{Type: store.TypeCompaction, ID: "c", Summary: "S", Kept: "3"}, msg("5", "user", "e")),
+			want:    []string{"user: " + summaryPrefix + "S", "user: c", "assistant: d", "user: e"},
+		},
+		{
+			name: "the last compaction wins",
+			entries: with(store.Entry{Type: store.TypeCompaction, ID: "c", Summary: "S1", Kept: "3"},
+				msg("5", "user", "e"),
+				store.Entry{Type: store.TypeCompaction, ID: "c2", Summary: "S2"},
+				msg("6", "user", "f")),
+			want: []string{"user: " + summaryPrefix + "S2", "user: f"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, m := range History(tt.entries) {
+				got = append(got, m.Role+": "+m.Text())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("History (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
