@@ -328,7 +328,7 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 // response share the stream "r:<id>"; lines of the process (ask, notice)
 // are in "process". Order is checked only within a stream.
 func streamKey(obj map[string]any) (key string, event bool, err error) {
-	if _, ok := obj["type"]; ok {
+	if t, ok := obj["type"]; ok && t != "$absent" {
 		req, ok := obj["request"]
 		if !ok {
 			return "process", true, nil

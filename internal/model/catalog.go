@@ -34,9 +34,9 @@ type Price struct {
 
 // Info describes one model of the catalog; its JSON form is a models.list entry (M2).
 type Info struct {
-	ID            string   `json:"id"`       // "provider/name", e.g. "openai/gpt-5.5", "e/offline"
+	ID            string   `json:"model"`    // "provider/name", e.g. "openai/gpt-5.5", "e/offline": what session.create's model takes
 	Provider      string   `json:"provider"` // "e", "openai", "anthropic", or a custom provider name
-	Name          string   `json:"model"`    // model name at the provider: Request.Model
+	Name          string   `json:"id"`       // model id at the provider: Request.Model
 	Efforts       []string `json:"effort"`   // supported effort levels, [] when none
 	DefaultEffort string   `json:"-"`        // "" when Efforts is empty
 	ImageInput    bool     `json:"image_input"`

@@ -91,10 +91,10 @@ func TestCatalogModels(t *testing.T) {
 	}
 
 	for _, tt := range []struct{ id, json string }{
-		{"e/offline", `{"id":"e/offline","provider":"e","model":"offline","effort":["low","medium","high"],"image_input":true,"tools":true,"context_window":200000}`},
-		{"openai/gpt-4.1", `{"id":"openai/gpt-4.1","provider":"openai","model":"gpt-4.1","effort":[],"image_input":true,"tools":true,"context_window":1047576}`},
-		{"local/llama3", `{"id":"local/llama3","provider":"local","model":"llama3","effort":[],"image_input":false,"tools":true,"context_window":128000}`},
-		{"local/qwen/qwq", `{"id":"local/qwen/qwq","provider":"local","model":"qwen/qwq","effort":["high","low"],"image_input":false,"tools":true,"context_window":32768}`},
+		{"e/offline", `{"model":"e/offline","provider":"e","id":"offline","effort":["low","medium","high"],"image_input":true,"tools":true,"context_window":200000}`},
+		{"openai/gpt-4.1", `{"model":"openai/gpt-4.1","provider":"openai","id":"gpt-4.1","effort":[],"image_input":true,"tools":true,"context_window":1047576}`},
+		{"local/llama3", `{"model":"local/llama3","provider":"local","id":"llama3","effort":[],"image_input":false,"tools":true,"context_window":128000}`},
+		{"local/qwen/qwq", `{"model":"local/qwen/qwq","provider":"local","id":"qwen/qwq","effort":["high","low"],"image_input":false,"tools":true,"context_window":32768}`},
 	} {
 		info, err := c.Lookup(tt.id)
 		if err != nil {
