@@ -45,7 +45,7 @@ type Case struct {
 // step is one line of the client section.
 type step struct {
 	line   int    // line in the case file
-	kind   string // "send", "raw", "pad", "wait", "close"
+	kind   string // "send", "raw", "pad", "wait", "close", "signal"
 	text   []byte // send: the line without LF; raw: exact bytes; pad: the template
 	size   int    // pad: total line length without LF
 	labels []string
@@ -257,6 +257,11 @@ func parseClient(f archiveFile) ([]step, error) {
 			}
 			s.text = []byte(tmpl)
 		case "close":
+		case "signal":
+			if signals[rest] == nil {
+				return nil, fmt.Errorf("line %d: #signal wants TERM, HUP, INT or KILL", n)
+			}
+			s.text = []byte(rest)
 		default:
 			return nil, fmt.Errorf("line %d: unknown directive #%s (comments start with \"# \")", n, word)
 		}

@@ -2,7 +2,10 @@
 
 package conformance
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 func ownGroup(*exec.Cmd) {}
 
@@ -11,3 +14,5 @@ func killGroup(cmd *exec.Cmd) {
 		cmd.Process.Kill()
 	}
 }
+
+var signals = map[string]os.Signal{"INT": os.Interrupt, "KILL": os.Kill}

@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -18,3 +19,6 @@ func killGroup(cmd *exec.Cmd) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// signals are the names #signal accepts.
+var signals = map[string]os.Signal{"TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "KILL": syscall.SIGKILL}

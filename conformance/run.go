@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,6 +158,7 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 }
 
 type run struct {
+	cmd    *exec.Cmd
 	c      *Case
 	o      Options
 	stderr tailBuffer
@@ -308,6 +310,7 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	cmd.Dir = cwd
 	cmd.Env = serverEnv(home, r.c.Env)
 	ownGroup(cmd)
+	r.cmd = cmd
 	cmd.Stderr = &r.stderr
 	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
@@ -368,6 +371,11 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	// All sent: wait for the remaining expectations, then end the
 	// session the way a client does, by closing stdin (D1).
 	if div := p.until("the remaining expected lines", r.allMatched); div != nil {
+		r.mu.Lock()
+		if e := r.firstUnmatched(); e != nil && div.Expected == "" {
+			div.Step, div.Expected, div.Got = e.step(), e.raw, "(nothing yet)"
+		}
+		r.mu.Unlock()
 		return div, nil
 	}
 	closeStdin()
@@ -395,6 +403,11 @@ func (r *run) play(p *pump, stdin io.Writer, closeStdin func()) *Divergence {
 			continue
 		case "close":
 			closeStdin()
+			continue
+		case "signal":
+			if err := r.cmd.Process.Signal(signals[string(s.text)]); err != nil {
+				return &Divergence{Step: step, Message: "signalling the server: " + err.Error()}
+			}
 			continue
 		case "raw":
 			data = s.text
@@ -734,6 +747,17 @@ func (r *run) allMatched() bool {
 	return true
 }
 
+// firstUnmatched is the earliest expectation (by line) not yet met.
+func (r *run) firstUnmatched() *expectation {
+	var first *expectation
+	for _, s := range r.streams {
+		if s.pos < len(s.exp) && (first == nil || s.exp[s.pos].line < first.line) {
+			first = s.exp[s.pos]
+		}
+	}
+	return first
+}
+
 // finish flushes joined deltas and reports the first expectation never met.
 func (r *run) finish(tape *tapeServer) *Divergence {
 	r.mu.Lock()
@@ -778,6 +802,11 @@ func (r *run) checkExit(werr error) *Divergence {
 		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want 0 after EOF on stdin or shutdown (D1, M16)", code)}
 	case want == "nonzero" && code == 0:
 		return &Divergence{Step: "exit", Message: "exit status 0, want non-zero"}
+	case want != "nonzero" && want != "any" && want != strconv.Itoa(code):
+		if code == -1 {
+			return &Divergence{Step: "exit", Message: fmt.Sprintf("killed by a signal (%v), want exit status %s", werr, want)}
+		}
+		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want %s", code, want)}
 	}
 	stderr := r.stderr.String()
 	for _, s := range r.c.Stderr {

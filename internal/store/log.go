@@ -374,6 +374,13 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	// Secrets never reach a file: a key pasted into a prompt or echoed by a
+	// tool is redacted here, where every entry passes. Redaction keeps JSON
+	// valid: it replaces key characters only.
+	if redactedMsg := Redact(string(e.Message)); redactedMsg != string(e.Message) {
+		e.Message = json.RawMessage(redactedMsg)
+	}
+	e.Summary, e.Name = Redact(e.Summary), Redact(e.Name)
 	l.buf.Reset()
 	enc := json.NewEncoder(&l.buf)
 	// Keep message bytes as the caller compacted them (no \u003c rewriting).
