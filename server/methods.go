@@ -157,10 +157,12 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	if c.Effort != nil {
 		effort = *c.Effort
 	}
-	if _, err := s.Engine.Catalog.Lookup(modelID); err != nil {
+	info, err := s.Engine.Catalog.Lookup(modelID)
+	if err != nil {
 		return fail(errf("model", "%v", err))
 	}
-	effort, err := s.Engine.Catalog.CheckEffort(modelID, effort)
+	modelID = info.ID // a bare name is recorded and reported as the full id
+	effort, err = s.Engine.Catalog.CheckEffort(modelID, effort)
 	if err != nil {
 		return fail(errf("effort", "%v", err))
 	}

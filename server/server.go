@@ -110,13 +110,15 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 	}
 	def, warning := cat.Default()
 	if opts.Model != "" {
-		if _, err := cat.Lookup(opts.Model); err != nil {
-			return nil, err
+		info, err := cat.Lookup(opts.Model)
+		if err != nil {
+			return nil, fmt.Errorf("-m: %w", err)
 		}
-		def, warning = opts.Model, ""
+		def, warning = info.ID, ""
+		opts.Model = info.ID
 	}
 	if _, err := cat.CheckEffort(def, opts.Effort); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--ef: %w", err)
 	}
 	p := &Process{Opts: opts, Home: home, Cwd: cwd, Settings: settings, Default: def, Engine: &agent.Engine{
 		Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,

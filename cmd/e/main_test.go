@@ -295,3 +295,76 @@ func TestOversizedLine(t *testing.T) {
 		t.Errorf("stderr %q does not say why", stderr.String())
 	}
 }
+
+// P4: Ctrl-C interrupts the turn and e -p exits 1.
+func TestPrintInterrupt(t *testing.T) {
+	cmd := command(t, "-p", "/delay 100000\n/text never", "--no-save", "--json")
+	cmd.Stdin = strings.NewReader("")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Signal once the turn has started: its first event is on stdout.
+	br := bufio.NewReader(out)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "turn_start") {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() { io.Copy(io.Discard, br); done <- cmd.Wait() }()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("e -p did not end after SIGINT")
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want status 1; stderr %s", err, stderr.String())
+	}
+}
+
+// F5: when the client closes stdout, e rpc ends quietly (no crash, no hang).
+func TestClientGone(t *testing.T) {
+	cmd := command(t, "rpc", "--ne")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out.Close() // the client stops reading
+	for range 100 {
+		if _, err := io.WriteString(in, `{"id":1,"method":"hello"}`+"\n"); err != nil {
+			break // e already exited
+		}
+	}
+	in.Close()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() != 0 {
+		t.Errorf("exit %d after the client went away; stderr %s", ee.ExitCode(), stderr.String())
+	}
+	if strings.Contains(stderr.String(), "panic") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// e schema prints every schema, or one by name, so clients can generate types.
+func TestSchemaCommand(t *testing.T) {
+	out, err := command(t, "schema").Output()
+	if err != nil || !gjson.ValidBytes(out) || !gjson.GetBytes(out, `$defs`).Exists() {
+		t.Fatalf("e schema: %v: %.200s", err, out)
+	}
+	out, err = command(t, "schema", "session.create.params").Output()
+	if err != nil || !strings.Contains(string(out), "tool_mode") {
+		t.Fatalf("e schema session.create.params: %v: %.200s", err, out)
+	}
+	err = command(t, "schema", "nope").Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("unknown schema: %v, want exit 2", err)
+	}
+}
