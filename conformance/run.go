@@ -158,10 +158,11 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 }
 
 type run struct {
-	cmd    *exec.Cmd
-	c      *Case
-	o      Options
-	stderr tailBuffer
+	cmd       *exec.Cmd
+	signalled bool // the client section sent a #signal
+	c         *Case
+	o         Options
+	stderr    tailBuffer
 
 	mu        sync.Mutex // guards what the tape's handlers share with the loop
 	m         *matcher
@@ -372,14 +373,20 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	// session the way a client does, by closing stdin (D1).
 	if div := p.until("the remaining expected lines", r.allMatched); div != nil {
 		r.mu.Lock()
-		if e := r.firstUnmatched(); e != nil && div.Expected == "" {
+		if e := r.firstUnmatched(); e != nil && strings.HasPrefix(div.Message, "timed out") {
 			div.Step, div.Expected, div.Got = e.step(), e.raw, "(nothing yet)"
 		}
 		r.mu.Unlock()
 		return div, nil
 	}
-	closeStdin()
-	if div := p.until("the server to exit after stdin was closed (D1)", func() bool { return r.eof }); div != nil {
+	what := "the server to exit after stdin was closed (D1)"
+	if r.signalled {
+		// Closing stdin now would race the signal: let the signal end it.
+		what = "the server to exit after the signal (D2)"
+	} else {
+		closeStdin()
+	}
+	if div := p.until(what, func() bool { return r.eof }); div != nil {
 		return div, nil
 	}
 	werr := cmd.Wait()
@@ -408,6 +415,7 @@ func (r *run) play(p *pump, stdin io.Writer, closeStdin func()) *Divergence {
 			if err := r.cmd.Process.Signal(signals[string(s.text)]); err != nil {
 				return &Divergence{Step: step, Message: "signalling the server: " + err.Error()}
 			}
+			r.signalled = true
 			continue
 		case "raw":
 			data = s.text

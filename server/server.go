@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -104,7 +105,8 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
-	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: getenv})
+	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: getenv,
+		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +125,7 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 	p := &Process{Opts: opts, Home: home, Cwd: cwd, Settings: settings, Default: def, Engine: &agent.Engine{
 		Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 		CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
+		MaxAttempts: settings.MaxAttempts,
 	}}
 	if !opts.NoExtensions {
 		cfgs, err := extension.Configs(home, settings.Extensions)

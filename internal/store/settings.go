@@ -17,6 +17,8 @@ type Settings struct {
 	Providers        json.RawMessage `json:"providers"`         // parsed by the model package
 	Extensions       json.RawMessage `json:"extensions"`        // parsed by the extension package
 	CompactThreshold float64         `json:"compact_threshold"` // fraction of the context window, (0,1], default 0.8
+	StallTimeoutMS   int             `json:"stall_timeout_ms"`  // a stream silent this long is a transient failure; 0 = the model package's 60 s
+	MaxAttempts      int             `json:"max_attempts"`      // attempts per model call, retries included, 1..20; 0 = the agent's 5
 }
 
 // Setting defaults.
@@ -44,6 +46,8 @@ func LoadSettings(home string) (Settings, error) {
 		Providers        json.RawMessage `json:"providers"`
 		Extensions       json.RawMessage `json:"extensions"`
 		CompactThreshold *float64        `json:"compact_threshold"`
+		StallTimeoutMS   *int            `json:"stall_timeout_ms"`
+		MaxAttempts      *int            `json:"max_attempts"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		var syn *json.SyntaxError
@@ -69,6 +73,18 @@ func LoadSettings(home string) (Settings, error) {
 			return s, fmt.Errorf("store: settings %s: compact_threshold %g out of range (0,1]", path, f)
 		}
 		s.CompactThreshold = *raw.CompactThreshold
+	}
+	if raw.StallTimeoutMS != nil {
+		if n := *raw.StallTimeoutMS; n < 1 || n > 3_600_000 {
+			return s, fmt.Errorf("store: settings %s: stall_timeout_ms %d out of range 1..3600000", path, n)
+		}
+		s.StallTimeoutMS = *raw.StallTimeoutMS
+	}
+	if raw.MaxAttempts != nil {
+		if n := *raw.MaxAttempts; n < 1 || n > 20 {
+			return s, fmt.Errorf("store: settings %s: max_attempts %d out of range 1..20", path, n)
+		}
+		s.MaxAttempts = *raw.MaxAttempts
 	}
 	if raw.DefaultModel != nil {
 		s.DefaultModel = *raw.DefaultModel

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Retry and stall settings are range-checked like tool_concurrency (L2).
+func TestSettingsRetryFields(t *testing.T) {
+	tests := []struct {
+		name, json string
+		wantErr    string
+		wantStall  int
+		wantTries  int
+	}{
+		{name: "defaults", json: `{}`},
+		{name: "set", json: `{"stall_timeout_ms":250,"max_attempts":2}`, wantStall: 250, wantTries: 2},
+		{name: "null is default", json: `{"stall_timeout_ms":null,"max_attempts":null}`},
+		{name: "stall zero", json: `{"stall_timeout_ms":0}`, wantErr: "stall_timeout_ms 0 out of range"},
+		{name: "attempts too many", json: `{"max_attempts":21}`, wantErr: "max_attempts 21 out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(tt.json), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := LoadSettings(home)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || s.StallTimeoutMS != tt.wantStall || s.MaxAttempts != tt.wantTries {
+				t.Errorf("got %+v, %v", s, err)
+			}
+		})
+	}
+}
