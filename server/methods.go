@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,10 @@ import (
 // shutdownGrace is how long extensions get to exit after a shutdown message.
 const shutdownGrace = 2 * time.Second
 
-var handlers map[string]func(*Server, *request)
+var (
+	handlers map[string]func(*Server, *request)
+	methods  []string // sorted handler names: hello's method list
+)
 
 func init() {
 	handlers = map[string]func(*Server, *request){
@@ -39,6 +43,7 @@ func init() {
 		"ask.reply":         (*Server).askReply,
 		"shutdown":          nil, // handled by Serve: it ends the process
 	}
+	methods = slices.Sorted(maps.Keys(handlers))
 }
 
 func decode[T any](r *request) T {
@@ -60,7 +65,7 @@ func (s *Server) hello_(r *request) {
 	s.mu.Unlock()
 	s.writeResult(r.id, HelloResult{
 		Protocol: Protocol, Version: s.Opts.Version, Channel: s.Opts.Channel, Commit: s.Opts.Commit,
-		Cwd: s.Cwd, Home: s.Home, Methods: schemas.Methods(), Ask: s.ask,
+		Cwd: s.Cwd, Home: s.Home, Methods: methods, Ask: s.ask,
 	})
 	for _, n := range held {
 		s.writeJSON(n)

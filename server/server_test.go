@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+
+	"github.com/e-agent/e/schemas"
 )
 
 // F2, F4, F5: framing and id echo.
@@ -258,4 +260,11 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("exit %d, want 0", code)
 	}
 	c.exit <- 0
+}
+
+// The methods hello reports are exactly the methods schemas/index.json lists.
+func TestMethodsMatchSchemas(t *testing.T) {
+	if diff := cmp.Diff(schemas.Methods(), methods); diff != "" {
+		t.Errorf("methods (-schemas +server):\n%s", diff)
+	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The test binary doubles as a tiny server: it answers every request
+// line with {"id":…,"result":{"ok":true}} and exits 0 at EOF.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == "fake-echo-server" {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			var req struct{ ID json.RawMessage }
+			json.Unmarshal(sc.Bytes(), &req)
+			os.Stdout.WriteString(`{"id":` + string(req.ID) + `,"result":{"ok":true}}` + "\n")
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const caseFmt = `%s
+-- case.json --
+{"id":"%s","level":"MUST","requirements":["F2"],"timeout_ms":5000}
+-- client --
+{"id":1,"method":"hello"}
+-- expect --
+{"id":1,"result":{"ok":%s}}
+`
+
+func writeCases(t *testing.T) string {
+	dir := t.TempDir()
+	for id, ok := range map[string]string{"good-one": "true", "bad-one": "false"} {
+		data := strings.NewReplacer("%s\n", "A case.\n").Replace(caseFmt)
+		data = strings.Replace(data, `"%s"`, `"`+id+`"`, 1)
+		data = strings.Replace(data, `"ok":%s`, `"ok":`+ok, 1)
+		if err := os.WriteFile(filepath.Join(dir, id+".txtar"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestExitStatus(t *testing.T) {
+	dir := writeCases(t)
+	server := `'` + os.Args[0] + `' fake-echo-server`
+	known := filepath.Join(dir, "known.txt")
+	os.WriteFile(known, []byte("bad-one # fails on purpose\n"), 0o644)
+	knownGood := filepath.Join(dir, "known-good.txt")
+	os.WriteFile(knownGood, []byte("good-one\n"), 0o644)
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		out    string // substring of stdout
+		errOut string // substring of stderr
+	}{
+		{name: "one passes", args: []string{"good-one"}, status: 0, out: "PASS  good-one"},
+		{name: "one fails", args: []string{"bad-one"}, status: 1, out: "repro: e-conformance --server"},
+		{name: "all with a failure", args: nil, status: 1, errOut: "2 cases: 1 passed, 1 failed"},
+		{name: "known failing", args: []string{"--known-failing", known}, status: 0, errOut: "1 failed (1 known)"},
+		{name: "known failing passes", args: []string{"--known-failing", knownGood}, status: 1, errOut: "good-one is listed"},
+		{name: "level skipped", args: []string{"--level", "SHOULD"}, status: 0, out: "SKIP"},
+		{name: "no match", args: []string{"nothing-*"}, status: 2, errOut: "no case matches"},
+		{name: "bad flag", args: []string{"--nope"}, status: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := append([]string{"--server", server, "--cases", dir}, tt.args...)
+			if got := run(args, strings.NewReader(""), &out, &errOut); got != tt.status {
+				t.Errorf("status %d, want %d\nstdout:\n%s\nstderr:\n%s", got, tt.status, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.errOut) {
+				t.Errorf("output lacks %q / %q\nstdout:\n%s\nstderr:\n%s", tt.out, tt.errOut, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+func TestJSONAndJUnit(t *testing.T) {
+	dir := writeCases(t)
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	var out, errOut bytes.Buffer
+	run([]string{"--server", `'` + os.Args[0] + `' fake-echo-server`, "--cases", dir, "--json", "--junit", junit}, strings.NewReader(""), &out, &errOut)
+	verdicts := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r struct{ ID, Verdict string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		verdicts[r.ID] = r.Verdict
+	}
+	if verdicts["good-one"] != "PASS" || verdicts["bad-one"] != "FAIL" {
+		t.Errorf("verdicts %v", verdicts)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil || len(doc.Suites) != 1 || doc.Suites[0].Tests != 2 || doc.Suites[0].Failures != 1 {
+		t.Errorf("junit %+v, %v:\n%s", doc, err, data)
+	}
+}
+
+func TestCoverageCommand(t *testing.T) {
+	dir := writeCases(t)
+	var out, errOut bytes.Buffer
+	if got := run([]string{"coverage", "--cases", dir}, nil, &out, &errOut); got != 0 {
+		t.Fatalf("status %d: %s", got, errOut.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "UNCOVERED") || !strings.Contains(out.String(), "F2    2 cases") {
+		t.Errorf("coverage output:\n%s", out.String())
+	}
+}
