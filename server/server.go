@@ -196,8 +196,9 @@ func (s *Server) Serve() int {
 				return s.close(0)
 			}
 		case err := <-readErr:
-			if errors.Is(err, jsonl.ErrTooLong) {
-				fmt.Fprintf(s.env.Stderr, "e rpc: %v: no safe point to resync; exiting\n", err)
+			var tl *jsonl.TooLongError
+			if errors.As(err, &tl) {
+				fmt.Fprintf(s.env.Stderr, "e rpc: line %d is longer than %d bytes: no safe point to resync; exiting\n", tl.Line, tl.Max)
 				s.stop()
 				return s.close(1)
 			}

@@ -30,7 +30,7 @@ const caseFmt = `%s
 -- case.json --
 {"id":"%s","level":"MUST","requirements":["F2"],"timeout_ms":5000}
 -- client --
-{"id":1,"method":"hello"}
+{"id":1,"method":"x.echo"}
 -- expect --
 {"id":1,"result":{"ok":%s}}
 `

@@ -21,6 +21,19 @@ const MaxLine = 10 << 20
 // safe point to resync after it, so callers stop reading.
 var ErrTooLong = errors.New("jsonl: line exceeds the size limit")
 
+// TooLongError is the error Next returns for an oversized record; it
+// matches ErrTooLong with errors.Is.
+type TooLongError struct {
+	Line int // 1-based record number
+	Max  int
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("jsonl: line %d is longer than %d bytes", e.Line, e.Max)
+}
+
+func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
+
 // Reader reads records. Blank records (empty after stripping CR) are
 // returned as empty slices; callers decide what they mean.
 type Reader struct {
@@ -49,7 +62,7 @@ func (r *Reader) Next() ([]byte, error) {
 		// One extra byte of slack for a CR that is about to be stripped.
 		if len(r.buf) > r.max+2 || (err == bufio.ErrBufferFull && len(r.buf) > r.max+1) {
 			r.line++
-			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrTooLong, r.line, r.max)
+			return nil, &TooLongError{Line: r.line, Max: r.max}
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
@@ -65,7 +78,7 @@ func (r *Reader) Next() ([]byte, error) {
 		rec := bytes.TrimSuffix(r.buf, []byte("\n"))
 		rec = bytes.TrimSuffix(rec, []byte("\r"))
 		if len(rec) > r.max {
-			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrTooLong, r.line, r.max)
+			return nil, &TooLongError{Line: r.line, Max: r.max}
 		}
 		return rec, nil
 	}
