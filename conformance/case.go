@@ -335,7 +335,7 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 func streamKey(obj map[string]any) (key string, event bool, err error) {
 	if t, ok := obj["type"]; ok && t != "$absent" {
 		req, ok := obj["request"]
-		if !ok {
+		if !ok || req == "$absent" {
 			return "process", true, nil
 		}
 		if isPattern(req) {

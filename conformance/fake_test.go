@@ -12,13 +12,10 @@ import (
 	"strings"
 )
 
-// The fake server: the test binary re-run with CONFORMANCE_FAKE=<mode>
-// speaks a small part of the e rpc protocol, correctly in mode "good" and
-// with one deliberate defect in each other mode, so the tests can show
-// that the suite passes what conforms and fails what does not.
-const fakeEnv = "CONFORMANCE_FAKE"
-
-// Defects of the broken modes.
+// The fake server: the test binary re-run as "conformance-fake <mode>"
+// (see TestMain) speaks a small part of the e rpc protocol, correctly in
+// mode "good" and with one deliberate defect in each other mode, so the
+// tests can show that the suite passes what conforms and fails what does not.
 const (
 	fakeGood          = "good"
 	fakeDropSession   = "drop-session"    // events lack "session"
@@ -27,6 +24,7 @@ const (
 	fakeToolModeFalse = "tool-mode-false" // session.create accepts tool_mode:false
 	fakeNoisy         = "noisy"           // prints a log line on stdout
 	fakeBadExit       = "bad-exit"        // exits 3 on EOF
+	fakeEarlyNotice   = "early-notice"    // prints a notice before any hello (X7)
 )
 
 func fakeServer(mode string) int {
@@ -35,6 +33,9 @@ func fakeServer(mode string) int {
 		b, _ := json.Marshal(v)
 		out.Write(append(b, '\n'))
 		out.Flush()
+	}
+	if mode == fakeEarlyNotice {
+		write(map[string]any{"type": "notice", "message": "extension ghost: command not found"})
 	}
 	if mode == fakeNoisy {
 		fmt.Fprintln(out, "starting fake server")

@@ -268,9 +268,9 @@ func (m *matcher) matchString(ptr, w string, got any, present bool, nb map[strin
 		return nil
 	}
 	if !strings.HasPrefix(w, "$") || strings.HasPrefix(w, "$$") {
-		lit := strings.TrimPrefix(w, "$")
-		if !strings.HasPrefix(w, "$$") {
-			lit = w
+		lit := w
+		if strings.HasPrefix(w, "$$") {
+			lit = w[1:] // "$$x" is the literal "$x"
 		}
 		lit, err := m.expand(lit, nb, false)
 		if err != nil {

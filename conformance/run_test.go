@@ -61,6 +61,7 @@ func TestBrokenServersFail(t *testing.T) {
 		{mode: fakeToolModeFalse, file: "testdata/fake-create-validation.txtar", want: []string{"/error", "missing"}},
 		{mode: fakeNoisy, file: "testdata/fake-hello.txtar", want: []string{"not a JSON object", "starting fake server"}},
 		{mode: fakeBadExit, file: "testdata/fake-hello.txtar", want: []string{"exit status 3"}},
+		{mode: fakeEarlyNotice, file: "testdata/fake-hello.txtar", want: []string{"unexpected notice event", "process stream"}},
 		{mode: fakeGood, file: "testdata/neg/fake-tape-mismatch.txtar", want: []string{"model call 1", "/messages/0/content", "say bye"}},
 		{mode: fakeGood, file: "testdata/neg/fake-unused-tape.txtar", want: []string{"1 of 2 tape entries were never requested"}},
 		{mode: fakeGood, file: "testdata/neg/fake-wrong-text.txtar", want: []string{"joined deltas", "/delta", `"Hello world"`}},

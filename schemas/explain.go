@@ -4,55 +4,27 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
-// failure is one leaf of a validation error: where it is and why.
-type failure struct {
-	path []string // instance location, plus the property for required and not-allowed
-	kind jsonschema.ErrorKind
-}
-
-// explain reduces a validation error to one failure (V3). The library
-// reports causes in map order, so the choice is made deterministic here:
-// the deepest path wins, then the first path; type failures at that path
-// are merged ("expected object or array").
-func explain(v any, ve *jsonschema.ValidationError) (path []string, msg string) {
-	var leaves []failure
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		p := slices.Clone(e.InstanceLocation)
-		switch k := e.ErrorKind.(type) {
-		case *kind.Required:
-			p = append(p, slices.Min(k.Missing))
-		case *kind.AdditionalProperties:
-			p = append(p, slices.Min(k.Properties))
-		}
-		leaves = append(leaves, failure{p, e.ErrorKind})
-	}
-	walk(ve)
-	slices.SortStableFunc(leaves, func(a, b failure) int {
+// explain reduces the failures of a validation to one (V3): the deepest
+// path wins, then the first path; type failures at that path are merged
+// ("expected object or array").
+func explain(v any, fails []fail) (path []string, msg string) {
+	slices.SortStableFunc(fails, func(a, b fail) int {
 		if len(a.path) != len(b.path) {
 			return len(b.path) - len(a.path)
 		}
 		return comparePaths(a.path, b.path)
 	})
-	path = leaves[0].path
-	var at []jsonschema.ErrorKind
-	for _, l := range leaves {
-		if slices.Equal(l.path, path) {
-			at = append(at, l.kind)
+	path = fails[0].path
+	var at []fail
+	for _, f := range fails {
+		if slices.Equal(f.path, path) {
+			at = append(at, f)
 		}
 	}
 	return path, describe(at, valueAt(v, path))
@@ -76,15 +48,14 @@ func comparePaths(a, b []string) int {
 // describe says what was expected and what came, given the failures at one
 // path. null is left out of what was expected when there is something else:
 // an optional field's null means its default, not a value to suggest.
-func describe(kinds []jsonschema.ErrorKind, got any) string {
+func describe(fails []fail, got any) string {
 	var types []string
-	for _, k := range kinds {
-		t, ok := k.(*kind.Type)
-		if !ok {
+	for _, f := range fails {
+		if f.kw != "type" {
 			types = nil
 			break
 		}
-		for _, w := range t.Want {
+		for _, w := range f.want.([]string) {
 			if !slices.Contains(types, w) {
 				types = append(types, w)
 			}
@@ -93,56 +64,64 @@ func describe(kinds []jsonschema.ErrorKind, got any) string {
 	if types != nil {
 		return "expected " + alternatives(withoutNull(types)) + ", got " + typeName(got)
 	}
-	slices.SortStableFunc(kinds, func(a, b jsonschema.ErrorKind) int { return rank(a) - rank(b) })
-	switch k := kinds[0].(type) {
-	case *kind.Required:
+	slices.SortStableFunc(fails, func(a, b fail) int { return rank(a.kw) - rank(b.kw) })
+	f := fails[0]
+	switch f.kw {
+	case "required":
 		return "required"
-	case *kind.AdditionalProperties, *kind.FalseSchema:
+	case "additionalProperties", "false":
 		return "not allowed"
-	case *kind.Enum:
-		var want []string
-		for _, w := range k.Want {
-			if w != nil || len(k.Want) == 1 {
-				want = append(want, show(w))
+	case "enum":
+		want := f.want.([]any)
+		var shown []string
+		for _, w := range want {
+			if w != nil || len(want) == 1 {
+				shown = append(shown, show(w))
 			}
 		}
-		return "expected " + alternatives(want) + ", got " + show(got)
-	case *kind.Const:
-		return "expected " + show(k.Want) + ", got " + show(got)
-	case *kind.MinLength:
-		if k.Want == 1 {
+		return "expected " + alternatives(shown) + ", got " + show(got)
+	case "const":
+		return "expected " + show(f.want) + ", got " + show(got)
+	case "minLength":
+		if f.want == 1 {
 			return "expected a non-empty string, got " + show(got)
 		}
-		return fmt.Sprintf("expected at least %d characters, got %d", k.Want, k.Got)
-	case *kind.MaxLength:
-		return fmt.Sprintf("expected at most %d characters, got %d", k.Want, k.Got)
-	case *kind.MinItems:
-		return fmt.Sprintf("expected at least %d items, got %d", k.Want, k.Got)
-	case *kind.MaxItems:
-		return fmt.Sprintf("expected at most %d items, got %d", k.Want, k.Got)
-	case *kind.Minimum:
-		return fmt.Sprintf("expected at least %s, got %s", k.Want.RatString(), show(got))
-	case *kind.Maximum:
-		return fmt.Sprintf("expected at most %s, got %s", k.Want.RatString(), show(got))
-	case *kind.ExclusiveMinimum:
-		return fmt.Sprintf("expected more than %s, got %s", k.Want.RatString(), show(got))
-	case *kind.ExclusiveMaximum:
-		return fmt.Sprintf("expected less than %s, got %s", k.Want.RatString(), show(got))
-	case *kind.Type:
-		return "expected " + alternatives(withoutNull(k.Want)) + ", got " + typeName(got)
+		return fmt.Sprintf("expected at least %d characters, got %d", f.want, f.got)
+	case "maxLength":
+		return fmt.Sprintf("expected at most %d characters, got %d", f.want, f.got)
+	case "minItems":
+		return fmt.Sprintf("expected at least %d items, got %d", f.want, f.got)
+	case "maxItems":
+		return fmt.Sprintf("expected at most %d items, got %d", f.want, f.got)
+	case "minProperties":
+		return fmt.Sprintf("expected at least %d members, got %d", f.want, f.got)
+	case "maxProperties":
+		return fmt.Sprintf("expected at most %d members, got %d", f.want, f.got)
+	case "minimum":
+		return fmt.Sprintf("expected at least %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+	case "maximum":
+		return fmt.Sprintf("expected at most %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+	case "exclusiveMinimum":
+		return fmt.Sprintf("expected more than %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+	case "exclusiveMaximum":
+		return fmt.Sprintf("expected less than %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+	case "pattern":
+		return fmt.Sprintf("expected a string matching %s, got %s", f.want, show(got))
+	case "uniqueItems":
+		return "expected unique items"
 	}
-	return "does not satisfy " + strings.Join(kinds[0].KeywordPath(), "/")
+	return "does not satisfy " + f.kw
 }
 
 // rank orders mixed failures at one path: a value of the wrong type says
 // more than the constraints it could not be checked against.
-func rank(k jsonschema.ErrorKind) int {
-	switch k.(type) {
-	case *kind.Required, *kind.AdditionalProperties, *kind.FalseSchema:
+func rank(kw string) int {
+	switch kw {
+	case "required", "additionalProperties", "false":
 		return 0
-	case *kind.Type:
+	case "type":
 		return 1
-	case *kind.Enum, *kind.Const:
+	case "enum", "const":
 		return 2
 	}
 	return 3

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The embedded schemas. Folders written by others (store/, extension/) are
@@ -128,49 +125,27 @@ func cutKind(name string) (method, kind string, ok bool) {
 // most clients never touch.
 var compiled struct {
 	sync.Mutex
-	compiler *jsonschema.Compiler
-	schemas  map[string]*jsonschema.Schema
-}
-
-// embedLoader resolves $ids under base to the embedded files, so a file is
-// parsed only when a schema that needs it compiles.
-type embedLoader struct{}
-
-func (embedLoader) Load(url string) (any, error) {
-	path, ok := strings.CutPrefix(url, base)
-	if !ok {
-		return nil, fmt.Errorf("schemas: %s is not an embedded schema", url)
-	}
-	b, err := files.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("schemas: %w", err)
-	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	c *compiler
 }
 
 // compile returns the compiled schema of name.
-func compile(name string) (*jsonschema.Schema, error) {
+func compile(name string) (*node, error) {
 	path, ok := theCatalog().paths[name]
 	if !ok {
 		return nil, fmt.Errorf("schemas: no schema %q", name)
 	}
 	compiled.Lock()
 	defer compiled.Unlock()
-	if s, ok := compiled.schemas[name]; ok {
-		return s, nil
+	if compiled.c == nil {
+		compiled.c = &compiler{docs: map[string]any{}, nodes: map[string]*node{}}
 	}
-	if compiled.compiler == nil {
-		compiled.compiler = jsonschema.NewCompiler()
-		compiled.compiler.DefaultDraft(jsonschema.Draft2020)
-		compiled.compiler.UseLoader(embedLoader{})
-		compiled.schemas = map[string]*jsonschema.Schema{}
-	}
-	s, err := compiled.compiler.Compile(base + path)
+	n, err := compiled.c.load(path, "")
 	if err != nil {
+		// Leave no half-compiled node behind for the next caller.
+		compiled.c = nil
 		return nil, fmt.Errorf("schemas: compile %s: %w", path, err)
 	}
-	compiled.schemas[name] = s
-	return s, nil
+	return n, nil
 }
 
 // Methods returns the names of the e rpc methods, sorted.
@@ -200,7 +175,7 @@ var document = sync.OnceValue(func() []byte {
 		if err != nil {
 			panic(err) // the path came from the same FS
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		v, err := decode(b)
 		if err != nil {
 			panic(fmt.Sprintf("schemas: %s: %v", path, err)) // TestSchemasCompile
 		}
@@ -347,15 +322,6 @@ func typed(prefix string, v any) (string, error) {
 	return s, nil
 }
 
-// decode parses one JSON value, keeping numbers exact.
-func decode(b []byte) (any, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("malformed JSON: %w", err)
-	}
-	return v, nil
-}
-
 func validateBytes(prefix, root, name string, b []byte) error {
 	v, err := decode(b)
 	if err != nil {
@@ -374,12 +340,12 @@ func validate(prefix, root, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", prefix, err)
 	}
-	err = s.Validate(v)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
+	var fails []fail
+	s.check(v, nil, &fails)
+	if len(fails) == 0 {
+		return nil
 	}
-	path, msg := explain(v, ve)
+	path, msg := explain(v, fails)
 	if p := render(root, v, path); p != "" {
 		return fmt.Errorf("%s: %s: %s", prefix, p, msg)
 	}

@@ -52,11 +52,13 @@ func TestMethods(t *testing.T) {
 // TestSchemasCompile compiles every embedded schema and checks the
 // conventions of the files owned by this package.
 func TestSchemasCompile(t *testing.T) {
+	ref := newReference()
 	for name, path := range theCatalog().paths {
 		t.Run(name, func(t *testing.T) {
 			if _, err := compile(name); err != nil {
 				t.Fatal(err)
 			}
+			referenceSchema(t, ref, path) // valid draft 2020-12, by the reference
 			if strings.HasPrefix(path, "store/") || strings.HasPrefix(path, "extension/") {
 				return // their owners' conventions
 			}

@@ -78,8 +78,8 @@ func (p *persistEnv) start(args ...string) *rpc {
 	return startRPCWith(p.t, p.command(), append([]string{"rpc", "--ne"}, args...))
 }
 
-// stop ends r with EOF and checks that it exits cleanly.
-func stop(r *rpc) {
+// stopRPC ends r with EOF and checks that it exits cleanly.
+func stopRPC(r *rpc) {
 	r.t.Helper()
 	r.in.Close()
 	if code := r.wait(); code != 0 {
@@ -87,8 +87,8 @@ func stop(r *rpc) {
 	}
 }
 
-// call sends one request and returns its response line.
-func call(r *rpc, id, method string, params map[string]any) string {
+// rpcCall sends one request and returns its response line.
+func rpcCall(r *rpc, id, method string, params map[string]any) string {
 	r.t.Helper()
 	b, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
 	if err != nil {
@@ -98,11 +98,11 @@ func call(r *rpc, id, method string, params map[string]any) string {
 	return r.until(`{"id":"` + id + `",`)
 }
 
-// mustCall is call for a request that must succeed; it returns the result,
+// mustCall is rpcCall for a request that must succeed; it returns the result,
 // checked against the method's result schema.
 func mustCall(r *rpc, id, method string, params map[string]any) gjson.Result {
 	r.t.Helper()
-	line := call(r, id, method, params)
+	line := rpcCall(r, id, method, params)
 	res := gjson.Get(line, "result")
 	if !res.Exists() {
 		r.t.Fatalf("%s failed: %s", method, line)
@@ -113,10 +113,10 @@ func mustCall(r *rpc, id, method string, params map[string]any) gjson.Result {
 	return res
 }
 
-// callError is call for a request that must fail; it returns the error.
+// callError is rpcCall for a request that must fail; it returns the error.
 func callError(r *rpc, id, method string, params map[string]any) string {
 	r.t.Helper()
-	line := call(r, id, method, params)
+	line := rpcCall(r, id, method, params)
 	e := gjson.Get(line, "error")
 	if !e.Exists() {
 		r.t.Fatalf("%s succeeded, want an error: %s", method, line)
@@ -124,8 +124,8 @@ func callError(r *rpc, id, method string, params map[string]any) string {
 	return e.String()
 }
 
-// turn runs one prompt to its end and returns the turn result.
-func turn(r *rpc, id, sid, text string) gjson.Result {
+// runTurn runs one prompt to its end and returns the turn result.
+func runTurn(r *rpc, id, sid, text string) gjson.Result {
 	r.t.Helper()
 	res := mustCall(r, id, "session.prompt", map[string]any{"session": sid, "prompt": text})
 	if e := res.Get("error"); e.Exists() && e.Type != gjson.Null {
@@ -134,12 +134,12 @@ func turn(r *rpc, id, sid, text string) gjson.Result {
 	return res
 }
 
-// message is a message as session.messages shows it, reduced to role and text.
-type message struct{ Role, Text string }
+// roleText is a message as session.messages shows it, reduced to role and text.
+type roleText struct{ Role, Text string }
 
-func messages(r *rpc, id, sid string) []message {
+func sessionMessages(r *rpc, id, sid string) []roleText {
 	r.t.Helper()
-	var out []message
+	var out []roleText
 	for _, m := range mustCall(r, id, "session.messages", map[string]any{"session": sid}).Get("messages").Array() {
 		var text []string
 		for _, p := range m.Get("content").Array() {
@@ -147,7 +147,7 @@ func messages(r *rpc, id, sid string) []message {
 				text = append(text, p.Get("text").String())
 			}
 		}
-		out = append(out, message{m.Get("role").String(), strings.Join(text, "")})
+		out = append(out, roleText{m.Get("role").String(), strings.Join(text, "")})
 	}
 	return out
 }
@@ -165,8 +165,8 @@ func checkMode(t *testing.T, path string, perm fs.FileMode) {
 	}
 }
 
-// checkJSONL fails unless every line of path is a JSON object with a type,
-// and the file ends with a newline.
+// checkJSONL fails unless every line of path is a JSON object and the file
+// ends with a newline; it returns the lines.
 func checkJSONL(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -178,8 +178,8 @@ func checkJSONL(t *testing.T, path string) []string {
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	for i, l := range lines {
-		if !json.Valid([]byte(l)) || !gjson.Get(l, "type").Exists() {
-			t.Errorf("%s:%d is not a JSON line with a type: %q", path, i+1, l)
+		if !json.Valid([]byte(l)) || !gjson.Parse(l).IsObject() {
+			t.Errorf("%s:%d is not a JSON object: %q", path, i+1, l)
 		}
 	}
 	return lines
@@ -195,7 +195,7 @@ func TestSaveListResume(t *testing.T) {
 	if path == "" {
 		t.Fatalf("save:true gave no path: %s", c.Raw)
 	}
-	if res := turn(r, "p1", sid, "/text first answer"); res.Get("path").String() != path {
+	if res := runTurn(r, "p1", sid, "/text first answer"); res.Get("path").String() != path {
 		t.Errorf("prompt result path %q, want %q", res.Get("path").String(), path)
 	}
 	checkMode(t, path, 0o600)
@@ -223,7 +223,7 @@ func TestSaveListResume(t *testing.T) {
 		t.Errorf("session.list (-want +got):\n%s", diff)
 	}
 	mustCall(r, "x", "session.close", map[string]any{"session": sid})
-	stop(r)
+	stopRPC(r)
 
 	r2 := p.start()
 	c2 := mustCall(r2, "c", "session.create", map[string]any{"resume": path, "save": true})
@@ -234,12 +234,12 @@ func TestSaveListResume(t *testing.T) {
 	if info.Get("name").String() != "n1" || info.Get("title").String() != "/text first answer" {
 		t.Errorf("resumed session.info lost the name or title (C8): %s", info.Raw)
 	}
-	turn(r2, "p2", sid, "/text second answer")
-	wantMsgs := []message{
+	runTurn(r2, "p2", sid, "/text second answer")
+	wantMsgs := []roleText{
 		{"user", "/text first answer"}, {"assistant", "first answer"},
 		{"user", "/text second answer"}, {"assistant", "second answer"},
 	}
-	if diff := cmp.Diff(wantMsgs, messages(r2, "m", sid)); diff != "" {
+	if diff := cmp.Diff(wantMsgs, sessionMessages(r2, "m", sid)); diff != "" {
 		t.Errorf("session.messages after resume (-want +got):\n%s", diff)
 	}
 	want[0].Messages, want[0].Turns = 4, 2
@@ -247,10 +247,41 @@ func TestSaveListResume(t *testing.T) {
 		t.Errorf("session.list after resume (-want +got):\n%s", diff)
 	}
 	mustCall(r2, "x", "session.close", map[string]any{"session": sid})
-	stop(r2)
+	stopRPC(r2)
 	checkJSONL(t, path)
 	if _, err := os.Stat(path + ".lock"); err == nil {
 		t.Errorf("%s.lock outlived the writer", path)
+	}
+}
+
+// C5: save defaults to false, and --no-save wins over save true.
+func TestSaveDefaultsOff(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		params map[string]any
+	}{
+		{name: "save omitted", params: map[string]any{}},
+		{name: "save null", params: map[string]any{"save": nil}},
+		{name: "--no-save wins", args: []string{"--no-save"}, params: map[string]any{"save": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPersistEnv(t)
+			r := p.start(tt.args...)
+			c := mustCall(r, "c", "session.create", tt.params)
+			if c.Get("path").Type != gjson.Null {
+				t.Errorf("memory-only session has a path: %s", c.Raw)
+			}
+			runTurn(r, "p", c.Get("session").String(), "/text hi")
+			if l := mustCall(r, "l", "session.list", map[string]any{}).Get("sessions").Array(); len(l) != 0 {
+				t.Errorf("session.list shows a memory-only session: %v", l)
+			}
+			stopRPC(r)
+			if _, err := os.Stat(filepath.Join(p.home, "sessions")); err == nil {
+				t.Errorf("a memory-only session made %s", filepath.Join(p.home, "sessions"))
+			}
+		})
 	}
 }
 
@@ -262,8 +293,12 @@ func TestResumeLocked(t *testing.T) {
 	r1 := p.start()
 	c := mustCall(r1, "c", "session.create", map[string]any{"save": true})
 	sid, path := c.Get("session").String(), c.Get("path").String()
-	turn(r1, "p", sid, "/text held")
+	runTurn(r1, "p", sid, "/text held")
 	holder := "pid " + strconv.Itoa(r1.cmd.Process.Pid)
+	if b, err := os.ReadFile(path + ".lock"); err != nil || string(b) != strconv.Itoa(r1.cmd.Process.Pid)+"\n" {
+		t.Errorf("%s.lock: %q, %v; want the writer's pid", path, b, err)
+	}
+	checkMode(t, path+".lock", 0o600)
 
 	if e := callError(r1, "same", "session.create", map[string]any{"resume": path, "save": true}); !strings.Contains(e, "locked") || !strings.Contains(e, holder) {
 		t.Errorf("same-process second writer: error %q does not name the lock and %s", e, holder)
@@ -279,8 +314,8 @@ func TestResumeLocked(t *testing.T) {
 	}
 	mustCall(r1, "x", "session.close", map[string]any{"session": sid})
 	mustCall(r2, "again", "session.create", map[string]any{"resume": path, "save": true})
-	stop(r1)
-	stop(r2)
+	stopRPC(r1)
+	stopRPC(r2)
 }
 
 // C7: a read-only resume (save false, or any resume under --no-save) runs
@@ -303,9 +338,9 @@ func TestReadOnlyResume(t *testing.T) {
 			r := p.start()
 			c := mustCall(r, "c", "session.create", map[string]any{"save": true})
 			sid, path := c.Get("session").String(), c.Get("path").String()
-			turn(r, "p1", sid, "/text one")
-			turn(r, "p2", sid, "/text two")
-			stop(r)
+			runTurn(r, "p1", sid, "/text one")
+			runTurn(r, "p2", sid, "/text two")
+			stopRPC(r)
 			if tt.torn != "" {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 				if err != nil {
@@ -327,12 +362,12 @@ func TestReadOnlyResume(t *testing.T) {
 			if c.Get("path").Type != gjson.Null || c.Get("session").String() != sid {
 				t.Errorf("read-only resume: %s, want session %s and path null", c.Raw, sid)
 			}
-			turn(r, "p3", sid, "/text three")
-			if got := messages(r, "m", sid); len(got) != 6 || got[5] != (message{"assistant", "three"}) {
+			runTurn(r, "p3", sid, "/text three")
+			if got := sessionMessages(r, "m", sid); len(got) != 6 || got[5] != (roleText{"assistant", "three"}) {
 				t.Errorf("messages after a read-only turn: %v", got)
 			}
 			mustCall(r, "x", "session.close", map[string]any{"session": sid})
-			stop(r)
+			stopRPC(r)
 
 			after, err := os.ReadFile(path)
 			if err != nil {
@@ -385,8 +420,8 @@ func TestCrashResume(t *testing.T) {
 			r := p.start()
 			c := mustCall(r, "c", "session.create", map[string]any{"save": true})
 			sid, path := c.Get("session").String(), c.Get("path").String()
-			turn(r, "p1", sid, "/text turn one")
-			turn(r, "p2", sid, "/text turn two")
+			runTurn(r, "p1", sid, "/text turn one")
+			runTurn(r, "p2", sid, "/text turn two")
 			r.send(fmt.Sprintf(`{"id":"long","method":"session.prompt","params":{"session":%q,"prompt":"/delay 5\n/long 5000"}}`, sid))
 			for range 3 {
 				r.until(`"type":"text"`)
@@ -408,20 +443,23 @@ func TestCrashResume(t *testing.T) {
 
 			r = p.start()
 			mustCall(r, "c", "session.create", map[string]any{"resume": path, "save": true})
-			got := messages(r, "m1", sid)
-			want := []message{
+			got := sessionMessages(r, "m1", sid)
+			want := []roleText{
 				{"user", "/text turn one"}, {"assistant", "turn one"},
 				{"user", "/text turn two"}, {"assistant", "turn two"},
 			}
 			if len(got) < len(want) || !cmp.Equal(want, got[:len(want)]) {
 				t.Errorf("completed turns after the crash:\n got %v\nwant a prefix %v", got, want)
 			}
-			if res := turn(r, "p3", sid, "/text after crash"); res.Get("output").String() != "after crash" {
+			if res := runTurn(r, "p3", sid, "/text after crash"); res.Get("output").String() != "after crash" {
 				t.Errorf("turn after resume: %s", res.Raw)
 			}
 			mustCall(r, "x", "session.close", map[string]any{"session": sid})
-			stop(r)
+			stopRPC(r)
 
+			if _, err := os.Stat(path + ".lock"); err == nil {
+				t.Errorf("the dead writer's %s.lock outlived the new writer", path)
+			}
 			lines := checkJSONL(t, path)
 			if last := lines[len(lines)-1]; !strings.Contains(last, "after crash") {
 				t.Errorf("last line is not the new answer: %s", last)
@@ -452,7 +490,7 @@ func TestFork(t *testing.T) {
 	if ef := c.Get("effort").String(); ef == "high" {
 		t.Fatalf("default effort is already high: %s", c.Raw)
 	}
-	turn(r, "p1", sid, "/text base")
+	runTurn(r, "p1", sid, "/text base")
 	if set := mustCall(r, "s", "session.set", map[string]any{"session": sid, "effort": "high"}); set.Get("effort").String() != "high" {
 		t.Fatalf("session.set: %s", set.Raw)
 	}
@@ -471,10 +509,10 @@ func TestFork(t *testing.T) {
 		t.Errorf("fork header: %s, want parent_session %s and effort high", header, path)
 	}
 
-	turn(r, "p2", sid, "/text on the original")
-	turn(r, "p3", fid, "/text on the fork")
-	turn(r, "p4", fid, "/text again on the fork")
-	orig, fork := messages(r, "m1", sid), messages(r, "m2", fid)
+	runTurn(r, "p2", sid, "/text on the original")
+	runTurn(r, "p3", fid, "/text on the fork")
+	runTurn(r, "p4", fid, "/text again on the fork")
+	orig, fork := sessionMessages(r, "m1", sid), sessionMessages(r, "m2", fid)
 	if len(orig) != 4 || len(fork) != 6 {
 		t.Errorf("messages: original %d, fork %d; want 4 and 6", len(orig), len(fork))
 	}
@@ -486,11 +524,20 @@ func TestFork(t *testing.T) {
 			t.Errorf("the two did not grow apart: original %v, fork %v", orig, fork)
 		}
 	}
-	stop(r)
+	stopRPC(r)
 	// The files grew apart too.
 	if o, f := len(checkJSONL(t, path)), len(checkJSONL(t, fpath)); o == f {
 		t.Errorf("original and fork logs have the same number of lines (%d)", o)
 	}
+	// T1: the change is in the log, so a resume keeps it.
+	r = p.start()
+	for i, log := range []string{path, fpath} {
+		id := fmt.Sprint("r", i)
+		if c := mustCall(r, id, "session.create", map[string]any{"resume": log}); c.Get("effort").String() != "high" {
+			t.Errorf("resume of %s: %s, want effort high", log, c.Raw)
+		}
+	}
+	stopRPC(r)
 }
 
 // M13: the export is one escaped HTML page, beside the log by default.
@@ -518,13 +565,13 @@ func TestExport(t *testing.T) {
 			r := p.start()
 			c := mustCall(r, "c", "session.create", map[string]any{"save": tt.save})
 			sid := c.Get("session").String()
-			turn(r, "p", sid, evil)
+			runTurn(r, "p", sid, evil)
 			params := map[string]any{"session": sid}
 			if tt.path != "" {
 				params["path"] = tt.path
 			}
 			res := mustCall(r, "e", "session.export", params)
-			stop(r)
+			stopRPC(r)
 			want := tt.want(p, c.Get("path").String(), sid)
 			if got := res.Get("path").String(); got != want {
 				t.Errorf("export path %q, want %q", got, want)
@@ -561,7 +608,7 @@ func TestErrorsSidecar(t *testing.T) {
 	}
 	mem := mustCall(r, "c2", "session.create", map[string]any{})
 	mustCall(r, "p2", "session.prompt", map[string]any{"session": mem.Get("session").String(), "prompt": "/error fatal other"})
-	stop(r)
+	stopRPC(r)
 
 	side := path + ".errors.jsonl"
 	checkMode(t, side, 0o600)
@@ -587,26 +634,29 @@ func TestErrorsSidecar(t *testing.T) {
 	}
 }
 
-// U3, §9: API keys from the environment never reach a file under E_HOME,
-// even when a model error carries one. A key the user typed into a prompt
-// is conversation, which the log (0600) keeps by design (§1); it must not
-// reach any other file.
+// U3, §9: an API key set in the environment reaches no file under E_HOME,
+// and the errors sidecar redacts keys and tokens a model error carries. A
+// key the user typed into a prompt is conversation, which the log (0600)
+// keeps by design (§1), and with it the listing cache (title) and the
+// export; it must reach no other file.
 func TestSecretsNotStored(t *testing.T) {
 	const openai, anthropic = "sk-test-SECRETSECRET123", "sk-ant-SECRETSECRET456"
+	const bearer = "tok3n-SECRET-789xyz"
 	p := newPersistEnv(t, "OPENAI_API_KEY="+openai, "ANTHROPIC_API_KEY="+anthropic)
 	r := p.start("-m", "e/offline")
 	c := mustCall(r, "c", "session.create", map[string]any{"save": true})
 	sid, path := c.Get("session").String(), c.Get("path").String()
 	res := mustCall(r, "p", "session.prompt", map[string]any{"session": sid,
-		"prompt": "/error fatal rejected key " + openai + " and x-api-key: " + anthropic})
-	if !res.Get("error").Exists() {
+		"prompt": "/error fatal rejected key " + openai + " with Bearer " + bearer})
+	if !strings.Contains(res.Get("error").String(), "rejected key") {
 		t.Fatalf("no model error: %s", res.Raw)
 	}
-	turn(r, "p2", sid, "/text fine")
+	runTurn(r, "p2", sid, "/text fine")
 	mustCall(r, "l", "session.list", map[string]any{})
 	mustCall(r, "e", "session.export", map[string]any{"session": sid})
-	stop(r)
+	stopRPC(r)
 
+	side := path + ".errors.jsonl"
 	var files []string
 	err := filepath.WalkDir(p.home, func(f string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -617,12 +667,18 @@ func TestSecretsNotStored(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// The log holds the prompt itself, and the listing cache and the
-		// export its title and text: they are conversation.
 		conversation := f == path || filepath.Base(f) == ".list-cache.json" || strings.HasSuffix(f, ".html")
-		for _, key := range []string{openai, anthropic} {
-			if bytes.Contains(b, []byte(key)) && !conversation {
-				t.Errorf("%s holds the key %s:\n%s", f, key, b)
+		tests := []struct {
+			secret  string
+			allowed bool
+		}{
+			{secret: anthropic},                     // only in the environment
+			{secret: openai, allowed: conversation}, // in the environment and typed
+			{secret: bearer, allowed: conversation}, // typed
+		}
+		for _, tt := range tests {
+			if bytes.Contains(b, []byte(tt.secret)) && !tt.allowed {
+				t.Errorf("%s holds the secret %s:\n%s", f, tt.secret, b)
 			}
 		}
 		return nil
@@ -630,11 +686,11 @@ func TestSecretsNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(files, path+".errors.jsonl") {
-		t.Errorf("no errors sidecar among %v", files)
+	if !slices.Contains(files, side) {
+		t.Fatalf("no errors sidecar among %v", files)
 	}
-	if b, _ := os.ReadFile(path + ".errors.jsonl"); !bytes.Contains(b, []byte("[REDACTED]")) {
-		t.Errorf("sidecar does not show the redaction: %s", b)
+	if b, _ := os.ReadFile(side); !bytes.Contains(b, []byte("rejected key [REDACTED]")) || !bytes.Contains(b, []byte("Bearer [REDACTED]")) {
+		t.Errorf("sidecar does not show the redactions: %s", b)
 	}
 }
 
@@ -681,7 +737,7 @@ func TestTrust(t *testing.T) {
 	if _, errOut, code := p.run("trust", filepath.Join(p.cwd, "missing")); code != 1 || !strings.Contains(errOut, "missing") {
 		t.Errorf("e trust of a missing directory: exit %d, stderr %q; want 1 naming it", code, errOut)
 	}
-	stop(r)
+	stopRPC(r)
 }
 
 // P5: e -p saves its session unless --no-save; --json's result names the log.
