@@ -219,9 +219,13 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 			h = *header
 		}
 	}
+	name := ""
+	if header != nil {
+		name = header.Name // a name entry in the history overrides it
+	}
 	sess := s.Engine.NewSession(agent.Options{
 		ID: id, Cwd: cwd, Model: modelID, Effort: effort, Tools: allowed, Log: log,
-		Entries: entries, System: instructions,
+		Entries: entries, System: instructions, Name: name,
 	})
 	if c.Name != nil && header != nil {
 		if err := sess.Rename(*c.Name); err != nil {
