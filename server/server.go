@@ -232,11 +232,13 @@ func shutdownID(line []byte) string {
 
 // signalled kills every bash process group first, then extensions (D2).
 func (s *Server) signalled(code int) int {
+	// Turns stop first, so none goes on to another model call after its
+	// bash dies; e exits without waiting for them.
+	s.cancel()
 	s.Engine.Procs.KillAll()
 	if s.Ext != nil {
 		s.Ext.Kill()
 	}
-	s.cancel()
 	return code
 }
 
