@@ -231,13 +231,32 @@ func shutdownID(line []byte) string {
 }
 
 // signalled kills every bash process group first, then extensions (D2).
+// Turns get this long after a signal to write their turn_end and response.
+const signalGrace = 2 * time.Second
+
 func (s *Server) signalled(code int) int {
 	// Turns stop first, so none goes on to another model call after its
-	// bash dies; e exits without waiting for them.
+	// bash dies; each still ends with turn_end and its response (F2).
 	s.cancel()
 	s.Engine.Procs.KillAll()
+	ended := make(chan struct{})
+	go func() {
+		s.turns.Wait()
+		close(ended)
+	}()
+	timer := time.NewTimer(signalGrace)
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+	}
 	if s.Ext != nil {
 		s.Ext.Kill()
+	}
+	select {
+	case <-ended:
+		s.out.Close() // flush: no turn writes any more
+	default:
 	}
 	return code
 }
