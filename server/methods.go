@@ -2,8 +2,8 @@ package server
 
 import (
 	"encoding/json"
-	"maps"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"

@@ -62,7 +62,7 @@ func TestFraming(t *testing.T) {
 func TestValidation(t *testing.T) {
 	tests := []struct {
 		name, method, params string
-		wantErr          []string // substrings of the error; nil means success
+		wantErr              []string // substrings of the error; nil means success
 	}{
 		{"tool_mode false", "session.create", `{"tool_mode":false}`, []string{"session.create", "params.tool_mode"}},
 		{"save yes", "session.create", `{"save":"yes"}`, []string{"session.create", "params.save"}},

@@ -25,9 +25,15 @@ func DefaultExportPath(logPath, cwd, sessionID string) string {
 // style, no script, no external asset (a CSP forbids fetching any), every
 // text escaped by html/template.
 func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
-	page := exportPage{Title: title, Header: h}
+	page := exportPage{Title: Redact(title), Header: h}
 	for _, e := range branch {
-		page.Items = append(page.Items, exportItem(e))
+		it := exportItem(e)
+		// Secrets never reach a file (U3): the page shows them redacted.
+		it.Note, it.Body = Redact(it.Note), Redact(it.Body)
+		for i := range it.Parts {
+			it.Parts[i].Text = Redact(it.Parts[i].Text)
+		}
+		page.Items = append(page.Items, it)
 	}
 	if err := exportTmpl.Execute(w, page); err != nil {
 		return fmt.Errorf("store: export: %w", err)
