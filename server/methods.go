@@ -109,6 +109,7 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	var header *store.Header
 	var entries []store.Entry
 	var log *store.Log
+	var warnings []string // what reading the resumed log repaired or skipped
 	save := c.Save != nil && *c.Save && !s.Opts.NoSave
 	if c.Resume != nil {
 		path := *c.Resume
@@ -118,8 +119,14 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 		var err error
 		if save {
 			log, header, entries, err = store.OpenWritable(path)
+			if err == nil {
+				warnings = log.Warnings()
+			}
 		} else {
-			header, entries, err = store.ReadOnly(path)
+			var rr *store.ReadResult
+			if rr, err = store.Read(path); err == nil {
+				header, entries, warnings = &rr.Header, rr.Entries, rr.Warnings
+			}
 		}
 		if err != nil {
 			return nil, errf("resume", "%v", err)
@@ -225,7 +232,7 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	}
 	sess := s.Engine.NewSession(agent.Options{
 		ID: id, Cwd: cwd, Model: modelID, Effort: effort, Tools: allowed, Log: log,
-		Entries: entries, System: instructions, Name: name,
+		Entries: entries, System: instructions, Name: name, Warnings: warnings,
 	})
 	if c.Name != nil && header != nil {
 		if err := sess.Rename(*c.Name); err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -266,5 +267,50 @@ func TestShutdown(t *testing.T) {
 func TestMethodsMatchSchemas(t *testing.T) {
 	if diff := cmp.Diff(schemas.Methods(), methods); diff != "" {
 		t.Errorf("methods (-schemas +server):\n%s", diff)
+	}
+}
+
+// C6, C7: what resuming a log repaired or skipped reaches the client as a
+// warning on the session's first turn; read-only resume repairs nothing.
+func TestResumeWarnings(t *testing.T) {
+	c := startServer(t, serverSetup{})
+	c.call("c", "session.create", map[string]any{"save": true})
+	path := gjson.Get(c.response(`"c"`), "result.path").String()
+	sid := gjson.Get(c.seen[len(c.seen)-1], "result.session").String()
+	c.call("p", "session.prompt", map[string]any{"session": sid, "prompt": "/text one"})
+	c.response(`"p"`)
+	c.call("x", "session.close", map[string]any{"session": sid})
+	c.response(`"x"`)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"message","id":"torn`) // a crash mid-write
+	f.Close()
+
+	for _, tt := range []struct {
+		name string
+		save bool
+		want string
+	}{
+		{"read-only ignores the torn line", false, "ignored a torn last line"},
+		{"writable resume repairs it", true, "repaired a torn last line"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c.call("r", "session.create", map[string]any{"resume": path, "save": tt.save})
+			sid := gjson.Get(c.response(`"r"`), "result.session").String()
+			c.call("q", "session.prompt", map[string]any{"session": sid, "prompt": "/text two"})
+			found := false
+			for _, l := range c.until(`"q"`) {
+				if gjson.Get(l, "type").String() == "warning" && strings.Contains(gjson.Get(l, "message").String(), tt.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no warning containing %q", tt.want)
+			}
+			c.call("z", "session.close", map[string]any{"session": sid})
+			c.response(`"z"`)
+		})
 	}
 }

@@ -56,6 +56,9 @@ type Options struct {
 	Entries []store.Entry // history to start from (resume, fork)
 	Name    string
 	System  string // instructions (trusted AGENTS.md)
+	// Warnings are said on the session's first turn, e.g. what resuming
+	// its log repaired or skipped.
+	Warnings []string
 }
 
 // Session is one conversation. Its methods are safe for concurrent use.
@@ -75,6 +78,7 @@ type Session struct {
 	entries  []store.Entry
 	nextCall int
 	warned   bool
+	pending  []string // warnings for the first turn
 
 	running bool
 	cancel  context.CancelFunc // of the running turn
@@ -99,6 +103,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: append([]store.Entry(nil), opts.Entries...),
+		pending: opts.Warnings,
 	}
 	for _, en := range s.entries {
 		if en.Type == "title" {

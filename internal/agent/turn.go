@@ -127,8 +127,8 @@ func (t *turn) result() Result {
 func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error) {
 	s := t.s
 	s.mu.Lock()
-	modelID, effort, warned := s.modelID, s.effort, s.warned
-	s.warned = true
+	modelID, effort, warned, pending := s.modelID, s.effort, s.warned, s.pending
+	s.warned, s.pending = true, nil
 	needTitle := s.title == ""
 	s.mu.Unlock()
 
@@ -139,6 +139,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	t.info, t.effort = info, effort
 	if !warned && s.eng.DefaultWarning != "" && modelID == s.eng.DefaultModel {
 		t.warn(s.eng.DefaultWarning)
+	}
+	for _, w := range pending {
+		t.warn(w)
 	}
 	if len(images) > 0 && !info.ImageInput {
 		return false, fmt.Errorf("agent: model %s does not accept images", modelID)
