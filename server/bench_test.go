@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -54,4 +55,23 @@ func BenchmarkInterruptBash(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/interrupt")
+}
+
+// BenchmarkIdleSessionMemory reports the heap an idle memory-only session
+// costs (PITFALLS: aim for kilobytes per idle session).
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	c := startServer(b, serverSetup{})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := 0
+	for b.Loop() {
+		c.send(fmt.Sprintf(`{"id":"c%d","method":"session.create"}`+"\n", n))
+		for gjson.Get(<-c.lines, "id").String() != fmt.Sprintf("c%d", n) {
+		}
+		n++
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n)/1024, "KiB/session")
 }
