@@ -421,6 +421,24 @@ func (s *Server) sessionSet(r *request) {
 		s.reply(r, nil, err)
 		return
 	}
+	// Name the parameter at fault (V3); Set checks both again, atomically (T1).
+	in := ss.Info()
+	modelID, effort := in.Model, in.Effort
+	if p.Model != nil {
+		info, err := s.Engine.Catalog.Lookup(*p.Model)
+		if err != nil {
+			s.writeError(r.id, r.method+": params.model: "+err.Error())
+			return
+		}
+		modelID, effort = info.ID, ""
+	}
+	if p.Effort != nil {
+		effort = *p.Effort
+	}
+	if _, err := s.Engine.Catalog.CheckEffort(modelID, effort); err != nil {
+		s.writeError(r.id, r.method+": params.effort: "+err.Error())
+		return
+	}
 	m, ef, err := ss.Set(p.Model, p.Effort)
 	if err != nil {
 		s.writeError(r.id, r.method+": "+err.Error())

@@ -314,3 +314,32 @@ func TestResumeWarnings(t *testing.T) {
 		})
 	}
 }
+
+// T1, V3: a rejected session.set names the parameter and changes neither.
+func TestSessionSetRejected(t *testing.T) {
+	c := startServer(t, serverSetup{})
+	sid := c.create(map[string]any{"effort": "low"})
+	tests := []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"bad effort", map[string]any{"effort": "ultra"}, "session.set: params.effort: "},
+		{"bad model", map[string]any{"model": "nope/x", "effort": "high"}, "session.set: params.model: "},
+		{"effort the new model lacks", map[string]any{"model": "openai/gpt-4.1", "effort": "high"}, "session.set: params.effort: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.params["session"] = sid
+			c.call("s", "session.set", tt.params)
+			if e := gjson.Get(c.response(`"s"`), "error").String(); !strings.HasPrefix(e, tt.want) {
+				t.Errorf("error %q, want prefix %q", e, tt.want)
+			}
+			c.call("i", "session.info", map[string]any{"session": sid})
+			info := c.response(`"i"`)
+			if gjson.Get(info, "result.model").String() != "e/offline" || gjson.Get(info, "result.effort").String() != "low" {
+				t.Errorf("rejected update changed the session: %s", info)
+			}
+		})
+	}
+}
