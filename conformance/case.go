@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ type Case struct {
 	Stderr       []string          `json:"stderr,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
 	Skip         string            `json:"skip,omitempty"`
+	Mode         string            `json:"mode,omitempty"` // "rpc" (default) or "print"
+	Args         []string          `json:"args,omitempty"` // print mode: the arguments replacing "rpc"
 
 	File        string `json:"-"` // the txtar file it was loaded from
 	Description string `json:"-"` // the txtar comment
@@ -40,7 +43,20 @@ type Case struct {
 	client []step
 	expect []*expectation
 	tape   []tapeEntry
+
+	stdin    []byte         // print mode: the piped stdin
+	stdout   *string        // print mode: the exact text stdout must be
+	stdoutRE *regexp.Regexp // print mode: stdout must match
+	stderrRE *regexp.Regexp // stderr must match
+	fileExp  []*fileExpectation
 }
+
+// printMode reports whether c runs e -p rather than e rpc.
+func (c *Case) printMode() bool { return c.Mode == "print" }
+
+// jsonOutput reports whether a print case's stdout is JSON lines, matched
+// by its expect section.
+func (c *Case) jsonOutput() bool { return c.printMode() && c.expect != nil }
 
 // step is one line of the client section.
 type step struct {
@@ -64,7 +80,14 @@ type expectation struct {
 //go:embed case.schema.json
 var caseSchemaJSON []byte
 
-var caseSchemas = sync.OnceValues(func() (*[2]*jsonschema.Schema, error) {
+// The schemas compiled from case.schema.json, by index.
+const (
+	schemaHeader = iota
+	schemaTape
+	schemaFile
+)
+
+var caseSchemas = sync.OnceValues(func() (*[3]*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(caseSchemaJSON))
 	if err != nil {
 		return nil, err
@@ -82,7 +105,11 @@ var caseSchemas = sync.OnceValues(func() (*[2]*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &[2]*jsonschema.Schema{header, tape}, nil
+	file, err := c.Compile(id + "#/$defs/file")
+	if err != nil {
+		return nil, err
+	}
+	return &[3]*jsonschema.Schema{header, tape, file}, nil
 })
 
 // CaseSchema returns the JSON Schema of the case.json header (its $defs
@@ -162,7 +189,7 @@ func parseCase(data []byte) (*Case, error) {
 		var err error
 		switch {
 		case f.name == "case.json":
-			if err = validateSchema(0, f.data); err == nil {
+			if err = validateSchema(schemaHeader, f.data); err == nil {
 				err = json.Unmarshal(f.data, c)
 			}
 		case f.name == "client":
@@ -170,16 +197,27 @@ func parseCase(data []byte) (*Case, error) {
 		case f.name == "expect":
 			c.expect, err = parseExpect(f)
 		case f.name == "tape.json":
-			if err = validateSchema(1, f.data); err == nil {
+			if err = validateSchema(schemaTape, f.data); err == nil {
 				err = parseTape(f.data, &c.tape)
 			}
+		case f.name == "stdin":
+			c.stdin = f.data
+		case f.name == "stdout":
+			s := string(f.data)
+			c.stdout = &s
+		case f.name == "stdout.re":
+			c.stdoutRE, err = sectionRE(f.data)
+		case f.name == "stderr.re":
+			c.stderrRE, err = sectionRE(f.data)
+		case f.name == "files":
+			c.fileExp, err = parseFiles(f)
 		case strings.HasPrefix(f.name, "cwd/") || strings.HasPrefix(f.name, "home/"):
 			if !filepath.IsLocal(f.name) {
 				err = errors.New("fixture path escapes its directory")
 			}
 			c.files = append(c.files, f)
 		default:
-			err = errors.New("unknown section (want case.json, client, expect, tape.json, cwd/…, home/…)")
+			err = errors.New("unknown section (want case.json, client, expect, tape.json, stdin, stdout, stdout.re, stderr.re, files, cwd/…, home/…)")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("section %s: %w", f.name, err)
@@ -188,8 +226,8 @@ func parseCase(data []byte) (*Case, error) {
 	if !seen["case.json"] {
 		return nil, errors.New("missing case.json section")
 	}
-	if !seen["client"] {
-		return nil, errors.New("missing client section")
+	if err := checkMode(c, seen); err != nil {
+		return nil, err
 	}
 	known := map[string]bool{}
 	for _, r := range Requirements() {
@@ -218,6 +256,58 @@ func parseCase(data []byte) (*Case, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkMode checks that the sections fit the case's mode: an rpc case is
+// driven by its client section, a print case by its arguments and stdin.
+func checkMode(c *Case, seen map[string]bool) error {
+	if !c.printMode() {
+		if c.Args != nil {
+			return errors.New(`case.json: "args" is for print cases ("mode": "print"); an rpc case uses server_args`)
+		}
+		if !seen["client"] {
+			return errors.New("missing client section")
+		}
+		for _, s := range []string{"stdin", "stdout", "stdout.re"} {
+			if seen[s] {
+				return fmt.Errorf("section %s is for print cases (\"mode\": \"print\")", s)
+			}
+		}
+		return nil
+	}
+	if seen["client"] {
+		return errors.New(`a print case has no client section: its input is "args" and the stdin section`)
+	}
+	if c.ServerArgs != nil {
+		return errors.New(`case.json: a print case has no server_args: all its arguments are in "args"`)
+	}
+	n := 0
+	for _, s := range []string{"expect", "stdout", "stdout.re"} {
+		if seen[s] {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("a print case checks stdout with one of expect (JSON lines), stdout or stdout.re")
+	}
+	for _, e := range c.expect {
+		if !e.event || e.stream != "process" {
+			return fmt.Errorf("expect line %d: e -p --json prints only typed lines without \"request\"", e.line)
+		}
+		e.stream = printStream
+	}
+	if seen["expect"] && c.expect == nil {
+		c.expect = []*expectation{} // an empty expect section still means JSON lines
+	}
+	return nil
+}
+
+// printStream is the one stream of a print case's JSON lines.
+const printStream = "print"
+
+// sectionRE compiles a regexp section; its final LF is not part of it.
+func sectionRE(data []byte) (*regexp.Regexp, error) {
+	return regexp.Compile(strings.TrimSuffix(string(data), "\n"))
 }
 
 func parseClient(f archiveFile) ([]step, error) {

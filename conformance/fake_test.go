@@ -180,3 +180,75 @@ func fakeModelCall(prompt string, emit func(string)) (string, error) {
 	}
 	return all.String(), sc.Err()
 }
+
+// fakePrint is the fake's e -p: the prompt is the arguments that are not
+// flags, then a blank line and piped stdin; --json prints events and a
+// result line. Flags starting --fake- plant defects: --fake-no-result
+// omits the result line, --fake-after-result prints an event after it.
+// It leaves a session log in $E_HOME so files checks have something to see.
+func fakePrint(args []string) int {
+	flags := map[string]bool{}
+	var words []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") {
+			flags[a] = true
+		} else {
+			words = append(words, a)
+		}
+	}
+	for f := range flags {
+		if f != "--json" && !strings.HasPrefix(f, "--fake-") {
+			fmt.Fprintf(os.Stderr, "fake: unknown flag %s\n", f)
+			return 2
+		}
+	}
+	piped, _ := io.ReadAll(os.Stdin)
+	prompt := strings.Join(words, " ")
+	if len(piped) > 0 {
+		prompt += "\n\n" + string(piped)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		fmt.Fprintln(os.Stderr, "fake: empty prompt")
+		return 2
+	}
+	dir := filepath.Join(os.Getenv("E_HOME"), "sessions", "fake")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "1.jsonl"), []byte(prompt+"\n"), 0o600)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	write := func(v map[string]any) {
+		if flags["--json"] {
+			b, _ := json.Marshal(v)
+			out.Write(append(b, '\n'))
+		}
+	}
+	write(map[string]any{"type": "turn_start"})
+	text, err := fakeModelCall(prompt, func(delta string) {
+		write(map[string]any{"type": "text", "delta": delta})
+		if !flags["--json"] {
+			out.WriteString(delta)
+		}
+	})
+	var errv any
+	if err != nil {
+		errv = err.Error()
+		fmt.Fprintln(os.Stderr, "fake:", err)
+	}
+	write(map[string]any{"type": "turn_end", "aborted": false})
+	usage := map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_5m_tokens": 0, "cache_write_1h_tokens": 0, "prompt_tokens": 0}
+	if !flags["--fake-no-result"] {
+		write(map[string]any{"type": "result", "output": text, "final_output": text, "model": "tape/model", "effort": "medium",
+			"aborted": false, "error": errv, "error_details": nil, "warnings": []any{}, "usage": usage, "cost_usd": nil,
+			"tools": map[string]any{"calls": 0, "failures": 0}, "session": nil, "path": nil})
+	}
+	if flags["--fake-after-result"] {
+		write(map[string]any{"type": "turn_end", "aborted": false})
+	}
+	if !flags["--json"] && text != "" {
+		out.WriteString("\n")
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}

@@ -70,10 +70,15 @@ type Result struct {
 // LineValidator checks one line the server printed against the protocol's
 // schemas. method is the method of the request a response answers: "" for
 // events and process lines and for responses whose request is unknown,
-// "oneshot" for the answer to a v1 one-shot line.
+// "oneshot" for the answer to a v1 one-shot line, MethodPrint for a line of
+// e -p --json.
 type LineValidator interface {
 	ValidateLine(line []byte, method string) error
 }
+
+// MethodPrint is the method LineValidator is given for the lines of e -p
+// --json: unstamped events and the final result line.
+const MethodPrint = "e -p --json"
 
 // Options configure Run.
 type Options struct {
@@ -142,7 +147,11 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	res.Lines = r.received
 	res.labelAt = r.labelAt
 	res.Bindings = r.m.bindings
+	var skip skipError
 	switch {
+	case errors.As(err, &skip):
+		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: string(skip)}
+		return res
 	case err != nil:
 		res.Verdict, res.Divergence = Error, &Divergence{Step: "setup", Message: err.Error()}
 	case div != nil:
@@ -152,9 +161,31 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	}
 	if res.Verdict != Pass {
 		res.LastLines = tail(r.received, 8)
+		if r.c.printMode() && !r.c.jsonOutput() {
+			res.LastLines = tail(strings.Split(strings.TrimSuffix(r.stdoutText, "\n"), "\n"), 8)
+		}
 		res.Stderr = r.stderr.String()
 	}
 	return res
+}
+
+// skipError is a reason why a case cannot apply to the server under test.
+type skipError string
+
+func (e skipError) Error() string { return string(e) }
+
+// command is the argv of the case's process: the server command with the
+// case's server_args for an rpc case; for a print case, the server command
+// with its trailing "rpc" replaced by the case's args ("e rpc" → "e -p …").
+func (r *run) command() ([]string, error) {
+	srv := r.o.Server
+	if !r.c.printMode() {
+		return append(append([]string{}, srv...), r.c.ServerArgs...), nil
+	}
+	if srv[len(srv)-1] != "rpc" {
+		return nil, skipError(fmt.Sprintf("print case: the server command %q does not end in rpc, so there is no e -p to derive from it", strings.Join(srv, " ")))
+	}
+	return append(append([]string{}, srv[:len(srv)-1]...), r.c.Args...), nil
 }
 
 type run struct {
@@ -164,18 +195,20 @@ type run struct {
 	o         Options
 	stderr    tailBuffer
 
-	mu        sync.Mutex // guards what the tape's handlers share with the loop
-	m         *matcher
-	streams   map[string]*stream
-	matched   map[string]bool   // labels seen
-	methods   map[string]string // stream key → method of the request sent
-	received  []string
-	labelAt   map[int]string // received line index → label it matched
-	tapeDivs  []*Divergence
-	wake      chan struct{} // one pending signal: lines or tape news
-	lineQueue [][]byte
-	eof       bool
-	readErr   error
+	mu         sync.Mutex // guards what the tape's handlers share with the loop
+	m          *matcher
+	streams    map[string]*stream
+	matched    map[string]bool   // labels seen
+	methods    map[string]string // stream key → method of the request sent
+	received   []string
+	labelAt    map[int]string // received line index → label it matched
+	sawResult  bool           // print mode: the result line has arrived
+	stdoutText string         // print mode with text output: all of stdout
+	tapeDivs   []*Divergence
+	wake       chan struct{} // one pending signal: lines or tape news
+	lineQueue  [][]byte
+	eof        bool
+	readErr    error
 }
 
 type stream struct {
@@ -268,6 +301,10 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	if len(r.o.Server) == 0 {
 		return nil, errors.New("conformance: no server command")
 	}
+	argv, err := r.command()
+	if err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp("", "e-conformance-")
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
@@ -306,7 +343,6 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 		return nil, err
 	}
 
-	argv := append(append([]string{}, r.o.Server...), r.c.ServerArgs...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = serverEnv(home, r.c.Env)
@@ -314,8 +350,10 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	r.cmd = cmd
 	cmd.Stderr = &r.stderr
 	cmd.WaitDelay = time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	var stdin io.WriteCloser
+	if r.c.printMode() {
+		cmd.Stdin = bytes.NewReader(r.c.stdin) // a pipe: EOF after the section's bytes
+	} else if stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	pr, pw, err := os.Pipe()
@@ -346,7 +384,11 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
-		r.read(pr)
+		if r.c.printMode() && !r.c.jsonOutput() {
+			r.readText(pr)
+		} else {
+			r.read(pr)
+		}
 	}()
 	defer func() {
 		// Whatever happened, the process group goes, the reader ends
@@ -365,6 +407,9 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	}()
 
 	p := &pump{r: r, deadline: deadline.C, ctx: ctx, timeout: timeout}
+	if r.c.printMode() {
+		return r.finishPrint(p, tape, tmp), nil
+	}
 	closeStdin := sync.OnceFunc(func() { stdin.Close() })
 	if div := r.play(p, stdin, closeStdin); div != nil {
 		return div, nil
@@ -393,7 +438,47 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	if div := r.finish(tape); div != nil {
 		return div, nil
 	}
-	return r.checkExit(werr), nil
+	if div := r.checkExit(werr); div != nil {
+		return div, nil
+	}
+	return checkFiles(r.c.fileExp, tmp, r.m.bindings), nil
+}
+
+// finishPrint judges a print case: the process runs on its own until it
+// closes stdout; then its lines or text, its exit status, its stderr and
+// the files it left are checked.
+func (r *run) finishPrint(p *pump, tape *tapeServer, root string) *Divergence {
+	if div := p.until("the process to exit", func() bool { return r.eof }); div != nil {
+		return div
+	}
+	werr := r.cmd.Wait()
+	if div := r.finish(tape); div != nil {
+		return div
+	}
+	r.mu.Lock()
+	div := r.checkPrintOutput()
+	r.mu.Unlock()
+	if div != nil {
+		return div
+	}
+	if div := r.checkExit(werr); div != nil {
+		return div
+	}
+	return checkFiles(r.c.fileExp, root, r.m.bindings)
+}
+
+// checkPrintOutput checks what only print mode has: the result line that
+// ends --json output (P7), or the text stdout; r.mu is held.
+func (r *run) checkPrintOutput() *Divergence {
+	switch c := r.c; {
+	case c.jsonOutput() && !r.sawResult:
+		return &Divergence{Step: "stdout", Message: `e -p --json printed no {"type":"result",…} line: it must end with one (P7)`}
+	case c.stdout != nil && r.stdoutText != *c.stdout:
+		return &Divergence{Step: "stdout", Message: "stdout differs from the stdout section", Expected: strconv.Quote(shorten(*c.stdout)), Got: strconv.Quote(shorten(r.stdoutText))}
+	case c.stdoutRE != nil && !c.stdoutRE.MatchString(r.stdoutText):
+		return &Divergence{Step: "stdout", Message: "stdout does not match the stdout.re section", Expected: c.stdoutRE.String(), Got: strconv.Quote(shorten(r.stdoutText))}
+	}
+	return nil
 }
 
 // play sends the client section.
@@ -561,6 +646,19 @@ func (p *pump) drain() *Divergence {
 	return nil
 }
 
+// readText keeps the whole of stdout (print mode with text output).
+func (r *run) readText(f io.Reader) {
+	b, err := io.ReadAll(f)
+	r.mu.Lock()
+	r.stdoutText = string(b)
+	if err != nil {
+		r.readErr = err
+	}
+	r.eof = true
+	r.mu.Unlock()
+	r.signal()
+}
+
 // read queues the server's stdout lines until EOF.
 func (r *run) read(f io.Reader) {
 	br := bufio.NewReaderSize(f, 1<<16)
@@ -595,6 +693,9 @@ func (r *run) feed(raw []byte) *Divergence {
 		return &Divergence{Step: step, Message: "stdout line is not a JSON object: nothing but protocol lines may reach stdout (F5)", Got: shorten(string(raw))}
 	}
 	_, isEvent := obj["type"]
+	if r.c.printMode() {
+		return r.feedPrint(raw, obj, step)
+	}
 	var key string
 	switch req, hasReq := obj["request"]; {
 	case isEvent && hasReq:
@@ -656,6 +757,47 @@ func (r *run) feed(raw []byte) *Divergence {
 	return r.next(s, obj, step, len(r.received)-1)
 }
 
+// feedPrint matches one line of e -p --json: an event, or the result line
+// that must come last (P7); r.mu is held.
+func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence {
+	typ, ok := obj["type"].(string)
+	if !ok {
+		return &Divergence{Step: step, Message: `e -p --json line without a string "type": every line is an event or the result line (P7)`, Got: shorten(string(raw))}
+	}
+	if r.sawResult {
+		return &Divergence{Step: step, Message: "a line after the result line: the result line is the last (P7)", Got: shorten(string(raw))}
+	}
+	r.sawResult = typ == "result"
+	if r.o.Validator != nil {
+		if err := r.o.Validator.ValidateLine(raw, MethodPrint); err != nil {
+			return &Divergence{Step: step, Message: "line fails the protocol schema: " + err.Error(), Got: shorten(string(raw))}
+		}
+	}
+	s := r.stream(printStream)
+	if !r.c.Strict && !s.types[typ] {
+		return nil
+	}
+	if mergeable(typ) {
+		if s.pending != nil && sameRun(s.pending, obj) {
+			a, ok1 := s.pending["delta"].(string)
+			b, ok2 := obj["delta"].(string)
+			if ok1 && ok2 {
+				s.pending["delta"] = a + b
+				return nil
+			}
+		}
+		if div := r.flush(s); div != nil {
+			return div
+		}
+		s.pending, s.pendStep, s.pendIdx = obj, step, len(r.received)-1
+		return nil
+	}
+	if div := r.flush(s); div != nil {
+		return div
+	}
+	return r.next(s, obj, step, len(r.received)-1)
+}
+
 func (r *run) flush(s *stream) *Divergence {
 	if s.pending == nil {
 		return nil
@@ -707,8 +849,11 @@ func (e *expectation) step() string {
 }
 
 func streamName(key string) string {
-	if key == "process" {
+	switch key {
+	case "process":
 		return "the process stream"
+	case printStream:
+		return "the e -p --json output"
 	}
 	return "request " + strings.TrimPrefix(key, "r:")
 }
@@ -806,6 +951,8 @@ func (r *run) checkExit(werr error) *Divergence {
 		want = "0"
 	}
 	switch {
+	case want == "0" && code != 0 && r.c.printMode():
+		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want 0: the turn completed (P4)", code)}
 	case want == "0" && code != 0:
 		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want 0 after EOF on stdin or shutdown (D1, M16)", code)}
 	case want == "nonzero" && code == 0:
@@ -821,6 +968,9 @@ func (r *run) checkExit(werr error) *Divergence {
 		if !strings.Contains(stderr, s) {
 			return &Divergence{Step: "stderr", Message: fmt.Sprintf("stderr does not contain %q", s), Got: shorten(stderr)}
 		}
+	}
+	if re := r.c.stderrRE; re != nil && !re.MatchString(stderr) {
+		return &Divergence{Step: "stderr", Message: "stderr does not match the stderr.re section", Expected: re.String(), Got: shorten(stderr)}
 	}
 	return nil
 }
@@ -853,7 +1003,11 @@ func writeFixtures(c *Case, cwd, home, baseURL string) error {
 		if strings.HasSuffix(rel, "/") {
 			continue // an empty directory
 		}
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+		perm := os.FileMode(0o644)
+		if dir == "home" && strings.HasPrefix(rel, "extensions/") {
+			perm = 0o755 // extensions are the executables in $E_HOME/extensions
+		}
+		if err := os.WriteFile(p, f.data, perm); err != nil {
 			return fmt.Errorf("conformance: %w", err)
 		}
 	}

@@ -9,6 +9,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 && os.Args[1] == "conformance-fake" && os.Args[2] == "-p" {
+		os.Exit(fakePrint(os.Args[3:]))
+	}
 	if len(os.Args) == 3 && os.Args[1] == "conformance-fake" {
 		os.Exit(fakeServer(os.Args[2]))
 	}

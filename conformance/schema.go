@@ -9,7 +9,9 @@ import (
 
 // SchemaValidator checks lines against the protocol schemas of package
 // schemas: every line by its shape, and a response's result by the schema
-// of the method it answers. Events of types the schemas do not know pass:
+// of the method it answers; the lines of e -p --json (MethodPrint) as
+// unstamped events and the final result line. Events of types the schemas
+// do not know pass:
 // new event types are additive (P8).
 type SchemaValidator struct{}
 
@@ -21,6 +23,17 @@ func (SchemaValidator) ValidateLine(line []byte, method string) error {
 	}
 	if err := json.Unmarshal(line, &head); err != nil {
 		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	if method == MethodPrint {
+		switch {
+		case head.Type != nil && *head.Type == "result":
+			return schemas.ValidateResultLine(line)
+		case head.Type != nil:
+			if _, known := schemas.Schema("events/" + *head.Type); !known {
+				return nil
+			}
+		}
+		return schemas.ValidateEvent(line, false)
 	}
 	if head.Type != nil && *head.Type != "ask" && *head.Type != "notice" {
 		if _, known := schemas.Schema("events/" + *head.Type); !known {

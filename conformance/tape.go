@@ -201,6 +201,7 @@ func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e.Error != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprintf("req_tape_%d", n+1)) // the entry's headers may replace it
 		for k, v := range e.Error.Headers {
 			w.Header().Set(k, v)
 		}

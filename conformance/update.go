@@ -190,6 +190,9 @@ func canonNoEscape(v any) string {
 // names. The rewritten case is exact; loosen it by hand where the
 // requirements allow.
 func Update(c *Case, r *Result) error {
+	if c.printMode() && !c.jsonOutput() {
+		return fmt.Errorf("conformance: update %s: a print case without an expect section prints text, not lines: edit its stdout section by hand", c.ID)
+	}
 	data, err := os.ReadFile(c.File)
 	if err != nil {
 		return fmt.Errorf("conformance: %w", err)

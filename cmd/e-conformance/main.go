@@ -6,6 +6,10 @@
 //	e-conformance record --out FILE -- CMD ARGS  record a client session as a case
 //	e-conformance coverage [--cases DIR]         requirements and the cases citing them
 //
+// Print cases run e -p: their command is --server with its trailing "rpc"
+// replaced by the case's args; a server command not ending in rpc skips
+// them (spec/conformance.md §1.3).
+//
 // Exit status: 0 every case passed (or failed as listed in --known-failing);
 // 1 a case failed, or a known-failing case passed; 2 a usage problem, a
 // broken case, or a case the runner could not judge (ERROR).

@@ -46,13 +46,30 @@ func (t *turn) autoCompact(turnStart string) error {
 	}
 	t.s.mu.Lock()
 	msgs := History(t.s.entries)
+	var earlier []store.Entry // what a compaction could summarise: before this turn
+	for _, en := range t.s.entries {
+		if en.ID == turnStart {
+			break
+		}
+		earlier = append(earlier, en)
+	}
 	t.s.mu.Unlock()
 	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
 	if float64(before) <= th*float64(t.info.ContextWindow) {
 		return nil
 	}
+	// With nothing before the turn but a summary, compacting again would
+	// only summarise the summary, at the cost of a model call per step.
+	if old := History(earlier); len(old) == 0 || len(old) == 1 && isSummary(old[0]) {
+		return nil
+	}
 	_, err := t.compact("auto", "", turnStart, before)
 	return err
+}
+
+func isSummary(m model.Message) bool {
+	return m.Role == model.RoleUser && len(m.Content) == 1 && m.Content[0].Type == model.PartText &&
+		strings.HasPrefix(m.Content[0].Text, summaryHeader)
 }
 
 // compact summarises the history before keep (all of it when keep is "")

@@ -83,9 +83,11 @@ func TestAutoCompaction(t *testing.T) {
 			prompt: "/tool read {\"path\":\"missing.txt\"}\n/then\n/text after",
 		},
 		{
-			// The first turn also records the title: the prompt must stay.
-			name:   "inside the first turn",
-			prompt: "/long 4000\n/tool read {\"path\":\"missing.txt\"}\n/then\n/text after",
+			// Two steps after the compaction: the second must not compact
+			// again, since only the summary precedes the turn.
+			name:   "once per turn",
+			before: []string{"/long 4000"},
+			prompt: "/tool read {\"path\":\"missing.txt\"}\n/then\n/tool read {\"path\":\"missing.txt\"}\n/then\n/text after",
 		},
 	}
 	for _, tt := range tests {
@@ -122,8 +124,8 @@ func TestAutoCompaction(t *testing.T) {
 			for _, u := range calls {
 				sum = sum.Add(u.Usage.Usage)
 			}
-			if len(calls) != 3 || NewUsage(sum) != res.Usage {
-				t.Errorf("%d usage events summing %+v, result %+v; want 3 (two answers, one compaction) equal to the result",
+			if len(calls) != len(ofType[ToolBatch](rec))+2 || NewUsage(sum) != res.Usage {
+				t.Errorf("%d usage events summing %+v, result %+v; want one per answer and one compaction, equal to the result",
 					len(calls), sum, res.Usage)
 			}
 			// The history starts with the summary and keeps the turn's prompt.
@@ -145,6 +147,21 @@ func TestAutoCompaction(t *testing.T) {
 			}
 			checkHistory(t, s)
 		})
+	}
+}
+
+// S4: a first turn has no earlier history to summarise: however large it
+// grows, it is not compacted (summarising nothing would gain nothing).
+func TestAutoCompactionNothingEarlier(t *testing.T) {
+	eng := testEngine(t)
+	eng.CompactThreshold = 0.02
+	s := testSession(t, eng, nil)
+	res, rec := prompt(t, s, "/long 4000\n/tool read {\"path\":\"missing.txt\"}\n/then\n/text after")
+	if res.Error != nil || res.FinalOutput != "after" {
+		t.Fatalf("error %v, final %q", res.Error, res.FinalOutput)
+	}
+	if n := len(ofType[Compacting](rec)); n != 0 {
+		t.Errorf("%d compactions of a first turn, want 0", n)
 	}
 }
 

@@ -409,7 +409,10 @@ func History(entries []store.Entry) []model.Message {
 	return out
 }
 
+// summaryHeader starts the message that stands for compacted history.
+const summaryHeader = "[Summary of the earlier conversation]\n"
+
 func summaryMessage(summary string) model.Message {
 	return model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText,
-		Text: "[Summary of the earlier conversation]\n" + summary}}}
+		Text: summaryHeader + summary}}}
 }
