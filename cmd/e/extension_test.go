@@ -137,6 +137,42 @@ func TestNoExtensions(t *testing.T) {
 // killChild SIGKILLs the child of pid whose command line contains name.
 func killChild(t *testing.T, pid int, name string) {
 	t.Helper()
+	syscall.Kill(childPID(t, pid, name), syscall.SIGKILL)
+}
+
+// D1, D2: no extension process outlives e, after EOF or a signal.
+func TestExtensionGoneAfterExit(t *testing.T) {
+	tests := []struct {
+		name     string
+		stop     func(r *rpc)
+		wantCode int
+	}{
+		{"EOF D1", func(r *rpc) { r.in.Close() }, 0},
+		{"SIGTERM D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
+		{"SIGHUP D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startWithExtensions(t)
+			create(r) // the extension is up once e serves
+			pid := childPID(t, r.cmd.Process.Pid, "guard")
+			tt.stop(r)
+			if code := r.wait(); code != tt.wantCode {
+				t.Errorf("exit %d, want %d", code, tt.wantCode)
+			}
+			if err := syscall.Kill(pid, 0); err == nil {
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				if f := strings.Fields(string(stat)); len(f) < 3 || f[2] != "Z" {
+					t.Errorf("extension process %d outlived e", pid)
+				}
+			}
+		})
+	}
+}
+
+// childPID returns the pid of the child of pid whose command line contains name.
+func childPID(t *testing.T, pid int, name string) int {
+	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -148,9 +184,9 @@ func killChild(t *testing.T, pid int, name string) {
 		if len(f) > 1 && f[1] == fmt.Sprint(pid) && strings.Contains(string(cmdline), name) {
 			var child int
 			fmt.Sscan(e.Name(), &child)
-			syscall.Kill(child, syscall.SIGKILL)
-			return
+			return child
 		}
 	}
 	t.Fatalf("no child %q of %d", name, pid)
+	return 0
 }
