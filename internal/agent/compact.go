@@ -115,8 +115,13 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 // been marked with Begin; events go to sink.
 func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (CompactResult, error) {
 	ctx = s.start(ctx)
-	defer s.finish()
 	t := &turn{s: s, ctx: ctx, sink: sink}
+	defer func() {
+		// A steer accepted while compacting has no turn to enter.
+		for _, text := range s.finish() {
+			t.emit(Discarded{Reason: "steer", Text: text})
+		}
+	}()
 	s.mu.Lock()
 	modelID, effort := s.modelID, s.effort
 	msgs := History(s.entries)

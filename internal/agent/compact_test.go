@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -219,5 +220,28 @@ func TestHistory(t *testing.T) {
 				t.Errorf("History (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// M7, M9: a steer accepted while a compaction runs has no turn to enter:
+// it is reported as discarded, never silently dropped.
+func TestSteerDuringCompactDiscarded(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	if r, _ := prompt(t, s, "/text one"); r.Error != nil {
+		t.Fatal(*r.Error)
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Steer("too late"); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if _, err := s.Compact(context.Background(), "", rec.sink); err != nil {
+		t.Fatal(err)
+	}
+	d := ofType[Discarded](rec)
+	if len(d) != 1 || d[0].Reason != "steer" || d[0].Text != "too late" {
+		t.Errorf("discarded events %+v, want the steer", d)
 	}
 }
