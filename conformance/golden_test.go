@@ -98,6 +98,7 @@ func goldenServer(t *testing.T) []string {
 		}
 		return argv
 	}
+	trackSources(t)
 	bin := filepath.Join(t.TempDir(), "e")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/e")
 	cmd.Dir = ".."
@@ -105,4 +106,29 @@ func goldenServer(t *testing.T) []string {
 		t.Fatalf("conformance: E_CONFORMANCE_SERVER is unset and building ./cmd/e failed, so there is no server to test: %v\n%s", err, out)
 	}
 	return []string{bin, "rpc"}
+}
+
+// trackSources reads the module's sources and schemas, so that go test's
+// cache, which records the files a test opens, reruns this test when the
+// server it builds changes (this package does not import the server).
+func trackSources(t *testing.T) {
+	t.Helper()
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name != ".." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, "go.mod") || strings.HasSuffix(path, "go.sum") {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("reading the sources: %v", err)
+	}
 }

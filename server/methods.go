@@ -174,6 +174,9 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 		return fail(errf("model", "%v", err))
 	}
 	modelID = info.ID // a bare name is recorded and reported as the full id
+	if _, err := s.Engine.Catalog.Provider(modelID); err != nil {
+		return fail(errf("model", "%v", err)) // e.g. no API key: say so now, not at every prompt
+	}
 	effort, err = s.Engine.Catalog.CheckEffort(modelID, effort)
 	if err != nil {
 		return fail(errf("effort", "%v", err))
@@ -437,6 +440,10 @@ func (s *Server) sessionSet(r *request) {
 	}
 	if _, err := s.Engine.Catalog.CheckEffort(modelID, effort); err != nil {
 		s.writeError(r.id, r.method+": params.effort: "+err.Error())
+		return
+	}
+	if _, err := s.Engine.Catalog.Provider(modelID); err != nil {
+		s.writeError(r.id, r.method+": params.model: "+err.Error())
 		return
 	}
 	m, ef, err := ss.Set(p.Model, p.Effort)

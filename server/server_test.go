@@ -72,6 +72,7 @@ func TestValidation(t *testing.T) {
 		{"missing cwd C1", "session.create", `{"cwd":"/does/not/exist"}`, []string{"session.create", "params.cwd", "does not exist"}},
 		{"unknown tool C3", "session.create", `{"tools":["read","teleport"]}`, []string{"params.tools[1]", "teleport"}},
 		{"unknown model", "session.create", `{"model":"nope/x"}`, []string{"params.model"}},
+		{"model without its key", "session.create", `{"model":"openai/gpt-5.5"}`, []string{"params.model", "OPENAI_API_KEY"}},
 		{"prompt needs session", "session.prompt", `{"prompt":"x"}`, []string{"session.prompt", "params.session"}},
 		{"ask must be boolean", "hello", `{"ask":"yes"}`, []string{"hello", "params.ask"}},
 		{"params null is empty", "models.list", `null`, nil},
