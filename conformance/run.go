@@ -727,25 +727,7 @@ func (r *run) feed(raw []byte) *Divergence {
 		if !r.c.Strict && !s.types[typ] && key != "process" {
 			return nil // the case does not constrain this type here
 		}
-		if mergeable(typ) {
-			if s.pending != nil && sameRun(s.pending, obj) {
-				a, ok1 := s.pending["delta"].(string)
-				b, ok2 := obj["delta"].(string)
-				if ok1 && ok2 {
-					s.pending["delta"] = a + b
-					return nil
-				}
-			}
-			if div := r.flush(s); div != nil {
-				return div
-			}
-			s.pending, s.pendStep, s.pendIdx = obj, step, len(r.received)-1
-			return nil
-		}
-		if div := r.flush(s); div != nil {
-			return div
-		}
-		return r.next(s, obj, step, len(r.received)-1)
+		return r.event(s, typ, obj, step)
 	}
 	if key != "r:null" && s.responded {
 		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", key[2:]), Got: shorten(string(raw))}
@@ -777,6 +759,12 @@ func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence
 	if !r.c.Strict && !s.types[typ] {
 		return nil
 	}
+	return r.event(s, typ, obj, step)
+}
+
+// event matches one event of stream s: text-like deltas of one run are
+// joined before matching, so chunking never matters; r.mu is held.
+func (r *run) event(s *stream, typ string, obj map[string]any, step string) *Divergence {
 	if mergeable(typ) {
 		if s.pending != nil && sameRun(s.pending, obj) {
 			a, ok1 := s.pending["delta"].(string)

@@ -160,9 +160,8 @@ func TestExtensionGoneAfterExit(t *testing.T) {
 			if code := r.wait(); code != tt.wantCode {
 				t.Errorf("exit %d, want %d", code, tt.wantCode)
 			}
-			if err := syscall.Kill(pid, 0); err == nil {
-				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-				if f := strings.Fields(string(stat)); len(f) < 3 || f[2] != "Z" {
+			for _, p := range procs() {
+				if p.pid == pid && p.state != "Z" {
 					t.Errorf("extension process %d outlived e", pid)
 				}
 			}
@@ -173,18 +172,9 @@ func TestExtensionGoneAfterExit(t *testing.T) {
 // childPID returns the pid of the child of pid whose command line contains name.
 func childPID(t *testing.T, pid int, name string) int {
 	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if len(f) > 1 && f[1] == fmt.Sprint(pid) && strings.Contains(string(cmdline), name) {
-			var child int
-			fmt.Sscan(e.Name(), &child)
-			return child
+	for _, p := range procs() {
+		if p.ppid == pid && strings.Contains(p.cmdline, name) {
+			return p.pid
 		}
 	}
 	t.Fatalf("no child %q of %d", name, pid)

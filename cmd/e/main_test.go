@@ -212,17 +212,44 @@ func (r *rpc) wait() int {
 	return 0
 }
 
-// alive reports whether a process with this marker in its command line runs.
-func alive(marker string) bool {
+// proc is one process as /proc shows it.
+type proc struct {
+	pid, ppid int
+	state     string // "Z" for a zombie
+	cmdline   string
+}
+
+// procs lists the processes of this machine.
+func procs() []proc {
+	var out []proc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-			// A zombie has already exited.
-			if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-				continue
-			}
+		var p proc
+		if _, err := fmt.Sscan(e.Name(), &p.pid); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which may hold spaces: state, ppid, …
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		p.state = f[0]
+		fmt.Sscan(f[1], &p.ppid)
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		p.cmdline = string(cmdline)
+		out = append(out, p)
+	}
+	return out
+}
+
+// alive reports whether a live (not zombie) process has marker in its command line.
+func alive(marker string) bool {
+	for _, p := range procs() {
+		if strings.Contains(p.cmdline, marker) && p.state != "Z" {
 			return true
 		}
 	}
