@@ -37,8 +37,16 @@ type CompactResult struct {
 // exceed the threshold of the model's context window (S4). It keeps the
 // turn's own messages after the summary so the turn can continue.
 func (t *turn) autoCompact(turnStart string) error {
-	if t.info.ContextWindow <= 0 {
-		return nil
+	_, err := t.compactTurn(turnStart, false)
+	return err
+}
+
+// compactTurn compacts the history before the turn when it is over the
+// threshold, or always with force (the provider said the request was too
+// long). It reports whether it compacted.
+func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
+	if t.info.ContextWindow <= 0 && !force {
+		return false, nil
 	}
 	th := t.s.eng.CompactThreshold
 	if th <= 0 {
@@ -47,24 +55,41 @@ func (t *turn) autoCompact(turnStart string) error {
 	t.s.mu.Lock()
 	msgs := History(t.s.entries)
 	var earlier []store.Entry // what a compaction could summarise: before this turn
-	for _, en := range t.s.entries {
+	again := false            // this turn compacted already
+	for i, en := range t.s.entries {
 		if en.ID == turnStart {
-			break
+			earlier = t.s.entries[:i:i]
 		}
-		earlier = append(earlier, en)
+		again = again || en.Type == store.TypeCompaction && en.Kept == turnStart
 	}
 	t.s.mu.Unlock()
 	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
-	if float64(before) <= th*float64(t.info.ContextWindow) {
-		return nil
+	if !force && float64(before) <= th*float64(t.info.ContextWindow) {
+		return false, nil
 	}
-	// With nothing before the turn but a summary, compacting again would
-	// only summarise the summary, at the cost of a model call per step.
-	if old := History(earlier); len(old) == 0 || len(old) == 1 && isSummary(old[0]) {
-		return nil
+	// Once per turn: compacting again would only summarise the summary, at
+	// the cost of a model call per step. A first turn has nothing earlier.
+	if old := History(earlier); again || len(old) == 0 || len(old) == 1 && isSummary(old[0]) {
+		return false, nil
 	}
 	_, err := t.compact("auto", "", turnStart, before)
-	return err
+	return err == nil, err
+}
+
+// tooLong reports whether a model error says the request exceeded the
+// model's context window, in the words the providers use.
+func tooLong(err error) bool {
+	var me *model.Error
+	if !errors.As(err, &me) || me.Retryable {
+		return false
+	}
+	s := strings.ToLower(me.Type + " " + me.Message)
+	for _, w := range []string{"context_length_exceeded", "context length", "context window", "prompt is too long", "maximum context", "too many tokens"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func isSummary(m model.Message) bool {

@@ -21,6 +21,7 @@ type reply struct {
 	status int
 	header map[string]string
 	text   string
+	body   string // the error body; "" for a generic one
 }
 
 // chatServer is an OpenAI Chat Completions endpoint on loopback that
@@ -45,7 +46,11 @@ func chatServer(t *testing.T, replies ...reply) *httptest.Server {
 		if rp.status != 0 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(rp.status)
-			io.WriteString(w, `{"error":{"message":"scripted failure","type":"scripted_error"}}`)
+			body := rp.body
+			if body == "" {
+				body = `{"error":{"message":"scripted failure","type":"scripted_error"}}`
+			}
+			io.WriteString(w, body)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -133,5 +138,36 @@ func TestAutoCompactionFailure(t *testing.T) {
 	// Only the new prompt was added: no compaction entry.
 	if got := entryTypes(s); strings.Contains(got, "compaction") || len(s.Entries()) != before+1 {
 		t.Errorf("entries %q, want only the new prompt added", got)
+	}
+}
+
+// S4: when the provider says the request is over its context window, the
+// turn compacts what came before it and continues, once.
+func TestContextOverflowCompacts(t *testing.T) {
+	tooLong := `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`
+	tests := []struct {
+		name      string
+		replies   []reply
+		wantFinal string
+		wantErr   bool
+	}{
+		{"compacts and continues", []reply{{text: "one"}, {status: 400, body: tooLong}, {text: "summary"}, {text: "two"}}, "two", false},
+		{"fails when compacting did not help", []reply{{text: "one"}, {status: 400, body: tooLong}, {text: "summary"}, {status: 400, body: tooLong}}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := providerSession(t, chatServer(t, tt.replies...), 1_000_000)
+			if r, _ := prompt(t, s, "first"); r.Error != nil {
+				t.Fatalf("first turn: %s", *r.Error)
+			}
+			res, rec := prompt(t, s, "second")
+			if got := len(ofType[Compacting](rec)); got != 1 {
+				t.Errorf("%d compactions, want 1", got)
+			}
+			if (res.Error != nil) != tt.wantErr || res.FinalOutput != tt.wantFinal {
+				t.Errorf("error %v, final %q; want error %v, final %q", res.Error, res.FinalOutput, tt.wantErr, tt.wantFinal)
+			}
+			checkTurnEnd(t, rec, false)
+		})
 	}
 }

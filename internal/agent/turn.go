@@ -191,6 +191,13 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			if t.ctx.Err() != nil {
 				return t.interrupted(partial)
 			}
+			// The provider counted more than the estimate did: compact
+			// what came before the turn and continue it (S4).
+			if tooLong(err) {
+				if ok, cerr := t.compactTurn(turnStart, true); cerr == nil && ok {
+					continue
+				}
+			}
 			return false, err
 		}
 		if err := s.appendMessage(resp.Message); err != nil {
