@@ -75,6 +75,9 @@ type expectation struct {
 	value  map[string]any
 	stream string // see streamKey
 	event  bool
+	// optional lines ("? {…}") may be absent: one the next line of its
+	// stream does not match is skipped.
+	optional bool
 }
 
 //go:embed case.schema.json
@@ -392,6 +395,12 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 			continue
 		}
 		e := &expectation{line: n}
+		if rest, ok := strings.CutPrefix(t, "?"); ok {
+			e.optional, t = true, strings.TrimSpace(rest)
+			if strings.HasPrefix(t, "@") {
+				return nil, fmt.Errorf("line %d: an optional line cannot have a label: a #wait on it could wait forever", n)
+			}
+		}
 		if strings.HasPrefix(t, "@") {
 			label, rest, _ := strings.Cut(t[1:], " ")
 			e.label, t = label, strings.TrimSpace(rest)

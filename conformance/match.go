@@ -95,6 +95,13 @@ func (m *matcher) match(ptr string, want, got any, present bool, nb map[string]a
 					return m.matchCombinator(ptr, k, arg, got, present, nb)
 				case "$some":
 					return m.matchSome(ptr, arg, got, present, nb)
+				case "$not":
+					// Bindings made inside $not are dropped: a value that
+					// does not match binds nothing.
+					if m.match(ptr, arg, got, present, cloneMap(nb)) == nil {
+						return fail("matches what $not excludes")
+					}
+					return nil
 				}
 			}
 		}
@@ -429,7 +436,7 @@ func lintValue(ptr string, v any) error {
 		}
 	case map[string]any:
 		for k, x := range w {
-			if strings.HasPrefix(k, "$") && k != "$all" && k != "$oneof" && k != "$some" {
+			if strings.HasPrefix(k, "$") && k != "$all" && k != "$oneof" && k != "$some" && k != "$not" {
 				return fmt.Errorf("at %s: unknown combinator %q", ptr, k)
 			}
 			if err := lintValue(ptr+"/"+escapePointer(k), x); err != nil {

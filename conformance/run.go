@@ -251,7 +251,7 @@ func joinExpected(exp []*expectation) []*expectation {
 	var out []*expectation
 	last := map[string]*expectation{}
 	for _, e := range exp {
-		if p := last[e.stream]; p != nil && (p.label == "" || e.label == "") && sameRun(p.value, e.value) {
+		if p := last[e.stream]; p != nil && !p.optional && !e.optional && (p.label == "" || e.label == "") && sameRun(p.value, e.value) {
 			pd, ok1 := p.value["delta"].(string)
 			ed, ok2 := e.value["delta"].(string)
 			if ok1 && ok2 && !isPattern(pd) && !isPattern(ed) {
@@ -810,6 +810,12 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 		return &Divergence{Step: step, Message: msg, Got: shorten(canon(obj))}
 	}
 	e := s.exp[s.pos]
+	if e.optional {
+		if r.m.match("", e.value, obj, true, map[string]any{}) != nil {
+			s.pos++ // the optional line is absent
+			return r.next(s, obj, step, idx)
+		}
+	}
 	if e.event && !isEvent {
 		return &Divergence{Step: e.step(), Message: fmt.Sprintf("%s is the response to request %s, but the expected %v event has not arrived: a prompt's events come before its response (S2)",
 			step, strings.TrimPrefix(s.key, "r:"), e.value["type"]), Expected: e.raw, Got: shorten(canon(obj))}
@@ -824,6 +830,26 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 	if e.label != "" {
 		r.matched[e.label] = true
 		r.labelAt[idx] = e.label
+	}
+	return nil
+}
+
+// end is the index after the stream's last required expectation: the
+// optional lines after it may never come.
+func (s *stream) end() int {
+	n := len(s.exp)
+	for n > s.pos && s.exp[n-1].optional {
+		n--
+	}
+	return n
+}
+
+// required is the stream's next expectation that is not optional, or nil.
+func (s *stream) required() *expectation {
+	for _, e := range s.exp[min(s.pos, len(s.exp)):] {
+		if !e.optional {
+			return e
+		}
 	}
 	return nil
 }
@@ -876,8 +902,8 @@ func (r *run) labelsDone(labels []string) bool {
 
 func (r *run) allMatched() bool {
 	for _, s := range r.streams {
-		left := len(s.exp) - s.pos
-		if left == 0 {
+		left := s.end() - s.pos
+		if left <= 0 {
 			continue
 		}
 		if _, ok := r.pendingMatches(s); left == 1 && ok {
@@ -892,8 +918,8 @@ func (r *run) allMatched() bool {
 func (r *run) firstUnmatched() *expectation {
 	var first *expectation
 	for _, s := range r.streams {
-		if s.pos < len(s.exp) && (first == nil || s.exp[s.pos].line < first.line) {
-			first = s.exp[s.pos]
+		if e := s.required(); e != nil && (first == nil || e.line < first.line) {
+			first = e
 		}
 	}
 	return first
@@ -912,8 +938,8 @@ func (r *run) finish(tape *tapeServer) *Divergence {
 		if div := r.flush(s); div != nil {
 			return div
 		}
-		if s.pos < len(s.exp) && (first == nil || s.exp[s.pos].line < first.line) {
-			first, firstStream = s.exp[s.pos], s
+		if e := s.required(); e != nil && (first == nil || e.line < first.line) {
+			first, firstStream = e, s
 		}
 	}
 	if first != nil {

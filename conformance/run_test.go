@@ -67,6 +67,8 @@ func TestBrokenServersFail(t *testing.T) {
 		{mode: fakeEarlyNotice, file: "testdata/fake-hello.txtar", want: []string{"unexpected notice event", "process stream"}},
 		{mode: fakeGood, file: "testdata/neg/fake-tape-mismatch.txtar", want: []string{"model call 1", "/messages/0/content", "say bye"}},
 		{mode: fakeGood, file: "testdata/neg/fake-unused-tape.txtar", want: []string{"1 of 2 tape entries were never requested"}},
+		{mode: fakeGood, file: "testdata/neg/fake-optional-mismatch.txtar", want: []string{"expect line 9", "/result/protocol", `"three"`}},
+		{mode: fakeAnswerTwice, file: "testdata/fake-optional.txtar", want: []string{"answered twice", "F2"}},
 		{mode: fakeGood, file: "testdata/neg/fake-wrong-text.txtar", want: []string{"joined deltas", "/delta", `"Hello world"`}},
 	}
 	for _, tt := range tests {

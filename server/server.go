@@ -133,7 +133,7 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 			return nil, err
 		}
 		if len(cfgs) > 0 {
-			p.Ext = extension.Start(ctx, cfgs, u)
+			p.Ext = extension.StartWith(ctx, cfgs, u, extension.Options{Version: opts.Version})
 			p.Engine.Ext = extHost{p.Ext}
 		}
 	}
@@ -148,6 +148,10 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	}
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
+	s.relay.Cancelled = func(a extension.Ask) {
+		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Level: "warning", Ask: a.Ask,
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: the extension no longer waits for an answer", a.Ask, a.Method)})
+	}
 	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
 	if err != nil {
 		cancel()

@@ -182,4 +182,5 @@ type Notice struct {
 	Message   string          `json:"message"`
 	Method    string          `json:"method,omitempty"`
 	Params    json.RawMessage `json:"params,omitempty"`
+	Ask       int64           `json:"ask,omitempty"` // the ask this notice cancels
 }

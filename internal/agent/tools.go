@@ -210,8 +210,11 @@ func summary(content string) string {
 			lines++
 		}
 	}
-	if content == "" {
+	switch {
+	case content == "":
 		return "no output"
+	case lines == 1:
+		return "1 line"
 	}
 	return fmt.Sprintf("%d lines", lines)
 }

@@ -473,3 +473,37 @@ func TestCutOff(t *testing.T) {
 		})
 	}
 }
+
+// X2, X3: an ask its extension stops waiting for is reported through
+// Cancelled, once, so the client can close the question; a replied ask is not.
+func TestRelayCancelled(t *testing.T) {
+	asks := make(chan Ask, 4)
+	r := NewRelay(func(a Ask) { asks <- a })
+	var gone []int64
+	r.Cancelled = func(a Ask) { gone = append(gone, a.Ask) }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan json.RawMessage)
+	go func() {
+		res, _ := r.Ask(ctx, "ext", "ui.confirm", nil)
+		done <- res
+	}()
+	first := <-asks
+	cancel()
+	if res := <-done; string(res) != `{"cancelled":true}` {
+		t.Errorf("cancelled ask returned %s", res)
+	}
+
+	go func() {
+		res, _ := r.Ask(context.Background(), "ext", "ui.input", nil)
+		done <- res
+	}()
+	second := <-asks
+	if err := r.Reply(second.Ask, json.RawMessage(`{"text":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if diff := cmp.Diff([]int64{first.Ask}, gone); diff != "" {
+		t.Errorf("Cancelled calls (-want +got):\n%s", diff)
+	}
+}

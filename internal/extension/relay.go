@@ -23,6 +23,10 @@ var cancelled = json.RawMessage(`{"cancelled":true}`)
 // process from 1, the asks still pending, and the replies.
 type Relay struct {
 	emit func(Ask)
+	// Cancelled, when set, is told of each ask that ended without a reply
+	// because its extension stopped waiting (timeout, crash, interrupted
+	// call), so the client can close the question it shows.
+	Cancelled func(Ask)
 
 	mu      sync.Mutex
 	last    int64
@@ -58,12 +62,16 @@ func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMess
 		return res, nil
 	case <-ctx.Done():
 		r.mu.Lock()
-		defer r.mu.Unlock()
 		if _, ok := r.pending[n]; !ok {
+			r.mu.Unlock()
 			return <-ch, nil // the reply won the race
 		}
 		delete(r.pending, n)
 		r.closed[n] = false
+		r.mu.Unlock()
+		if r.Cancelled != nil {
+			r.Cancelled(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params})
+		}
 		return cancelled, nil
 	}
 }
