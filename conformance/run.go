@@ -140,6 +140,12 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: c.Skip}
 		return res
 	}
+	for _, cmd := range c.Requires {
+		if _, err := exec.LookPath(cmd); err != nil {
+			res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: "needs " + cmd + " on PATH (a fixture extension runs with it)"}
+			return res
+		}
+	}
 	start := time.Now()
 	r := newRun(c, o)
 	div, err := r.exec(ctx)

@@ -118,3 +118,15 @@ func timeoutScale() float64 {
 	}
 	return 1
 }
+
+// A case whose fixture needs a command that is not on PATH reports SKIP,
+// naming it, instead of failing for a reason unrelated to the server.
+func TestRequiresMissingCommand(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/*.txtar")
+	c := loadTestCase(t, paths[0])
+	c.Requires = []string{"no-such-interpreter-e2e"}
+	r := Run(context.Background(), c, fakeOptions(fakeGood))
+	if r.Verdict != Skip || r.Divergence == nil || !strings.Contains(r.Divergence.Message, "no-such-interpreter-e2e") {
+		t.Errorf("verdict %v %+v, want SKIP naming the command", r.Verdict, r.Divergence)
+	}
+}
