@@ -130,3 +130,23 @@ func TestRequiresMissingCommand(t *testing.T) {
 		t.Errorf("verdict %v %+v, want SKIP naming the command", r.Verdict, r.Divergence)
 	}
 }
+
+// Chat Completions allows text content as a string or as text parts; tape
+// expectations written with strings match both.
+func TestTextContentForms(t *testing.T) {
+	got := textContent(map[string]any{"messages": []any{
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "a"}, map[string]any{"type": "text", "text": "b"}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{}}}},
+		map[string]any{"role": "user", "content": "plain"},
+	}})
+	msgs := got.(map[string]any)["messages"].([]any)
+	if c := msgs[0].(map[string]any)["content"]; c != "ab" {
+		t.Errorf("text parts became %v, want \"ab\"", c)
+	}
+	if _, ok := msgs[1].(map[string]any)["content"].([]any); !ok {
+		t.Errorf("image parts were rewritten: %v", msgs[1])
+	}
+	if c := msgs[2].(map[string]any)["content"]; c != "plain" {
+		t.Errorf("string content changed: %v", c)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -192,7 +193,7 @@ func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e.Request != nil {
-		if mm := t.check(e.Request, req); mm != nil {
+		if mm := t.check(e.Request, textContent(req)); mm != nil {
 			diverge("the request does not match the tape entry's expectation", mm)
 			return
 		}
@@ -340,4 +341,43 @@ func mergeJSON(base, over any) any {
 		out[k] = mergeJSON(b[k], v)
 	}
 	return out
+}
+
+// textContent rewrites each message whose content is an array of text
+// parts only into the string of those texts joined, the other form Chat
+// Completions allows, so expectations written with strings match either.
+func textContent(req any) any {
+	body, ok := req.(map[string]any)
+	if !ok {
+		return req
+	}
+	msgs, ok := body["messages"].([]any)
+	if !ok {
+		return req
+	}
+	for _, m := range msgs {
+		msg, ok := m.(map[string]any)
+		if !ok {
+			continue
+		}
+		parts, ok := msg["content"].([]any)
+		if !ok || len(parts) == 0 {
+			continue
+		}
+		var text strings.Builder
+		for _, p := range parts {
+			part, ok := p.(map[string]any)
+			s, isText := part["text"].(string)
+			if !ok || part["type"] != "text" || !isText {
+				text.Reset()
+				parts = nil
+				break
+			}
+			text.WriteString(s)
+		}
+		if parts != nil {
+			msg["content"] = text.String()
+		}
+	}
+	return req
 }
