@@ -33,9 +33,10 @@ type Case struct {
 	Stderr       []string          `json:"stderr,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
 	Skip         string            `json:"skip,omitempty"`
-	Requires     []string          `json:"requires,omitempty"` // commands the case's fixtures run, e.g. "python3"
-	Mode         string            `json:"mode,omitempty"`     // "rpc" (default) or "print"
-	Args         []string          `json:"args,omitempty"`     // print mode: the arguments replacing "rpc"
+	Requires     []string          `json:"requires,omitempty"`  // commands the case's fixtures run, e.g. "python3"
+	Untrusted    bool              `json:"untrusted,omitempty"` // do not run "e trust CWD" first (cases about trust, C9)
+	Mode         string            `json:"mode,omitempty"`      // "rpc" (default) or "print"
+	Args         []string          `json:"args,omitempty"`      // print mode: the arguments replacing "rpc"
 
 	File        string `json:"-"` // the txtar file it was loaded from
 	Description string `json:"-"` // the txtar comment
