@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -474,5 +473,3 @@ func (s *Server) session(r *request, id string) (*session, error) {
 	}
 	return ss, nil
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -48,11 +48,7 @@ func TestFraming(t *testing.T) {
 			if code := c.closeInput(); code != 0 {
 				t.Errorf("exit status %d, want 0", code)
 			}
-			var got []string
-			for _, l := range c.seen {
-				got = append(got, l)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, c.seen); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
