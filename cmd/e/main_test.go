@@ -268,6 +268,9 @@ func TestProcessEnd(t *testing.T) {
 		{"shutdown M16", func(r *rpc) { r.send(`{"id":"s","method":"shutdown"}`) }, 0},
 		{"SIGTERM D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
 		{"SIGHUP D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
+		// While e keeps running: the turn's processes go, detached ones too.
+		{"interrupt M8", func(r *rpc) { stopTurn(r, "session.interrupt") }, 0},
+		{"close M14", func(r *rpc) { stopTurn(r, "session.close") }, 0},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,6 +292,22 @@ func TestProcessEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stopTurn sends method for the session of the running prompt, checks that
+// no process of the turn outlives its response while e still runs, then
+// closes e's stdin.
+func stopTurn(r *rpc, method string) {
+	r.t.Helper()
+	sid := gjson.Get(r.seen[0], "result.session").String()
+	r.send(fmt.Sprintf(`{"id":"x","method":%q,"params":{"session":%q}}`, method, sid))
+	r.until(`"id":"x"`)
+	for _, p := range procs() {
+		if strings.Contains(p.cmdline, "sleep 42424") && p.state != "Z" {
+			r.t.Errorf("after %s, %q (pid %d) still runs", method, p.cmdline, p.pid)
+		}
+	}
+	r.in.Close()
 }
 
 func jsonString(s string) (string, error) {
