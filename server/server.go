@@ -267,6 +267,9 @@ func (s *Server) signalled(code int) int {
 // stop ends every running turn and closes every session (D1). Their last
 // events and responses are still written.
 func (s *Server) stop() {
+	// Every turn stops now, one-shot turns (which belong to no session)
+	// included; the writer goes on, so their last lines still get out.
+	s.cancel()
 	s.mu.Lock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {

@@ -340,3 +340,23 @@ func TestSessionSetRejected(t *testing.T) {
 		})
 	}
 }
+
+// D1, O1: EOF stops a running one-shot turn too; its answer still comes.
+func TestEOFStopsOneShot(t *testing.T) {
+	c := startServer(t, serverSetup{})
+	c.send(`{"id":"slow","prompt":"/delay 100000\n/text never"}` + "\n")
+	c.call("c", "session.create", nil) // proves the line above was read
+	c.response(`"c"`)
+	if code := c.closeInput(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	var answer string
+	for _, l := range c.seen {
+		if gjson.Get(l, "id").String() == "slow" {
+			answer = l
+		}
+	}
+	if !gjson.Get(answer, "aborted").Bool() {
+		t.Errorf("one-shot answer %q, want aborted", answer)
+	}
+}
