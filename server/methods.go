@@ -211,27 +211,13 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	if c.Name != nil {
 		h.Name = *c.Name
 	}
-	if save && log == nil {
-		if header != nil {
-			// Resuming a read-only history into a new saved file is not
-			// possible: resume with save writes to the same file.
-			return fail(errf("resume", "internal: no writer"))
-		}
-		log, err = store.Create(s.Home, h)
-		if err != nil {
+	name := ""
+	if header != nil { // resumed: its log's header, and its id
+		h, id, name = *header, header.ID, header.Name // a name entry in the history overrides it
+	} else if save {
+		if log, err = store.Create(s.Home, h); err != nil {
 			return fail(fmt.Errorf("%s: %w", method, err))
 		}
-	}
-	if header != nil {
-		h.ID = header.ID
-		id = header.ID
-		if save {
-			h = *header
-		}
-	}
-	name := ""
-	if header != nil {
-		name = header.Name // a name entry in the history overrides it
 	}
 	sess := s.Engine.NewSession(agent.Options{
 		ID: id, Cwd: cwd, Model: modelID, Effort: effort, Tools: allowed, Log: log,
