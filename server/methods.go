@@ -46,17 +46,23 @@ func init() {
 	methods = slices.Sorted(maps.Keys(handlers))
 }
 
-func decode[T any](r *request) T {
+// decode reads params the schema accepted into T. Where the schema is
+// wider than Go's types (a number beyond int64), it answers r with an error
+// and reports false: a request never brings the server down.
+func decode[T any](s *Server, r *request) (T, bool) {
 	var v T
-	// The schema accepted params already; a failure here is a schema bug.
 	if err := json.Unmarshal(r.params, &v); err != nil {
-		panic(fmt.Sprintf("server: %s params passed the schema but do not decode: %v", r.method, err))
+		s.writeError(r.id, fmt.Sprintf("%s: params: %v", r.method, err))
+		return v, false
 	}
-	return v
+	return v, true
 }
 
 func (s *Server) hello_(r *request) {
-	p := decode[HelloParams](r)
+	p, ok := decode[HelloParams](s, r)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	s.hello = true
 	s.ask = p.Ask != nil && *p.Ask
@@ -250,7 +256,10 @@ func (s *Server) register(ss *session) {
 }
 
 func (s *Server) sessionCreate(r *request) {
-	p := decode[SessionCreateParams](r)
+	p, ok := decode[SessionCreateParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.create(r.method, "params.", CreateSpec{Cwd: p.Cwd, Model: p.Model, Effort: p.Effort,
 		ToolMode: p.ToolMode, Resume: p.Resume, Name: p.Name, Tools: p.Tools, Save: p.Save})
 	if err != nil {
@@ -270,7 +279,10 @@ func strPtr(s string) *string {
 }
 
 func (s *Server) sessionList(r *request) {
-	p := decode[SessionListParams](r)
+	p, ok := decode[SessionListParams](s, r)
+	if !ok {
+		return
+	}
 	cwd := s.Cwd
 	if p.Cwd != nil {
 		cwd = *p.Cwd
@@ -290,7 +302,10 @@ func (s *Server) sessionList(r *request) {
 }
 
 func (s *Server) sessionInfo(r *request) {
-	p := decode[SessionParams](r)
+	p, ok := decode[SessionParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -302,7 +317,10 @@ func (s *Server) sessionInfo(r *request) {
 }
 
 func (s *Server) sessionPrompt(r *request) {
-	p := decode[SessionPromptParams](r)
+	p, ok := decode[SessionPromptParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -339,7 +357,10 @@ func (s *Server) sessionPrompt(r *request) {
 }
 
 func (s *Server) sessionSteer(r *request) {
-	p := decode[SessionSteerParams](r)
+	p, ok := decode[SessionSteerParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err == nil {
 		err = ss.Steer(p.Text)
@@ -360,7 +381,10 @@ func trimMethod(r *request, err error) string {
 }
 
 func (s *Server) sessionInterrupt(r *request) {
-	p := decode[SessionParams](r)
+	p, ok := decode[SessionParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -374,7 +398,10 @@ func (s *Server) sessionInterrupt(r *request) {
 }
 
 func (s *Server) sessionCompact(r *request) {
-	p := decode[SessionCompactParams](r)
+	p, ok := decode[SessionCompactParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -404,7 +431,10 @@ func (s *Server) sessionCompact(r *request) {
 }
 
 func (s *Server) sessionSet(r *request) {
-	p := decode[SessionSetParams](r)
+	p, ok := decode[SessionSetParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -441,7 +471,10 @@ func (s *Server) sessionSet(r *request) {
 }
 
 func (s *Server) sessionMessages(r *request) {
-	p := decode[SessionParams](r)
+	p, ok := decode[SessionParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -462,7 +495,10 @@ func (s *Server) sessionMessages(r *request) {
 }
 
 func (s *Server) sessionFork(r *request) {
-	p := decode[SessionParams](r)
+	p, ok := decode[SessionParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -489,7 +525,10 @@ func (s *Server) sessionFork(r *request) {
 }
 
 func (s *Server) sessionExport(r *request) {
-	p := decode[SessionExportParams](r)
+	p, ok := decode[SessionExportParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -535,7 +574,10 @@ func exportFile(path, title string, h store.Header, entries []store.Entry) error
 }
 
 func (s *Server) sessionClose(r *request) {
-	p := decode[SessionParams](r)
+	p, ok := decode[SessionParams](s, r)
+	if !ok {
+		return
+	}
 	ss, err := s.session(r, p.Session)
 	if err != nil {
 		s.reply(r, nil, err)
@@ -559,7 +601,10 @@ func (s *Server) sessionClose(r *request) {
 }
 
 func (s *Server) askReply(r *request) {
-	p := decode[AskReplyParams](r)
+	p, ok := decode[AskReplyParams](s, r)
+	if !ok {
+		return
+	}
 	result := p.Result
 	if string(result) == "null" {
 		result = nil
