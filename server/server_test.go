@@ -72,6 +72,7 @@ func TestValidation(t *testing.T) {
 		{"prompt needs session", "session.prompt", `{"prompt":"x"}`, []string{"session.prompt", "params.session"}},
 		{"ask must be boolean", "hello", `{"ask":"yes"}`, []string{"hello", "params.ask"}},
 		{"params null is empty", "models.list", `null`, nil},
+		{"ask beyond any integer type", "ask.reply", `{"ask":1e30}`, []string{"ask.reply", "params.ask"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
