@@ -353,6 +353,12 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if !errors.As(err, &me) {
 			me = &model.Error{Provider: t.info.Provider, Stage: "request", Message: err.Error(), Err: err}
 		}
+		// Every provider-given string is redacted again, on its way to stdout
+		// (events, error_details) as much as to files: the adapter knows the
+		// key it sent, Redact every *_API_KEY of the environment.
+		redacted := *me
+		me = &redacted
+		me.RequestID, me.Type, me.Message, me.Body = store.Redact(me.RequestID), store.Redact(me.Type), store.Redact(me.Message), store.Redact(me.Body)
 		if me.Model == "" {
 			me.Model = t.info.ID
 		}
@@ -398,7 +404,7 @@ func details(me *model.Error, decision string, attempts int) ErrorDetails {
 	d := ErrorDetails{
 		Stage: "model", Provider: me.Provider, Model: me.Model, RequestID: me.RequestID,
 		ErrorType: me.Type, Retryable: me.Retryable, Decision: decision, Attempts: attempts,
-		Message: me.Error(), Diagnostic: store.Redact(truncate(me.Body, 4096)),
+		Message: me.Error(), Diagnostic: truncate(me.Body, 4096),
 		Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if me.Status != 0 {
