@@ -4,6 +4,7 @@
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
 //	e schema [NAME]         print the protocol's JSON Schemas
+//	e export LOG [OUT]      write a saved session as one HTML page
 //	e --version
 package main
 
@@ -32,6 +33,7 @@ const usage = `usage:
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
   e schema [NAME]                      print the JSON Schemas of the protocol
+  e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
   e --version
 
 run options:
@@ -57,6 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTrust(args[1:], stdout, stderr)
 	case "schema":
 		return runSchema(args[1:], stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
 	case "--version", "-version", "version":
 		fmt.Fprintf(stdout, "e %s (%s, commit %s)\n", version, channel(), commit())
 		return 0

@@ -361,6 +361,11 @@ func (s *Session) append(entries ...store.Entry) error {
 }
 
 func (s *Session) appendMessage(m model.Message) error {
+	return s.appendEntry(m, store.Entry{})
+}
+
+// appendEntry records m in e, which may carry the message's metadata.
+func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	if m.Content == nil {
 		m.Content = []model.Part{} // the persisted shape has an array, never null
 	}
@@ -368,7 +373,8 @@ func (s *Session) appendMessage(m model.Message) error {
 	if err != nil {
 		return err
 	}
-	return s.append(store.Entry{Type: "message", Message: b})
+	e.Type, e.Message = store.TypeMessage, b
+	return s.append(e)
 }
 
 func newEntryID() string {
