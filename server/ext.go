@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
 
 	"github.com/e-agent/e/internal/session"
 )
@@ -18,6 +21,11 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 		return nil, session.ErrNoUI // refused at once (X5)
 	}
 	return u.s.relay.Ask(ctx, ext, method, params)
+}
+
+// Approve asks the client before a tool call runs (tool.approve asks).
+func (u ui) Approve(ctx context.Context, session string, c agent.Call, timeout time.Duration) agent.Decision {
+	return approver(u).Approve(ctx, session, c, timeout)
 }
 
 // Notice writes a notice line after hello; before it, notices are held and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
@@ -98,7 +99,8 @@ func (s *Server) modelsList(r *request) (any, error) {
 // createSpec builds the session spec of session.create and one-shot lines.
 func createSpec(p SessionCreateParams) session.Spec {
 	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
-		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save}
+		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
+		Approval: p.Approval, ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
 	if p.Cwd != nil {
 		spec.Cwd = *p.Cwd
 	}
@@ -124,7 +126,16 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		return nil, err
 	}
 	in := ss.Info()
-	return SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path)}, nil
+	return SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
+		Approval: in.Approval}, nil
+}
+
+func millis(ms *int64) *time.Duration {
+	if ms == nil {
+		return nil
+	}
+	d := time.Duration(*ms) * time.Millisecond
+	return &d
 }
 
 func strPtr(s string) *string {
@@ -265,7 +276,12 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SessionSetResult{Model: m, Effort: ef}, nil
+	// The schema bounds both, so this cannot fail after Set succeeded.
+	policy, err := ss.SetApproval(p.Approval, millis(p.ApprovalTimeoutMS))
+	if err != nil {
+		return nil, err
+	}
+	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
 }
 
 func (s *Server) sessionMessages(r *request) (any, error) {

@@ -75,8 +75,12 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
 	s.relay.Cancelled = func(a extension.Ask) {
-		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: the extension no longer waits for an answer", a.Ask, a.Method)})
+		who := "the extension"
+		if a.Method == approveMethod {
+			who = "the tool call"
+		}
+		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s no longer waits for an answer", a.Ask, a.Method, who)})
 	}
 	h, err := session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv}, ui{s})
 	if err != nil {

@@ -27,6 +27,10 @@ type Spec struct {
 	// (C7) under a new session id, so it never shadows an open session.
 	Resume string
 	Name   *string // C8
+	// Approval is the approval policy (never, writes, all; nil: the
+	// process's); ApprovalTimeout bounds each question (nil: none).
+	Approval        *string
+	ApprovalTimeout *time.Duration
 }
 
 // Create makes a session from spec and registers it with the host.
@@ -56,6 +60,7 @@ type creation struct {
 	effort   string
 	tools    []string
 	system   string
+	approval agent.Approval
 }
 
 func paramErr(code Code, param, format string, args ...any) *Error {
@@ -93,6 +98,11 @@ func (h *Host) check(c *creation) error {
 	if err := h.chooseTools(c); err != nil {
 		return err
 	}
+	appr, err := approval(agent.Approval{Policy: h.opts.Approval}, spec.Approval, spec.ApprovalTimeout)
+	if err != nil {
+		return err
+	}
+	c.approval = appr
 	system, needTrust, err := store.Instructions(h.env.Home, c.cwd)
 	if err != nil {
 		return wrap(CodeInternal, "cwd", err)
@@ -221,7 +231,7 @@ func (h *Host) open(c *creation) (*Session, error) {
 	}
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
-		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings,
+		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd)
@@ -243,6 +253,24 @@ func (h *Host) open(c *creation) (*Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// approval returns the approval settings asked for, on top of cur.
+func approval(cur agent.Approval, policy *string, timeout *time.Duration) (agent.Approval, error) {
+	if policy != nil {
+		p, err := agent.CheckPolicy(*policy)
+		if err != nil {
+			return cur, wrap(CodeInvalidParams, "approval", err)
+		}
+		cur.Policy = p
+	}
+	if timeout != nil {
+		if *timeout < 0 {
+			return cur, paramErr(CodeInvalidParams, "approval_timeout_ms", "%v is negative", *timeout)
+		}
+		cur.Timeout = *timeout
+	}
+	return cur, nil
 }
 
 // errClosed is the error of a session used after Close.

@@ -22,6 +22,7 @@ type Options struct {
 	NoTools      bool   // --nt
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
+	Approval     string // --approval: the approval policy of new sessions; "" is never
 
 	Version, Channel, Commit string
 }
@@ -36,8 +37,12 @@ type Env struct {
 // UI is how extensions reach the front end's client (X2–X7); the front
 // end implements it. Ask blocks until the client answers or ctx ends and
 // returns ErrNoUI at once when nobody can be asked (X5). Notice is called
-// from one goroutine, in order.
+// from one goroutine, in order. A UI that is also an Approver answers
+// tool approvals; without one, calls the policy names are denied (e -p).
 type UI = extension.UI
+
+// Approver asks the client whether a tool call may run.
+type Approver = agent.Approver
 
 // Notice is a message from or about an extension, for the person.
 type Notice = extension.Notice
@@ -105,6 +110,9 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if _, err := cat.CheckEffort(def, opts.Effort); err != nil {
 		return nil, fmt.Errorf("--ef: %w", err)
 	}
+	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
+		return nil, fmt.Errorf("--approval: %w", err)
+	}
 	hctx, cancel := context.WithCancel(context.Background())
 	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel,
 		sessions: map[string]*Session{}, engine: &agent.Engine{
@@ -112,6 +120,9 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
 			MaxAttempts: settings.MaxAttempts,
 		}}
+	if a, ok := ui.(Approver); ok {
+		h.engine.Approver = a
+	}
 	if !opts.NoExtensions {
 		cfgs, err := extension.Configs(env.Home, settings.Extensions)
 		if err != nil {

@@ -42,6 +42,7 @@ type Info struct {
 	ID, Cwd, Model, Effort string
 	Path                   string // "" when memory-only
 	Name, Title            string
+	Approval               string // the approval policy
 	Messages               int
 	Running                bool
 }
@@ -59,7 +60,7 @@ func (s *Session) Path() string { return s.path }
 func (s *Session) Info() Info {
 	in := s.a.Info()
 	return Info{ID: s.ID(), Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort, Path: s.path,
-		Name: in.Name, Title: in.Title, Messages: in.Messages, Running: in.Running}
+		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running}
 }
 
 // Turn is one running prompt or compaction. Each has its own done
@@ -243,6 +244,20 @@ func (s *Session) Set(modelID, effort *string) (string, string, error) {
 	return m, ef, nil
 }
 
+// SetApproval changes the approval policy and the time each question
+// waits, for the following calls; nil leaves one as it is. Tools allowed
+// for the session stay allowed. It returns the policy now in force.
+func (s *Session) SetApproval(policy *string, timeout *time.Duration) (string, error) {
+	a, err := approval(s.a.Approval(), policy, timeout)
+	if err != nil {
+		return "", err
+	}
+	if err := s.a.SetApproval(a); err != nil {
+		return "", wrap(CodeInvalidParams, "approval", err)
+	}
+	return a.Policy, nil
+}
+
 // Rename labels the session and records it in its history (C8).
 func (s *Session) Rename(name string) error {
 	if err := s.a.Rename(name); err != nil {
@@ -294,7 +309,7 @@ func (s *Session) Fork(ctx context.Context) (*Session, error) {
 		}
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
-		Tools: s.a.Tools(), Log: log, Entries: entries, Name: in.Name, System: s.a.System()})
+		Tools: s.a.Tools(), Log: log, Entries: entries, Name: in.Name, System: s.a.System(), Approval: s.a.Approval()})
 	fork := newSession(s.h, a, h)
 	s.h.register(fork)
 	return fork, nil
