@@ -36,6 +36,8 @@ type turn struct {
 	toolDefs  []model.ToolDef
 	offered   map[string]bool
 	extension map[string]bool
+	lastCall  store.ModelCall // the last successful model call, for its message's entry
+	prompted  bool            // the prompt is in the history
 }
 
 func (t *turn) emit(ev Event) {
@@ -80,6 +82,11 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 				_ = store.AppendError(path, d)
 			}
 		}
+	}
+	if err != nil && t.prompted {
+		// The log shows where the turn failed (an export shows it there);
+		// a prompt refused before it was recorded leaves nothing.
+		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error()})
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
@@ -157,6 +164,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	if err := s.appendMessage(user); err != nil {
 		return false, err
 	}
+	t.prompted = true
 	// The prompt is the first entry an automatic compaction keeps; the
 	// title entry below must not take its place, or the prompt is lost.
 	turnStart := s.lastEntryID()
@@ -200,7 +208,8 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			}
 			return false, err
 		}
-		if err := s.appendMessage(resp.Message); err != nil {
+		call := t.lastCall
+		if err := s.appendEntry(resp.Message, store.Entry{Call: &call}); err != nil {
 			return false, err
 		}
 		if text := resp.Message.Text(); text != "" || len(resp.Message.ToolCalls()) == 0 {
@@ -322,11 +331,16 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
-		start := t.output.Len() // this attempt's text is what output gets from here
-		partial := func() string { return t.output.String()[start:] }
+		from := t.output.Len() // this attempt's text is what output gets from here
+		partial := func() string { return t.output.String()[from:] }
+		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			if !show {
 				return
 			}
@@ -343,6 +357,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				t.emit(Recovered{Attempts: attempt + 1})
 			}
 			t.usage = t.usage.Add(resp.Usage)
+			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1,
+				DurationMS: time.Since(began).Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: t.info.Cost(resp.Usage)}
+			if !first.IsZero() {
+				t.lastCall.FirstByteMS = first.Sub(start).Milliseconds()
+			}
 			t.emit(UsageEvent{NewUsage(resp.Usage)})
 			return resp, "", nil
 		}
@@ -353,6 +372,12 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if !errors.As(err, &me) {
 			me = &model.Error{Provider: t.info.Provider, Stage: "request", Message: err.Error(), Err: err}
 		}
+		// Every provider-given string is redacted again, on its way to stdout
+		// (events, error_details) as much as to files: the adapter knows the
+		// key it sent, Redact every *_API_KEY of the environment.
+		redacted := *me
+		me = &redacted
+		me.RequestID, me.Type, me.Message, me.Body = store.Redact(me.RequestID), store.Redact(me.Type), store.Redact(me.Message), store.Redact(me.Body)
 		if me.Model == "" {
 			me.Model = t.info.ID
 		}
@@ -367,7 +392,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			// The failed attempt's words must not stay in the output.
 			out := t.output.String()
 			t.output.Reset()
-			t.output.WriteString(out[:start])
+			t.output.WriteString(out[:from])
 			t.emit(Discarded{Reason: "retry", Text: p})
 		}
 		delay := model.Backoff(attempt+1, me)
@@ -398,7 +423,7 @@ func details(me *model.Error, decision string, attempts int) ErrorDetails {
 	d := ErrorDetails{
 		Stage: "model", Provider: me.Provider, Model: me.Model, RequestID: me.RequestID,
 		ErrorType: me.Type, Retryable: me.Retryable, Decision: decision, Attempts: attempts,
-		Message: me.Error(), Diagnostic: store.Redact(truncate(me.Body, 4096)),
+		Message: me.Error(), Diagnostic: truncate(me.Body, 4096),
 		Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if me.Status != 0 {

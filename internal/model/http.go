@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ const (
 	maxErrorBody        = 64 << 10 // read at most this much of an error response
 	maxDiagnostic       = 4 << 10  // Error.Body bound (U2)
 	maxMessage          = 512      // Error.Message bound
+	maxField            = 256      // Error.RequestID and Error.Type bound
 )
 
 // errStall is the cancellation cause set when a provider sends nothing for
@@ -103,10 +105,8 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 		defer c.close()
 		return nil, c.transportErr("connect", err)
 	}
-	c.reqID = resp.Header.Get("x-request-id")
-	if c.reqID == "" {
-		c.reqID = resp.Header.Get("request-id")
-	}
+	// The id is the provider's (or a proxy's) text: it may echo the key.
+	c.reqID = c.field(cmp.Or(resp.Header.Get("x-request-id"), resp.Header.Get("request-id")))
 	c.body = resp.Body
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer c.close()
@@ -251,7 +251,7 @@ func (c *call) fail(stage string, retryable bool, kind, msg string, err error) *
 		Model:     c.p.name + "/" + c.model,
 		Stage:     stage,
 		RequestID: c.reqID,
-		Type:      kind,
+		Type:      c.field(kind),
 		Message:   c.oneLine(msg),
 		Err:       err,
 	}
@@ -358,6 +358,12 @@ func redactSecrets(s, key string) string {
 // oneLine makes msg a short single redacted line.
 func (c *call) oneLine(msg string) string {
 	return truncate(strings.Join(strings.Fields(redactSecrets(msg, c.p.key)), " "), maxMessage)
+}
+
+// field makes a short provider-given value (a request id, an error type)
+// one redacted line of at most maxField bytes.
+func (c *call) field(s string) string {
+	return truncate(strings.Join(strings.Fields(redactSecrets(strings.ToValidUTF8(s, "\uFFFD"), c.p.key)), " "), maxField)
 }
 
 // diagnostic makes raw a bounded redacted text for Error.Body.
