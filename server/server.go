@@ -211,7 +211,7 @@ func (s *Server) Serve() int {
 			s.stop()
 			return s.close(0)
 		case <-s.out.Failed():
-			// The client went away: nobody is left to tell.
+			// The client went away; close says so on stderr.
 			s.stop()
 			return s.close(0)
 		case sig := <-sigs:
@@ -295,10 +295,14 @@ func (s *Server) stop() {
 	s.cancel()
 }
 
-// close flushes the writer and returns code.
+// close flushes the writer and returns code, or 1 when stdout failed: the
+// client stopped reading, and e says so on stderr.
 func (s *Server) close(code int) int {
 	s.cancel()
-	s.out.Close()
+	if err := s.out.Close(); err != nil {
+		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
+		code = max(code, 1)
+	}
 	return code
 }
 
