@@ -147,9 +147,9 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	}
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
-	s.relay.Cancelled = func(a extension.Ask) {
+	s.relay.Cancelled = func(a extension.Ask, why string) {
 		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: the extension no longer waits for an answer", a.Ask, a.Method)})
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
 	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
 	if err != nil {

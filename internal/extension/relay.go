@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -25,8 +26,8 @@ type Relay struct {
 	emit func(Ask)
 	// Cancelled, when set, is told of each ask that ended without a reply
 	// because its extension stopped waiting (timeout, crash, interrupted
-	// call), so the client can close the question it shows.
-	Cancelled func(Ask)
+	// call), and why, so the client can close the question it shows.
+	Cancelled func(a Ask, why string)
 
 	mu      sync.Mutex
 	last    int64
@@ -70,7 +71,11 @@ func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMess
 		r.closed[n] = false
 		r.mu.Unlock()
 		if r.Cancelled != nil {
-			r.Cancelled(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params})
+			why := "the extension no longer waits for an answer"
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				why = cause.Error()
+			}
+			r.Cancelled(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params}, why)
 		}
 		return cancelled, nil
 	}
