@@ -4,6 +4,7 @@
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
 //	e schema [NAME]         print the protocol's JSON Schemas
+//	e export LOG [OUT]      write a saved session as one HTML page
 //	e --version
 package main
 
@@ -32,6 +33,7 @@ const usage = `usage:
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
   e schema [NAME]                      print the JSON Schemas of the protocol
+  e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
   e --version
 
 run options:
@@ -40,6 +42,8 @@ run options:
   --nt, --no-tools       offer no tools
   --ne, --no-extensions  load no extensions
   --no-save              keep sessions memory-only
+  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
+                         extension and MCP tools) or all; e -p has nobody to ask, so it denies them
   --image PATH           attach an image to the prompt (e -p; repeatable)
 `
 
@@ -55,6 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTrust(args[1:], stdout, stderr)
 	case "schema":
 		return runSchema(args[1:], stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
 	case "--version", "-version", "version":
 		fmt.Fprintf(stdout, "e %s (%s, commit %s)\n", version, channel(), commit())
 		return 0
@@ -70,6 +76,7 @@ type runFlags struct {
 	model, effort          string
 	noTools, noExt, noSave bool
 	help, version          bool
+	approval               string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -86,6 +93,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 		fs.BoolVar(&f.noExt, n, false, "load no extensions")
 	}
 	fs.BoolVar(&f.noSave, "no-save", false, "keep sessions memory-only")
+	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
@@ -93,7 +101,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 func (f *runFlags) options() server.Options {
 	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
-		NoSave: f.noSave, Version: version, Channel: channel(), Commit: commit()}
+		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:

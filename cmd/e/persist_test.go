@@ -772,3 +772,50 @@ func TestPrintSaves(t *testing.T) {
 		})
 	}
 }
+
+// M13: e export writes a saved session's page from its log alone: the
+// answer's markdown rendered, the tool call with its result and outcome.
+func TestExportCommand(t *testing.T) {
+	home := t.TempDir()
+	cmd := command(t, "-p", "/tool bash {\"command\":\"echo a && echo b\"}\n/then\n/text **done**", "--json")
+	cmd.Env = append(cmd.Env, "E_HOME="+home)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("e -p: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	log := gjson.Get(lines[len(lines)-1], "path").String()
+	page := filepath.Join(t.TempDir(), "page.html")
+	exp := command(t, "export", log, page)
+	if b, err := exp.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != page {
+		t.Fatalf("e export: %v: %s", err, b)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<strong>done</strong>", `<span class="name">bash</span><span class="badge completed">completed</span>`,
+		"<pre>a\nb\n", "e/offline · "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("page lacks %q:\n%s", want, b)
+		}
+	}
+	checkMode(t, page, 0o600)
+	if err := command(t, "export").Run(); exitCode(err) != 2 {
+		t.Errorf("e export without a log: %v, want exit 2", err)
+	}
+	if err := command(t, "export", filepath.Join(home, "nope.jsonl")).Run(); exitCode(err) != 1 {
+		t.Errorf("e export of a missing log: %v, want exit 1", err)
+	}
+}
+
+// exitCode is err's exit status: 0 for nil, -1 when e did not run.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}

@@ -36,6 +36,8 @@ type turn struct {
 	toolDefs  []model.ToolDef
 	offered   map[string]bool
 	extension map[string]bool
+	lastCall  store.ModelCall // the last successful model call, for its message's entry
+	prompted  bool            // the prompt is in the history
 }
 
 func (t *turn) emit(ev Event) {
@@ -80,6 +82,11 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 				_ = store.AppendError(path, d)
 			}
 		}
+	}
+	if err != nil && t.prompted {
+		// The log shows where the turn failed (an export shows it there);
+		// a prompt refused before it was recorded leaves nothing.
+		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error()})
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
@@ -157,6 +164,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	if err := s.appendMessage(user); err != nil {
 		return false, err
 	}
+	t.prompted = true
 	// The prompt is the first entry an automatic compaction keeps; the
 	// title entry below must not take its place, or the prompt is lost.
 	turnStart := s.lastEntryID()
@@ -200,7 +208,8 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			}
 			return false, err
 		}
-		if err := s.appendMessage(resp.Message); err != nil {
+		call := t.lastCall
+		if err := s.appendEntry(resp.Message, store.Entry{Call: &call}); err != nil {
 			return false, err
 		}
 		if text := resp.Message.Text(); text != "" || len(resp.Message.ToolCalls()) == 0 {
@@ -322,10 +331,15 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
 		var partial strings.Builder
+		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			if !show {
 				return
 			}
@@ -343,6 +357,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				t.emit(Recovered{Attempts: attempt + 1})
 			}
 			t.usage = t.usage.Add(resp.Usage)
+			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1,
+				DurationMS: time.Since(began).Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: t.info.Cost(resp.Usage)}
+			if !first.IsZero() {
+				t.lastCall.FirstByteMS = first.Sub(start).Milliseconds()
+			}
 			t.emit(UsageEvent{NewUsage(resp.Usage)})
 			return resp, "", nil
 		}
