@@ -171,12 +171,6 @@ func (s *Server) sessionInfo(r *request) (any, error) {
 		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: in.Messages, Running: in.Running}, nil
 }
 
-// sink writes a turn's events stamped with its session and request (S2).
-func (s *Server) sink(ss *session.Session, r *request) func(agent.Event) {
-	id := ss.ID()
-	return func(ev agent.Event) { s.writeRaw(stamp(ev, id, r.id)) }
-}
-
 // started records that r answers turn t, and returns the later that
 // writes r's response when t ends.
 func (s *Server) started(r *request, t *session.Turn, result func() (any, error)) later {
@@ -216,7 +210,7 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 	if p.Images != nil {
 		images = *p.Images
 	}
-	t, err := ss.Prompt(s.ctx, p.Prompt, images, s.sink(ss, r))
+	t, err := ss.Prompt(s.ctx, p.Prompt, images, s.events(ss.ID(), r.id))
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +247,7 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 	if p.Focus != nil {
 		focus = *p.Focus
 	}
-	t, err := ss.Compact(s.ctx, focus, s.sink(ss, r))
+	t, err := ss.Compact(s.ctx, focus, s.events(ss.ID(), r.id))
 	if err != nil {
 		return nil, err
 	}
