@@ -87,6 +87,23 @@ type CreateSpec struct {
 	Cwd, Model, Effort, ToolMode, Resume, Name *string
 	Tools                                      *[]string
 	Save                                       *bool
+	Approval                                   *string // approval policy: never, writes, all
+	ApprovalTimeoutMS                          *int64
+}
+
+// approval returns the approval settings a spec asks for, on top of cur.
+func approval(cur agent.Approval, policy *string, timeoutMS *int64) (agent.Approval, error) {
+	if policy != nil {
+		p, err := agent.CheckPolicy(*policy)
+		if err != nil {
+			return cur, err
+		}
+		cur.Policy = p
+	}
+	if timeoutMS != nil {
+		cur.Timeout = time.Duration(*timeoutMS) * time.Millisecond
+	}
+	return cur, nil
 }
 
 // toolNames returns every tool name the process knows: built-in and extension.
@@ -187,6 +204,10 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	if err != nil {
 		return fail(errf("effort", "%v", err))
 	}
+	appr, err := approval(agent.Approval{Policy: s.Opts.Approval}, c.Approval, c.ApprovalTimeoutMS)
+	if err != nil {
+		return fail(errf("approval", "%v", err))
+	}
 	// Tools narrow what the process allows, never widen it (C3, C4, L1).
 	all := s.toolNames()
 	allowed := all
@@ -227,7 +248,7 @@ func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) 
 	}
 	sess := s.Engine.NewSession(agent.Options{
 		ID: id, Cwd: cwd, Model: modelID, Effort: effort, Tools: allowed, Log: log,
-		Entries: entries, System: instructions, Name: name, Warnings: warnings,
+		Entries: entries, System: instructions, Name: name, Warnings: warnings, Approval: appr,
 	})
 	if c.Name != nil && header != nil {
 		if err := sess.Rename(*c.Name); err != nil {
@@ -261,14 +282,16 @@ func (s *Server) sessionCreate(r *request) {
 		return
 	}
 	ss, err := s.create(r.method, "params.", CreateSpec{Cwd: p.Cwd, Model: p.Model, Effort: p.Effort,
-		ToolMode: p.ToolMode, Resume: p.Resume, Name: p.Name, Tools: p.Tools, Save: p.Save})
+		ToolMode: p.ToolMode, Resume: p.Resume, Name: p.Name, Tools: p.Tools, Save: p.Save,
+		Approval: p.Approval, ApprovalTimeoutMS: p.ApprovalTimeoutMS})
 	if err != nil {
 		s.writeError(r.id, err.Error())
 		return
 	}
 	s.register(ss)
 	in := ss.Info()
-	s.writeResult(r.id, SessionCreateResult{Session: ss.ID(), Model: in.Model, Effort: in.Effort, Cwd: ss.Cwd(), Path: strPtr(in.Path)})
+	s.writeResult(r.id, SessionCreateResult{Session: ss.ID(), Model: in.Model, Effort: in.Effort, Cwd: ss.Cwd(),
+		Path: strPtr(in.Path), Approval: ss.Approval().Policy})
 }
 
 func strPtr(s string) *string {
@@ -462,12 +485,20 @@ func (s *Server) sessionSet(r *request) {
 		s.writeError(r.id, r.method+": params.model: "+err.Error())
 		return
 	}
+	appr, err := approval(ss.Approval(), p.Approval, p.ApprovalTimeoutMS)
+	if err != nil {
+		s.writeError(r.id, r.method+": params.approval: "+err.Error())
+		return
+	}
 	m, ef, err := ss.Set(p.Model, p.Effort)
+	if err == nil {
+		err = ss.SetApproval(appr)
+	}
 	if err != nil {
 		s.writeError(r.id, r.method+": "+err.Error())
 		return
 	}
-	s.writeResult(r.id, SessionSetResult{Model: m, Effort: ef})
+	s.writeResult(r.id, SessionSetResult{Model: m, Effort: ef, Approval: appr.Policy})
 }
 
 func (s *Server) sessionMessages(r *request) {

@@ -38,6 +38,7 @@ type Options struct {
 	NoTools      bool   // --nt
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save
+	Approval     string // --approval: the approval policy of new sessions; "" is never
 
 	Version, Channel, Commit string
 }
@@ -121,6 +122,9 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 	if _, err := cat.CheckEffort(def, opts.Effort); err != nil {
 		return nil, fmt.Errorf("--ef: %w", err)
 	}
+	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
+		return nil, fmt.Errorf("--approval: %w", err)
+	}
 	p := &Process{Opts: opts, Home: home, Cwd: cwd, Settings: settings, Default: def, Engine: &agent.Engine{
 		Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 		CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
@@ -148,8 +152,12 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
 	s.relay.Cancelled = func(a extension.Ask) {
-		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: the extension no longer waits for an answer", a.Ask, a.Method)})
+		who := "the extension"
+		if a.Method == approveMethod {
+			who = "the tool call"
+		}
+		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s no longer waits for an answer", a.Ask, a.Method, who)})
 	}
 	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
 	if err != nil {
@@ -158,6 +166,7 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 		return nil, err
 	}
 	s.Process = p
+	p.Engine.Approver = approver{s}
 	return s, nil
 }
 

@@ -45,14 +45,18 @@ type SessionCreateParams struct {
 	Save     *bool     `json:"save"`
 	Resume   *string   `json:"resume"`
 	Name     *string   `json:"name"`
+	// Approval is the approval policy; ApprovalTimeoutMS bounds each question.
+	Approval          *string `json:"approval"`
+	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
 }
 
 type SessionCreateResult struct {
-	Session string  `json:"session"`
-	Model   string  `json:"model"`
-	Effort  string  `json:"effort"`
-	Cwd     string  `json:"cwd"`
-	Path    *string `json:"path"`
+	Session  string  `json:"session"`
+	Model    string  `json:"model"`
+	Effort   string  `json:"effort"`
+	Cwd      string  `json:"cwd"`
+	Path     *string `json:"path"`
+	Approval string  `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
 }
 
 type SessionListParams struct {
@@ -112,14 +116,17 @@ type SessionCompactResult struct {
 }
 
 type SessionSetParams struct {
-	Session string  `json:"session"`
-	Model   *string `json:"model"`
-	Effort  *string `json:"effort"`
+	Session           string  `json:"session"`
+	Model             *string `json:"model"`
+	Effort            *string `json:"effort"`
+	Approval          *string `json:"approval"`
+	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
 }
 
 type SessionSetResult struct {
-	Model  string `json:"model"`
-	Effort string `json:"effort"`
+	Model    string `json:"model"`
+	Effort   string `json:"effort"`
+	Approval string `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
 }
 
 type SessionMessagesResult struct {
@@ -176,8 +183,9 @@ type OneShot struct {
 
 // Notice is a process line about extensions (X6, X7).
 type Notice struct {
-	Type      string          `json:"type"` // "notice"
-	Extension string          `json:"extension"`
+	Type      string          `json:"type"`                // "notice"
+	Extension string          `json:"extension,omitempty"` // "" for a notice about an approval ask
+	Session   string          `json:"session,omitempty"`   // the approval ask's session
 	Level     string          `json:"level"`
 	Message   string          `json:"message"`
 	Method    string          `json:"method,omitempty"`

@@ -42,6 +42,8 @@ run options:
   --nt, --no-tools       offer no tools
   --ne, --no-extensions  load no extensions
   --no-save              keep sessions memory-only
+  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
+                         extension and MCP tools) or all; e -p has nobody to ask, so it denies them
   --image PATH           attach an image to the prompt (e -p; repeatable)
 `
 
@@ -74,6 +76,7 @@ type runFlags struct {
 	model, effort          string
 	noTools, noExt, noSave bool
 	help, version          bool
+	approval               string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -90,6 +93,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 		fs.BoolVar(&f.noExt, n, false, "load no extensions")
 	}
 	fs.BoolVar(&f.noSave, "no-save", false, "keep sessions memory-only")
+	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
@@ -97,7 +101,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 func (f *runFlags) options() server.Options {
 	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
-		NoSave: f.noSave, Version: version, Channel: channel(), Commit: commit()}
+		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:

@@ -26,10 +26,13 @@ type Extensions interface {
 
 // Engine holds what every session of a process shares.
 type Engine struct {
-	Catalog         *model.Catalog
-	Procs           *tool.Procs
-	Ext             Extensions // nil: none
-	ToolConcurrency int        // wave size (L2); 0 means 8
+	Catalog *model.Catalog
+	Procs   *tool.Procs
+	Ext     Extensions // nil: none
+	// Approver asks the client before calls the session's approval policy
+	// names; nil: such calls are denied at once (e -p).
+	Approver        Approver
+	ToolConcurrency int // wave size (L2); 0 means 8
 	// CompactThreshold is the fraction of the model's context window above
 	// which a turn compacts before its next model call (S4); 0 means 0.8.
 	CompactThreshold float64
@@ -59,6 +62,9 @@ type Options struct {
 	Entries []store.Entry // history to start from (resume, fork)
 	Name    string
 	System  string // instructions (trusted AGENTS.md)
+	// Approval is the approval policy (ApproveNever, ApproveWrites,
+	// ApproveAll; "" means never) and the time a question waits.
+	Approval Approval
 	// Warnings are said on the session's first turn, e.g. what resuming
 	// its log repaired or skipped.
 	Warnings []string
@@ -82,7 +88,10 @@ type Session struct {
 	entries  []store.Entry
 	nextCall int
 	warned   bool
-	pending  []string // warnings for the first turn
+	approval Approval
+	// alwaysAllowed holds the tools the client allowed for the session.
+	alwaysAllowed map[string]bool
+	pending       []string // warnings for the first turn
 
 	running bool
 	cancel  context.CancelFunc // of the running turn
@@ -107,7 +116,10 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: append([]store.Entry(nil), opts.Entries...),
-		pending: opts.Warnings,
+		pending: opts.Warnings, approval: opts.Approval,
+	}
+	if s.approval.Policy == "" {
+		s.approval.Policy = ApproveNever
 	}
 	for _, en := range s.entries {
 		if en.Type == "title" {

@@ -49,15 +49,18 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 		switch {
 		case !t.offered[p.part.Name]:
 			t.end(p, "failed", "not offered", fmt.Sprintf("tool %q is not available in this session", p.part.Name))
+			continue
 		case t.s.eng.Ext != nil:
 			if ok, reason := t.s.eng.Ext.Gate(t.ctx, s.id, p.part.Name, p.part.Arguments); !ok {
 				t.end(p, "denied", "denied", "denied: "+reason)
 				continue
 			}
-			todo = append(todo, p)
-		default:
-			todo = append(todo, p)
 		}
+		if outcome, reason := t.approve(p.call); outcome != "" {
+			t.end(p, outcome, outcome, outcome+": "+reason)
+			continue
+		}
+		todo = append(todo, p)
 	}
 
 	size := s.eng.ToolConcurrency
