@@ -151,13 +151,16 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	}
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
-	s.relay.Cancelled = func(a extension.Ask) {
-		who := "the extension"
-		if a.Method == approveMethod {
-			who = "the tool call"
+	s.relay.Cancelled = func(a extension.Ask, why string) {
+		if why == "" {
+			who := "the extension"
+			if a.Method == approveMethod {
+				who = "the tool call"
+			}
+			why = who + " no longer waits for an answer"
 		}
 		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s no longer waits for an answer", a.Ask, a.Method, who)})
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
 	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
 	if err != nil {
@@ -220,7 +223,7 @@ func (s *Server) Serve() int {
 			s.stop()
 			return s.close(0)
 		case <-s.out.Failed():
-			// The client went away: nobody is left to tell.
+			// The client went away; close says so on stderr.
 			s.stop()
 			return s.close(0)
 		case sig := <-sigs:
@@ -304,10 +307,14 @@ func (s *Server) stop() {
 	s.cancel()
 }
 
-// close flushes the writer and returns code.
+// close flushes the writer and returns code, or 1 when stdout failed: the
+// client stopped reading, and e says so on stderr.
 func (s *Server) close(code int) int {
 	s.cancel()
-	s.out.Close()
+	if err := s.out.Close(); err != nil {
+		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
+		code = max(code, 1)
+	}
 	return code
 }
 
