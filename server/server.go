@@ -449,14 +449,16 @@ func (s *Server) reply(r *request, result any, err error) {
 	s.writeResult(r.id, result)
 }
 
-// stamp returns ev as a line stamped with its session and request (S2).
-func stamp(ev agent.Event, sess string, req json.RawMessage) []byte {
-	b, err := agent.Marshal(ev)
-	if err != nil {
-		panic("server: marshal event: " + err.Error())
+// events returns the sink of one turn's events: each is stamped with its
+// session and request (S2) and queued. The buffer is reused, as the writer
+// copies each line and a turn calls its sink from one goroutine at a time.
+func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
+	st := agent.NewStamp(sess, req)
+	var buf []byte
+	return func(ev agent.Event) {
+		buf = st.Append(buf[:0], ev)
+		s.writeRaw(buf)
 	}
-	sid, _ := json.Marshal(sess)
-	return concat(string(b[:len(b)-1]), `,"session":`, sid, `,"request":`, req, `}`)
 }
 
 func concat(parts ...any) []byte {

@@ -354,7 +354,8 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
-		var partial strings.Builder
+		from := t.output.Len() // this attempt's text is what output gets from here
+		partial := func() string { return t.output.String()[from:] }
 		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
 			if first.IsZero() {
@@ -365,7 +366,6 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			}
 			switch d.Kind {
 			case model.DeltaText:
-				partial.WriteString(d.Text)
 				t.output.WriteString(d.Text)
 				t.emit(Text{Delta: d.Text})
 			case model.DeltaReasoning:
@@ -386,7 +386,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			return resp, "", nil
 		}
 		if t.ctx.Err() != nil {
-			return nil, partial.String(), t.ctx.Err()
+			return nil, partial(), t.ctx.Err()
 		}
 		var me *model.Error
 		if !errors.As(err, &me) {
@@ -406,13 +406,13 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			decision = "exhausted"
 		}
 		if !me.Retryable || attempt+1 >= maxAttempts {
-			return nil, partial.String(), &modelError{err: me, details: details(me, decision, attempt+1)}
+			return nil, partial(), &modelError{err: me, details: details(me, decision, attempt+1)}
 		}
-		if p := partial.String(); p != "" {
+		if p := partial(); p != "" {
 			// The failed attempt's words must not stay in the output.
 			out := t.output.String()
 			t.output.Reset()
-			t.output.WriteString(strings.TrimSuffix(out, p))
+			t.output.WriteString(out[:from])
 			t.emit(Discarded{Reason: "retry", Text: p})
 		}
 		delay := model.Backoff(attempt+1, me)
