@@ -360,8 +360,8 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 		id = json.RawMessage("null")
 	}
 	b, _ := json.Marshal(msg)
-	_ = code // put on the wire with the error-code schema
-	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
+	c, _ := json.Marshal(code)
+	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `,"code":`, c, `}`))
 }
 
 // reply writes the one response of r: its result, or its error.
