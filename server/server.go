@@ -360,6 +360,10 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 		id = json.RawMessage("null")
 	}
 	b, _ := json.Marshal(msg)
+	if code == "" { // a v1 one-shot line: its answers keep the v1 shape (§8)
+		s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
+		return
+	}
 	c, _ := json.Marshal(code)
 	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `,"code":`, c, `}`))
 }
@@ -374,6 +378,9 @@ func (s *Server) reply(r *request, result any, err error) {
 	}
 	if err != nil {
 		msg, code := r.errorText(err)
+		if r.method == oneShotMethod {
+			code = ""
+		}
 		s.writeError(r.id, msg, code)
 	}
 	if r.then != nil {
