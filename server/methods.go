@@ -51,8 +51,8 @@ func init() {
 // and reports false: a request never brings the server down.
 func decode[T any](s *Server, r *request) (T, bool) {
 	var v T
-	if err := json.Unmarshal(r.params, &v); err != nil {
-		s.writeError(r.id, fmt.Sprintf("%s: params: %v", r.method, err))
+	if err := schemas.Decode(r.method, r.params, &v); err != nil {
+		s.writeError(r.id, err.Error())
 		return v, false
 	}
 	return v, true
@@ -655,8 +655,8 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		return
 	}
 	var o OneShot
-	if err := json.Unmarshal(line, &o); err != nil {
-		s.writeError(id, "oneshot: "+err.Error())
+	if err := schemas.DecodeOneShot(line, &o); err != nil {
+		s.writeError(id, err.Error())
 		return
 	}
 	ss, err := s.create("oneshot", "", CreateSpec{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort, ToolMode: o.ToolMode,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxLine is the largest record e accepts: 10 MiB, not counting the LF and
@@ -115,9 +116,15 @@ func (wr *Writer) run() {
 	}
 }
 
-// Write queues one record; a newline is appended. It copies line. It returns
-// ctx.Err() if ctx ends while the queue is full.
+// Write queues one record; a newline is appended. It copies line. Bytes
+// that are not UTF-8 (raw JSON passed through from a peer) become U+FFFD,
+// so every line written is valid UTF-8; outside strings JSON is ASCII, so
+// the line stays valid JSON. It returns ctx.Err() if ctx ends while the
+// queue is full.
 func (wr *Writer) Write(ctx context.Context, line []byte) error {
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
 	rec := make([]byte, len(line)+1)
 	copy(rec, line)
 	rec[len(line)] = '\n'
