@@ -7,30 +7,20 @@ import (
 	"strings"
 )
 
-// Decode reads params that [ValidateParams] accepted into v, a pointer to
-// the method's params struct. JSON Schema counts 2.0 and 1e2 as integers and
-// Go does not, so when Go refuses a number, integers written that way are
-// rewritten as plain ones and decoding is tried again. A value the schema
-// accepts but v cannot hold gets one line naming the field (V3), like
-// "ask.reply: params.ask: 1e30 does not fit in int64", never Go's own words.
-func Decode(method string, params []byte, v any) error {
-	return decodeInto(method, "params", params, v)
-}
-
-// DecodeOneShot reads a one-shot line that [ValidateOneShot] accepted into
-// v, as [Decode] does.
-func DecodeOneShot(line []byte, v any) error {
-	return decodeInto("oneshot", "", line, v)
-}
-
-func decodeInto(prefix, root string, params []byte, v any) error {
-	err := json.Unmarshal(params, v)
+// Decode reads a value that the schemas accepted (a method's params, a
+// one-shot line) into v, a pointer to its struct. JSON Schema counts 2.0 and
+// 1e2 as integers and Go does not, so when Go refuses a number, integers
+// written that way are rewritten as plain ones and decoding is tried again.
+// A value the schema accepts but v cannot hold is a *DecodeError naming the
+// field, never Go's own json: wording (V3).
+func Decode(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return err
 	}
 	if te.Value == "number" || strings.HasPrefix(te.Value, "number ") {
-		if tree, derr := decode(params); derr == nil {
+		if tree, derr := decode(data); derr == nil {
 			if plain, merr := json.Marshal(plainIntegers(tree)); merr == nil {
 				if err = json.Unmarshal(plain, v); !errors.As(err, &te) {
 					return err
@@ -38,17 +28,24 @@ func decodeInto(prefix, root string, params []byte, v any) error {
 			}
 		}
 	}
-	field := root
-	if te.Field != "" && root != "" {
-		field += "." + te.Field
-	} else if te.Field != "" {
-		field = te.Field
-	}
 	got := strings.TrimPrefix(te.Value, "number ")
 	if te.Value == "number" || got != te.Value {
-		return fmt.Errorf("%s: %s: %s does not fit in %s", prefix, field, got, te.Type)
+		return &DecodeError{Field: te.Field, Reason: fmt.Sprintf("%s does not fit in %s", got, te.Type)}
 	}
-	return fmt.Errorf("%s: %s: a %s cannot be held as %s", prefix, field, te.Value, te.Type)
+	return &DecodeError{Field: te.Field, Reason: fmt.Sprintf("a %s cannot be held as %s", te.Value, te.Type)}
+}
+
+// DecodeError is a value the schema accepts that Go cannot hold.
+type DecodeError struct {
+	Field  string // dotted path below the decoded value, "" for the value itself
+	Reason string // e.g. "1e30 does not fit in int64"
+}
+
+func (e *DecodeError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
 }
 
 // plainIntegers rewrites every integer-valued number written with a

@@ -6,8 +6,8 @@ import (
 )
 
 // V3, 12.7d: integers written 2.0 or 1e2 are integers (JSON Schema) and
-// decode as such; duplicate keys and values Go cannot hold get one line
-// naming the method and the field, never Go's own json: wording.
+// decode as such; values Go cannot hold get an error naming the field,
+// never Go's own json: wording; duplicate keys one V3 line.
 func TestDecode(t *testing.T) {
 	type params struct {
 		Ask   int64   `json:"ask"`
@@ -23,15 +23,15 @@ func TestDecode(t *testing.T) {
 		{name: "written 3e0", params: `{"ask":3e0}`, wantAsk: 3},
 		{name: "written 30e-1", params: `{"ask":30e-1}`, wantAsk: 3},
 		{name: "negative zero", params: `{"ask":-0.0}`, wantAsk: 0},
-		{name: "too large", params: `{"ask":1e30}`, wantErr: "m: params.ask: 1e30 does not fit in int64"},
-		{name: "nested field", params: `{"inner":{"ask":1e30}}`, wantErr: "m: params.inner.ask: 1e30 does not fit in int64"},
-		{name: "a fraction", params: `{"ask":1.5}`, wantErr: "m: params.ask: 1.5 does not fit in int64"},
-		{name: "wrong type", params: `{"ask":"x"}`, wantErr: "m: params.ask: a string cannot be held as int64"},
+		{name: "too large", params: `{"ask":1e30}`, wantErr: "ask: 1e30 does not fit in int64"},
+		{name: "nested field", params: `{"inner":{"ask":1e30}}`, wantErr: "inner.ask: 1e30 does not fit in int64"},
+		{name: "a fraction", params: `{"ask":1.5}`, wantErr: "ask: 1.5 does not fit in int64"},
+		{name: "wrong type", params: `{"ask":"x"}`, wantErr: "ask: a string cannot be held as int64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p params
-			err := Decode("m", []byte(tt.params), &p)
+			err := Decode([]byte(tt.params), &p)
 			switch {
 			case tt.wantErr != "":
 				if err == nil || err.Error() != tt.wantErr {

@@ -11,6 +11,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// ErrMalformed is matched (errors.Is) by Request's error for a line that is
+// not JSON at all, as opposed to valid JSON that is not a request.
+var ErrMalformed = errors.New("malformed JSON")
+
 // Request checks what can be known of a request line before its method
 // runs, and returns its top-level id to answer with. The id is valid JSON
 // and valid UTF-8: its own text (ids are compared by text), except that
@@ -34,11 +38,11 @@ func Request(line []byte) (id json.RawMessage, err error) {
 		case errors.As(uerr, &se) && strings.Contains(se.Error(), "exceeded max depth"):
 			return topID(line), fmt.Errorf("nested more than 10000 levels deep (at byte %d)", se.Offset)
 		case errors.As(uerr, &se):
-			return id, fmt.Errorf("malformed JSON: %s (at byte %d)", se.Error(), se.Offset)
+			return id, fmt.Errorf("%w: %s (at byte %d)", ErrMalformed, se.Error(), se.Offset)
 		case uerr != nil:
-			return id, fmt.Errorf("malformed JSON: %v", uerr)
+			return id, fmt.Errorf("%w: %v", ErrMalformed, uerr)
 		}
-		return id, errors.New("malformed JSON")
+		return id, ErrMalformed
 	}
 	t := bytes.TrimLeft(line, " \t\r\n")
 	if t[0] != '{' {

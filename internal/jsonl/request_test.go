@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -41,6 +42,9 @@ func TestRequest(t *testing.T) {
 				t.Errorf("err = %v, want none", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+			if got, want := errors.Is(err, ErrMalformed), strings.HasPrefix(tt.wantErr, "malformed"); got != want {
+				t.Errorf("errors.Is(err, ErrMalformed) = %v, want %v", got, want)
 			}
 		})
 	}
