@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,49 +25,6 @@ var version = "0.1.0-dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-const usage = `usage:
-  e -p PROMPT [--json] [run options]   run one turn (prompt from the argument and/or piped stdin)
-  e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
-  e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
-  e schema [NAME | --out DIR]          print the JSON Schemas of the protocol, or write them for generators
-  e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
-  e --version
-
-run options:
-  -m, --model ID         model (see models.list); default from settings or the offline model
-  --ef, --effort LEVEL   reasoning effort
-  --nt, --no-tools       offer no tools
-  --ne, --no-extensions  load no extensions
-  --no-save              keep sessions memory-only
-  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
-                         extension and MCP tools) or all; e -p has nobody to ask, so it denies them
-  --image PATH           attach an image to the prompt (e -p; repeatable)
-`
-
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "rpc":
-		return runRPC(args[1:], stdin, stdout, stderr)
-	case "trust":
-		return runTrust(args[1:], stdout, stderr)
-	case "schema":
-		return runSchema(args[1:], stdout, stderr)
-	case "export":
-		return runExport(args[1:], stdout, stderr)
-	case "--version", "-version", "version":
-		fmt.Fprintf(stdout, "e %s (%s, commit %s)\n", version, channel(), commit())
-		return 0
-	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	return runPrint(args, stdin, stdout, stderr)
 }
 
 // runFlags are the options every run mode shares (L1, P6).
@@ -111,7 +67,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, explainFlagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -132,12 +88,9 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// usageError reports a usage problem (exit 2) and where help is.
 func usageError(stderr io.Writer, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	fmt.Fprintf(stderr, "e: %v (see e --help)\n", err)
+	fmt.Fprintf(stderr, "e: %v (see %s)\n", err, helpName(err))
 	return 2
 }
 
@@ -150,7 +103,7 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if f.help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, rpcHelp)
 		return 0
 	}
 	if f.version {
