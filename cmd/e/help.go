@@ -46,6 +46,13 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --nt, --no-tools         offer the model no tools
   --ne, --no-extensions    load no extensions
   --no-save                keep sessions in memory: write no session log
+  --approval POLICY        which tool calls need the client's approval: never (default),
+                           writes or all (e -p has no one to ask: such calls are denied)
+  --system-prompt TEXT     replace e's own system prompt text (the environment, tool
+                           guidance and AGENTS.md are still added); settings: system_prompt
+  --append-system-prompt TEXT
+                           add TEXT at the end of the system prompt, after settings'
+                           append_system_prompt
 `
 
 const environmentHelp = `environment:
@@ -85,6 +92,7 @@ examples:
   e -p "what does this repo do"
   git diff | e -p "review this diff" --no-save
   e -p "/text hello from e" --json        # the offline model: no key needed
+  e -p "fix the failing test" --append-system-prompt "$(cat review-rules.md)"
 `
 
 const rpcHelp = `e rpc serves sessions over JSON Lines: one request per line on stdin, responses, events

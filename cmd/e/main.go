@@ -9,7 +9,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -33,6 +33,7 @@ type runFlags struct {
 	noTools, noExt, noSave bool
 	help, version          bool
 	approval               string
+	system, appendSystem   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -50,14 +51,17 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&f.noSave, "no-save", false, "keep sessions memory-only")
 	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
+	fs.StringVar(&f.system, "system-prompt", "", "replace e's own system prompt text")
+	fs.StringVar(&f.appendSystem, "append-system-prompt", "", "add to the system prompt")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
 }
 
-func (f *runFlags) options() server.Options {
-	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
-		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
+func (f *runFlags) options() session.Options {
+	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
+		NoSave: f.noSave, Approval: f.approval, SystemPrompt: f.system, AppendSystemPrompt: f.appendSystem,
+		Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:
@@ -94,48 +98,17 @@ func usageError(stderr io.Writer, err error) int {
 	return 2
 }
 
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlagSet("rpc", stderr)
-	f.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	if f.help {
-		fmt.Fprint(stdout, rpcHelp)
-		return 0
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "e %s\n", version)
-		return 0
-	}
-	if len(pos) > 0 {
-		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	srv, err := server.New(context.Background(), f.options(), env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	return srv.Serve()
-}
-
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
+// sessionEnv is the process's environment for the session layer.
+func sessionEnv() (session.Env, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	home, err := homeDir()
+	home, err := store.Home()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	return server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
+	return session.Env{Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
 }
 
 func channel() string {
