@@ -38,6 +38,7 @@ type turn struct {
 	extension map[string]bool
 	lastCall  store.ModelCall // the last successful model call, for its message's entry
 	prompted  bool            // the prompt is in the history
+	system    string          // the system prompt, once built
 }
 
 func (t *turn) emit(ev Event) {
@@ -304,14 +305,33 @@ func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDe
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
 }
 
+// systemPrompt returns the turn's system prompt, built on first use.
 func (t *turn) systemPrompt() string {
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	sys := "You are e, a coding agent working in " + t.s.cwd + "."
-	if t.s.system != "" {
-		sys += "\n\n" + t.s.system
+	if t.system != "" {
+		return t.system
 	}
-	return sys
+	s := t.s
+	s.mu.Lock()
+	env, cwd := s.env, s.cwd
+	s.mu.Unlock()
+	if env == "" {
+		env = promptEnv(cwd, time.Now())
+		s.mu.Lock()
+		if s.env == "" {
+			s.env = env
+		}
+		env = s.env
+		s.mu.Unlock()
+	}
+	names := make([]string, len(t.toolDefs))
+	for i, d := range t.toolDefs {
+		names[i] = d.Name
+	}
+	s.mu.Lock()
+	instructions := s.system
+	s.mu.Unlock()
+	t.system = buildPrompt(s.eng.SystemPrompt, s.eng.AppendSystemPrompt, env, t.effort, instructions, names, t.extension)
+	return t.system
 }
 
 // call makes one model call with retries. It returns the text streamed by
