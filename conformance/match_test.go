@@ -220,20 +220,41 @@ func TestCoverageListsUncoveredFirst(t *testing.T) {
 	}
 }
 
-// The schema validator rejects an event without its session stamp (S2)
-// and lets unknown event types through (P8).
+// The schema validator rejects an event without its session stamp (S2);
+// additive by default, it notes unknown fields and event types and lets
+// them through (P8), while Strict refuses them.
 func TestSchemaValidator(t *testing.T) {
-	var v SchemaValidator
-	if err := v.ValidateLine([]byte(`{"type":"text","delta":"x","request":"p1"}`), ""); err == nil {
-		t.Error("event without session accepted")
+	tests := []struct {
+		name, line, method string
+		strict             bool
+		wantErr            string // substring; "" for valid
+		wantNotes          int
+	}{
+		{name: "event without session", line: `{"type":"text","delta":"x","request":"p1"}`, wantErr: "session"},
+		{name: "good event", line: `{"type":"text","delta":"x","session":"s","request":"p1"}`},
+		{name: "unknown event type", line: `{"type":"future_thing","session":"s","request":"p1"}`, wantNotes: 1},
+		{name: "unknown event type, strict", line: `{"type":"future_thing","session":"s","request":"p1"}`, strict: true, wantErr: "future_thing"},
+		{name: "bad result", line: `{"id":1,"result":{"held":"yes"}}`, method: "session.steer", wantErr: "held"},
+		{name: "unknown envelope field", line: `{"id":1,"result":{"held":true},"x_future":1}`, method: "session.steer", wantNotes: 1},
+		{name: "unknown result field", line: `{"id":1,"result":{"held":true,"x_future":{"a":1}}}`, method: "session.steer", wantNotes: 1},
+		{name: "unknown result field, strict", line: `{"id":1,"result":{"held":true,"x_future":1}}`, method: "session.steer", strict: true, wantErr: "/result/x_future"},
+		{name: "unknown error field", line: `{"id":1,"error":"rpc: bad","x_future":true}`, wantNotes: 1},
+		{name: "unknown event field", line: `{"type":"text","delta":"x","session":"s","request":"p1","x_future":"y"}`, wantNotes: 1},
+		{name: "unknown event field, strict", line: `{"type":"text","delta":"x","session":"s","request":"p1","x_future":"y"}`, strict: true, wantErr: "/x_future"},
+		{name: "unknown field still checks the rest", line: `{"type":"text","delta":1,"session":"s","request":"p1","x_future":"y"}`, wantErr: "delta", wantNotes: 1},
 	}
-	if err := v.ValidateLine([]byte(`{"type":"text","delta":"x","session":"s","request":"p1"}`), ""); err != nil {
-		t.Errorf("good event refused: %v", err)
-	}
-	if err := v.ValidateLine([]byte(`{"type":"future_thing","session":"s","request":"p1"}`), ""); err != nil {
-		t.Errorf("unknown event type refused: %v", err)
-	}
-	if err := v.ValidateLine([]byte(`{"id":1,"result":{"held":"yes"}}`), "session.steer"); err == nil {
-		t.Error("bad session.steer result accepted")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			notes, err := SchemaValidator{Strict: tt.strict}.ValidateLine([]byte(tt.line), tt.method)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if len(notes) != tt.wantNotes {
+				t.Errorf("notes %q, want %d", notes, tt.wantNotes)
+			}
+		})
 	}
 }

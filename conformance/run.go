@@ -62,6 +62,9 @@ type Result struct {
 	Stderr       string         `json:"stderr,omitempty"`     // the tail of the server's stderr, on failure
 	Duration     time.Duration  `json:"duration_ns"`
 	Repro        string         `json:"repro,omitempty"`
+	// Notes are what the server printed that the case and the schemas
+	// ignored: unknown fields and event types (additive, P8).
+	Notes []string `json:"notes,omitempty"`
 	// Lines is every line the server printed, in order (not in JSON reports).
 	Lines   []string       `json:"-"`
 	labelAt map[int]string // for Update: which line each label matched
@@ -72,8 +75,10 @@ type Result struct {
 // events and process lines and for responses whose request is unknown,
 // "oneshot" for the answer to a v1 one-shot line, MethodPrint for a line of
 // e -p --json.
+// It returns notes on what it ignored (fields and event types no schema
+// describes, which the protocol's additivity allows).
 type LineValidator interface {
-	ValidateLine(line []byte, method string) error
+	ValidateLine(line []byte, method string) (notes []string, err error)
 }
 
 // MethodPrint is the method LineValidator is given for the lines of e -p
@@ -156,6 +161,7 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	res.Lines = r.received
 	res.labelAt = r.labelAt
 	res.Bindings = r.m.bindings
+	res.Notes = r.notes
 	var skip skipError
 	switch {
 	case errors.As(err, &skip):
@@ -232,6 +238,7 @@ type run struct {
 	sawResult  bool           // print mode: the result line has arrived
 	stdoutText string         // print mode with text output: all of stdout
 	tapeDivs   []*Divergence
+	notes      []string
 	wake       chan struct{} // one pending signal: lines or tape news
 	lineQueue  [][]byte
 	eof        bool
@@ -742,8 +749,8 @@ func (r *run) feed(raw []byte) *Divergence {
 		if !isEvent {
 			method = r.methods[key]
 		}
-		if err := r.o.Validator.ValidateLine(raw, method); err != nil {
-			return &Divergence{Step: step, Message: "line fails the protocol schema: " + err.Error(), Got: shorten(string(raw))}
+		if div := r.validate(raw, method, step); div != nil {
+			return div
 		}
 	}
 	s := r.stream(key)
@@ -752,8 +759,10 @@ func (r *run) feed(raw []byte) *Divergence {
 		if key != "process" && s.responded {
 			return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", typ, key[2:]), Got: shorten(string(raw))}
 		}
-		if !r.c.Strict && !s.types[typ] && key != "process" {
-			return nil // the case does not constrain this type here
+		if !s.types[typ] && (!r.c.Strict && key != "process" || !knownEventType(typ)) {
+			// The case does not constrain this type here; a type no
+			// schema knows never counts unless expected (P8).
+			return nil
 		}
 		return r.event(s, typ, obj, step)
 	}
@@ -765,6 +774,19 @@ func (r *run) feed(raw []byte) *Divergence {
 		return div
 	}
 	return r.next(s, obj, step, len(r.received)-1)
+}
+
+// validate checks a line against the schemas, keeping the validator's
+// notes; r.mu is held.
+func (r *run) validate(raw []byte, method, step string) *Divergence {
+	notes, err := r.o.Validator.ValidateLine(raw, method)
+	for _, n := range notes {
+		r.notes = append(r.notes, step+": "+n)
+	}
+	if err != nil {
+		return &Divergence{Step: step, Message: "line fails the protocol schema: " + err.Error(), Got: shorten(string(raw))}
+	}
+	return nil
 }
 
 // feedPrint matches one line of e -p --json: an event, or the result line
@@ -779,12 +801,12 @@ func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence
 	}
 	r.sawResult = typ == "result"
 	if r.o.Validator != nil {
-		if err := r.o.Validator.ValidateLine(raw, MethodPrint); err != nil {
-			return &Divergence{Step: step, Message: "line fails the protocol schema: " + err.Error(), Got: shorten(string(raw))}
+		if div := r.validate(raw, MethodPrint, step); div != nil {
+			return div
 		}
 	}
 	s := r.stream(printStream)
-	if !r.c.Strict && !s.types[typ] {
+	if !s.types[typ] && (!r.c.Strict || !knownEventType(typ)) {
 		return nil
 	}
 	return r.event(s, typ, obj, step)

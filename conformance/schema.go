@@ -10,43 +10,113 @@ import (
 // SchemaValidator checks lines against the protocol schemas of package
 // schemas: every line by its shape, and a response's result by the schema
 // of the method it answers; the lines of e -p --json (MethodPrint) as
-// unstamped events and the final result line. Events of types the schemas
-// do not know pass:
-// new event types are additive (P8).
-type SchemaValidator struct{}
+// unstamped events and the final result line.
+//
+// The protocol is additive (P8, V2): a field no schema declares and an
+// event of a type the schemas do not know are reported as notes and
+// otherwise ignored, so a newer server passes. Strict turns them into
+// errors: e's own tests use it, so that e prints nothing its schemas do not
+// describe.
+type SchemaValidator struct {
+	Strict bool
+}
 
 // ValidateLine implements LineValidator.
-func (SchemaValidator) ValidateLine(line []byte, method string) error {
-	var head struct {
-		Type   *string         `json:"type"`
-		Result json.RawMessage `json:"result"`
+func (sv SchemaValidator) ValidateLine(line []byte, method string) ([]string, error) {
+	v, err := decode(line)
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
-	if err := json.Unmarshal(line, &head); err != nil {
-		return fmt.Errorf("not a JSON object: %w", err)
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object")
 	}
-	if method == MethodPrint {
-		switch {
-		case head.Type != nil && *head.Type == "result":
-			return schemas.ValidateResultLine(line)
-		case head.Type != nil:
-			if _, known := schemas.Schema("events/" + *head.Type); !known {
-				return nil
+	typ, hasType := obj["type"].(string)
+	_, typed := obj["type"]
+	if typed && !hasType {
+		return nil, schemas.ValidateLine(line) // names the bad type field
+	}
+	var shape []snode
+	add := func(name string) {
+		if n, ok := schemaNamed(name); ok {
+			shape = append(shape, n)
+		}
+	}
+	switch {
+	case hasType && typ == "ask" && method != MethodPrint:
+		add("lines/ask")
+	case hasType && typ == "notice" && method != MethodPrint:
+		add("lines/notice")
+	case hasType && method == MethodPrint && typ == "result":
+		add("lines/result")
+	case hasType:
+		if _, known := schemas.Schema("events/" + typ); !known {
+			if sv.Strict {
+				return nil, fmt.Errorf("event type %q is in no schema (--strict: e prints only what its schemas describe)", typ)
+			}
+			return []string{fmt.Sprintf("event type %q is in no schema: ignored, new event types are additive (P8)", typ)}, nil
+		}
+		add("events/" + typ)
+		if method != MethodPrint {
+			add("lines/event")
+		}
+	case obj["result"] != nil:
+		add("envelope/response")
+		if method != "" && method != "oneshot" {
+			if n, ok := schemaNamed(method + ".result"); ok {
+				shape = append(shape, snode{file: "", v: map[string]any{"properties": map[string]any{"result": refTo{file: n.file, v: n.v}}}})
 			}
 		}
-		return schemas.ValidateEvent(line, false)
+	case obj["output"] != nil || method == "oneshot":
+		add("oneshot/answer")
+	default:
+		add("envelope/error")
 	}
-	if head.Type != nil && *head.Type != "ask" && *head.Type != "notice" {
-		if _, known := schemas.Schema("events/" + *head.Type); !known {
-			return nil
+	var notes []string
+	if unknown := unknownFields(obj, shape...); len(unknown) > 0 {
+		if sv.Strict {
+			return nil, fmt.Errorf("field %s is in no schema (--strict: e prints only what its schemas describe)", unknown[0])
 		}
+		for _, p := range unknown {
+			notes = append(notes, fmt.Sprintf("field %s is in no schema: ignored, new fields are additive (P8)", p))
+		}
+		if line, err = json.Marshal(withoutPointers(obj, unknown)); err != nil {
+			return nil, err
+		}
+	}
+	return notes, validateKnown(line, method, typ, hasType)
+}
+
+// validateKnown checks a line whose fields the schemas all declare.
+func validateKnown(line []byte, method, typ string, hasType bool) error {
+	if method == MethodPrint {
+		if typ == "result" {
+			return schemas.ValidateResultLine(line)
+		}
+		return schemas.ValidateEvent(line, false)
 	}
 	if err := schemas.ValidateLine(line); err != nil {
 		return err
 	}
-	if head.Type == nil && head.Result != nil && method != "" && method != "oneshot" {
+	var head struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return err
+	}
+	if !hasType && head.Result != nil && method != "" && method != "oneshot" {
 		if _, known := schemas.Schema(method + ".result"); known {
 			return schemas.ValidateResult(method, head.Result)
 		}
 	}
 	return nil
+}
+
+// knownEventType reports whether some schema describes lines of type t.
+func knownEventType(t string) bool {
+	if t == "ask" || t == "notice" || t == "result" {
+		return true
+	}
+	_, ok := schemas.Schema("events/" + t)
+	return ok
 }

@@ -62,6 +62,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	known := fs.String("known-failing", "", "file of case ids expected to fail; such a case passing fails the run")
 	scale := fs.Float64("timeout-scale", 1, "multiply every case's timeout (slow machines, -race builds)")
 	levels := fs.String("level", "MUST,SHOULD,MAY", "levels to run; others are skipped")
+	strict := fs.Bool("strict", false, "fail fields and event types no schema describes (default: additive, reported as notes)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: e-conformance [flags] [case-glob …]\n       e-conformance record --out FILE -- CMD ARGS\n       e-conformance coverage [--cases DIR]\n")
 		fs.PrintDefaults()
@@ -95,7 +96,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, l := range strings.Split(*levels, ",") {
 		wantLevel[strings.ToUpper(strings.TrimSpace(l))] = true
 	}
-	opts := conformance.Options{Server: argv, TimeoutScale: *scale, Validator: conformance.SchemaValidator{}}
+	opts := conformance.Options{Server: argv, TimeoutScale: *scale, Validator: conformance.SchemaValidator{Strict: *strict}}
 
 	results := make([]*conformance.Result, len(cases))
 	var mu sync.Mutex // serialises printing

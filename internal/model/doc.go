@@ -78,9 +78,10 @@
 // above (so the summary holds no directive lines). Directives are not
 // followed in a compaction request.
 //
-// Without /usage, usage is Input = the characters (runes) of the system
-// prompt, every part's text and every tool call's arguments, divided by 4,
-// at least 1; Output = the text and reasoning words streamed plus one per
+// Without /usage, usage is Input = 100 for the system prompt whatever it
+// says, plus one per word (run of non-space characters) of every part's
+// text and every tool call's arguments, at least 1, so that the counts do
+// not depend on the machine, the date or the temp dir; Output = the text and reasoning words streamed plus one per
 // tool call; no cache tokens.
 //
 // The offline model ignores tools offered and effort: it calls whatever

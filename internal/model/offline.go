@@ -125,7 +125,7 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 	if seg.usage != nil {
 		resp.Usage = *seg.usage
 	} else {
-		resp.Usage = Usage{Input: max(requestChars(req)/4, 1), Output: words + int64(len(seg.calls))}
+		resp.Usage = Usage{Input: max(requestWords(req), 1), Output: words + int64(len(seg.calls))}
 	}
 	return resp, nil
 }
@@ -217,16 +217,28 @@ func nextWord(s string) int {
 	return len(s)
 }
 
-// requestChars counts the characters of the request's text: the system
-// prompt and every part's text and tool-call arguments.
-func requestChars(req *Request) int64 {
-	n := utf8.RuneCountInString(req.System)
+// systemWords is what a system prompt counts, whatever it says: the prompt
+// holds the working directory, the date and the environment, so counting
+// it would make the same session's usage differ between machines and runs
+// (a recorded case must replay in another temp dir, on another day).
+const systemWords = 100
+
+// requestWords counts the request's input: systemWords for a system
+// prompt, plus one per word (a run of non-space characters) of every
+// part's text and tool-call arguments. Counting words, not characters,
+// keeps a path quoted in a tool result or an error one token however long
+// the temp dir holding it is.
+func requestWords(req *Request) int64 {
+	var n int64
+	if req.System != "" {
+		n = systemWords
+	}
 	for _, m := range req.Messages {
 		for _, p := range m.Content {
-			n += utf8.RuneCountInString(p.Text) + utf8.RuneCount(p.Arguments)
+			n += int64(len(strings.Fields(p.Text)) + len(strings.Fields(string(p.Arguments))))
 		}
 	}
-	return int64(n)
+	return n
 }
 
 // parseDirectives splits prompt into segments. It returns nil when prompt

@@ -327,23 +327,31 @@ func TestOfflineUsage(t *testing.T) {
 			want: Usage{Input: 7, Output: 6, CacheRead: 5, CacheWrite5m: 4, CacheWrite1h: 3},
 		},
 		{
-			// 22 characters of prompt /4; 3 text words + 2 reasoning words.
-			name: "default counts characters and words",
+			// 7 words of prompt; 3 text words + 2 reasoning words.
+			name: "default counts words",
 			req:  &Request{Messages: turn("/text a b c\n/think d e", 0)},
-			want: Usage{Input: 5, Output: 5},
+			want: Usage{Input: 7, Output: 5},
 		},
 		{
-			// system 8 + prompt 12 + arguments 2 + tool output 0 = 22 /4 = 5;
+			// system 100 + prompt 3 + arguments 1 + tool output 0 = 104;
 			// "done." is 1 word.
 			name: "default counts system, arguments and results",
 			req:  &Request{System: "be brief", Messages: turn("/tool ls {}\n", 1)},
-			want: Usage{Input: 5, Output: 1},
+			want: Usage{Input: 104, Output: 1},
+		},
+		{
+			// The system prompt holds the cwd, the date and more: any
+			// system prompt counts 100, and a path one word, so that a
+			// recorded session replays in another temp dir (issue 10).
+			name: "default ignores what the system prompt and paths say",
+			req:  &Request{System: "you work in /tmp/e-conformance-123456789/cwd on 2026-12-01, with tools: read, write, edit", Messages: turn("/text see /tmp/e-conformance-1/cwd/a.txt\n", 0)},
+			want: Usage{Input: 103, Output: 2},
 		},
 		{
 			// Each tool call counts one output token.
 			name: "default counts tool calls",
 			req:  &Request{Messages: turn("/tool ls {}\n/tool ls {}", 0)},
-			want: Usage{Input: 5, Output: 2},
+			want: Usage{Input: 6, Output: 2},
 		},
 		{
 			name: "default input is at least 1",

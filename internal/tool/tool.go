@@ -15,6 +15,9 @@ type Spec struct {
 	Description string
 	Parameters  json.RawMessage // JSON Schema (draft 2020-12) of the arguments object
 	Category    string          // "read", "write", "execute", "search", "wait"
+	// Target names the argument tool_batch reports as a call's target ("" when
+	// none); TargetDefault is reported when that argument is absent.
+	Target, TargetDefault string
 }
 
 // Env is what a call runs against.
@@ -47,6 +50,7 @@ var builtins = map[string]*builtin{}
 
 func register(b *builtin) {
 	b.spec.Parameters = schema(b.params)
+	b.spec.Target, b.spec.TargetDefault = b.target, b.dflt
 	builtins[b.spec.Name] = b
 }
 
