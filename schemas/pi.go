@@ -50,9 +50,9 @@ func ValidatePiCommand(line []byte) (string, error) {
 	return t, validateRef(t, "pi/command.json", "/$defs/"+t, v)
 }
 
-// ValidatePiLine checks one line that e writes in the pi dialect: a
+// ValidatePiLine checks one line of the pi dialect other than a command: a
 // response (by its command, or a failure), an extension_ui_request (by its
-// method), a session header, or an event (by its type).
+// method) or response, a session header, or an event (by its type).
 func ValidatePiLine(line []byte) error {
 	v, err := decode(line)
 	if err != nil {
@@ -81,6 +81,8 @@ func ValidatePiLine(line []byte) error {
 		return validateRef("pi extension_ui_request", "pi/extension_ui_request.json", "/$defs/"+meth, v)
 	case "session":
 		return validateRef("pi session header", "pi/session_header.json", "", v)
+	case "extension_ui_response":
+		return validateRef("pi extension_ui_response", "pi/extension_ui_response.json", "", v)
 	}
 	if !slices.Contains(piTypes()["event"], t) || len(t) > 4 && t[:4] == "ame_" {
 		return fmt.Errorf("pi line: unknown type %q", t)

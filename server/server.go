@@ -38,6 +38,9 @@ type Options struct {
 	NoTools      bool   // --nt
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save
+	// Providers are added to those of settings.json (a provider of the same
+	// name replaces it): pi's models.json under e --mode rpc.
+	Providers map[string]model.ProviderConfig
 
 	Version, Channel, Commit string
 }
@@ -103,6 +106,12 @@ func Start(ctx context.Context, opts Options, home, cwd string, getenv func(stri
 	providers, err := model.ParseProviders(settings.Providers)
 	if err != nil {
 		return nil, err
+	}
+	if len(opts.Providers) > 0 && providers == nil {
+		providers = map[string]model.ProviderConfig{}
+	}
+	for name, pc := range opts.Providers {
+		providers[name] = pc
 	}
 	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: getenv,
 		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})

@@ -4,6 +4,7 @@
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
 //	e schema [NAME]         print the protocol's JSON Schemas
+//	e --mode rpc|json …     pi's RPC protocol / JSON event stream, with pi's flags
 //	e --version
 package main
 
@@ -17,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/e-agent/e/internal/pi"
 	"github.com/e-agent/e/server"
 )
 
@@ -32,6 +34,7 @@ const usage = `usage:
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
   e schema [NAME]                      print the JSON Schemas of the protocol
+  e --mode rpc|json [pi options]       speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
   e --version
 
 run options:
@@ -47,6 +50,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if piMode(args) {
+		return runPi(args, stdin, stdout, stderr)
 	}
 	switch args[0] {
 	case "rpc":
@@ -163,6 +169,31 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return srv.Serve()
+}
+
+// piMode reports whether args select pi's dialect: a --mode option before
+// any "--".
+func piMode(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--mode" || strings.HasPrefix(a, "--mode=") {
+			return true
+		}
+	}
+	return false
+}
+
+// runPi is e --mode rpc and e --mode json: pi's CLI surface over e's engine.
+func runPi(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env, err := processEnv(stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	return pi.Main(args, pi.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: env.Cwd, Home: env.Home,
+		Getenv: os.Getenv, Version: version})
 }
 
 func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
