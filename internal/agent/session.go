@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -445,6 +446,15 @@ func History(entries []store.Entry) []model.Message {
 		add(en)
 	}
 	return out
+}
+
+// Summary returns the summary a message of History stands for, when it is
+// the one that replaces compacted history.
+func Summary(m model.Message) (string, bool) {
+	if !isSummary(m) {
+		return "", false
+	}
+	return strings.TrimPrefix(m.Content[0].Text, summaryHeader), true
 }
 
 // summaryHeader starts the message that stands for compacted history.

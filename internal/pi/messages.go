@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 )
@@ -44,6 +45,9 @@ func newConverter(lookup func(string) (model.Info, bool), h store.Header) *conve
 // messages converts one e message to pi messages: a tool message holds
 // one result per call, pi has one message per result.
 func (c *converter) messages(m model.Message, ts int64) []any {
+	if sum, ok := agent.Summary(m); ok {
+		return []any{CompactionSummaryMessage{Role: "compactionSummary", Summary: sum, Timestamp: ts}}
+	}
 	switch m.Role {
 	case model.RoleUser:
 		var imgs []Content
