@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -148,6 +149,10 @@ func LoadCase(path string) (*Case, error) {
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
+	return loadCase(path, data)
+}
+
+func loadCase(path string, data []byte) (*Case, error) {
 	c, err := parseCase(data)
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %s: %w", path, err)
@@ -161,17 +166,33 @@ func LoadCase(path string) (*Case, error) {
 
 // LoadDir loads every *.txtar case of dir, sorted by id.
 func LoadDir(dir string) ([]*Case, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	return loadAll(os.DirFS(dir), dir)
+}
+
+// LoadFS loads every *.txtar case at the root of fsys (such as the cases
+// embedded in e-conformance), sorted by id; name says where they come
+// from, in errors and in each case's File.
+func LoadFS(fsys fs.FS, name string) ([]*Case, error) {
+	return loadAll(fsys, name)
+}
+
+func loadAll(fsys fs.FS, dir string) ([]*Case, error) {
+	names, err := fs.Glob(fsys, "*.txtar")
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
-	if len(paths) == 0 {
+	if len(names) == 0 {
 		return nil, fmt.Errorf("conformance: no *.txtar cases in %s", dir)
 	}
 	var cases []*Case
 	var errs []error
-	for _, p := range paths {
-		c, err := LoadCase(p)
+	for _, n := range names {
+		data, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("conformance: %w", err))
+			continue
+		}
+		c, err := loadCase(filepath.Join(dir, n), data)
 		if err != nil {
 			errs = append(errs, err)
 			continue

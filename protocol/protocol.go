@@ -283,8 +283,10 @@ type AskReplyParams struct {
 	// the ask line's number (asks are numbered from 1; 2^53-1 bounds what every JSON reader
 	// keeps exactly)
 	Ask int64 `json:"ask"`
-	// what the extension's request expects; omitted or null: the extension gets
-	// {"cancelled":true}
+	// what the extension's request expects; for a tool.approve ask {"decision": "allow" |
+	// "allow_session" | "reject", "reason"?: string}: allow_session allows the same tool for the
+	// rest of the session, reject denies the call with the reason; omitted or null: the asker
+	// gets {"cancelled":true} (a tool.approve call is then denied)
 	Result json.RawMessage `json:"result,omitzero"`
 }
 
@@ -385,6 +387,12 @@ type SessionCreateParams struct {
 	Resume *string `json:"resume,omitzero"`
 	// a label for the session (C8)
 	Name *string `json:"name,omitzero"`
+	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+	// before they run (never; writes: write, execute, extension and mcp calls; all)
+	Approval *SessionCreateParamsApproval `json:"approval,omitzero"`
+	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+	// interrupted; an unanswered ask denies its call
+	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
 
 // SessionCreateParamsToolMode is all or none (C3). Schema:
@@ -394,6 +402,17 @@ type SessionCreateParamsToolMode string
 const (
 	SessionCreateParamsToolModeAll  SessionCreateParamsToolMode = "all"
 	SessionCreateParamsToolModeNone SessionCreateParamsToolMode = "none"
+)
+
+// SessionCreateParamsApproval is the approval policy: which tool calls wait for the client's
+// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
+// mcp calls; all). Schema: methods/session.create.params.json#/properties/approval.
+type SessionCreateParamsApproval string
+
+const (
+	SessionCreateParamsApprovalNever  SessionCreateParamsApproval = "never"
+	SessionCreateParamsApprovalWrites SessionCreateParamsApproval = "writes"
+	SessionCreateParamsApprovalAll    SessionCreateParamsApproval = "all"
 )
 
 // SessionCreateResult is the session.create result. M3. Schema:
@@ -406,7 +425,19 @@ type SessionCreateResult struct {
 	Cwd string `json:"cwd"`
 	// the session log's path, null when memory-only (C5)
 	Path *string `json:"path"`
+	// the session's approval policy
+	Approval SessionCreateResultApproval `json:"approval,omitzero"`
 }
+
+// SessionCreateResultApproval is the session's approval policy. Schema:
+// methods/session.create.result.json#/properties/approval.
+type SessionCreateResultApproval string
+
+const (
+	SessionCreateResultApprovalNever  SessionCreateResultApproval = "never"
+	SessionCreateResultApprovalWrites SessionCreateResultApproval = "writes"
+	SessionCreateResultApprovalAll    SessionCreateResultApproval = "all"
+)
 
 // SessionExportParams is the session.export params. Writes the conversation as one HTML page
 // (M13). Unknown fields are accepted (V2); null means the default for every optional field
@@ -529,13 +560,42 @@ type SessionSetParams struct {
 	Session SessionID `json:"session"`
 	Model   *string   `json:"model,omitzero"`
 	Effort  *string   `json:"effort,omitzero"`
+	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+	// before they run (never; writes: write, execute, extension and mcp calls; all)
+	Approval *SessionSetParamsApproval `json:"approval,omitzero"`
+	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+	// interrupted; an unanswered ask denies its call
+	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
+
+// SessionSetParamsApproval is the approval policy: which tool calls wait for the client's
+// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
+// mcp calls; all). Schema: methods/session.set.params.json#/properties/approval.
+type SessionSetParamsApproval string
+
+const (
+	SessionSetParamsApprovalNever  SessionSetParamsApproval = "never"
+	SessionSetParamsApprovalWrites SessionSetParamsApproval = "writes"
+	SessionSetParamsApprovalAll    SessionSetParamsApproval = "all"
+)
 
 // SessionSetResult is the session.set result. M10. Schema: methods/session.set.result.json.
 type SessionSetResult struct {
 	Model  string `json:"model"`
 	Effort string `json:"effort"`
+	// the session's approval policy
+	Approval SessionSetResultApproval `json:"approval,omitzero"`
 }
+
+// SessionSetResultApproval is the session's approval policy. Schema:
+// methods/session.set.result.json#/properties/approval.
+type SessionSetResultApproval string
+
+const (
+	SessionSetResultApprovalNever  SessionSetResultApproval = "never"
+	SessionSetResultApprovalWrites SessionSetResultApproval = "writes"
+	SessionSetResultApprovalAll    SessionSetResultApproval = "all"
+)
 
 // SessionSteerParams is the session.steer params. Sends a message into the running turn
 // (M7). Unknown fields are accepted (V2); null means the default for every optional field
@@ -940,17 +1000,21 @@ type WarningEvent struct {
 // EventType returns "warning".
 func (WarningEvent) EventType() string { return "warning" }
 
-// AskLine is the ask line. An extension's question, sent after hello with ask:true; answered
-// with ask.reply (X2, X4). Schema: lines/ask.json.
+// AskLine is the ask line. An extension's question (X2, X4), or e's own question before a
+// tool call runs under the session's approval policy (method tool.approve); sent after hello
+// with ask:true, answered with ask.reply. Schema: lines/ask.json.
 type AskLine struct {
 	// Always "ask".
 	Type string `json:"type"`
 	// the number to pass to ask.reply, unique within the process
 	Ask int64 `json:"ask"`
-	// the asking extension
-	Extension string        `json:"extension"`
-	Method    AskLineMethod `json:"method"`
-	// the extension's request as it sent it
+	// the asking extension; absent on tool.approve asks
+	Extension string `json:"extension,omitzero"`
+	// the session whose tool call waits; only on tool.approve asks
+	Session string        `json:"session,omitzero"`
+	Method  AskLineMethod `json:"method"`
+	// the extension's request as it sent it; for tool.approve the call as in tool_batch, plus
+	// timeout_ms when the question is bounded ($defs/approve)
 	Params json.RawMessage `json:"params"`
 }
 
@@ -958,10 +1022,11 @@ type AskLine struct {
 type AskLineMethod string
 
 const (
-	AskLineMethodUIConfirm AskLineMethod = "ui.confirm"
-	AskLineMethodUISelect  AskLineMethod = "ui.select"
-	AskLineMethodUIInput   AskLineMethod = "ui.input"
-	AskLineMethodUIEditor  AskLineMethod = "ui.editor"
+	AskLineMethodUIConfirm   AskLineMethod = "ui.confirm"
+	AskLineMethodUISelect    AskLineMethod = "ui.select"
+	AskLineMethodUIInput     AskLineMethod = "ui.input"
+	AskLineMethodUIEditor    AskLineMethod = "ui.editor"
+	AskLineMethodToolApprove AskLineMethod = "tool.approve"
 )
 
 // EventStamps is the stamped event. What e rpc adds to every event line: the session and the
@@ -972,13 +1037,15 @@ type EventStamps struct {
 	Request json.RawMessage `json:"request"`
 }
 
-// NoticeLine is the notice line. A message from or about an extension, sent only after hello
-// (X6, X7). Schema: lines/notice.json.
+// NoticeLine is the notice line. A message from or about an extension, or about a cancelled
+// tool.approve ask; sent only after hello (X6, X7). Schema: lines/notice.json.
 type NoticeLine struct {
 	// Always "notice".
 	Type string `json:"type"`
-	// the extension concerned
-	Extension string `json:"extension"`
+	// the extension concerned; absent on a notice about a tool.approve ask
+	Extension string `json:"extension,omitzero"`
+	// the session of the cancelled tool.approve ask
+	Session string `json:"session,omitzero"`
 	// info, warning or error
 	Level   string `json:"level"`
 	Message string `json:"message"`

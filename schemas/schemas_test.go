@@ -361,7 +361,10 @@ func TestValidateLine(t *testing.T) {
 		{"stamped event", `{"type":"turn_end","aborted":true,"session":"s1","request":"p1"}`, ""},
 		{"unstamped event", `{"type":"turn_end","aborted":true}`, "event turn_end: request: required"},
 		{"ask (X2)", `{"type":"ask","ask":1,"extension":"deploy","method":"ui.confirm","params":{"title":"Deploy?","message":"to prod"}}`, ""},
-		{"ask of another method", `{"type":"ask","ask":1,"extension":"deploy","method":"ui.notify","params":{}}`, `ask: method: expected "ui.confirm", "ui.select", "ui.input" or "ui.editor", got "ui.notify"`},
+		{"ask of another method", `{"type":"ask","ask":1,"extension":"deploy","method":"ui.notify","params":{}}`, `ask: method: expected "ui.confirm", "ui.select", "ui.input", "ui.editor" or "tool.approve", got "ui.notify"`},
+		{"approval ask (tool.approve)", `{"type":"ask","ask":2,"session":"s1","method":"tool.approve","params":{"id":1,"name":"bash","arguments":{"command":"ls"},"category":"execute","target":"ls"}}`, ""},
+		{"approval ask without its session", `{"type":"ask","ask":2,"method":"tool.approve","params":{}}`, `ask: extension: required`}, // the validator names the first alternative's miss
+		{"notice about an approval ask", `{"type":"notice","session":"s1","ask":2,"level":"warning","message":"cancelled"}`, ""},
 		{"notice (X6)", `{"type":"notice","extension":"deploy","level":"error","message":"crashed"}`, ""},
 		{"notice relaying ui.notify", `{"type":"notice","extension":"deploy","level":"info","message":"hi","method":"ui.notify","params":{"message":"hi"}}`, ""},
 		{"notice without message", `{"type":"notice","extension":"deploy","level":"info"}`, "notice: message: required"},

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/session"
 )
 
 // Wire shapes of e rpc. Each params type is decoded only after its schema
@@ -32,8 +31,8 @@ type HelloResult struct {
 type ModelsListParams struct{}
 
 type ModelsListResult struct {
-	Default string       `json:"default"`
-	Models  []model.Info `json:"models"`
+	Default string              `json:"default"`
+	Models  []session.ModelInfo `json:"models"`
 }
 
 type SessionCreateParams struct {
@@ -45,14 +44,18 @@ type SessionCreateParams struct {
 	Save     *bool     `json:"save"`
 	Resume   *string   `json:"resume"`
 	Name     *string   `json:"name"`
+	// Approval is the approval policy; ApprovalTimeoutMS bounds each question.
+	Approval          *string `json:"approval"`
+	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
 }
 
 type SessionCreateResult struct {
-	Session string  `json:"session"`
-	Model   string  `json:"model"`
-	Effort  string  `json:"effort"`
-	Cwd     string  `json:"cwd"`
-	Path    *string `json:"path"`
+	Session  string  `json:"session"`
+	Model    string  `json:"model"`
+	Effort   string  `json:"effort"`
+	Cwd      string  `json:"cwd"`
+	Path     *string `json:"path"`
+	Approval string  `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
 }
 
 type SessionListParams struct {
@@ -61,7 +64,7 @@ type SessionListParams struct {
 }
 
 type SessionListResult struct {
-	Sessions []store.Summary `json:"sessions"`
+	Sessions []session.Summary `json:"sessions"`
 }
 
 // SessionParams is the params of methods that name only a session.
@@ -112,14 +115,17 @@ type SessionCompactResult struct {
 }
 
 type SessionSetParams struct {
-	Session string  `json:"session"`
-	Model   *string `json:"model"`
-	Effort  *string `json:"effort"`
+	Session           string  `json:"session"`
+	Model             *string `json:"model"`
+	Effort            *string `json:"effort"`
+	Approval          *string `json:"approval"`
+	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
 }
 
 type SessionSetResult struct {
-	Model  string `json:"model"`
-	Effort string `json:"effort"`
+	Model    string `json:"model"`
+	Effort   string `json:"effort"`
+	Approval string `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
 }
 
 type SessionMessagesResult struct {
@@ -129,11 +135,11 @@ type SessionMessagesResult struct {
 // Message is one message of session.messages, in the persisted shape: the
 // log entry's id, parent and time beside the message itself.
 type Message struct {
-	ID      string       `json:"id"`
-	Parent  string       `json:"parent"`
-	Time    time.Time    `json:"time"`
-	Role    string       `json:"role"`
-	Content []model.Part `json:"content"`
+	ID      string         `json:"id"`
+	Parent  string         `json:"parent"`
+	Time    time.Time      `json:"time"`
+	Role    string         `json:"role"`
+	Content []session.Part `json:"content"`
 }
 
 type SessionForkResult struct {
@@ -176,8 +182,9 @@ type OneShot struct {
 
 // Notice is a process line about extensions (X6, X7).
 type Notice struct {
-	Type      string          `json:"type"` // "notice"
-	Extension string          `json:"extension"`
+	Type      string          `json:"type"`                // "notice"
+	Extension string          `json:"extension,omitempty"` // "" for a notice about an approval ask
+	Session   string          `json:"session,omitempty"`   // the approval ask's session
 	Level     string          `json:"level"`
 	Message   string          `json:"message"`
 	Method    string          `json:"method,omitempty"`

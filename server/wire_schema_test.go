@@ -375,6 +375,10 @@ func TestLinesValidate(t *testing.T) {
 			Method: "ui.notify", Params: json.RawMessage(`{"message":"hi"}`)}), schemas.ValidateLine},
 		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
 			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
+		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
+			Params: mustJSON(t, ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
+				Category: "execute", Target: "ls"}, TimeoutMS: ptr(int64(50))})}), schemas.ValidateLine},
+		{"notice of a cancelled approval (A3)", mustJSON(t, Notice{Type: "notice", Session: "s1", Ask: 2, Level: "warning", Message: "cancelled"}), schemas.ValidateLine},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

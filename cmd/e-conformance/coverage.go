@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -9,14 +10,14 @@ import (
 	"github.com/e-agent/e/conformance"
 )
 
-func coverage(args []string, stdout, stderr io.Writer) int {
+func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e-conformance coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("cases", "golden", "directory of *.txtar cases")
+	dir := fs.String("cases", "", "directory of *.txtar cases (default: the built-in golden cases)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cases, err := conformance.LoadDir(*dir)
+	cases, err := loadCases(*dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "e-conformance:", err)
 		return 2

@@ -31,31 +31,44 @@ import (
 	"syscall"
 
 	"github.com/e-agent/e/conformance"
+	"github.com/e-agent/e/golden"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// subcommands are the words e-conformance takes before its flags; without
+// one it runs cases. Each lives in a file of its own.
+var subcommands = map[string]func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"record":   record,
+	"coverage": coverage,
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(args) > 0 {
-		switch args[0] {
-		case "record":
-			return record(ctx, args[1:], stdin, stdout, stderr)
-		case "coverage":
-			return coverage(args[1:], stdout, stderr)
+		if sub, ok := subcommands[args[0]]; ok {
+			return sub(ctx, args[1:], stdin, stdout, stderr)
 		}
 	}
 	return runCases(ctx, args, stdout, stderr)
+}
+
+// loadCases reads the cases of dir, or the embedded ones when dir is "".
+func loadCases(dir string) ([]*conformance.Case, error) {
+	if dir == "" {
+		return conformance.LoadFS(golden.Cases, "golden")
+	}
+	return conformance.LoadDir(dir)
 }
 
 func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e-conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", `server command, e.g. "e rpc" (default: e next to this binary, or on PATH, with rpc)`)
-	dir := fs.String("cases", "golden", "directory of *.txtar cases")
+	dir := fs.String("cases", "", "directory of *.txtar cases (default: the golden cases built into this binary)")
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "cases run in parallel")
 	jsonOut := fs.Bool("json", false, "print one JSON object per case instead of text")
 	junit := fs.String("junit", "", "also write a JUnit XML report to this file")
@@ -75,7 +88,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "e-conformance:", err)
 		return 2
 	}
-	cases, err := conformance.LoadDir(*dir)
+	cases, err := loadCases(*dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "e-conformance:", err)
 		return 2
@@ -116,7 +129,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				r = conformance.Run(ctx, c, opts)
 			}
 			if r.Verdict == conformance.Fail || r.Verdict == conformance.Error {
-				r.Repro = repro(*server, *dir, c.ID)
+				r.Repro = repro(argv, *dir, c.ID)
 			}
 			results[i] = r
 			if !*jsonOut {
@@ -167,6 +180,8 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // serverCommand splits --server, or finds e next to this binary or on PATH.
+// The program is made absolute against the caller's directory (each case
+// runs in a temp dir of its own, so "./e rpc" must not be looked up there).
 func serverCommand(s string) ([]string, error) {
 	if s != "" {
 		argv, err := conformance.SplitCommand(s)
@@ -176,6 +191,11 @@ func serverCommand(s string) ([]string, error) {
 		if len(argv) == 0 {
 			return nil, errors.New("--server is empty")
 		}
+		p, err := absProgram(argv[0])
+		if err != nil {
+			return nil, fmt.Errorf("--server: %w", err)
+		}
+		argv[0] = p
 		return argv, nil
 	}
 	if exe, err := os.Executable(); err == nil {
@@ -188,7 +208,31 @@ func serverCommand(s string) ([]string, error) {
 	if err != nil {
 		return nil, errors.New(`no server: e is neither next to e-conformance nor on PATH; pass --server "CMD ARGS"`)
 	}
+	p, err = filepath.Abs(p)
+	if err != nil {
+		return nil, err
+	}
 	return []string{p, "rpc"}, nil
+}
+
+// absProgram resolves a program the way a shell in the caller's directory
+// would: a name with a slash against the directory, a bare name on PATH.
+func absProgram(name string) (string, error) {
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(p)
+	}
+	p, err := filepath.Abs(name)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s: %w", name, errors.Unwrap(err))
+	}
+	return p, nil
 }
 
 // selectCases keeps the cases whose id or file matches one of the globs.
@@ -216,15 +260,56 @@ func selectCases(cases []*conformance.Case, globs []string) ([]*conformance.Case
 	return out, nil
 }
 
-func repro(server, dir, id string) string {
-	s := "e-conformance"
-	if server != "" {
-		s += " --server " + shellQuote(server)
+// repro is a command that reruns one case from any directory: the server
+// and the cases by absolute paths, the runner by its own.
+func repro(server []string, dir, id string) string {
+	quoted := make([]string, len(server))
+	for i, a := range server {
+		quoted[i] = shellQuote(a)
 	}
-	if dir != "golden" {
+	s := self() + " --server " + shellQuote(strings.Join(quoted, " "))
+	if dir != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
 		s += " --cases " + shellQuote(dir)
 	}
 	return s + " " + shellQuote(id)
+}
+
+// self is how to run this runner again: its own path, or, under go run
+// (whose binary is gone when it exits), go run in the module.
+func self() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "e-conformance"
+	}
+	if !strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return shellQuote(exe)
+	}
+	if root := moduleRoot(); root != "" {
+		return "(cd " + shellQuote(root) + " && go run ./cmd/e-conformance)"
+	}
+	return "e-conformance"
+}
+
+// moduleRoot is the directory of e's go.mod above the working directory, or "".
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/e-agent/e\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 func shellQuote(s string) string {

@@ -63,7 +63,7 @@ func TestExitStatus(t *testing.T) {
 		errOut string // substring of stderr
 	}{
 		{name: "one passes", args: []string{"good-one"}, status: 0, out: "PASS  good-one"},
-		{name: "one fails", args: []string{"bad-one"}, status: 1, out: "repro: e-conformance --server"},
+		{name: "one fails", args: []string{"bad-one"}, status: 1, out: "fake-echo-server' --cases /"},
 		{name: "all with a failure", args: nil, status: 1, errOut: "2 cases: 1 passed, 1 failed"},
 		{name: "known failing", args: []string{"--known-failing", known}, status: 0, errOut: "1 failed (1 known)"},
 		{name: "known failing passes", args: []string{"--known-failing", knownGood}, status: 1, errOut: "good-one is listed"},
@@ -125,5 +125,31 @@ func TestCoverageCommand(t *testing.T) {
 	lines := strings.Split(out.String(), "\n")
 	if !strings.Contains(lines[0], "UNCOVERED") || !strings.Contains(out.String(), "F2    2 cases") {
 		t.Errorf("coverage output:\n%s", out.String())
+	}
+}
+
+// A relative --server is resolved against the caller's directory, not the
+// case's temp dir; the repro line names it absolutely, so that it works
+// from anywhere; without --cases the embedded golden cases load.
+func TestRelativeServer(t *testing.T) {
+	dir := writeCases(t)
+	bin := filepath.Join(t.TempDir(), "srv")
+	if err := os.Symlink(os.Args[0], filepath.Join(filepath.Dir(bin), "srv")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(bin))
+	var out, errOut bytes.Buffer
+	if got := run([]string{"--server", "./srv fake-echo-server", "--cases", dir}, nil, &out, &errOut); got != 1 {
+		t.Fatalf("status %d, want 1 (one case fails)\nstdout:\n%s\nstderr:\n%s", got, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "1 passed, 1 failed") {
+		t.Errorf("stderr: %s", errOut.String())
+	}
+	if want := "--server '" + bin + " fake-echo-server'"; !strings.Contains(out.String(), want) {
+		t.Errorf("repro line lacks %q:\n%s", want, out.String())
+	}
+	cases, err := loadCases("")
+	if err != nil || len(cases) < 100 {
+		t.Errorf("embedded cases: %d, %v", len(cases), err)
 	}
 }

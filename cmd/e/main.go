@@ -3,13 +3,13 @@
 //	e -p PROMPT [flags]     run one turn and exit (P1–P8)
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
-//	e schema [NAME]         print the protocol's JSON Schemas
+//	e schema [NAME | --out DIR]  print the protocol's JSON Schemas
+//	e export LOG [OUT]      write a saved session as one HTML page
 //	e --mode rpc|json …     pi's RPC protocol / JSON event stream, with pi's flags
 //	e --version
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +19,8 @@ import (
 	"strings"
 
 	"github.com/e-agent/e/internal/pi"
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -33,8 +34,9 @@ const usage = `usage:
   e -p PROMPT [--json] [run options]   run one turn (prompt from the argument and/or piped stdin)
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
-  e schema [NAME]                      print the JSON Schemas of the protocol
-  e --mode rpc|json [pi options]       speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
+  e schema [NAME | --out DIR]          print the JSON Schemas of the protocol, or write them for generators
+  e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
+  e --mode rpc|json [pi options]       pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
   e --version
 
 run options:
@@ -43,6 +45,8 @@ run options:
   --nt, --no-tools       offer no tools
   --ne, --no-extensions  load no extensions
   --no-save              keep sessions memory-only
+  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
+                         extension and MCP tools) or all; e -p has nobody to ask, so it denies them
   --image PATH           attach an image to the prompt (e -p; repeatable)
 `
 
@@ -61,6 +65,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTrust(args[1:], stdout, stderr)
 	case "schema":
 		return runSchema(args[1:], stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
 	case "--version", "-version", "version":
 		fmt.Fprintf(stdout, "e %s (%s, commit %s)\n", version, channel(), commit())
 		return 0
@@ -76,6 +82,7 @@ type runFlags struct {
 	model, effort          string
 	noTools, noExt, noSave bool
 	help, version          bool
+	approval               string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -92,14 +99,15 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 		fs.BoolVar(&f.noExt, n, false, "load no extensions")
 	}
 	fs.BoolVar(&f.noSave, "no-save", false, "keep sessions memory-only")
+	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
 }
 
-func (f *runFlags) options() server.Options {
-	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
-		NoSave: f.noSave, Version: version, Channel: channel(), Commit: commit()}
+func (f *runFlags) options() session.Options {
+	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
+		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:
@@ -139,38 +147,6 @@ func usageError(stderr io.Writer, err error) int {
 	return 2
 }
 
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlagSet("rpc", stderr)
-	f.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	if f.help {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "e %s\n", version)
-		return 0
-	}
-	if len(pos) > 0 {
-		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	srv, err := server.New(context.Background(), f.options(), env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	return srv.Serve()
-}
-
 // piMode reports whether args select pi's dialect: a --mode option before
 // any "--".
 func piMode(args []string) bool {
@@ -187,7 +163,7 @@ func piMode(args []string) bool {
 
 // runPi is e --mode rpc and e --mode json: pi's CLI surface over e's engine.
 func runPi(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env, err := processEnv(stdin, stdout, stderr)
+	env, err := sessionEnv()
 	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
@@ -196,16 +172,17 @@ func runPi(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Getenv: os.Getenv, Version: version})
 }
 
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
+// sessionEnv is the process's environment for the session layer.
+func sessionEnv() (session.Env, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	home, err := homeDir()
+	home, err := store.Home()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	return server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
+	return session.Env{Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
 }
 
 func channel() string {

@@ -359,14 +359,16 @@ func TestReadOnlyResume(t *testing.T) {
 
 			r = p.start(tt.args...)
 			c = mustCall(r, "c", "session.create", map[string]any{"resume": path, "save": tt.save})
-			if c.Get("path").Type != gjson.Null || c.Get("session").String() != sid {
-				t.Errorf("read-only resume: %s, want session %s and path null", c.Raw, sid)
+			// A copy has an id of its own: the log's id names only its writer (C7).
+			copyID := c.Get("session").String()
+			if c.Get("path").Type != gjson.Null || copyID == sid || copyID == "" {
+				t.Errorf("read-only resume: %s, want a new session id (not %s) and path null", c.Raw, sid)
 			}
-			runTurn(r, "p3", sid, "/text three")
-			if got := sessionMessages(r, "m", sid); len(got) != 6 || got[5] != (roleText{"assistant", "three"}) {
+			runTurn(r, "p3", copyID, "/text three")
+			if got := sessionMessages(r, "m", copyID); len(got) != 6 || got[5] != (roleText{"assistant", "three"}) {
 				t.Errorf("messages after a read-only turn: %v", got)
 			}
-			mustCall(r, "x", "session.close", map[string]any{"session": sid})
+			mustCall(r, "x", "session.close", map[string]any{"session": copyID})
 			stopRPC(r)
 
 			after, err := os.ReadFile(path)
@@ -771,4 +773,51 @@ func TestPrintSaves(t *testing.T) {
 			}
 		})
 	}
+}
+
+// M13: e export writes a saved session's page from its log alone: the
+// answer's markdown rendered, the tool call with its result and outcome.
+func TestExportCommand(t *testing.T) {
+	home := t.TempDir()
+	cmd := command(t, "-p", "/tool bash {\"command\":\"echo a && echo b\"}\n/then\n/text **done**", "--json")
+	cmd.Env = append(cmd.Env, "E_HOME="+home)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("e -p: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	log := gjson.Get(lines[len(lines)-1], "path").String()
+	page := filepath.Join(t.TempDir(), "page.html")
+	exp := command(t, "export", log, page)
+	if b, err := exp.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != page {
+		t.Fatalf("e export: %v: %s", err, b)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<strong>done</strong>", `<span class="name">bash</span><span class="badge completed">completed</span>`,
+		"<pre>a\nb\n", "e/offline · "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("page lacks %q:\n%s", want, b)
+		}
+	}
+	checkMode(t, page, 0o600)
+	if err := command(t, "export").Run(); exitCode(err) != 2 {
+		t.Errorf("e export without a log: %v, want exit 2", err)
+	}
+	if err := command(t, "export", filepath.Join(home, "nope.jsonl")).Run(); exitCode(err) != 1 {
+		t.Errorf("e export of a missing log: %v, want exit 1", err)
+	}
+}
+
+// exitCode is err's exit status: 0 for nil, -1 when e did not run.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
 }

@@ -135,9 +135,9 @@ func TestAutoCompactionFailure(t *testing.T) {
 	if res.Error == nil || !strings.HasPrefix(*res.Error, "agent: compaction: ") {
 		t.Errorf("error = %v, want a compaction error", res.Error)
 	}
-	// Only the new prompt was added: no compaction entry.
-	if got := entryTypes(s); strings.Contains(got, "compaction") || len(s.Entries()) != before+1 {
-		t.Errorf("entries %q, want only the new prompt added", got)
+	// Only the new prompt and the error were added: no compaction entry.
+	if got := entryTypes(s); strings.Contains(got, "compaction") || len(s.Entries()) != before+2 || !strings.HasSuffix(got, "message error") {
+		t.Errorf("entries %q, want only the new prompt and the error added", got)
 	}
 }
 

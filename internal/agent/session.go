@@ -27,10 +27,13 @@ type Extensions interface {
 
 // Engine holds what every session of a process shares.
 type Engine struct {
-	Catalog         *model.Catalog
-	Procs           *tool.Procs
-	Ext             Extensions // nil: none
-	ToolConcurrency int        // wave size (L2); 0 means 8
+	Catalog *model.Catalog
+	Procs   *tool.Procs
+	Ext     Extensions // nil: none
+	// Approver asks the client before calls the session's approval policy
+	// names; nil: such calls are denied at once (e -p).
+	Approver        Approver
+	ToolConcurrency int // wave size (L2); 0 means 8
 	// CompactThreshold is the fraction of the model's context window above
 	// which a turn compacts before its next model call (S4); 0 means 0.8.
 	CompactThreshold float64
@@ -42,6 +45,9 @@ type Engine struct {
 	// the fallback model (for example "no model provider configured …").
 	DefaultWarning string
 	DefaultModel   string
+	// SystemPrompt replaces e's own text at the head of the system prompt
+	// ("" keeps it); AppendSystemPrompt is added at its end.
+	SystemPrompt, AppendSystemPrompt string
 }
 
 // Options describe a new session.
@@ -57,6 +63,9 @@ type Options struct {
 	Entries []store.Entry // history to start from (resume, fork)
 	Name    string
 	System  string // instructions (trusted AGENTS.md)
+	// Approval is the approval policy (ApproveNever, ApproveWrites,
+	// ApproveAll; "" means never) and the time a question waits.
+	Approval Approval
 	// Warnings are said on the session's first turn, e.g. what resuming
 	// its log repaired or skipped.
 	Warnings []string
@@ -75,11 +84,15 @@ type Session struct {
 	name     string
 	title    string
 	system   string
+	env      string // the system prompt's environment, fixed at the first model call
 	log      *store.Log
 	entries  []store.Entry
 	nextCall int
 	warned   bool
-	pending  []string // warnings for the first turn
+	approval Approval
+	// alwaysAllowed holds the tools the client allowed for the session.
+	alwaysAllowed map[string]bool
+	pending       []string // warnings for the first turn
 
 	running bool
 	cancel  context.CancelFunc // of the running turn
@@ -107,7 +120,10 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: append([]store.Entry(nil), opts.Entries...),
-		pending: opts.Warnings,
+		pending: opts.Warnings, approval: opts.Approval,
+	}
+	if s.approval.Policy == "" {
+		s.approval.Policy = ApproveNever
 	}
 	for _, en := range s.entries {
 		if en.Type == "title" {
@@ -285,6 +301,14 @@ func (s *Session) AddUserText(text string) error {
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.
 // It returns once the turn has ended.
 func (s *Session) Interrupt() {
+	if done := s.Stop(); done != nil {
+		<-done
+	}
+}
+
+// Stop cancels the running turn without waiting for it. It returns a
+// channel closed when that turn has ended, or nil when idle.
+func (s *Session) Stop() <-chan struct{} {
 	s.mu.Lock()
 	cancel, done, running := s.cancel, s.done, s.running
 	if running && cancel == nil {
@@ -292,12 +316,12 @@ func (s *Session) Interrupt() {
 	}
 	s.mu.Unlock()
 	if !running {
-		return
+		return nil
 	}
 	if cancel != nil {
 		cancel()
 	}
-	<-done
+	return done
 }
 
 // Close interrupts a running turn and closes the log.
@@ -388,6 +412,11 @@ func (s *Session) append(entries ...store.Entry) error {
 }
 
 func (s *Session) appendMessage(m model.Message) error {
+	return s.appendEntry(m, store.Entry{})
+}
+
+// appendEntry records m in e, which may carry the message's metadata.
+func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	if m.Content == nil {
 		m.Content = []model.Part{} // the persisted shape has an array, never null
 	}
@@ -395,7 +424,8 @@ func (s *Session) appendMessage(m model.Message) error {
 	if err != nil {
 		return err
 	}
-	return s.append(store.Entry{Type: "message", Message: b})
+	e.Type, e.Message = store.TypeMessage, b
+	return s.append(e)
 }
 
 func newEntryID() string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
@@ -20,6 +21,7 @@ type pending struct {
 	paths  []string
 	result model.Part
 	failed bool
+	run    store.ToolRun
 }
 
 // runTools runs a batch in waves (L2, L3) and records every result. It
@@ -47,15 +49,18 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 		switch {
 		case !t.offered[p.part.Name]:
 			t.end(p, "failed", "not offered", fmt.Sprintf("tool %q is not available in this session", p.part.Name))
+			continue
 		case t.s.eng.Ext != nil:
 			if ok, reason := t.s.eng.Ext.Gate(t.ctx, s.id, p.part.Name, p.part.Arguments); !ok {
 				t.end(p, "denied", "denied", "denied: "+reason)
 				continue
 			}
-			todo = append(todo, p)
-		default:
-			todo = append(todo, p)
 		}
+		if outcome, reason := t.approve(p.call); outcome != "" {
+			t.end(p, outcome, outcome, outcome+": "+reason)
+			continue
+		}
+		todo = append(todo, p)
 	}
 
 	size := s.eng.ToolConcurrency
@@ -80,10 +85,12 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 	}
 
 	msg := model.Message{Role: model.RoleTool}
-	for _, p := range batch {
+	runs := make([]store.ToolRun, len(batch))
+	for i, p := range batch {
 		msg.Content = append(msg.Content, p.result)
+		runs[i] = p.run
 	}
-	if err := s.appendMessage(msg); err != nil {
+	if err := s.appendEntry(msg, store.Entry{Runs: runs}); err != nil {
 		t.warn(err.Error())
 	}
 	if t.ctx.Err() != nil {
@@ -123,6 +130,8 @@ func overlaps(a, b string) bool {
 }
 
 func (t *turn) runOne(p *pending) {
+	start := time.Now()
+	defer func() { p.run.DurationMS = time.Since(start).Milliseconds() }()
 	t.emit(ToolStart{ID: p.call.ID})
 	s := t.s
 	if s.eng.Ext != nil {
@@ -172,7 +181,7 @@ func (t *turn) runOne(p *pending) {
 	case r.Failed:
 		outcome = "failed"
 	}
-	if p.part.Name == "sleep" {
+	if p.part.Name == "sleep" && !r.Failed { // a sleep refused for its arguments never slept
 		ms := r.Elapsed.Milliseconds()
 		switch {
 		case !r.Stopped:
@@ -189,6 +198,7 @@ func (t *turn) runOne(p *pending) {
 // end records a call's result and emits its tool_end.
 func (t *turn) end(p *pending, outcome, sum, content string) {
 	p.failed = outcome != "completed"
+	p.run = store.ToolRun{CallID: p.part.ID, Outcome: outcome}
 	p.result = model.Part{Type: model.PartToolResult, CallID: p.part.ID, Text: content, IsError: p.failed}
 	t.sinkMu.Lock()
 	t.res.Tools.Calls++

@@ -36,6 +36,9 @@ type turn struct {
 	toolDefs  []model.ToolDef
 	offered   map[string]bool
 	extension map[string]bool
+	lastCall  store.ModelCall // the last successful model call, for its message's entry
+	prompted  bool            // the prompt is in the history
+	system    string          // the system prompt, once built
 }
 
 func (t *turn) emit(ev Event) {
@@ -80,6 +83,11 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 				_ = store.AppendError(path, d)
 			}
 		}
+	}
+	if err != nil && t.prompted {
+		// The log shows where the turn failed (an export shows it there);
+		// a prompt refused before it was recorded leaves nothing.
+		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error()})
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
@@ -157,6 +165,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	if err := s.appendMessage(user); err != nil {
 		return false, err
 	}
+	t.prompted = true
 	// The prompt is the first entry an automatic compaction keeps; the
 	// title entry below must not take its place, or the prompt is lost.
 	turnStart := s.lastEntryID()
@@ -200,7 +209,8 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			}
 			return false, err
 		}
-		if err := s.appendMessage(resp.Message); err != nil {
+		call := t.lastCall
+		if err := s.appendEntry(resp.Message, store.Entry{Call: &call}); err != nil {
 			return false, err
 		}
 		if text := resp.Message.Text(); text != "" || len(resp.Message.ToolCalls()) == 0 {
@@ -295,14 +305,33 @@ func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDe
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
 }
 
+// systemPrompt returns the turn's system prompt, built on first use.
 func (t *turn) systemPrompt() string {
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	sys := "You are e, a coding agent working in " + t.s.cwd + "."
-	if t.s.system != "" {
-		sys += "\n\n" + t.s.system
+	if t.system != "" {
+		return t.system
 	}
-	return sys
+	s := t.s
+	s.mu.Lock()
+	env, cwd := s.env, s.cwd
+	s.mu.Unlock()
+	if env == "" {
+		env = promptEnv(cwd, time.Now())
+		s.mu.Lock()
+		if s.env == "" {
+			s.env = env
+		}
+		env = s.env
+		s.mu.Unlock()
+	}
+	names := make([]string, len(t.toolDefs))
+	for i, d := range t.toolDefs {
+		names[i] = d.Name
+	}
+	s.mu.Lock()
+	instructions := s.system
+	s.mu.Unlock()
+	t.system = buildPrompt(s.eng.SystemPrompt, s.eng.AppendSystemPrompt, env, t.effort, instructions, names, t.extension)
+	return t.system
 }
 
 // call makes one model call with retries. It returns the text streamed by
@@ -327,16 +356,21 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		maxAttempts = 1
 	}
 	t.s.mu.Unlock()
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
-		var partial strings.Builder
+		from := t.output.Len() // this attempt's text is what output gets from here
+		partial := func() string { return t.output.String()[from:] }
+		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			if !show {
 				return
 			}
 			switch d.Kind {
 			case model.DeltaText:
-				partial.WriteString(d.Text)
 				t.output.WriteString(d.Text)
 				t.emit(Text{Delta: d.Text})
 			case model.DeltaReasoning:
@@ -348,16 +382,27 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				t.emit(Recovered{Attempts: attempt + 1})
 			}
 			t.usage = t.usage.Add(resp.Usage)
+			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1,
+				DurationMS: time.Since(began).Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: t.info.Cost(resp.Usage)}
+			if !first.IsZero() {
+				t.lastCall.FirstByteMS = first.Sub(start).Milliseconds()
+			}
 			t.emit(UsageEvent{NewUsage(resp.Usage)})
 			return resp, "", nil
 		}
 		if t.ctx.Err() != nil {
-			return nil, partial.String(), t.ctx.Err()
+			return nil, partial(), t.ctx.Err()
 		}
 		var me *model.Error
 		if !errors.As(err, &me) {
 			me = &model.Error{Provider: t.info.Provider, Stage: "request", Message: err.Error(), Err: err}
 		}
+		// Every provider-given string is redacted again, on its way to stdout
+		// (events, error_details) as much as to files: the adapter knows the
+		// key it sent, Redact every *_API_KEY of the environment.
+		redacted := *me
+		me = &redacted
+		me.RequestID, me.Type, me.Message, me.Body = store.Redact(me.RequestID), store.Redact(me.Type), store.Redact(me.Message), store.Redact(me.Body)
 		if me.Model == "" {
 			me.Model = t.info.ID
 		}
@@ -366,13 +411,13 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			decision = "exhausted"
 		}
 		if !me.Retryable || attempt+1 >= maxAttempts {
-			return nil, partial.String(), &modelError{err: me, details: details(me, decision, attempt+1)}
+			return nil, partial(), &modelError{err: me, details: details(me, decision, attempt+1)}
 		}
-		if p := partial.String(); p != "" {
+		if p := partial(); p != "" {
 			// The failed attempt's words must not stay in the output.
 			out := t.output.String()
 			t.output.Reset()
-			t.output.WriteString(strings.TrimSuffix(out, p))
+			t.output.WriteString(out[:from])
 			t.emit(Discarded{Reason: "retry", Text: p})
 		}
 		delay := model.Backoff(attempt+1, me)
@@ -403,7 +448,7 @@ func details(me *model.Error, decision string, attempts int) ErrorDetails {
 	d := ErrorDetails{
 		Stage: "model", Provider: me.Provider, Model: me.Model, RequestID: me.RequestID,
 		ErrorType: me.Type, Retryable: me.Retryable, Decision: decision, Attempts: attempts,
-		Message: me.Error(), Diagnostic: store.Redact(truncate(me.Body, 4096)),
+		Message: me.Error(), Diagnostic: truncate(me.Body, 4096),
 		Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if me.Status != 0 {

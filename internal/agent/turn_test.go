@@ -404,3 +404,32 @@ func TestErrBusyAndIdle(t *testing.T) {
 	}
 	s.Prompt(t.Context(), "/text again", nil, rec.sink)
 }
+
+// M13: the log keeps what an export shows: each answer's model call, each
+// tool call's outcome and duration, and the error that ended a turn.
+func TestEntryMetadata(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	prompt(t, s, "/usage 10 3 2 1 0\n/tool read {\"path\":\"missing.txt\"}\n/tool bash {\"command\":\"true\"}\n/then\n/text done")
+	prompt(t, s, "/error fatal broken")
+	if got, want := entryTypes(s), "message title message message message message error"; got != want {
+		t.Fatalf("entries %q, want %q", got, want)
+	}
+	en := s.Entries()
+	call := en[2].Call
+	if call == nil || call.Model != model.OfflineID || call.Attempts != 1 || call.Usage != (store.Usage{Input: 10, Output: 3, CacheRead: 2, CacheWrite5m: 1}) {
+		t.Errorf("first answer's call = %+v", call)
+	}
+	var outcomes []string
+	for _, r := range en[3].Runs {
+		outcomes = append(outcomes, r.Outcome)
+	}
+	if diff := cmp.Diff([]string{"failed", "completed"}, outcomes); diff != "" || en[3].Runs[0].CallID == "" {
+		t.Errorf("tool runs %+v (-want +got):\n%s", en[3].Runs, diff)
+	}
+	if en[4].Call == nil {
+		t.Errorf("second answer has no call")
+	}
+	if e := en[6]; !strings.Contains(e.Error, "broken") {
+		t.Errorf("error entry %+v, want the turn's error", e)
+	}
+}

@@ -3,15 +3,19 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
 
-// Ask is the line e rpc writes for a relayed question (X2).
+// Ask is the line e rpc writes for a relayed question (X2), or for e's own
+// question before a tool call runs (method tool.approve, with Session set
+// and Extension empty).
 type Ask struct {
 	Type      string          `json:"type"` // "ask"
 	Ask       int64           `json:"ask"`
-	Extension string          `json:"extension"`
+	Extension string          `json:"extension,omitempty"`
+	Session   string          `json:"session,omitempty"`
 	Method    string          `json:"method"`
 	Params    json.RawMessage `json:"params"`
 }
@@ -25,8 +29,9 @@ type Relay struct {
 	emit func(Ask)
 	// Cancelled, when set, is told of each ask that ended without a reply
 	// because its extension stopped waiting (timeout, crash, interrupted
-	// call), so the client can close the question it shows.
-	Cancelled func(Ask)
+	// call), so the client can close the question it shows; why is the
+	// reason when one is known (the cause of the asker's context), else "".
+	Cancelled func(a Ask, why string)
 
 	mu      sync.Mutex
 	last    int64
@@ -43,11 +48,16 @@ func NewRelay(emit func(Ask)) *Relay {
 // Ask emits an ask line and waits for its Reply. When ctx ends first the
 // ask is cancelled and the result is {"cancelled":true}.
 func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
+	return r.Send(ctx, Ask{Extension: ext, Method: method, Params: params}), nil
+}
+
+// Send numbers a and emits it, then waits as Ask does.
+func (r *Relay) Send(ctx context.Context, a Ask) json.RawMessage {
 	if ctx.Err() != nil {
-		return cancelled, nil
+		return cancelled
 	}
-	if len(params) == 0 {
-		params = json.RawMessage(`{}`)
+	if len(a.Params) == 0 {
+		a.Params = json.RawMessage(`{}`)
 	}
 	ch := make(chan json.RawMessage, 1)
 	r.mu.Lock()
@@ -56,23 +66,28 @@ func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMess
 	r.pending[n] = ch
 	r.mu.Unlock()
 
-	r.emit(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params})
+	a.Type, a.Ask = "ask", n
+	r.emit(a)
 	select {
 	case res := <-ch:
-		return res, nil
+		return res
 	case <-ctx.Done():
 		r.mu.Lock()
 		if _, ok := r.pending[n]; !ok {
 			r.mu.Unlock()
-			return <-ch, nil // the reply won the race
+			return <-ch // the reply won the race
 		}
 		delete(r.pending, n)
 		r.closed[n] = false
 		r.mu.Unlock()
 		if r.Cancelled != nil {
-			r.Cancelled(Ask{Type: "ask", Ask: n, Extension: ext, Method: method, Params: params})
+			why := "" // nobody waits any more: the extension or the call
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				why = cause.Error()
+			}
+			r.Cancelled(a, why)
 		}
-		return cancelled, nil
+		return cancelled
 	}
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ const (
 	maxErrorBody        = 64 << 10 // read at most this much of an error response
 	maxDiagnostic       = 4 << 10  // Error.Body bound (U2)
 	maxMessage          = 512      // Error.Message bound
+	maxField            = 256      // Error.RequestID and Error.Type bound
 )
 
 // errStall is the cancellation cause set when a provider sends nothing for
@@ -103,10 +105,8 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 		defer c.close()
 		return nil, c.transportErr("connect", err)
 	}
-	c.reqID = resp.Header.Get("x-request-id")
-	if c.reqID == "" {
-		c.reqID = resp.Header.Get("request-id")
-	}
+	// The id is the provider's (or a proxy's) text: it may echo the key.
+	c.reqID = c.field(cmp.Or(resp.Header.Get("x-request-id"), resp.Header.Get("request-id")))
 	c.body = resp.Body
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer c.close()
@@ -251,7 +251,7 @@ func (c *call) fail(stage string, retryable bool, kind, msg string, err error) *
 		Model:     c.p.name + "/" + c.model,
 		Stage:     stage,
 		RequestID: c.reqID,
-		Type:      kind,
+		Type:      c.field(kind),
 		Message:   c.oneLine(msg),
 		Err:       err,
 	}
@@ -360,6 +360,12 @@ func (c *call) oneLine(msg string) string {
 	return truncate(strings.Join(strings.Fields(redactSecrets(msg, c.p.key)), " "), maxMessage)
 }
 
+// field makes a short provider-given value (a request id, an error type)
+// one redacted line of at most maxField bytes.
+func (c *call) field(s string) string {
+	return truncate(strings.Join(strings.Fields(redactSecrets(strings.ToValidUTF8(s, "\uFFFD"), c.p.key)), " "), maxField)
+}
+
 // diagnostic makes raw a bounded redacted text for Error.Body.
 func (c *call) diagnostic(raw []byte) string {
 	return truncate(redactSecrets(strings.ToValidUTF8(string(raw), "\uFFFD"), c.p.key), maxDiagnostic)
@@ -381,6 +387,7 @@ func truncate(s string, n int) string {
 type answer struct {
 	emit  func(Delta)
 	parts []Part
+	text  map[int]*strings.Builder // text or reasoning part → its text so far, without quadratic copying
 	args  map[int]*strings.Builder // tool_call part → arguments so far
 	calls map[int]int              // tool_call part → the call's position
 }
@@ -389,12 +396,13 @@ func newAnswer(emit func(Delta)) *answer {
 	if emit == nil {
 		emit = func(Delta) {}
 	}
-	return &answer{emit: emit, args: map[int]*strings.Builder{}, calls: map[int]int{}}
+	return &answer{emit: emit, text: map[int]*strings.Builder{}, args: map[int]*strings.Builder{}, calls: map[int]int{}}
 }
 
 // open starts a text or reasoning part and returns its index.
 func (a *answer) open(typ string) int {
 	a.parts = append(a.parts, Part{Type: typ})
+	a.text[len(a.parts)-1] = &strings.Builder{}
 	return len(a.parts) - 1
 }
 
@@ -412,10 +420,9 @@ func (a *answer) add(i int, s string) {
 	if s == "" {
 		return
 	}
-	p := &a.parts[i]
-	p.Text += s
+	a.text[i].WriteString(s)
 	kind := DeltaText
-	if p.Type == PartReasoning {
+	if a.parts[i].Type == PartReasoning {
 		kind = DeltaReasoning
 	}
 	a.emit(Delta{Kind: kind, Text: s})
@@ -460,6 +467,9 @@ func (a *answer) hasCalls() bool { return len(a.calls) > 0 }
 func (a *answer) message() Message {
 	content := make([]Part, 0, len(a.parts))
 	for i, p := range a.parts {
+		if b := a.text[i]; b != nil {
+			p.Text = b.String()
+		}
 		switch p.Type {
 		case PartToolCall:
 			args := a.args[i].String()

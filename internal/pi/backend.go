@@ -10,15 +10,15 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/tool"
-	"github.com/e-agent/e/server"
 )
 
 // This file is the one place that knows how sessions are made: it builds
-// them from the process's engine the way e rpc's session.create does,
-// with pi's folder for their logs, pi's tool selection and pi's system
-// prompt flags. It moves onto internal/session's Host once that layer
-// takes a sessions folder, instructions and a starting history.
+// them from the Host's engine the way session.Host.Create does, with pi's
+// folder for their logs, pi's tool selection, pi's system prompt flags and
+// a fork point's history. It moves onto Host.Create once the session
+// layer takes a sessions folder, instructions and a starting history.
 
 // spec describes one session to make.
 type spec struct {
@@ -33,7 +33,7 @@ type spec struct {
 
 // backend makes sessions for the front end.
 type backend struct {
-	p           *server.Process
+	h           *session.Host
 	sessionsDir string // "" keeps sessions in memory (--no-session)
 	tools       []string
 	system      *string
@@ -78,7 +78,7 @@ func (b *backend) make(sp spec) (*made, error) {
 	if st, err := os.Stat(sp.cwd); err != nil || !st.IsDir() {
 		return fail(fmt.Errorf("pi: working directory %s is not a directory", sp.cwd))
 	}
-	cat := b.p.Engine.Catalog
+	cat := b.h.Engine().Catalog
 	info, err := cat.Lookup(sp.model)
 	if err != nil {
 		return fail(err)
@@ -90,7 +90,7 @@ func (b *backend) make(sp spec) (*made, error) {
 	if err != nil {
 		return fail(err)
 	}
-	instructions, needTrust, err := store.Instructions(b.p.Home, sp.cwd)
+	instructions, needTrust, err := store.Instructions(b.h.Home(), sp.cwd)
 	if err != nil {
 		return fail(err)
 	}
@@ -125,7 +125,7 @@ func (b *backend) make(sp spec) (*made, error) {
 			}
 		}
 	}
-	sess := b.p.Engine.NewSession(agent.Options{ID: h.ID, Cwd: sp.cwd, Model: info.ID, Effort: effort,
+	sess := b.h.Engine().NewSession(agent.Options{ID: h.ID, Cwd: sp.cwd, Model: info.ID, Effort: effort,
 		Tools: b.tools, Log: log, Entries: entries, System: instructions, Name: h.Name, Warnings: warnings})
 	if header != nil && (info.ID != header.Model || effort != header.Effort) {
 		if _, _, err := sess.Set(&info.ID, &effort); err != nil {

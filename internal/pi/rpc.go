@@ -23,8 +23,8 @@ import (
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
-	"github.com/e-agent/e/server"
 )
 
 // Env is the process e --mode runs in.
@@ -42,7 +42,8 @@ type front struct {
 	env   Env
 	flags Flags
 	cfg   *Config
-	p     *server.Process
+	h     *session.Host
+	eng   *agent.Engine
 	b     *backend
 	out   *jsonl.Writer
 	ctx   context.Context
@@ -142,7 +143,7 @@ func start(f Flags, env Env) (*front, error) {
 		fr.out.Close()
 		return nil, err
 	}
-	opts := server.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version}
+	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version}
 	if f.APIKey != "" {
 		// A key given on the command line serves whichever provider the model needs.
 		base := getenv
@@ -153,16 +154,17 @@ func start(f Flags, env Env) (*front, error) {
 			return base(k)
 		}
 	}
-	fr.p, err = server.Start(ctx, opts, env.Home, env.Cwd, getenv, ui{fr})
+	fr.h, err = session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: getenv}, ui{fr})
 	if err != nil {
 		return fail(err)
 	}
+	fr.eng = fr.h.Engine()
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
-		fr.p.Engine.MaxAttempts = *n + 1
+		fr.eng.MaxAttempts = *n + 1
 	}
 	all := tool.Names()
-	if fr.p.Engine.Ext != nil {
-		for _, d := range fr.p.Engine.Ext.Tools() {
+	if fr.eng.Ext != nil {
+		for _, d := range fr.eng.Ext.Tools() {
 			all = append(all, d.Name)
 		}
 	}
@@ -170,7 +172,7 @@ func start(f Flags, env Env) (*front, error) {
 	if err != nil {
 		return fail(err)
 	}
-	fr.b = &backend{p: fr.p, tools: tools, system: f.SystemPrompt, appendSys: f.AppendPrompts}
+	fr.b = &backend{h: fr.h, tools: tools, system: f.SystemPrompt, appendSys: f.AppendPrompts}
 	if !f.NoSession {
 		fr.b.sessionsDir = cfg.SessionsDir(f.SessionDir, env.Getenv)
 	}
@@ -205,7 +207,7 @@ func start(f Flags, env Env) (*front, error) {
 
 // startModel resolves the model and thinking level of the first session.
 func (fr *front) startModel() (model.Info, string, error) {
-	cat := fr.p.Engine.Catalog
+	cat := fr.eng.Catalog
 	usable := func(m model.Info) bool { _, err := cat.Provider(m.ID); return err == nil }
 	var info model.Info
 	level := ""
@@ -216,7 +218,7 @@ func (fr *front) startModel() (model.Info, string, error) {
 	case fr.cfg.Settings.DefaultModel != "":
 		info, level, err = ResolveModel(cat.Models(), fr.cfg.Settings.DefaultProvider, fr.cfg.Settings.DefaultModel, usable)
 	default:
-		info, err = cat.Lookup(fr.p.Default)
+		info, err = cat.Lookup(fr.h.DefaultModel())
 	}
 	if err != nil {
 		return info, "", err
@@ -231,13 +233,13 @@ func (fr *front) startModel() (model.Info, string, error) {
 // use makes m the current session.
 func (fr *front) use(m *made) {
 	in := m.sess.Info()
-	info, _ := fr.p.Engine.Catalog.Lookup(in.Model)
+	info, _ := fr.eng.Catalog.Lookup(in.Model)
 	m.sess.SetAutoCompact(fr.autoCompact)
 	m.sess.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = m, info, Clamp(info, levelOf(in.Effort))
 	fr.usage, fr.lastPrompt = Usage{}, 0
-	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.p.Engine.MaxAttempts, Recorded: recorder{m.sess}}
+	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.eng.MaxAttempts, Recorded: recorder{m.sess}}
 	fr.mu.Unlock()
 }
 
@@ -352,10 +354,7 @@ func (fr *front) shutdown() {
 		cur.sess.Close()
 	}
 	fr.stop()
-	fr.p.Engine.Procs.KillAll()
-	if fr.p.Ext != nil {
-		fr.p.Ext.Shutdown(2e9)
-	}
+	fr.h.Shutdown() // tool processes and extensions
 	fr.out.Close()
 }
 
@@ -897,7 +896,7 @@ func (fr *front) converter() *converter {
 	h := fr.cur.header
 	fr.mu.Unlock()
 	return newConverter(func(id string) (model.Info, bool) {
-		info, err := fr.p.Engine.Catalog.Lookup(id)
+		info, err := fr.eng.Catalog.Lookup(id)
 		return info, err == nil
 	}, h)
 }
@@ -1006,8 +1005,8 @@ func (fr *front) getState(*command) (any, error) {
 // available lists the models whose provider can be used now.
 func (fr *front) available() []model.Info {
 	var out []model.Info
-	for _, m := range fr.p.Engine.Catalog.Models() {
-		if _, err := fr.p.Engine.Catalog.Provider(m.ID); err == nil {
+	for _, m := range fr.eng.Catalog.Models() {
+		if _, err := fr.eng.Catalog.Provider(m.ID); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -1040,11 +1039,11 @@ func (fr *front) switchModel(info model.Info, level string) error {
 }
 
 func (fr *front) setModel(c *command) (any, error) {
-	info, err := fr.p.Engine.Catalog.Lookup(c.str("provider") + "/" + c.str("modelId"))
+	info, err := fr.eng.Catalog.Lookup(c.str("provider") + "/" + c.str("modelId"))
 	if err != nil {
 		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
 	}
-	if _, err := fr.p.Engine.Catalog.Provider(info.ID); err != nil {
+	if _, err := fr.eng.Catalog.Provider(info.ID); err != nil {
 		return nil, err
 	}
 	fr.mu.Lock()
@@ -1201,7 +1200,7 @@ func (fr *front) bash(c *command) {
 		var out strings.Builder
 		var outMu sync.Mutex
 		args, _ := json.Marshal(map[string]any{"command": command})
-		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.p.Engine.Procs, Output: func(chunk string) {
+		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.eng.Procs, Output: func(chunk string) {
 			outMu.Lock()
 			out.WriteString(chunk)
 			outMu.Unlock()

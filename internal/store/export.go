@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // DefaultExportPath is where session.export writes when the caller names no
@@ -21,21 +23,72 @@ func DefaultExportPath(logPath, cwd, sessionID string) string {
 	return filepath.Join(cwd, "e-session-"+sessionID+".html")
 }
 
-// ExportHTML writes branch as one self-contained HTML page (M13): inline
-// style, no script, no external asset (a CSP forbids fetching any), every
-// text escaped by html/template.
+// ExportHTML writes branch as one self-contained HTML page (M13): an
+// embedded stylesheet, no script, no external asset (a CSP forbids fetching
+// any). Answers are rendered markdown with highlighted code; each tool call
+// shows with its result; the header sums the session's usage. Every text is
+// redacted (U3) and escaped once, by html/template or by the markdown
+// renderer.
 func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
-	page := exportPage{Title: Redact(title), Header: h}
+	page := exportPage{Title: Redact(title), Header: h, CSS: codeCSS()}
+	x := exporter{results: toolResults(branch), shown: map[string]bool{}}
+	models := map[string]bool{}
+	var cost float64
+	priced := false
 	for _, e := range branch {
-		it := exportItem(e)
-		// Secrets never reach a file (U3): the page shows them redacted.
-		it.Note, it.Body = Redact(it.Note), Redact(it.Body)
-		for i := range it.Parts {
-			it.Parts[i].Text = Redact(it.Parts[i].Text)
+		if e.Call != nil {
+			page.Calls++
+			page.Usage = addUsage(page.Usage, e.Call.Usage)
+			if e.Call.CostUSD != nil {
+				cost += *e.Call.CostUSD
+				priced = true
+			}
+			if !models[e.Call.Model] {
+				models[e.Call.Model] = true
+				page.Models = append(page.Models, e.Call.Model)
+			}
+		}
+		it, ok := x.item(e)
+		if !ok {
+			continue
+		}
+		if it.Role == "user" {
+			page.Prompts++
+		}
+		for _, p := range it.Parts {
+			if p.Tool != nil {
+				page.Tools++
+				if p.Tool.Failed {
+					page.Failures++
+				}
+			}
 		}
 		page.Items = append(page.Items, it)
 	}
+	if priced {
+		page.Cost = fmt.Sprintf("$%.4f", cost)
+	}
 	if err := exportTmpl.Execute(w, page); err != nil {
+		return fmt.Errorf("store: export: %w", err)
+	}
+	return nil
+}
+
+// ExportFile writes the page of ExportHTML to path (0600), creating its
+// directory.
+func ExportFile(path, title string, h Header, branch []Entry) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("store: export: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: export: %w", err)
+	}
+	if err := ExportHTML(f, title, h, branch); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("store: export: %w", err)
 	}
 	return nil
@@ -44,81 +97,186 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 type exportPage struct {
 	Title  string
 	Header Header
-	Items  []item
+	CSS    template.CSS
+	Models []string // models that answered, in order of first use
+	// Prompts counts user messages, Calls model calls, Tools tool calls.
+	Prompts, Calls, Tools, Failures int
+	Usage                           Usage
+	Cost                            string // "" when no call had a price
+	Items                           []item
 }
 
-// item is one entry as shown: a message with its parts, or a note.
+// item is one entry as shown.
 type item struct {
-	Kind  string // "message" or "note"
-	Role  string
+	Kind string // message, note, compaction, error, interrupted
+	Time time.Time
+	Role string
+	Call *ModelCall
+	// Parts of a message; Note the text of any other kind.
 	Parts []part
 	Note  string
-	Body  string // compaction summary
+	Body  template.HTML // compaction: the rendered summary
 }
 
 type part struct {
-	Type    string // text, reasoning, tool_call, tool_result, image, other
-	Text    string
-	Name    string
-	IsError bool
-	Image   template.URL // a validated data: URL
+	Type  string        // text, markdown, reasoning, tool, image, other
+	Text  string        // text, reasoning, other; image: the media type
+	HTML  template.HTML // markdown
+	Tool  *toolView
+	Image template.URL // a validated data: URL
 }
 
-func exportItem(e Entry) item {
+// toolView is one tool call with its result.
+type toolView struct {
+	Name    string
+	Args    []arg
+	Result  string
+	Have    bool   // the result is in the branch
+	Outcome string // completed, failed, denied, interrupted; "" when unrecorded
+	Failed  bool
+	Time    string // "1.2 s"; "" when unrecorded
+	Lines   int
+	Long    bool // folded
+}
+
+// arg is one argument: text is shown as is (a command as its command line,
+// not as escaped JSON), other values as indented JSON.
+type arg struct {
+	Key   string
+	Text  string
+	Block bool          // shown as a <pre>
+	Code  template.HTML // a highlighted command
+}
+
+// Results longer than this are folded.
+const (
+	foldLines = 12
+	foldChars = 1500
+)
+
+type result struct {
+	text   string
+	failed bool
+	run    *ToolRun
+}
+
+// toolResults maps each call id of the branch to its result.
+func toolResults(branch []Entry) map[string]result {
+	out := map[string]result{}
+	for _, e := range branch {
+		m, ok := decodeMessage(e)
+		if !ok || m.Role != "tool" {
+			continue
+		}
+		for _, p := range m.Parts {
+			if p.Type != "tool_result" {
+				continue
+			}
+			r := result{text: Redact(p.Text), failed: p.IsError}
+			for i := range e.Runs {
+				if e.Runs[i].CallID == p.CallID {
+					r.run = &e.Runs[i]
+				}
+			}
+			out[p.CallID] = r
+		}
+	}
+	return out
+}
+
+// exporter turns entries into items, pairing tool calls with results.
+type exporter struct {
+	results map[string]result // by call id
+	shown   map[string]bool   // call ids whose result shows with the call
+}
+
+func (x exporter) item(e Entry) (item, bool) {
+	it := item{Time: e.Time}
 	switch e.Type {
 	case TypeMessage:
-		return messageItem(e.Message)
+		return x.message(e)
 	case TypeSettings:
-		return item{Kind: "note", Note: fmt.Sprintf("model %s, effort %s", e.Model, e.Effort)}
+		it.Kind, it.Note = "note", fmt.Sprintf("model %s, effort %s from here", e.Model, e.Effort)
 	case TypeCompaction:
-		return item{Kind: "note", Note: fmt.Sprintf("earlier conversation compacted (%d tokens before)", e.Tokens), Body: e.Summary}
+		it.Kind, it.Note = "compaction", fmt.Sprintf("earlier conversation compacted (%d tokens before)", e.Tokens)
+		it.Body = renderMarkdown(Redact(e.Summary))
 	case TypeName:
-		return item{Kind: "note", Note: "named " + e.Name}
+		it.Kind, it.Note = "note", "named "+Redact(e.Name)
 	case TypeTitle:
-		return item{Kind: "note", Note: "titled " + e.Name}
+		return it, false // the page's title
 	case TypeInterrupted:
-		return item{Kind: "note", Note: "turn interrupted"}
+		it.Kind, it.Note = "interrupted", "turn interrupted"
+	case TypeError:
+		it.Kind, it.Note = "error", Redact(e.Error)
+	default:
+		it.Kind, it.Note = "note", "entry "+e.Type
 	}
-	return item{Kind: "note", Note: "entry " + e.Type}
+	return it, true
 }
 
-var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
+type rawMessage struct {
+	Role  string
+	Parts []rawPart
+}
 
-func messageItem(m json.RawMessage) item {
+type rawPart struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id"`
+	IsError   bool            `json:"is_error"`
+	MediaType string          `json:"media_type"`
+	Data      string          `json:"data"`
+}
+
+func decodeMessage(e Entry) (rawMessage, bool) {
+	var m rawMessage
+	if e.Type != TypeMessage {
+		return m, false
+	}
 	var msg struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	}
-	json.Unmarshal(m, &msg)
-	it := item{Kind: "message", Role: msg.Role}
+	if json.Unmarshal(e.Message, &msg) != nil {
+		return m, false
+	}
+	m.Role = msg.Role
 	var s string
 	if json.Unmarshal(msg.Content, &s) == nil {
-		it.Parts = []part{{Type: "text", Text: s}}
-		return it
+		m.Parts = []rawPart{{Type: "text", Text: s}}
+		return m, true
 	}
-	var parts []struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		IsError   bool            `json:"is_error"`
-		MediaType string          `json:"media_type"`
-		Data      string          `json:"data"`
-	}
-	json.Unmarshal(msg.Content, &parts)
-	for _, p := range parts {
+	json.Unmarshal(msg.Content, &m.Parts)
+	return m, true
+}
+
+var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
+
+func (x exporter) message(e Entry) (item, bool) {
+	m, _ := decodeMessage(e)
+	it := item{Kind: "message", Role: m.Role, Time: e.Time, Call: e.Call}
+	for _, p := range m.Parts {
 		switch p.Type {
-		case "text", "reasoning":
-			it.Parts = append(it.Parts, part{Type: p.Type, Text: p.Text})
-		case "tool_call":
-			var args bytes.Buffer
-			if json.Indent(&args, p.Arguments, "", "  ") != nil {
-				args.Reset()
-				args.Write(p.Arguments)
+		case "text":
+			if m.Role == "assistant" {
+				it.Parts = append(it.Parts, part{Type: "markdown", HTML: renderMarkdown(Redact(p.Text))})
+			} else {
+				it.Parts = append(it.Parts, part{Type: "text", Text: Redact(p.Text)})
 			}
-			it.Parts = append(it.Parts, part{Type: "tool_call", Name: p.Name, Text: args.String()})
+		case "reasoning":
+			it.Parts = append(it.Parts, part{Type: "reasoning", Text: Redact(p.Text)})
+		case "tool_call":
+			it.Parts = append(it.Parts, part{Type: "tool", Tool: x.tool(p.Name, p.Arguments, p.ID)})
 		case "tool_result":
-			it.Parts = append(it.Parts, part{Type: "tool_result", Text: p.Text, IsError: p.IsError})
+			// Shown with its call; a result whose call is not on the
+			// branch stands alone.
+			if x.shown[p.CallID] {
+				continue
+			}
+			it.Parts = append(it.Parts, part{Type: "tool", Tool: orphan(Redact(p.Text), p.IsError)})
 		case "image":
 			pt := part{Type: "image", Text: p.MediaType}
 			switch p.MediaType {
@@ -133,59 +291,217 @@ func messageItem(m json.RawMessage) item {
 			it.Parts = append(it.Parts, part{Type: "other", Text: p.Type})
 		}
 	}
-	return it
+	// A tool message whose results all show with their calls shows nothing.
+	return it, m.Role != "tool" || len(it.Parts) > 0
 }
 
-var exportTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+func (x exporter) tool(name string, args json.RawMessage, id string) *toolView {
+	v := &toolView{Name: name, Args: formatArgs(name, args)}
+	r, ok := x.results[id]
+	if !ok {
+		return v
+	}
+	x.shown[id] = true
+	v.Have, v.Result, v.Failed = true, r.text, r.failed
+	if r.run != nil {
+		v.Outcome = r.run.Outcome
+		v.Time = duration(r.run.DurationMS)
+	}
+	v.Lines, v.Long = fold(r.text)
+	return v
+}
+
+func orphan(text string, failed bool) *toolView {
+	v := &toolView{Name: "result", Have: true, Result: text, Failed: failed}
+	v.Lines, v.Long = fold(text)
+	return v
+}
+
+// fold counts text's lines and says whether it is long enough to fold.
+func fold(text string) (lines int, long bool) {
+	lines = strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
+	return lines, lines > foldLines || len(text) > foldChars
+}
+
+// formatArgs lists an arguments object's members in their order.
+func formatArgs(tool string, raw json.RawMessage) []arg {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return []arg{{Key: "arguments", Text: string(raw), Block: true}}
+	}
+	var out []arg
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			break
+		}
+		a := arg{Key: key}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			a.Text = Redact(s)
+		} else {
+			a.Text = Redact(indentJSON(v))
+		}
+		a.Block = strings.Contains(a.Text, "\n") || len(a.Text) > 80
+		if tool == "bash" && key == "command" {
+			a.Code = highlight(a.Text, "bash")
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// indentJSON indents v without escaping <, > and & (they are escaped once,
+// by the template).
+func indentJSON(v json.RawMessage) string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return string(v)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	enc.Encode(x)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func duration(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}
+
+func addUsage(a, b Usage) Usage {
+	return Usage{a.Input + b.Input, a.Output + b.Output, a.CacheRead + b.CacheRead,
+		a.CacheWrite5m + b.CacheWrite5m, a.CacheWrite1h + b.CacheWrite1h}
+}
+
+var exportTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"stamp":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"duration": duration,
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="e">
 <title>{{.Title}}</title>
 <style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:56rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;background:#fff}
-header p{color:#666;font-size:13px}
+body{font:15px/1.55 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;background:#fff}
+h1{font-size:1.5rem;margin:0 0 .5rem}
+header{border-bottom:1px solid #ddd;padding-bottom:1rem;margin-bottom:1.5rem}
+header dl{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0;font-size:13px}
+header dt{color:#666}header dd{margin:0}
+table.usage{border-collapse:collapse;font-size:13px;margin-top:.75rem}
+table.usage th,table.usage td{border:1px solid #ddd;padding:.2rem .6rem;text-align:right}
+table.usage th{background:#f6f6f6;font-weight:600}
 .msg{border-left:4px solid #ccc;margin:1rem 0;padding:.25rem 1rem}
-.user{border-color:#2f6fde}.assistant{border-color:#2a9d55}.tool{border-color:#999}
-.role{font-weight:600;font-size:13px;text-transform:uppercase;color:#555}
-pre{white-space:pre-wrap;word-wrap:break-word;margin:.5rem 0;font:13px/1.4 ui-monospace,monospace;background:#f6f6f6;padding:.5rem}
+.user{border-color:#2f6fde;background:#f5f8fe}.assistant{border-color:#2a9d55}.tool{border-color:#999}
+.meta{font-size:12px;color:#666;display:flex;gap:.75rem;align-items:baseline}
+.role{font-weight:600;text-transform:uppercase;color:#444}
+pre{white-space:pre-wrap;word-wrap:break-word;margin:.4rem 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:.5rem;border-radius:4px}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f0f0f0;padding:0 .2rem;border-radius:3px}
+pre code{background:none;padding:0}
 .text{white-space:pre-wrap}
-.error pre{background:#fdecec}
-.note{color:#666;font-size:13px;margin:1rem 0;text-align:center}
-details{margin:.5rem 0;color:#555}
-img{max-width:100%}
+.call{border:1px solid #ddd;border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
+.call.failed{border-color:#e5a3a3;background:#fffafa}
+.call .head{font-size:13px;display:flex;gap:.6rem;align-items:baseline}
+.call .name{font-weight:600;font-family:ui-monospace,monospace}
+.badge{font-size:11px;padding:0 .4rem;border-radius:8px;background:#e6f4ea;color:#1e6b34}
+.badge.failed,.badge.denied{background:#fde8e8;color:#a61b1b}.badge.interrupted{background:#fff1d6;color:#8a5a00}
+.args{font-size:13px;margin:.3rem 0}.args .key{color:#666;font-family:ui-monospace,monospace}
+.result pre{background:#fafafa;border:1px solid #eee}
+.failed .result pre{background:#fdecec}
+.marker{color:#555;font-size:13px;margin:1.2rem 0;text-align:center;border-top:1px dashed #ccc;padding-top:.4rem}
+.marker.interrupted{color:#8a5a00;border-color:#e0b050}
+.error{border:1px solid #e5a3a3;background:#fdecec;color:#7a1212;padding:.5rem .8rem;border-radius:6px;margin:1rem 0;font-size:14px}
+details{margin:.4rem 0}summary{cursor:pointer;color:#555;font-size:13px}
+.img{color:#666}img{max-width:100%}
+table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem}
+{{.CSS}}
 </style>
 </head>
 <body>
 <header>
 <h1>{{.Title}}</h1>
-<p>session {{.Header.ID}} · {{.Header.Cwd}} · {{.Header.Model}} ({{.Header.Effort}}) · {{.Header.Created.Format "2006-01-02 15:04 MST"}}</p>
+<dl>
+<dt>session</dt><dd>{{.Header.ID}}</dd>
+<dt>directory</dt><dd>{{.Header.Cwd}}</dd>
+<dt>created</dt><dd>{{.Header.Created.UTC.Format "2006-01-02 15:04:05 UTC"}}</dd>
+<dt>model</dt><dd>{{.Header.Model}}{{range .Models}}{{if ne . $.Header.Model}} · {{.}}{{end}}{{end}}</dd>
+<dt>effort</dt><dd>{{if .Header.Effort}}{{.Header.Effort}}{{else}}none{{end}}</dd>
+<dt>turns</dt><dd>{{.Prompts}} prompts · {{.Calls}} model calls · {{.Tools}} tool calls{{if .Failures}} ({{.Failures}} failed){{end}}</dd>
+<dt>cost</dt><dd>{{if .Cost}}{{.Cost}}{{else}}unknown (no price for the model){{end}}</dd>
+{{- if .Header.Parent}}
+<dt>forked from</dt><dd>{{.Header.Parent}}</dd>
+{{- end}}
+</dl>
+<table class="usage">
+<tr><th>input</th><th>output</th><th>cache read</th><th>cache write 5m</th><th>cache write 1h</th></tr>
+<tr><td>{{.Usage.Input}}</td><td>{{.Usage.Output}}</td><td>{{.Usage.CacheRead}}</td><td>{{.Usage.CacheWrite5m}}</td><td>{{.Usage.CacheWrite1h}}</td></tr>
+</table>
 </header>
 <main>
+{{- if .Header.Parent}}
+<div class="marker fork">forked from {{.Header.Parent}}</div>
+{{- end}}
 {{- range .Items}}
 {{- if eq .Kind "message"}}
 <section class="msg {{.Role}}">
-<div class="role">{{.Role}}</div>
+<div class="meta"><span class="role">{{.Role}}</span><time datetime="{{stamp .Time}}">{{clock .Time}}</time>
+{{- with .Call}}<span>{{.Model}} · {{duration .DurationMS}}{{if gt .Attempts 1}} · {{.Attempts}} attempts{{end}} · {{.Usage.Input}} in / {{.Usage.Output}} out</span>{{end}}</div>
 {{- range .Parts}}
 {{- if eq .Type "text"}}
 <div class="text">{{.Text}}</div>
+{{- else if eq .Type "markdown"}}
+<div class="md">{{.HTML}}</div>
 {{- else if eq .Type "reasoning"}}
 <details><summary>reasoning</summary><div class="text">{{.Text}}</div></details>
-{{- else if eq .Type "tool_call"}}
-<div class="call">tool call <b>{{.Name}}</b><pre>{{.Text}}</pre></div>
-{{- else if eq .Type "tool_result"}}
-<div class="result{{if .IsError}} error{{end}}">{{if .IsError}}tool error{{else}}tool result{{end}}<pre>{{.Text}}</pre></div>
-{{- else if eq .Type "image"}}
-{{- if .Image}}<img src="{{.Image}}" alt="{{.Text}}">{{else}}<div class="note">[image {{.Text}} omitted]</div>{{end}}
+{{- else if eq .Type "tool"}}
+{{- with .Tool}}
+<div class="call{{if .Failed}} failed{{end}}">
+<div class="head"><span class="name">{{.Name}}</span>
+{{- if .Outcome}}<span class="badge {{.Outcome}}">{{.Outcome}}</span>{{else if .Failed}}<span class="badge failed">failed</span>{{end}}
+{{- if .Time}}<span>{{.Time}}</span>{{end}}</div>
+{{- range .Args}}
+{{- if .Code}}{{.Code}}
+{{- else if .Block}}<div class="args"><span class="key">{{.Key}}</span><pre>{{.Text}}</pre></div>
+{{- else}}<div class="args"><span class="key">{{.Key}}</span> {{.Text}}</div>{{end}}
+{{- end}}
+{{- if .Have}}
+{{- if .Long}}
+<details class="result"><summary>output, {{.Lines}} lines</summary><pre>{{.Result}}</pre></details>
 {{- else}}
-<div class="note">[{{.Text}}]</div>
+<div class="result"><pre>{{.Result}}</pre></div>
+{{- end}}
+{{- else}}
+<div class="meta">no result</div>
+{{- end}}
+</div>
+{{- end}}
+{{- else if eq .Type "image"}}
+{{- if .Image}}<img src="{{.Image}}" alt="{{.Text}}">{{else}}<div class="meta">[image {{.Text}} omitted]</div>{{end}}
+{{- else}}
+<div class="meta">[{{.Text}}]</div>
 {{- end}}
 {{- end}}
 </section>
+{{- else if eq .Kind "error"}}
+<div class="error" role="alert"><b>error</b> <time datetime="{{stamp .Time}}">{{clock .Time}}</time><pre>{{.Note}}</pre></div>
+{{- else if eq .Kind "compaction"}}
+<div class="marker compaction">{{.Note}} · <time datetime="{{stamp .Time}}">{{clock .Time}}</time>
+<details><summary>summary</summary><div class="md">{{.Body}}</div></details></div>
 {{- else}}
-<div class="note">{{.Note}}{{if .Body}}<pre>{{.Body}}</pre>{{end}}</div>
+<div class="marker {{.Kind}}">{{.Note}} · <time datetime="{{stamp .Time}}">{{clock .Time}}</time></div>
 {{- end}}
 {{- end}}
 </main>

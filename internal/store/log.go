@@ -360,7 +360,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		return e, fmt.Errorf("store: append %s: %w", l.path, os.ErrClosed)
 	}
 	switch e.Type {
-	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted:
+	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted, TypeError:
 	default:
 		return e, fmt.Errorf("store: append %s: unknown entry type %q", l.path, e.Type)
 	}
@@ -385,7 +385,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	if redactedMsg := Redact(string(e.Message)); redactedMsg != string(e.Message) {
 		e.Message = json.RawMessage(redactedMsg)
 	}
-	e.Summary, e.Name = Redact(e.Summary), Redact(e.Name)
+	e.Summary, e.Name, e.Error = Redact(e.Summary), Redact(e.Name), Redact(e.Error)
 	l.buf.Reset()
 	enc := json.NewEncoder(&l.buf)
 	// Keep message bytes as the caller compacted them (no \u003c rewriting).

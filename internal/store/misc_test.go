@@ -30,14 +30,14 @@ func TestExportHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	if regexp.MustCompile(`(?i)<script|<img src=x|onclick="|src="javascript|src="http|href=`).MatchString(page) {
+	if regexp.MustCompile(`(?i)<script|<img src=x|onclick="|src="javascript|src="http|href="javascript`).MatchString(page) {
 		t.Errorf("unescaped markup or external reference in the export:\n%s", page)
 	}
 	for _, want := range []string{
 		"&lt;script&gt;alert(1)&lt;/script&gt;",
 		"&lt;script&gt;title&lt;/script&gt;",
 		`src="data:image/png;base64,iVBORw0KGgo="`,
-		"tool error",
+		`<div class="call failed">`,
 		"Content-Security-Policy",
 		"turn interrupted",
 	} {
@@ -47,6 +47,75 @@ func TestExportHTML(t *testing.T) {
 	}
 	if n := strings.Count(page, "<img"); n != 1 {
 		t.Errorf("%d images, want only the valid PNG", n)
+	}
+}
+
+// M13: a session with markdown, code, tools, an error, an interrupt, a
+// compaction and a fork renders each where it happened, escaped once.
+func TestExportSample(t *testing.T) {
+	r, err := store.Read(filepath.Join("testdata", "export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	branch := store.Branch(r.Entries)
+	if err := store.ExportHTML(&buf, store.Title(branch), r.Header, branch); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if dir := os.Getenv("E_EXPORT_SAMPLE"); dir != "" { // the browser check's input (bench/export-screenshot)
+		os.WriteFile(filepath.Join(dir, "export.html"), buf.Bytes(), 0o600)
+	}
+	// In page order: each pattern must match after the previous one.
+	order := []struct{ name, re string }{
+		{"title, escaped once", `<h1>Fix the calculator &amp; run its tests</h1>`},
+		{"models in use", `<dd>e/offline · anthropic/claude-sonnet-4-5</dd>`},
+		{"effort", `<dt>effort</dt><dd>high</dd>`},
+		{"counts", `2 prompts · 3 model calls · 5 tool calls \(3 failed\)`},
+		{"cost: the sum of the priced calls", `\$0\.0092`},
+		{"fork in the header", `<dt>forked from</dt><dd>/home/u/.e/sessions/--work-calc--/01JPARENT`},
+		{"usage by category", `<td>4200</td><td>235</td><td>2400</td><td>0</td><td>0</td>`},
+		{"fork marker", `<div class="marker fork">forked from`},
+		{"user text as typed", `<div class="text">Fix the calculator &amp; run its tests. Use &lt;b&gt;no&lt;/b&gt; new dependencies.</div>`},
+		{"message time", `<time datetime="2026-12-01T09:00:04Z">09:00:04</time>`},
+		{"model call", `anthropic/claude-sonnet-4-5 · 2.3 s · 1200 in / 85 out`},
+		{"reasoning folded", `<details><summary>reasoning</summary>`},
+		{"markdown", `I&rsquo;ll run the <strong>tests</strong> first, then read <code>calc.py</code>.|I'll run the <strong>tests</strong> first, then read <code>calc.py</code>.`},
+		{"bash call, failed, with time", `<span class="name">bash</span><span class="badge failed">failed</span><span>1.2 s</span>`},
+		{"command as text, highlighted", `<pre class="chroma"><code><span class="line"><span class="cl">python3 calc.py <span class="o">&amp;&amp;</span> seq <span class="m">1</span> <span class="m">30</span>`},
+		{"long output folded", `<details class="result"><summary>output, 34 lines</summary><pre>Traceback`},
+		{"read call with its result", `<span class="name">read</span><span class="badge completed">completed</span><span>3 ms</span></div><div class="args"><span class="key">path</span> calc.py</div>\s*<div class="result"><pre>def add`},
+		{"failed read", `<span class="key">path</span> missing.py</div>\s*<div class="result"><pre>read: missing.py: no such file`},
+		{"retried call", `1.8 s · 2 attempts`},
+		{"highlighted fence", `<pre class="chroma"><code><span class="line"><span class="cl"><span class="k">def</span> <span class="nf">add</span>`},
+		{"table", `<table>\s*<thead>`},
+		{"raw HTML in markdown dropped", `A <!-- raw HTML omitted -->alert\(1\)<!-- raw HTML omitted --> stays text`},
+		{"edit arguments", `<span class="key">old</span> return a - b`},
+		{"interrupted call", `<span class="badge interrupted">interrupted</span><span>2.9 s</span>`},
+		{"interrupt marker", `<div class="marker interrupted">turn interrupted`},
+		{"settings marker", `model openai/gpt-5.5, effort low from here`},
+		{"compaction marker with summary", `earlier conversation compacted \(5200 tokens before\)[^<]*<time[^>]*>[^<]*</time>\s*<details><summary>summary</summary><div class="md"><p>The user asked to fix <code>calc.py</code>`},
+		{"error where it happened", `<div class="error" role="alert"><b>error</b> <time datetime="2026-12-01T09:00:24Z">09:00:24</time><pre>model: openai: HTTP 429`},
+	}
+	rest := page
+	for _, o := range order {
+		loc := regexp.MustCompile(o.re).FindStringIndex(rest)
+		if loc == nil {
+			t.Errorf("%s: no %s after the previous match", o.name, o.re)
+			continue
+		}
+		rest = rest[loc[1]:]
+	}
+	for _, bad := range []string{"&amp;amp;", "&amp;lt;", `\u0026`, "**tests**", "```", `href="javascript`, "<script", "tool result</"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page has %q", bad)
+		}
+	}
+	if n := strings.Count(page, `<div class="call`); n != 5 {
+		t.Errorf("%d tool blocks, want 5 (each call with its result, no result alone)", n)
+	}
+	if t.Failed() {
+		t.Logf("page:\n%s", page)
 	}
 }
 
@@ -134,7 +203,7 @@ func TestLoadSettings(t *testing.T) {
 		{name: "missing file", want: defaults},
 		{name: "empty object", file: ptr("{}"), want: defaults},
 		{name: "nulls mean defaults", file: ptr(`{"tool_concurrency":null,"providers":null,"compact_threshold":null}`), want: defaults},
-		{name: "all fields", file: ptr(`{"tool_concurrency":64,"default_model":"openai/x","providers":{"a":1},"extensions":[],"compact_threshold":0.5,"future":true}`),
+		{name: "all fields", file: ptr(`{"tool_concurrency":64,"default_model":"openai/x","providers":{"a":1},"extensions":[],"compact_threshold":0.5}`),
 			want: store.Settings{ToolConcurrency: 64, DefaultModel: "openai/x", Providers: json.RawMessage(`{"a":1}`), Extensions: json.RawMessage(`[]`), CompactThreshold: 0.5}},
 		{name: "tool_concurrency 1", file: ptr(`{"tool_concurrency":1}`), want: store.Settings{ToolConcurrency: 1, CompactThreshold: 0.8}},
 		{name: "tool_concurrency 0", file: ptr(`{"tool_concurrency":0}`), wantErr: "tool_concurrency 0 out of range 1..64"},

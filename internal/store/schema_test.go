@@ -59,8 +59,18 @@ func TestFilesMatchSchemas(t *testing.T) {
 		store.Entry{Type: store.TypeName},
 		store.Entry{Type: store.TypeTitle, Name: "t"},
 		store.Entry{Type: store.TypeInterrupted},
+		store.Entry{Type: store.TypeError, Error: "model: boom"},
 	)
+	cost := 0.5
+	withCall := msg(json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"hi"}]}`))
+	withCall.Call = &store.ModelCall{Model: "a/b", Attempts: 2, DurationMS: 10, FirstByteMS: 3, Usage: store.Usage{Input: 1}, CostUSD: &cost}
+	withRuns := msg(json.RawMessage(`{"role":"tool","content":[{"type":"tool_result","call_id":"c1","text":"x"}]}`))
+	withRuns.Runs = []store.ToolRun{{CallID: "c1", Outcome: "denied", DurationMS: 0}}
+	mustAppend(t, l, withCall, withRuns)
 	b, _ := os.ReadFile(l.Path())
+	// The export tests' sample is a valid log too.
+	sample, _ := os.ReadFile(filepath.Join("testdata", "export.jsonl"))
+	b = append(b, sample[bytes.IndexByte(sample, '\n')+1:]...)
 	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 	if err := validate(t, header, lines[0]); err != nil {
 		t.Errorf("header %s: %v", lines[0], err)
@@ -73,6 +83,8 @@ func TestFilesMatchSchemas(t *testing.T) {
 	for _, bad := range []string{
 		`{"type":"bogus","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
 		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
+		`{"type":"error","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
+		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"tool","content":[]},"tools":[{"call_id":"c","outcome":"odd","duration_ms":1}]}`,
 		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"image","media_type":"text/html","data":""}]}}`,
 	} {
 		if validate(t, entry, []byte(bad)) == nil {
@@ -97,7 +109,8 @@ func TestFilesMatchSchemas(t *testing.T) {
 		doc string
 		ok  bool
 	}{
-		{doc: `{"tool_concurrency":8,"default_model":"a/b","providers":{},"compact_threshold":0.8,"other":1}`, ok: true},
+		{doc: `{"tool_concurrency":8,"default_model":"a/b","providers":{},"compact_threshold":0.8,"system_prompt":"s","append_system_prompt":null}`, ok: true},
+		{doc: `{"default_modle":"a/b"}`},
 		{doc: `{"tool_concurrency":0}`},
 		{doc: `{"tool_concurrency":65}`},
 		{doc: `{"compact_threshold":0}`},

@@ -6,19 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/e-agent/e/internal/suggest"
 )
 
-// Settings is $E_HOME/settings.json. Unknown fields are ignored.
+// Settings is $E_HOME/settings.json. An unknown top-level key is an error
+// naming the nearest known one, as an unknown provider field is.
 type Settings struct {
-	ToolConcurrency  int             `json:"tool_concurrency"`  // tool wave size, 1..64, default 8 (L2)
-	DefaultModel     string          `json:"default_model"`     // "" = the model package's default
-	Providers        json.RawMessage `json:"providers"`         // parsed by the model package
-	Extensions       json.RawMessage `json:"extensions"`        // parsed by the extension package
-	CompactThreshold float64         `json:"compact_threshold"` // fraction of the context window, (0,1], default 0.8
-	StallTimeoutMS   int             `json:"stall_timeout_ms"`  // a stream silent this long is a transient failure; 0 = the model package's 60 s
-	MaxAttempts      int             `json:"max_attempts"`      // attempts per model call, retries included, 1..20; 0 = the agent's 5
+	ToolConcurrency  int             `json:"tool_concurrency"`     // tool wave size, 1..64, default 8 (L2)
+	DefaultModel     string          `json:"default_model"`        // "" = the model package's default
+	Providers        json.RawMessage `json:"providers"`            // parsed by the model package
+	Extensions       json.RawMessage `json:"extensions"`           // parsed by the extension package
+	CompactThreshold float64         `json:"compact_threshold"`    // fraction of the context window, (0,1], default 0.8
+	StallTimeoutMS   int             `json:"stall_timeout_ms"`     // a stream silent this long is a transient failure; 0 = the model package's 60 s
+	MaxAttempts      int             `json:"max_attempts"`         // attempts per model call, retries included, 1..20; 0 = the agent's 5
+	SystemPrompt     string          `json:"system_prompt"`        // replaces e's own system prompt; "" = e's
+	AppendSystem     string          `json:"append_system_prompt"` // appended to the system prompt
 }
 
 // Setting defaults.
@@ -40,15 +49,7 @@ func LoadSettings(home string) (Settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("store: settings: %w", err)
 	}
-	var raw struct {
-		ToolConcurrency  *int            `json:"tool_concurrency"`
-		DefaultModel     *string         `json:"default_model"`
-		Providers        json.RawMessage `json:"providers"`
-		Extensions       json.RawMessage `json:"extensions"`
-		CompactThreshold *float64        `json:"compact_threshold"`
-		StallTimeoutMS   *int            `json:"stall_timeout_ms"`
-		MaxAttempts      *int            `json:"max_attempts"`
-	}
+	var raw rawSettings
 	if err := json.Unmarshal(b, &raw); err != nil {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
@@ -60,6 +61,9 @@ func LoadSettings(home string) (Settings, error) {
 			line, col := position(b, typ.Offset)
 			return s, fmt.Errorf("store: settings %s:%d:%d: %s: want %s, got JSON %s", path, line, col, typ.Field, typ.Type, typ.Value)
 		}
+		return s, fmt.Errorf("store: settings %s: %w", path, err)
+	}
+	if err := checkKeys(b); err != nil {
 		return s, fmt.Errorf("store: settings %s: %w", path, err)
 	}
 	if raw.ToolConcurrency != nil {
@@ -89,9 +93,57 @@ func LoadSettings(home string) (Settings, error) {
 	if raw.DefaultModel != nil {
 		s.DefaultModel = *raw.DefaultModel
 	}
+	if raw.SystemPrompt != nil {
+		s.SystemPrompt = *raw.SystemPrompt
+	}
+	if raw.AppendSystem != nil {
+		s.AppendSystem = *raw.AppendSystem
+	}
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
 	return s, nil
+}
+
+// rawSettings is settings.json as written: nil is absent or null.
+type rawSettings struct {
+	ToolConcurrency  *int            `json:"tool_concurrency"`
+	DefaultModel     *string         `json:"default_model"`
+	Providers        json.RawMessage `json:"providers"`
+	Extensions       json.RawMessage `json:"extensions"`
+	CompactThreshold *float64        `json:"compact_threshold"`
+	StallTimeoutMS   *int            `json:"stall_timeout_ms"`
+	MaxAttempts      *int            `json:"max_attempts"`
+	SystemPrompt     *string         `json:"system_prompt"`
+	AppendSystem     *string         `json:"append_system_prompt"`
+}
+
+// SettingsKeys are the known top-level keys of settings.json.
+var SettingsKeys = func() []string {
+	var keys []string
+	t := reflect.TypeFor[rawSettings]()
+	for i := range t.NumField() {
+		keys = append(keys, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+	}
+	return keys
+}()
+
+// checkKeys refuses a top-level key settings.json does not define: a
+// misspelt one would otherwise leave its setting at the default, silently.
+func checkKeys(b []byte) error {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(b, &doc) != nil {
+		return nil // not an object: the decode above has said so
+	}
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
+		if slices.Contains(SettingsKeys, k) {
+			continue
+		}
+		if near, ok := suggest.Nearest(k, SettingsKeys); ok {
+			return fmt.Errorf("unknown key %q (did you mean %q?)", k, near)
+		}
+		return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(SettingsKeys, ", "))
+	}
+	return nil
 }
 
 func nonNull(r json.RawMessage) json.RawMessage {

@@ -40,3 +40,31 @@ func TestSettingsRetryFields(t *testing.T) {
 		})
 	}
 }
+
+// A misspelt key is an error naming it and the key it was meant to be, not
+// a setting silently left at its default.
+func TestSettingsUnknownKey(t *testing.T) {
+	tests := []struct{ name, json, want string }{
+		{name: "typo", json: `{"default_modle":"a/b"}`, want: `settings.json: unknown key "default_modle" (did you mean "default_model"?)`},
+		{name: "far from any", json: `{"tool_concurrency":4,"colour":"red"}`, want: `settings.json: unknown key "colour" (known: tool_concurrency, default_model,`},
+		{name: "system prompts", json: `{"system_prompt":"s","append_system_prompt":"a"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(tt.json), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := LoadSettings(home)
+			if tt.want == "" {
+				if err != nil || s.SystemPrompt != "s" || s.AppendSystem != "a" {
+					t.Errorf("got %+v, %v", s, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line with %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -19,14 +19,16 @@ import (
 // Version is the session-log format version written in every header.
 const Version = 1
 
-// Entry types.
+// Entry types, and the header's type.
 const (
+	TypeSession     = "session"
 	TypeMessage     = "message"
 	TypeSettings    = "settings"
 	TypeCompaction  = "compaction"
 	TypeName        = "name"
 	TypeTitle       = "title"
 	TypeInterrupted = "interrupted"
+	TypeError       = "error"
 )
 
 // Home returns e's home directory: $E_HOME when set, else ~/.e. It creates
@@ -76,6 +78,35 @@ type Entry struct {
 	Kept    string          `json:"kept,omitempty"`          // compaction: id of the first entry kept after the summary ("" = none)
 	Tokens  int64           `json:"tokens_before,omitempty"` // compaction
 	Name    string          `json:"name,omitempty"`          // name (user label, C8) and title (automatic)
+	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it
+	Runs    []ToolRun       `json:"tools,omitempty"`         // tool message: how each result's call ran, in content order
+	Error   string          `json:"error,omitempty"`         // error: the message of the error that ended the turn
+}
+
+// ModelCall describes the model call behind an assistant message.
+type ModelCall struct {
+	Model       string   `json:"model"`                   // catalog id, provider/name
+	Attempts    int      `json:"attempts"`                // 1 + retries
+	DurationMS  int64    `json:"duration_ms"`             // first attempt's start to the answer's end
+	FirstByteMS int64    `json:"first_byte_ms,omitempty"` // successful attempt's start to its first delta
+	Usage       Usage    `json:"usage"`
+	CostUSD     *float64 `json:"cost_usd,omitempty"` // absent when the model has no price
+}
+
+// Usage is the five disjoint token categories of a model call (U1).
+type Usage struct {
+	Input        int64 `json:"input_tokens"`
+	Output       int64 `json:"output_tokens"`
+	CacheRead    int64 `json:"cache_read_tokens"`
+	CacheWrite5m int64 `json:"cache_write_5m_tokens"`
+	CacheWrite1h int64 `json:"cache_write_1h_tokens"`
+}
+
+// ToolRun describes how one tool call ran.
+type ToolRun struct {
+	CallID     string `json:"call_id"`
+	Outcome    string `json:"outcome"` // completed, failed, denied, interrupted
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // crockford is the ULID alphabet.

@@ -25,12 +25,15 @@
 //
 // Paths are relative to [Env.Cwd] or absolute. read, write, edit, ls, find
 // and grep refuse a path whose real location is outside the session directory:
-// symbolic links in the existing part of the path are resolved first (".."
-// applies after the link before it, as the kernel does), and the real location
-// of the session directory must be a prefix of the result. The tool then works
-// on that real path, so a link cannot redirect it after the check. find and
-// grep do not follow links below their root (grep skips them), so a link
-// inside the directory cannot lead them out. The refusal reads
+// they open the session directory as an [os.Root] and resolve and open the
+// path beneath it in one step, following symbolic links only while they stay
+// inside (".." applies after the link before it, as the kernel does). There is
+// no check followed by a second open, so a directory swapped for a link while
+// a call runs cannot lead it out; read and edit check the open file itself
+// (regular, not a directory) and edit rewrites that same file. An absolute
+// path is first mapped to a name beneath the real session directory. find and
+// grep walk through an os.Root of their root and do not follow links below it
+// (grep skips them). The refusal reads
 // "read: ../x: outside the session directory /real/cwd". bash is not
 // restricted: it is a shell.
 //

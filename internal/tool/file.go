@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -68,15 +69,26 @@ var editTool = &builtin{
 	run:    runEdit,
 }
 
-// statRegular resolves path and checks that it names a regular file: not a
-// directory, and not a special file (opening a FIFO would block the call).
-func statRegular(env *Env, tool, path string) (string, os.FileInfo, *Result) {
-	real, err := env.resolve(path)
+// openRegular opens path beneath the session directory and checks that it
+// names a regular file: not a directory, and not a special file. O_NONBLOCK
+// keeps the open of a FIFO from blocking the call; the check is on the open
+// file, so nothing can be swapped in after it.
+func openRegular(env *Env, tool, path string, flag int) (*os.File, os.FileInfo, *Result) {
+	root, name, err := env.openRoot(path)
 	if err != nil {
 		r := pathFailure(tool, path, err)
-		return "", nil, &r
+		return nil, nil, &r
 	}
-	fi, err := os.Stat(real)
+	defer root.Close()
+	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		r := pathFailure(tool, path, env.outside(err))
+		if errors.Is(err, syscall.EISDIR) {
+			r = failure("is a directory", "%s: %s: is a directory (use ls)", tool, path)
+		}
+		return nil, nil, &r
+	}
+	fi, err := f.Stat()
 	var r Result
 	switch {
 	case err != nil:
@@ -86,21 +98,18 @@ func statRegular(env *Env, tool, path string) (string, os.FileInfo, *Result) {
 	case !fi.Mode().IsRegular():
 		r = failure("not a regular file", "%s: %s: not a regular file", tool, path)
 	default:
-		return real, fi, nil
+		return f, fi, nil
 	}
-	return "", nil, &r
+	f.Close()
+	return nil, nil, &r
 }
 
 func runRead(ctx context.Context, env *Env, a args) Result {
 	path := a.str("path")
 	offset, limit := a.integer("offset", 1), a.integer("limit", defaultReadLines)
-	real, fi, fail := statRegular(env, "read", path)
+	f, fi, fail := openRegular(env, "read", path, os.O_RDONLY)
 	if fail != nil {
 		return *fail
-	}
-	f, err := os.Open(real)
-	if err != nil {
-		return pathFailure("read", path, err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -200,18 +209,28 @@ func validPrefix(b []byte) int {
 
 func runWrite(ctx context.Context, env *Env, a args) Result {
 	path, content := a.str("path"), a.str("content")
-	real, err := env.resolve(path)
+	root, name, err := env.openRoot(path)
 	if err != nil {
 		return pathFailure("write", path, err)
 	}
-	if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return pathFailure("write", path, env.outside(err))
+	}
+	// Truncating in place keeps the mode of an existing file; 0644 applies to
+	// new ones. O_NONBLOCK: a FIFO without a reader fails instead of blocking.
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.EISDIR) {
 		return failure("is a directory", "write: %s: is a directory", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		return pathFailure("write", path, err)
+	if err != nil {
+		return pathFailure("write", path, env.outside(err))
 	}
-	// WriteFile keeps the mode of an existing file; 0644 applies to new ones.
-	if err := os.WriteFile(real, []byte(content), 0o644); err != nil {
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return pathFailure("write", path, err)
 	}
 	n := plural(int64(len(content)), "byte", "bytes")
@@ -223,14 +242,15 @@ func runEdit(ctx context.Context, env *Env, a args) Result {
 	if old == repl {
 		return failure("nothing to change", "edit: %s: old and new are the same", path)
 	}
-	real, fi, fail := statRegular(env, "edit", path)
+	f, fi, fail := openRegular(env, "edit", path, os.O_RDWR)
 	if fail != nil {
 		return *fail
 	}
+	defer f.Close()
 	if fi.Size() > maxEditBytes {
 		return failure("file too large", "edit: %s: file is %d bytes, more than edit handles (%d); use bash", path, fi.Size(), maxEditBytes)
 	}
-	data, err := os.ReadFile(real)
+	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
 	if err != nil {
 		return pathFailure("edit", path, err)
 	}
@@ -243,7 +263,11 @@ func runEdit(ctx context.Context, env *Env, a args) Result {
 		return failure("old text is ambiguous", "edit: %s: old text matches %d times; include more surrounding text to make it unique, or set all to true", path, n)
 	}
 	text = strings.ReplaceAll(text, old, repl)
-	if err := os.WriteFile(real, []byte(text), fi.Mode().Perm()); err != nil {
+	// The file open since the check is the one rewritten, in place.
+	if err := f.Truncate(0); err != nil {
+		return pathFailure("edit", path, err)
+	}
+	if _, err := f.WriteAt([]byte(text), 0); err != nil {
 		return pathFailure("edit", path, err)
 	}
 	s := plural(int64(n), "replacement", "replacements")

@@ -69,25 +69,50 @@ func within(p, root string) bool {
 	return p == root || root == string(filepath.Separator) || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// resolve returns the real path of p (relative to env.Cwd, or absolute), which
-// must lie inside the real session directory. Tools operate on the real path,
-// never on the name as given, so a link cannot redirect them after the check.
-func (env *Env) resolve(p string) (string, error) {
-	root, err := realPath(env.Cwd)
+// openRoot opens the session directory as an [os.Root] and returns the name
+// of p (relative to env.Cwd, or absolute) beneath it. Every file tool then
+// resolves and opens that name through the Root in one step, so a symbolic
+// link or a rename swapped in between a check and the open cannot lead
+// outside (PITFALLS: the symlink race). An absolute path is mapped to a name
+// through the real locations of both.
+func (env *Env) openRoot(p string) (*os.Root, string, error) {
+	name := p
+	if filepath.IsAbs(p) {
+		rootReal, err := realPath(env.Cwd)
+		if err != nil {
+			return nil, "", err
+		}
+		real, err := realPath(p)
+		if err != nil {
+			return nil, "", err
+		}
+		if !within(real, rootReal) {
+			return nil, "", fmt.Errorf("%w %s", errOutside, rootReal)
+		}
+		name, _ = filepath.Rel(rootReal, real)
+	}
+	root, err := os.OpenRoot(env.Cwd)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	if !filepath.IsAbs(p) {
-		p = env.Cwd + string(filepath.Separator) + p
+	return root, name, nil
+}
+
+// outside turns the error of an os.Root operation that a link or ".." led
+// out of the session directory into errOutside, naming the directory.
+func (env *Env) outside(err error) error {
+	escapes := false
+	for e := err; e != nil && !escapes; e = errors.Unwrap(e) {
+		escapes = e.Error() == "path escapes from parent" // os's unexported errPathEscapes
 	}
-	real, err := realPath(p)
-	if err != nil {
-		return "", err
+	if !escapes {
+		return err
 	}
-	if !within(real, root) {
-		return "", fmt.Errorf("%w %s", errOutside, root)
+	root, rerr := realPath(env.Cwd)
+	if rerr != nil {
+		root = env.Cwd
 	}
-	return real, nil
+	return fmt.Errorf("%w %s", errOutside, root)
 }
 
 // pathFailure is the Result of a failed file operation on the path named

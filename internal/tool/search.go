@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -75,24 +76,31 @@ func runLs(ctx context.Context, env *Env, a args) Result {
 	if path == "" {
 		path = "."
 	}
-	real, err := env.resolve(path)
+	root, name, err := env.openRoot(path)
 	if err != nil {
 		return pathFailure("ls", path, err)
 	}
-	fi, err := os.Stat(real)
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return pathFailure("ls", path, env.outside(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return pathFailure("ls", path, err)
 	}
 	if !fi.IsDir() {
 		return Result{Content: path, Summary: "1 entry"}
 	}
-	entries, err := os.ReadDir(real)
+	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return pathFailure("ls", path, err)
 	}
 	if len(entries) == 0 {
 		return Result{Content: "(empty directory)", Summary: "0 entries"}
 	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
 	for i, e := range entries {
 		if i == maxListEntries {
@@ -111,28 +119,54 @@ func runLs(ctx context.Context, env *Env, a args) Result {
 	return Result{Content: strings.TrimSuffix(b.String(), "\n"), Summary: plural(int64(len(entries)), "entry", "entries")}
 }
 
-// walk visits the tree at real (path names it as the model gave it) without
-// following links or entering .git; visit gets the name to show and the
-// slash-separated path relative to the root. It stops when visit returns false
-// or ctx is done.
-func walk(ctx context.Context, real, path string, visit func(name, rel string, d fs.DirEntry) bool) error {
+// walk visits the tree at path (as the model gave it) beneath the session
+// directory without following links or entering .git; visit gets the name to
+// show, the slash-separated path relative to the walk's root, the entry, and a
+// function reading the file. Every open goes through an os.Root of the walk's
+// root, so a directory swapped for a link mid-walk cannot lead outside. It
+// stops when visit returns false or ctx is done.
+func walk(ctx context.Context, env *Env, path string, visit func(name, rel string, d fs.DirEntry, read func() ([]byte, error)) bool) error {
+	root, name, err := env.openRoot(path)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return env.outside(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		visit(path, ".", fs.FileInfoToDirEntry(fi), func() ([]byte, error) { return io.ReadAll(f) })
+		return nil
+	}
+	sub, err := root.OpenRoot(name)
+	if err != nil {
+		return env.outside(err)
+	}
+	defer sub.Close()
+	fsys := sub.FS().(fs.ReadFileFS)
 	stop := errors.New("stop")
-	err := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(fsys, ".", func(rel string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
 			// An unreadable directory below the root is skipped, not fatal.
-			if p == real {
+			if rel == "." {
 				return err
 			}
 			return nil
 		}
-		if d.IsDir() && d.Name() == ".git" && p != real {
-			return filepath.SkipDir
+		if d.IsDir() && d.Name() == ".git" && rel != "." {
+			return fs.SkipDir
 		}
-		rel, _ := filepath.Rel(real, p)
-		if !visit(filepath.Join(path, rel), filepath.ToSlash(rel), d) {
+		read := func() ([]byte, error) { return fsys.ReadFile(rel) }
+		if !visit(filepath.Join(path, filepath.FromSlash(rel)), rel, d, read) {
 			return stop
 		}
 		return nil
@@ -151,15 +185,11 @@ func runFind(ctx context.Context, env *Env, a args) Result {
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return failure("invalid pattern", "find: invalid pattern %q: %v", pattern, err)
 	}
-	real, err := env.resolve(path)
-	if err != nil {
-		return pathFailure("find", path, err)
-	}
 	byPath := strings.Contains(pattern, "/")
 	var b strings.Builder
 	n := 0
 	full := false
-	err = walk(ctx, real, path, func(name, rel string, d fs.DirEntry) bool {
+	err := walk(ctx, env, path, func(name, rel string, d fs.DirEntry, read func() ([]byte, error)) bool {
 		subject := d.Name()
 		if byPath {
 			subject = rel
@@ -204,14 +234,10 @@ func runGrep(ctx context.Context, env *Env, a args) Result {
 	if _, err := filepath.Match(glob, ""); err != nil {
 		return failure("invalid glob", "grep: invalid glob %q: %v", glob, err)
 	}
-	real, err := env.resolve(path)
-	if err != nil {
-		return pathFailure("grep", path, err)
-	}
 	var b strings.Builder
 	n := 0
 	full := false
-	err = walk(ctx, real, path, func(name, rel string, d fs.DirEntry) bool {
+	err = walk(ctx, env, path, func(name, rel string, d fs.DirEntry, read func() ([]byte, error)) bool {
 		if !d.Type().IsRegular() {
 			return true
 		}
@@ -222,7 +248,7 @@ func runGrep(ctx context.Context, env *Env, a args) Result {
 		if err != nil || info.Size() > maxEditBytes {
 			return true
 		}
-		data, err := os.ReadFile(filepath.Join(real, filepath.FromSlash(rel)))
+		data, err := read()
 		if err != nil || bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
 			return true
 		}

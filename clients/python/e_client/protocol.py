@@ -34,6 +34,22 @@ SessionID = str
 #: all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
 SessionCreateParamsToolMode = Literal["all", "none"]
 
+#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+#: before they run (never; writes: write, execute, extension and mcp calls; all)
+#: (methods/session.create.params.json#/properties/approval)
+SessionCreateParamsApproval = Literal["never", "writes", "all"]
+
+#: the session's approval policy (methods/session.create.result.json#/properties/approval)
+SessionCreateResultApproval = Literal["never", "writes", "all"]
+
+#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+#: before they run (never; writes: write, execute, extension and mcp calls; all)
+#: (methods/session.set.params.json#/properties/approval)
+SessionSetParamsApproval = Literal["never", "writes", "all"]
+
+#: the session's approval policy (methods/session.set.result.json#/properties/approval)
+SessionSetResultApproval = Literal["never", "writes", "all"]
+
 #: CompactingEventReason (events/compacting.json#/properties/reason)
 CompactingEventReason = Literal["manual", "auto"]
 
@@ -47,7 +63,7 @@ SleepStoppedEventReason = Literal["steer", "interrupt"]
 ToolEndEventOutcome = Literal["completed", "failed", "denied", "interrupted"]
 
 #: AskLineMethod (lines/ask.json#/properties/method)
-AskLineMethod = Literal["ui.confirm", "ui.select", "ui.input", "ui.editor"]
+AskLineMethod = Literal["ui.confirm", "ui.select", "ui.input", "ui.editor", "tool.approve"]
 
 #: all or none (C3) (oneshot/request.json#/properties/tool_mode)
 OneShotRequestToolMode = Literal["all", "none"]
@@ -367,8 +383,10 @@ class AskReplyParams(TypedDict):
     #: keeps exactly)
     ask: int
 
-    #: what the extension's request expects; omitted or null: the extension gets
-    #: {"cancelled":true}
+    #: what the extension's request expects; for a tool.approve ask {"decision": "allow" |
+    #: "allow_session" | "reject", "reason"?: string}: allow_session allows the same tool for the
+    #: rest of the session, reject denies the call with the reason; omitted or null: the asker
+    #: gets {"cancelled":true} (a tool.approve call is then denied)
     result: NotRequired[Any]
 
 
@@ -516,6 +534,14 @@ class SessionCreateParams(TypedDict):
     #: a label for the session (C8)
     name: NotRequired[str | None]
 
+    #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+    #: before they run (never; writes: write, execute, extension and mcp calls; all)
+    approval: NotRequired[SessionCreateParamsApproval | None]
+
+    #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+    #: interrupted; an unanswered ask denies its call
+    approval_timeout_ms: NotRequired[int | None]
+
 
 class SessionCreateResult(TypedDict):
     """
@@ -533,6 +559,9 @@ class SessionCreateResult(TypedDict):
 
     #: the session log's path, null when memory-only (C5)
     path: str | None
+
+    #: the session's approval policy
+    approval: NotRequired[SessionCreateResultApproval]
 
 
 class SessionExportParams(TypedDict):
@@ -704,6 +733,14 @@ class SessionSetParams(TypedDict):
 
     effort: NotRequired[str | None]
 
+    #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+    #: before they run (never; writes: write, execute, extension and mcp calls; all)
+    approval: NotRequired[SessionSetParamsApproval | None]
+
+    #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+    #: interrupted; an unanswered ask denies its call
+    approval_timeout_ms: NotRequired[int | None]
+
 
 class SessionSetResult(TypedDict):
     """
@@ -713,6 +750,9 @@ class SessionSetResult(TypedDict):
     model: str
 
     effort: str
+
+    #: the session's approval policy
+    approval: NotRequired[SessionSetResultApproval]
 
 
 class SessionSteerParams(TypedDict):
@@ -1151,8 +1191,9 @@ class WarningEvent(TypedDict):
 
 class AskLine(TypedDict):
     """
-    ask line: An extension's question, sent after hello with ask:true; answered with ask.reply
-    (X2, X4). (lines/ask.json)
+    ask line: An extension's question (X2, X4), or e's own question before a tool call runs
+    under the session's approval policy (method tool.approve); sent after hello with ask:true,
+    answered with ask.reply. (lines/ask.json)
     """
 
     type: Literal["ask"]
@@ -1160,12 +1201,16 @@ class AskLine(TypedDict):
     #: the number to pass to ask.reply, unique within the process
     ask: int
 
-    #: the asking extension
-    extension: str
+    #: the asking extension; absent on tool.approve asks
+    extension: NotRequired[str]
+
+    #: the session whose tool call waits; only on tool.approve asks
+    session: NotRequired[str]
 
     method: AskLineMethod
 
-    #: the extension's request as it sent it
+    #: the extension's request as it sent it; for tool.approve the call as in tool_batch, plus
+    #: timeout_ms when the question is bounded ($defs/approve)
     params: dict[str, Any]
 
 
@@ -1184,14 +1229,17 @@ class EventStamps(TypedDict):
 
 class NoticeLine(TypedDict):
     """
-    notice line: A message from or about an extension, sent only after hello (X6, X7).
-    (lines/notice.json)
+    notice line: A message from or about an extension, or about a cancelled tool.approve ask;
+    sent only after hello (X6, X7). (lines/notice.json)
     """
 
     type: Literal["notice"]
 
-    #: the extension concerned
-    extension: str
+    #: the extension concerned; absent on a notice about a tool.approve ask
+    extension: NotRequired[str]
+
+    #: the session of the cancelled tool.approve ask
+    session: NotRequired[str]
 
     #: info, warning or error
     level: str

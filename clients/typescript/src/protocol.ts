@@ -411,8 +411,10 @@ export interface AskReplyParams {
    */
   ask: number;
   /**
-   * what the extension's request expects; omitted or null: the extension gets
-   * {"cancelled":true}
+   * what the extension's request expects; for a tool.approve ask {"decision": "allow" |
+   * "allow_session" | "reject", "reason"?: string}: allow_session allows the same tool for the
+   * rest of the session, reject denies the call with the reason; omitted or null: the asker
+   * gets {"cancelled":true} (a tool.approve call is then denied)
    */
   result?: unknown;
 }
@@ -568,12 +570,29 @@ export interface SessionCreateParams {
    * a label for the session (C8)
    */
   name?: string | null;
+  /**
+   * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+   * before they run (never; writes: write, execute, extension and mcp calls; all)
+   */
+  approval?: SessionCreateParamsApproval | null;
+  /**
+   * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+   * interrupted; an unanswered ask denies its call
+   */
+  approval_timeout_ms?: number | null;
 }
 
 /**
  * all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
  */
 export type SessionCreateParamsToolMode = "all" | "none";
+
+/**
+ * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+ * before they run (never; writes: write, execute, extension and mcp calls; all)
+ * (methods/session.create.params.json#/properties/approval)
+ */
+export type SessionCreateParamsApproval = "never" | "writes" | "all";
 
 /**
  * session.create result: M3 (methods/session.create.result.json)
@@ -590,7 +609,16 @@ export interface SessionCreateResult {
    * the session log's path, null when memory-only (C5)
    */
   path: string | null;
+  /**
+   * the session's approval policy
+   */
+  approval?: SessionCreateResultApproval;
 }
+
+/**
+ * the session's approval policy (methods/session.create.result.json#/properties/approval)
+ */
+export type SessionCreateResultApproval = "never" | "writes" | "all";
 
 /**
  * session.export params: Writes the conversation as one HTML page (M13). Unknown fields are
@@ -758,7 +786,24 @@ export interface SessionSetParams {
   session: SessionID;
   model?: string | null;
   effort?: string | null;
+  /**
+   * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+   * before they run (never; writes: write, execute, extension and mcp calls; all)
+   */
+  approval?: SessionSetParamsApproval | null;
+  /**
+   * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
+   * interrupted; an unanswered ask denies its call
+   */
+  approval_timeout_ms?: number | null;
 }
+
+/**
+ * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
+ * before they run (never; writes: write, execute, extension and mcp calls; all)
+ * (methods/session.set.params.json#/properties/approval)
+ */
+export type SessionSetParamsApproval = "never" | "writes" | "all";
 
 /**
  * session.set result: M10 (methods/session.set.result.json)
@@ -766,7 +811,16 @@ export interface SessionSetParams {
 export interface SessionSetResult {
   model: string;
   effort: string;
+  /**
+   * the session's approval policy
+   */
+  approval?: SessionSetResultApproval;
 }
+
+/**
+ * the session's approval policy (methods/session.set.result.json#/properties/approval)
+ */
+export type SessionSetResultApproval = "never" | "writes" | "all";
 
 /**
  * session.steer params: Sends a message into the running turn (M7). Unknown fields are
@@ -1219,8 +1273,9 @@ export interface WarningEvent {
 }
 
 /**
- * ask line: An extension's question, sent after hello with ask:true; answered with ask.reply
- * (X2, X4). (lines/ask.json)
+ * ask line: An extension's question (X2, X4), or e's own question before a tool call runs
+ * under the session's approval policy (method tool.approve); sent after hello with ask:true,
+ * answered with ask.reply. (lines/ask.json)
  */
 export interface AskLine {
   type: "ask";
@@ -1229,12 +1284,17 @@ export interface AskLine {
    */
   ask: number;
   /**
-   * the asking extension
+   * the asking extension; absent on tool.approve asks
    */
-  extension: string;
+  extension?: string;
+  /**
+   * the session whose tool call waits; only on tool.approve asks
+   */
+  session?: string;
   method: AskLineMethod;
   /**
-   * the extension's request as it sent it
+   * the extension's request as it sent it; for tool.approve the call as in tool_batch, plus
+   * timeout_ms when the question is bounded ($defs/approve)
    */
   params: { [key: string]: unknown };
 }
@@ -1242,7 +1302,7 @@ export interface AskLine {
 /**
  * AskLineMethod. (lines/ask.json#/properties/method)
  */
-export type AskLineMethod = "ui.confirm" | "ui.select" | "ui.input" | "ui.editor";
+export type AskLineMethod = "ui.confirm" | "ui.select" | "ui.input" | "ui.editor" | "tool.approve";
 
 /**
  * stamped event: What e rpc adds to every event line: the session and the request (S2). The
@@ -1255,15 +1315,19 @@ export interface EventStamps {
 }
 
 /**
- * notice line: A message from or about an extension, sent only after hello (X6, X7).
- * (lines/notice.json)
+ * notice line: A message from or about an extension, or about a cancelled tool.approve ask;
+ * sent only after hello (X6, X7). (lines/notice.json)
  */
 export interface NoticeLine {
   type: "notice";
   /**
-   * the extension concerned
+   * the extension concerned; absent on a notice about a tool.approve ask
    */
-  extension: string;
+  extension?: string;
+  /**
+   * the session of the cancelled tool.approve ask
+   */
+  session?: string;
   /**
    * info, warning or error
    */
