@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
 

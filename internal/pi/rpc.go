@@ -21,9 +21,9 @@ import (
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
-	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
 
