@@ -16,9 +16,8 @@ import (
 
 // This file is the one place that knows how sessions are made: it builds
 // them from the Host's engine the way session.Host.Create does, with pi's
-// folder for their logs, pi's tool selection, pi's system prompt flags and
-// a fork point's history. It moves onto Host.Create once the session
-// layer takes a sessions folder, instructions and a starting history.
+// folder for their logs, pi's tool selection and a fork point's history. It moves onto Host.Create once the session
+// layer takes a sessions folder and a starting history.
 
 // spec describes one session to make.
 type spec struct {
@@ -36,8 +35,6 @@ type backend struct {
 	h           *session.Host
 	sessionsDir string // "" keeps sessions in memory (--no-session)
 	tools       []string
-	system      *string
-	appendSys   []string
 }
 
 // made is a session and the log header it was made with.
@@ -94,14 +91,8 @@ func (b *backend) make(sp spec) (*made, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if needTrust && b.system == nil {
+	if needTrust {
 		return fail(fmt.Errorf("pi: directory %s has an AGENTS.md but is not trusted: run `e trust %s` first", sp.cwd, sp.cwd))
-	}
-	if b.system != nil {
-		instructions = *b.system
-	}
-	for _, a := range b.appendSys {
-		instructions = strings.TrimSpace(instructions + "\n\n" + a)
 	}
 	h := store.Header{Type: "session", Version: store.Version, ID: store.NewID(), Cwd: sp.cwd, Created: time.Now().UTC(),
 		Model: info.ID, Effort: effort, Name: sp.name, Parent: sp.parent}

@@ -25,8 +25,8 @@ type Flags struct {
 	NoTools       bool
 	NoBuiltin     bool
 	NoExtensions  bool
-	SystemPrompt  *string  // replaces e's instructions (text or a file's contents)
-	AppendPrompts []string // appended to the instructions
+	SystemPrompt  *string  // replaces e's own system prompt text (text or a file's contents)
+	AppendPrompts []string // appended to the system prompt
 	Help, Version bool
 	Messages      []string // json mode: the prompts
 }

@@ -143,7 +143,11 @@ func start(f Flags, env Env) (*front, error) {
 		fr.out.Close()
 		return nil, err
 	}
-	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version}
+	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
+		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
+	if f.SystemPrompt != nil {
+		opts.SystemPrompt = *f.SystemPrompt
+	}
 	if f.APIKey != "" {
 		// A key given on the command line serves whichever provider the model needs.
 		base := getenv
@@ -172,7 +176,7 @@ func start(f Flags, env Env) (*front, error) {
 	if err != nil {
 		return fail(err)
 	}
-	fr.b = &backend{h: fr.h, tools: tools, system: f.SystemPrompt, appendSys: f.AppendPrompts}
+	fr.b = &backend{h: fr.h, tools: tools}
 	if !f.NoSession {
 		fr.b.sessionsDir = cfg.SessionsDir(f.SessionDir, env.Getenv)
 	}
