@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/e-agent/e/internal/acp"
 	"github.com/e-agent/e/server"
 )
 
@@ -31,6 +32,7 @@ func main() {
 const usage = `usage:
   e -p PROMPT [--json] [run options]   run one turn (prompt from the argument and/or piped stdin)
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
+  e acp [run options]                  be an Agent Client Protocol agent on stdin/stdout (editors)
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
   e schema [NAME]                      print the JSON Schemas of the protocol
   e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
@@ -55,6 +57,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "rpc":
 		return runRPC(args[1:], stdin, stdout, stderr)
+	case "acp":
+		return runACP(args[1:], stdin, stdout, stderr)
 	case "trust":
 		return runTrust(args[1:], stdout, stderr)
 	case "schema":
@@ -141,24 +145,33 @@ func usageError(stderr io.Writer, err error) int {
 	return 2
 }
 
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlagSet("rpc", stderr)
+// serverFlags parses the flags of a server mode (rpc, acp); done reports
+// that the command has finished (help, version, usage error) with code.
+func serverFlags(mode string, args []string, stdout, stderr io.Writer) (f runFlags, done bool, code int) {
+	fs := newFlagSet(mode, stderr)
 	f.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
-		return usageError(stderr, err)
+		return f, true, usageError(stderr, err)
 	}
 	if f.help {
 		fmt.Fprint(stdout, usage)
-		return 0
+		return f, true, 0
 	}
 	if f.version {
 		fmt.Fprintf(stdout, "e %s\n", version)
-		return 0
+		return f, true, 0
 	}
 	if len(pos) > 0 {
-		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
+		return f, true, usageError(stderr, fmt.Errorf("%s takes no arguments, got %q", mode, pos[0]))
+	}
+	return f, false, 0
+}
+
+func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, done, code := serverFlags("rpc", args, stdout, stderr)
+	if done {
+		return code
 	}
 	env, err := processEnv(stdin, stdout, stderr)
 	if err != nil {
@@ -171,6 +184,25 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return srv.Serve()
+}
+
+// runACP is e acp: an Agent Client Protocol agent (spec/acp.md).
+func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, done, code := serverFlags("acp", args, stdout, stderr)
+	if done {
+		return code
+	}
+	env, err := processEnv(stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "e acp: %v\n", err)
+		return 1
+	}
+	a, err := acp.New(context.Background(), acp.Options{Options: f.options(), Approval: f.approval}, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "e acp: %v\n", err)
+		return 1
+	}
+	return a.Serve()
 }
 
 func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
