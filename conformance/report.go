@@ -44,10 +44,16 @@ func (r *Result) Report(w io.Writer) {
 	}
 }
 
-// WriteJSON writes one JSON object per result.
+// WriteJSON writes one JSON object per result; a case that failed or
+// could not be judged carries its whole transcript, both ways, timed.
 func WriteJSON(w io.Writer, results []*Result) error {
 	enc := json.NewEncoder(w)
 	for _, r := range results {
+		if r.Verdict == Pass || r.Verdict == Skip {
+			c := *r
+			c.Transcript = nil // only a failure needs its conversation
+			r = &c
+		}
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("conformance: %w", err)
 		}

@@ -369,9 +369,7 @@ func (s *Server) sessionPrompt(r *request) {
 	ss.turn.Add(1)
 	s.goTurn(func() {
 		defer ss.turn.Done()
-		res := ss.Prompt(s.ctx, p.Prompt, images, func(ev agent.Event) {
-			s.writeRaw(stamp(ev, ss.ID(), r.id))
-		})
+		res := ss.Prompt(s.ctx, p.Prompt, images, s.events(ss.ID(), r.id))
 		id := ss.ID()
 		res.Session = &id
 		res.Path = strPtr(ss.Info().Path)
@@ -441,9 +439,7 @@ func (s *Server) sessionCompact(r *request) {
 	ss.turn.Add(1)
 	s.goTurn(func() {
 		defer ss.turn.Done()
-		res, err := ss.Compact(s.ctx, focus, func(ev agent.Event) {
-			s.writeRaw(stamp(ev, ss.ID(), r.id))
-		})
+		res, err := ss.Compact(s.ctx, focus, s.events(ss.ID(), r.id))
 		if err != nil {
 			s.writeError(r.id, r.method+": "+err.Error())
 			return

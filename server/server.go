@@ -151,13 +151,16 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	}
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
-	s.relay.Cancelled = func(a extension.Ask) {
-		who := "the extension"
-		if a.Method == approveMethod {
-			who = "the tool call"
+	s.relay.Cancelled = func(a extension.Ask, why string) {
+		if why == "" {
+			who := "the extension"
+			if a.Method == approveMethod {
+				who = "the tool call"
+			}
+			why = who + " no longer waits for an answer"
 		}
 		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s no longer waits for an answer", a.Ask, a.Method, who)})
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
 	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
 	if err != nil {
@@ -220,7 +223,7 @@ func (s *Server) Serve() int {
 			s.stop()
 			return s.close(0)
 		case <-s.out.Failed():
-			// The client went away: nobody is left to tell.
+			// The client went away; close says so on stderr.
 			s.stop()
 			return s.close(0)
 		case sig := <-sigs:
@@ -304,10 +307,14 @@ func (s *Server) stop() {
 	s.cancel()
 }
 
-// close flushes the writer and returns code.
+// close flushes the writer and returns code, or 1 when stdout failed: the
+// client stopped reading, and e says so on stderr.
 func (s *Server) close(code int) int {
 	s.cancel()
-	s.out.Close()
+	if err := s.out.Close(); err != nil {
+		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
+		code = max(code, 1)
+	}
 	return code
 }
 
@@ -442,14 +449,16 @@ func (s *Server) reply(r *request, result any, err error) {
 	s.writeResult(r.id, result)
 }
 
-// stamp returns ev as a line stamped with its session and request (S2).
-func stamp(ev agent.Event, sess string, req json.RawMessage) []byte {
-	b, err := agent.Marshal(ev)
-	if err != nil {
-		panic("server: marshal event: " + err.Error())
+// events returns the sink of one turn's events: each is stamped with its
+// session and request (S2) and queued. The buffer is reused, as the writer
+// copies each line and a turn calls its sink from one goroutine at a time.
+func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
+	st := agent.NewStamp(sess, req)
+	var buf []byte
+	return func(ev agent.Event) {
+		buf = st.Append(buf[:0], ev)
+		s.writeRaw(buf)
 	}
-	sid, _ := json.Marshal(sess)
-	return concat(string(b[:len(b)-1]), `,"session":`, sid, `,"request":`, req, `}`)
 }
 
 func concat(parts ...any) []byte {

@@ -3,7 +3,7 @@
 //	e -p PROMPT [flags]     run one turn and exit (P1–P8)
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
-//	e schema [NAME]         print the protocol's JSON Schemas
+//	e schema [NAME | --out DIR]  print the protocol's JSON Schemas
 //	e export LOG [OUT]      write a saved session as one HTML page
 //	e --version
 package main
@@ -34,7 +34,7 @@ const usage = `usage:
   e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
   e acp [run options]                  be an Agent Client Protocol agent on stdin/stdout (editors)
   e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
-  e schema [NAME]                      print the JSON Schemas of the protocol
+  e schema [NAME | --out DIR]          print the JSON Schemas of the protocol, or write them for generators
   e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
   e --version
 

@@ -66,6 +66,13 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// With SIGPIPE caught, a write to a stdout nobody reads any more fails
+	// with EPIPE instead of killing e silently, so it can say why it stops.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	ctx, stopTurn := context.WithCancel(ctx)
+	defer stopTurn()
 	env, err := processEnv(stdin, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
@@ -97,7 +104,10 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
-	out := &lineWriter{w: stdout}
+	out := &lineWriter{w: stdout, failed: func(err error) {
+		fmt.Fprintf(stderr, "e: writing stdout: %v; stopping the turn\n", err)
+		stopTurn()
+	}}
 	res := sess.Prompt(ctx, prompt, parts, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
@@ -159,21 +169,31 @@ func isPipe(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice == 0
 }
 
-// lineWriter writes to stdout and remembers the first failure.
+// lineWriter writes to stdout and remembers the first failure, which it
+// reports to failed once.
 type lineWriter struct {
-	w   io.Writer
-	err error
+	w      io.Writer
+	failed func(error)
+	err    error
 }
 
 func (l *lineWriter) text(s string) {
 	if l.err == nil {
 		_, l.err = io.WriteString(l.w, s)
+		l.check()
 	}
 }
 
 func (l *lineWriter) line(b []byte) {
 	if l.err == nil {
 		_, l.err = l.w.Write(append(b, '\n'))
+		l.check()
+	}
+}
+
+func (l *lineWriter) check() {
+	if l.err != nil {
+		l.failed(l.err)
 	}
 }
 

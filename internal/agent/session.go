@@ -44,6 +44,9 @@ type Engine struct {
 	// the fallback model (for example "no model provider configured …").
 	DefaultWarning string
 	DefaultModel   string
+	// SystemPrompt replaces e's own text at the head of the system prompt
+	// ("" keeps it); AppendSystemPrompt is added at its end.
+	SystemPrompt, AppendSystemPrompt string
 }
 
 // Options describe a new session.
@@ -80,6 +83,7 @@ type Session struct {
 	name     string
 	title    string
 	system   string
+	env      string // the system prompt's environment, fixed at the first model call
 	log      *store.Log
 	entries  []store.Entry
 	nextCall int

@@ -1,0 +1,226 @@
+package conformance
+
+// This file starts and ends the process under test: its command, its
+// environment and fixtures, its exit status, and the stderr it leaves.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// command is the argv of the case's process: the server command with the
+// case's server_args for an rpc case; for a print case, the server command
+// with its trailing "rpc" replaced by the case's args ("e rpc" → "e -p …").
+func (r *run) command() ([]string, error) {
+	srv := r.o.Server
+	if !r.c.printMode() {
+		return append(append([]string{}, srv...), r.c.ServerArgs...), nil
+	}
+	if srv[len(srv)-1] != "rpc" {
+		return nil, skipError(fmt.Sprintf("print case: the server command %q does not end in rpc, so there is no e -p to derive from it", strings.Join(srv, " ")))
+	}
+	return append(append([]string{}, srv[:len(srv)-1]...), r.c.Args...), nil
+}
+
+// trust records the case's cwd as trusted with the product's own command,
+// `e trust DIR` (C9), derived from the server command like e -p, so that a
+// server refusing every untrusted directory can run the cases. Cases about
+// trust opt out with "untrusted". A failure is left for the case to show.
+func (r *run) trust(cwd, home string) {
+	srv := r.o.Server
+	if r.o.NoTrust || r.c.Untrusted || srv[len(srv)-1] != "rpc" {
+		return
+	}
+	argv := append(append([]string{}, srv[:len(srv)-1]...), "trust", cwd)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = serverEnv(home, r.c.Env)
+	ownGroup(cmd)
+	cmd.WaitDelay = time.Second
+	_ = cmd.Run()
+}
+
+func (r *run) checkExit(werr error) *Divergence {
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	} else if werr != nil {
+		return &Divergence{Step: "exit", Message: werr.Error()}
+	}
+	want := r.c.Exit
+	if want == "" {
+		want = "0"
+	}
+	switch {
+	case want == "0" && code != 0 && r.c.printMode():
+		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want 0: the turn completed (P4)", code)}
+	case want == "0" && code != 0:
+		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want 0 after EOF on stdin or shutdown (D1, M16)", code)}
+	case want == "nonzero" && code == 0:
+		return &Divergence{Step: "exit", Message: "exit status 0, want non-zero"}
+	case want != "nonzero" && want != "any" && want != strconv.Itoa(code):
+		if code == -1 {
+			return &Divergence{Step: "exit", Message: fmt.Sprintf("killed by a signal (%v), want exit status %s", werr, want)}
+		}
+		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want %s", code, want)}
+	}
+	stderr := r.stderr.String()
+	for _, s := range r.c.Stderr {
+		if !strings.Contains(stderr, s) {
+			return &Divergence{Step: "stderr", Message: fmt.Sprintf("stderr does not contain %q", s), Got: shorten(stderr)}
+		}
+	}
+	if re := r.c.stderrRE; re != nil && !re.MatchString(stderr) {
+		return &Divergence{Step: "stderr", Message: "stderr does not match the stderr.re section", Expected: re.String(), Got: shorten(stderr)}
+	}
+	return nil
+}
+
+func writeFixtures(c *Case, cwd, home, baseURL string) error {
+	settings := any(tapeSettings(baseURL, c.Model))
+	for _, d := range []string{cwd, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("conformance: %w", err)
+		}
+	}
+	for _, f := range c.files {
+		dir, rel, _ := strings.Cut(f.name, "/")
+		root := cwd
+		if dir == "home" {
+			root = home
+		}
+		if dir == "home" && rel == "settings.json" {
+			v, err := decode(f.data)
+			if err != nil {
+				return fmt.Errorf("conformance: %s: home/settings.json: %w", c.File, err)
+			}
+			settings = mergeJSON(settings, v)
+			continue
+		}
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("conformance: %w", err)
+		}
+		if strings.HasSuffix(rel, "/") {
+			continue // an empty directory
+		}
+		perm := os.FileMode(0o644)
+		if dir == "home" && strings.HasPrefix(rel, "extensions/") {
+			perm = 0o755 // extensions are the executables in $E_HOME/extensions
+		}
+		if err := os.WriteFile(p, f.data, perm); err != nil {
+			return fmt.Errorf("conformance: %w", err)
+		}
+	}
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return fmt.Errorf("conformance: settings: %w", err)
+	}
+	return os.WriteFile(filepath.Join(home, "settings.json"), b, 0o644)
+}
+
+// serverEnv is the runner's environment without the user's e
+// configuration, plus the case's.
+func serverEnv(home string, extra map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "E_") || k == "OPENAI_API_KEY" || k == "ANTHROPIC_API_KEY" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "E_HOME="+home, "E_TAPE_API_KEY="+tapeKey)
+	for _, k := range sortedKeys(extra) {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+// tailBuffer keeps the last 16 KiB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 16<<10 {
+		t.buf = t.buf[len(t.buf)-16<<10:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// start starts the case's process in cwd with its stdin (a pipe for the
+// client section, or the stdin section of a print case) and its stdout on
+// a pipe that a reader of r drains; teardown undoes it.
+func (r *run) start(argv []string, cwd, home string) (stdin io.WriteCloser, stdout *os.File, err error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = serverEnv(home, r.c.Env)
+	ownGroup(cmd)
+	r.cmd = cmd
+	cmd.Stderr = &r.stderr
+	cmd.WaitDelay = time.Second
+	if r.c.printMode() {
+		cmd.Stdin = bytes.NewReader(r.c.stdin) // a pipe: EOF after the section's bytes
+	} else if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, fmt.Errorf("conformance: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("conformance: %w", err)
+	}
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, nil, fmt.Errorf("conformance: starting %q: %w", strings.Join(argv, " "), err)
+	}
+	pw.Close()
+	r.readers.Add(1)
+	go func() {
+		defer r.readers.Done()
+		if r.c.printMode() && !r.c.jsonOutput() {
+			r.readText(pr)
+		} else {
+			r.read(pr)
+		}
+	}()
+	return stdin, pr, nil
+}
+
+// teardown ends the process group whatever happened, waits for the reader
+// to end and reaps the process.
+func (r *run) teardown(stdout *os.File) {
+	killGroup(r.cmd)
+	closed := make(chan struct{})
+	go func() { r.readers.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Second):
+		stdout.Close() // a detached grandchild still holds stdout
+		<-closed
+	}
+	stdout.Close()
+	r.cmd.Wait()
+}

@@ -1,0 +1,486 @@
+package conformance
+
+// This file reads what the server prints and matches it, stream by
+// stream, against the case's expect section.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+type stream struct {
+	key       string
+	exp       []*expectation
+	pos       int
+	types     map[string]bool
+	pending   map[string]any // a text/reasoning/tool_output run being joined
+	pendStep  string
+	pendIdx   int
+	responded bool
+}
+
+func (r *run) stream(key string) *stream {
+	s := r.streams[key]
+	if s == nil {
+		s = &stream{key: key, types: map[string]bool{}}
+		r.streams[key] = s
+	}
+	return s
+}
+
+// joinExpected joins adjacent expected deltas of one stream, as received
+// ones are joined, so that a case may split text however it likes.
+func joinExpected(exp []*expectation) []*expectation {
+	var out []*expectation
+	last := map[string]*expectation{}
+	for _, e := range exp {
+		if p := last[e.stream]; p != nil && !p.optional && !e.optional && (p.label == "" || e.label == "") && sameRun(p.value, e.value) {
+			pd, ok1 := p.value["delta"].(string)
+			ed, ok2 := e.value["delta"].(string)
+			if ok1 && ok2 && !isPattern(pd) && !isPattern(ed) {
+				joined := *p
+				joined.value = cloneMap(p.value)
+				joined.value["delta"] = pd + ed
+				if e.label != "" {
+					joined.label = e.label
+				}
+				*p = joined
+				continue
+			}
+		}
+		c := *e
+		out = append(out, &c)
+		last[e.stream] = &c
+	}
+	return out
+}
+
+// sameRun reports whether b continues the delta run of a.
+func sameRun(a, b map[string]any) bool {
+	ta, _ := a["type"].(string)
+	tb, _ := b["type"].(string)
+	if ta != tb {
+		return false
+	}
+	switch ta {
+	case "text", "reasoning":
+		return true
+	case "tool_output":
+		return canon(a["id"]) == canon(b["id"])
+	}
+	return false
+}
+
+func mergeable(t string) bool { return t == "text" || t == "reasoning" || t == "tool_output" }
+
+func (r *run) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+type pump struct {
+	r        *run
+	deadline <-chan time.Time
+	ctx      context.Context
+	timeout  time.Duration
+	expired  bool
+}
+
+// until feeds received lines to the matcher until done holds, the server
+// closes stdout, or the case times out.
+func (p *pump) until(what string, done func() bool) *Divergence {
+	for {
+		if div := p.drain(); div != nil {
+			return div
+		}
+		p.r.mu.Lock()
+		ok, eof := done(), p.r.eof
+		p.r.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if eof {
+			if strings.HasPrefix(what, "@") {
+				return &Divergence{Step: "wait " + what, Message: "the server closed stdout before " + what + " was seen"}
+			}
+			return nil // missing lines are reported by finish
+		}
+		if p.expired {
+			return &Divergence{Step: "wait", Message: fmt.Sprintf("timed out after %v waiting for %s", p.timeout, what)}
+		}
+		select {
+		case <-p.r.wake:
+		case <-p.deadline:
+			p.expired = true
+		case <-p.ctx.Done():
+			return &Divergence{Step: "wait", Message: "cancelled: " + p.ctx.Err().Error()}
+		}
+	}
+}
+
+// drain feeds every queued line.
+func (p *pump) drain() *Divergence {
+	r := p.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.tapeDivs) > 0 {
+		return r.tapeDivs[0]
+	}
+	for len(r.lineQueue) > 0 {
+		l := r.lineQueue[0]
+		r.lineQueue = r.lineQueue[1:]
+		if div := r.feed(l); div != nil {
+			return div
+		}
+	}
+	if r.readErr != nil {
+		return &Divergence{Step: "stdout", Message: r.readErr.Error()}
+	}
+	return nil
+}
+
+// readText keeps the whole of stdout (print mode with text output).
+func (r *run) readText(f io.Reader) {
+	b, err := io.ReadAll(f)
+	r.mu.Lock()
+	r.stdoutText = string(b)
+	if err != nil {
+		r.readErr = err
+	}
+	r.eof = true
+	r.mu.Unlock()
+	r.signal()
+}
+
+// read queues the server's stdout lines until EOF.
+func (r *run) read(f io.Reader) {
+	br := bufio.NewReaderSize(f, 1<<16)
+	for {
+		line, err := br.ReadBytes('\n')
+		r.mu.Lock()
+		if len(line) > 0 {
+			r.transcript = append(r.transcript, Exchange{At: time.Now(), Dir: "received", Line: string(line)})
+			if line[len(line)-1] == '\n' {
+				r.lineQueue = append(r.lineQueue, line[:len(line)-1])
+			} else if err == io.EOF {
+				r.readErr = fmt.Errorf("the last stdout line %q has no LF: output lines must be complete (F5)", shorten(string(line)))
+			}
+		}
+		if err != nil {
+			r.eof = true
+		}
+		r.mu.Unlock()
+		r.signal()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// feed matches one received line; r.mu is held.
+func (r *run) feed(raw []byte) *Divergence {
+	r.received = append(r.received, string(raw))
+	step := fmt.Sprintf("server line %d", len(r.received))
+	v, err := decode(raw)
+	obj, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return &Divergence{Step: step, Message: "stdout line is not a JSON object: nothing but protocol lines may reach stdout (F5)", Got: shorten(string(raw))}
+	}
+	_, isEvent := obj["type"]
+	if r.c.printMode() {
+		return r.feedPrint(raw, obj, step)
+	}
+	var key string
+	switch req, hasReq := obj["request"]; {
+	case isEvent && hasReq:
+		key = "r:" + canon(req)
+	case isEvent:
+		key = "process"
+	default:
+		id, ok := obj["id"]
+		if !ok {
+			return &Divergence{Step: step, Message: `line has neither "type" (an event) nor "id" (a response) (F3)`, Got: shorten(string(raw))}
+		}
+		key = "r:" + canon(id)
+	}
+	if r.o.Validator != nil {
+		method := ""
+		if !isEvent {
+			method = r.methods[key]
+		}
+		if div := r.validate(raw, method, step); div != nil {
+			return div
+		}
+	}
+	s := r.stream(key)
+	if isEvent {
+		typ, _ := obj["type"].(string)
+		if key != "process" && s.responded {
+			return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", typ, key[2:]), Got: shorten(string(raw))}
+		}
+		if !s.types[typ] && (!r.c.Strict && key != "process" || !knownEventType(typ)) {
+			// The case does not constrain this type here; a type no
+			// schema knows never counts unless expected (P8).
+			return nil
+		}
+		return r.event(s, typ, obj, step)
+	}
+	if key != "r:null" && s.responded {
+		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", key[2:]), Got: shorten(string(raw))}
+	}
+	s.responded = true
+	if div := r.flush(s); div != nil {
+		return div
+	}
+	return r.next(s, obj, step, len(r.received)-1)
+}
+
+// validate checks a line against the schemas, keeping the validator's
+// notes; r.mu is held.
+func (r *run) validate(raw []byte, method, step string) *Divergence {
+	notes, err := r.o.Validator.ValidateLine(raw, method)
+	for _, n := range notes {
+		r.notes = append(r.notes, step+": "+n)
+	}
+	if err != nil {
+		return &Divergence{Step: step, Message: "line fails the protocol schema: " + err.Error(), Got: shorten(string(raw))}
+	}
+	return nil
+}
+
+// feedPrint matches one line of e -p --json: an event, or the result line
+// that must come last (P7); r.mu is held.
+func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence {
+	typ, ok := obj["type"].(string)
+	if !ok {
+		return &Divergence{Step: step, Message: `e -p --json line without a string "type": every line is an event or the result line (P7)`, Got: shorten(string(raw))}
+	}
+	if r.sawResult {
+		return &Divergence{Step: step, Message: "a line after the result line: the result line is the last (P7)", Got: shorten(string(raw))}
+	}
+	r.sawResult = typ == "result"
+	if r.o.Validator != nil {
+		if div := r.validate(raw, MethodPrint, step); div != nil {
+			return div
+		}
+	}
+	s := r.stream(printStream)
+	if !s.types[typ] && (!r.c.Strict || !knownEventType(typ)) {
+		return nil
+	}
+	return r.event(s, typ, obj, step)
+}
+
+// event matches one event of stream s: text-like deltas of one run are
+// joined before matching, so chunking never matters; r.mu is held.
+func (r *run) event(s *stream, typ string, obj map[string]any, step string) *Divergence {
+	if mergeable(typ) {
+		if s.pending != nil && sameRun(s.pending, obj) {
+			a, ok1 := s.pending["delta"].(string)
+			b, ok2 := obj["delta"].(string)
+			if ok1 && ok2 {
+				s.pending["delta"] = a + b
+				return nil
+			}
+		}
+		if div := r.flush(s); div != nil {
+			return div
+		}
+		s.pending, s.pendStep, s.pendIdx = obj, step, len(r.received)-1
+		return nil
+	}
+	if div := r.flush(s); div != nil {
+		return div
+	}
+	return r.next(s, obj, step, len(r.received)-1)
+}
+
+func (r *run) flush(s *stream) *Divergence {
+	if s.pending == nil {
+		return nil
+	}
+	obj, step := s.pending, s.pendStep
+	s.pending = nil
+	return r.next(s, obj, step+" (joined deltas)", s.pendIdx)
+}
+
+// next matches obj against the next expectation of its stream.
+func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Divergence {
+	_, isEvent := obj["type"]
+	if s.pos >= len(s.exp) {
+		what := "response"
+		if isEvent {
+			what = fmt.Sprintf("%v event", obj["type"])
+		}
+		msg := fmt.Sprintf("unexpected %s: the case expects no more lines of %s", what, streamName(s.key))
+		if len(s.exp) == 0 {
+			msg = fmt.Sprintf("unexpected %s: the case expects no lines of %s", what, streamName(s.key))
+		}
+		return &Divergence{Step: step, Message: msg, Got: shorten(canon(obj))}
+	}
+	e := s.exp[s.pos]
+	if e.optional {
+		if r.m.match("", e.value, obj, true, map[string]any{}) != nil {
+			s.pos++ // the optional line is absent
+			return r.next(s, obj, step, idx)
+		}
+	}
+	if e.event && !isEvent {
+		return &Divergence{Step: e.step(), Message: fmt.Sprintf("%s is the response to request %s, but the expected %v event has not arrived: a prompt's events come before its response (S2)",
+			step, strings.TrimPrefix(s.key, "r:"), e.value["type"]), Expected: e.raw, Got: shorten(canon(obj))}
+	}
+	nb := map[string]any{}
+	if mm := r.m.match("", e.value, obj, true, nb); mm != nil {
+		return &Divergence{Step: e.step(), Message: fmt.Sprintf("%s does not match the next expected line of %s: %s", step, streamName(s.key), mm.reason),
+			Pointer: mm.pointer, Expected: mm.want, Got: mm.got}
+	}
+	r.m.commit(nb)
+	s.pos++
+	if e.label != "" {
+		r.matched[e.label] = true
+		r.labelAt[idx] = e.label
+	}
+	return nil
+}
+
+// end is the index after the stream's last required expectation: the
+// optional lines after it may never come.
+func (s *stream) end() int {
+	n := len(s.exp)
+	for n > s.pos && s.exp[n-1].optional {
+		n--
+	}
+	return n
+}
+
+// required is the stream's next expectation that is not optional, or nil.
+func (s *stream) required() *expectation {
+	for _, e := range s.exp[min(s.pos, len(s.exp)):] {
+		if !e.optional {
+			return e
+		}
+	}
+	return nil
+}
+
+func (e *expectation) step() string {
+	s := fmt.Sprintf("expect line %d", e.line)
+	if e.label != "" {
+		s += " (@" + e.label + ")"
+	}
+	return s
+}
+
+func streamName(key string) string {
+	switch key {
+	case "process":
+		return "the process stream"
+	case printStream:
+		return "the e -p --json output"
+	}
+	return "request " + strings.TrimPrefix(key, "r:")
+}
+
+// pendingMatches reports whether a stream's joined-so-far deltas would
+// match its next expectation (and that expectation is the last or labelled).
+func (r *run) pendingMatches(s *stream) (*expectation, bool) {
+	if s.pending == nil || s.pos >= len(s.exp) {
+		return nil, false
+	}
+	e := s.exp[s.pos]
+	return e, r.m.match("", e.value, s.pending, true, map[string]any{}) == nil
+}
+
+func (r *run) labelsDone(labels []string) bool {
+	for _, l := range labels {
+		if r.matched[l] {
+			continue
+		}
+		found := false
+		for _, s := range r.streams {
+			if e, ok := r.pendingMatches(s); ok && e.label == l {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) allMatched() bool {
+	for _, s := range r.streams {
+		left := s.end() - s.pos
+		if left <= 0 {
+			continue
+		}
+		if _, ok := r.pendingMatches(s); left == 1 && ok {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// firstUnmatched is the earliest expectation (by line) not yet met.
+func (r *run) firstUnmatched() *expectation {
+	var first *expectation
+	for _, s := range r.streams {
+		if e := s.required(); e != nil && (first == nil || e.line < first.line) {
+			first = e
+		}
+	}
+	return first
+}
+
+// finish flushes joined deltas and reports the first expectation never met.
+func (r *run) finish(tape *tapeServer) *Divergence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.tapeDivs) > 0 {
+		return r.tapeDivs[0]
+	}
+	var first *expectation
+	var firstStream *stream
+	for _, s := range r.streams {
+		if div := r.flush(s); div != nil {
+			return div
+		}
+		if e := s.required(); e != nil && (first == nil || e.line < first.line) {
+			first, firstStream = e, s
+		}
+	}
+	if first != nil {
+		return &Divergence{Step: first.step(), Message: fmt.Sprintf("expected line never arrived (%d of %s's %d expected lines matched)",
+			firstStream.pos, streamName(firstStream.key), len(firstStream.exp)), Expected: first.raw, Got: "(nothing)"}
+	}
+	if n := tape.unused(); n > 0 {
+		return &Divergence{Step: "tape", Message: fmt.Sprintf("%d of %d tape entries were never requested", n, len(r.c.tape))}
+	}
+	return nil
+}
+
+func tail(s []string, n int) []string {
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	out := make([]string, len(s))
+	for i, l := range s {
+		out[i] = shorten(l)
+	}
+	return out
+}
+
+func shorten(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
+}
