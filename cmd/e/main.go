@@ -9,7 +9,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,8 +17,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/e-agent/e/internal/acp"
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -44,7 +43,7 @@ run options:
   --nt, --no-tools       offer no tools
   --ne, --no-extensions  load no extensions
   --no-save              keep sessions memory-only
-  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
+  --approval POLICY      ask before tool calls run: never (default; e acp: writes), writes (writes, commands,
                          extension and MCP tools) or all; e -p has nobody to ask, so it denies them
   --image PATH           attach an image to the prompt (e -p; repeatable)
 `
@@ -103,8 +102,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.version, "version", false, "show the version")
 }
 
-func (f *runFlags) options() server.Options {
-	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
+func (f *runFlags) options() session.Options {
+	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
 		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
 }
 
@@ -145,76 +144,17 @@ func usageError(stderr io.Writer, err error) int {
 	return 2
 }
 
-// serverFlags parses the flags of a server mode (rpc, acp); done reports
-// that the command has finished (help, version, usage error) with code.
-func serverFlags(mode string, args []string, stdout, stderr io.Writer) (f runFlags, done bool, code int) {
-	fs := newFlagSet(mode, stderr)
-	f.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return f, true, usageError(stderr, err)
-	}
-	if f.help {
-		fmt.Fprint(stdout, usage)
-		return f, true, 0
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "e %s\n", version)
-		return f, true, 0
-	}
-	if len(pos) > 0 {
-		return f, true, usageError(stderr, fmt.Errorf("%s takes no arguments, got %q", mode, pos[0]))
-	}
-	return f, false, 0
-}
-
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f, done, code := serverFlags("rpc", args, stdout, stderr)
-	if done {
-		return code
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	srv, err := server.New(context.Background(), f.options(), env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	return srv.Serve()
-}
-
-// runACP is e acp: an Agent Client Protocol agent (spec/acp.md).
-func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f, done, code := serverFlags("acp", args, stdout, stderr)
-	if done {
-		return code
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e acp: %v\n", err)
-		return 1
-	}
-	a, err := acp.New(context.Background(), acp.Options{Options: f.options(), Approval: f.approval}, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e acp: %v\n", err)
-		return 1
-	}
-	return a.Serve()
-}
-
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
+// sessionEnv is the process's environment for the session layer.
+func sessionEnv() (session.Env, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	home, err := homeDir()
+	home, err := store.Home()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	return server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
+	return session.Env{Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
 }
 
 func channel() string {

@@ -11,9 +11,7 @@ import (
 	"syscall"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/extension"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
 )
 
 // printUI refuses every question at once (X5: e -p has no one to ask) and
@@ -21,10 +19,10 @@ import (
 type printUI struct{ stderr io.Writer }
 
 func (printUI) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, extension.ErrNoUI
+	return nil, session.ErrNoUI
 }
 
-func (u printUI) Notice(n extension.Notice) {
+func (u printUI) Notice(n session.Notice) {
 	fmt.Fprintf(u.stderr, "e: %s: %s\n", n.Extension, n.Message)
 }
 
@@ -73,34 +71,25 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer signal.Stop(pipe)
 	ctx, stopTurn := context.WithCancel(ctx)
 	defer stopTurn()
-	env, err := processEnv(stdin, stdout, stderr)
+	env, err := sessionEnv()
 	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
-	opts := f.options()
-	p, err := server.Start(ctx, opts, env.Home, env.Cwd, os.Getenv, printUI{stderr})
-	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
-	}
-	defer p.Engine.Procs.KillAll()
-	if p.Ext != nil {
-		defer p.Ext.Shutdown(2e9)
-	}
-	save := !f.noSave
-	sess, err := p.Create("e -p", server.CreateSpec{Save: &save})
-	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
-	}
-	defer sess.Close()
-	parts, err := agent.LoadImages(env.Cwd, images)
-	if err != nil {
+	// Images are checked before anything is created: a bad one leaves no
+	// saved session behind.
+	if _, err := agent.LoadImages(env.Cwd, images); err != nil {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
 	}
-	if err := sess.Begin(); err != nil {
+	host, err := session.Start(ctx, f.options(), env, printUI{stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	defer host.Shutdown()
+	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave})
+	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
@@ -108,7 +97,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: writing stdout: %v; stopping the turn\n", err)
 		stopTurn()
 	}}
-	res := sess.Prompt(ctx, prompt, parts, func(ev agent.Event) {
+	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
 			fmt.Fprintf(stderr, "e: warning: %s\n", ev.Message)
@@ -122,9 +111,14 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			out.text(t.Delta)
 		}
 	})
-	if path := sess.Info().Path; path != "" {
-		id := sess.ID()
-		res.Session, res.Path = &id, &path
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	<-turn.Done()
+	res := turn.Result()
+	if res.Path == nil {
+		res.Session = nil // a memory-only session is named by nothing the caller can use
 	}
 	if jsonOut {
 		b, _ := json.Marshal(res)
@@ -196,5 +190,3 @@ func (l *lineWriter) check() {
 		l.failed(l.err)
 	}
 }
-
-func homeDir() (string, error) { return store.Home() }

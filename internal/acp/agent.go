@@ -15,27 +15,27 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
-	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
 )
 
-// Options configure e acp.
-type Options struct {
-	server.Options
-	// Approval is the approval policy of ACP sessions: which calls wait for
-	// session/request_permission. Editors expect to be asked before an
-	// edit or a command, so e acp defaults to writes.
-	Approval string
+// Options configure e acp: the process options every front end has. An
+// empty Approval means writes here: editors expect to be asked before an
+// edit or a command runs.
+type Options = session.Options
+
+// Env is where e acp runs: the session layer's environment and the streams.
+type Env struct {
+	session.Env
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
 }
 
 // Agent is one e acp process: the sessions of one client connection.
 type Agent struct {
 	opts Options
-	env  server.Env
-	proc *server.Process
+	env  Env
+	host *session.Host
 	conn *Conn
 	out  *jsonl.Writer
 
@@ -45,46 +45,51 @@ type Agent struct {
 
 	mu       sync.Mutex
 	client   ClientCapabilities
-	sessions map[string]*session
+	sessions map[string]*acpSession
 }
 
-type session struct {
-	*agent.Session
-	tr     Translator
-	turn   sync.WaitGroup // the running prompt, until its response is written
-	cost   float64        // the session's cost so far, when the model has prices
-	priced bool
+// acpSession is an open session with what its updates need.
+type acpSession struct {
+	*session.Session
+	mu   sync.Mutex // tr and cost, between a turn and set_config_option
+	tr   Translator
+	cost float64 // the session's cost so far, when the model has prices
 }
 
-// noUI refuses extension questions (ACP has no place for ui.* asks) and
-// writes extension notices to stderr, never to stdout.
-type noUI struct{ stderr io.Writer }
+// client is how the session layer reaches the ACP client: approvals become
+// session/request_permission; extension questions are refused (ACP has no
+// place for ui.* asks) and their notices go to stderr, never to stdout.
+type client struct{ a *Agent }
 
-func (noUI) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, extension.ErrNoUI
+func (client) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, session.ErrNoUI
 }
 
-func (u noUI) Notice(n extension.Notice) {
-	fmt.Fprintf(u.stderr, "e acp: %s: %s\n", n.Extension, n.Message)
+func (c client) Notice(n session.Notice) {
+	fmt.Fprintf(c.a.env.Stderr, "e acp: %s: %s\n", n.Extension, n.Message)
+}
+
+func (c client) Approve(ctx context.Context, id string, call agent.Call, _ time.Duration) agent.Decision {
+	return c.a.approve(ctx, id, call)
 }
 
 // New starts e acp's process on env's streams: settings, model catalog and
 // extensions, as e rpc does.
-func New(ctx context.Context, opts Options, env server.Env) (*Agent, error) {
+func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
 	if opts.Approval == "" {
 		opts.Approval = agent.ApproveWrites
 	}
-	opts.Options.Approval = opts.Approval
 	ctx, cancel := context.WithCancel(ctx)
-	p, err := server.Start(ctx, opts.Options, env.Home, env.Cwd, env.Getenv, noUI{env.Stderr})
+	out := jsonl.NewWriter(env.Stdout)
+	a := &Agent{opts: opts, env: env, out: out, conn: newConn(out), ctx: ctx, cancel: cancel,
+		sessions: map[string]*acpSession{}}
+	h, err := session.Start(ctx, opts, env.Env, client{a})
 	if err != nil {
 		cancel()
+		out.Close()
 		return nil, err
 	}
-	out := jsonl.NewWriter(env.Stdout)
-	a := &Agent{opts: opts, env: env, proc: p, out: out, conn: newConn(out), ctx: ctx, cancel: cancel,
-		sessions: map[string]*session{}}
-	p.Engine.Approver = a
+	a.host = h
 	return a, nil
 }
 
@@ -136,21 +141,8 @@ loop:
 func (a *Agent) shutdown() {
 	a.cancel()
 	a.conn.cancelAll()
-	a.mu.Lock()
-	all := make([]*session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		all = append(all, s)
-	}
-	a.sessions = map[string]*session{}
-	a.mu.Unlock()
-	for _, s := range all {
-		s.Close()
-	}
+	a.host.Shutdown()
 	a.work.Wait()
-	a.proc.Engine.Procs.KillAll()
-	if a.proc.Ext != nil {
-		a.proc.Ext.Shutdown(2 * time.Second)
-	}
 	a.out.Close()
 }
 
@@ -273,7 +265,7 @@ func (a *Agent) initialize(params json.RawMessage) (any, *Error) {
 	a.mu.Unlock()
 	// e speaks version 1 only: asked for any other, it answers its own (the
 	// client then decides whether to go on).
-	info, _ := a.proc.Engine.Catalog.Lookup(a.proc.Default)
+	info, _ := a.host.Model(a.host.DefaultModel())
 	return InitializeResult{
 		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: AgentCapabilities{
@@ -300,15 +292,26 @@ func checkSetup(method, cwd string, servers []MCPServer) *Error {
 	return nil
 }
 
-func (a *Agent) create(method string, spec server.CreateSpec) (*session, *Error) {
-	save := !a.opts.NoSave
-	spec.Save = &save
-	s, err := a.proc.Create(method, spec)
-	if err != nil {
-		return nil, errorf(CodeInvalidParams, err.Error())
+// fail maps a session-layer error onto an ACP error of method.
+func fail(method string, err error) *Error {
+	code := CodeInternal
+	switch session.CodeOf(err) {
+	case session.CodeInvalidParams, session.CodeUnsupported, session.CodeTurnRunning, session.CodeUntrusted, session.CodeLocked:
+		code = CodeInvalidParams
+	case session.CodeUnknownSession, session.CodeNotFound:
+		code = CodeNotFound
 	}
-	info, _ := a.proc.Engine.Catalog.Lookup(s.Info().Model)
-	ss := &session{Session: s, tr: Translator{Cwd: s.Cwd(), ContextWindow: int64(info.ContextWindow)}}
+	return errorf(code, method+": "+err.Error())
+}
+
+func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {
+	spec.Save = true // ignored under --no-save
+	s, err := a.host.Create(a.ctx, spec)
+	if err != nil {
+		return nil, fail(method, err)
+	}
+	info, _ := a.host.Model(s.Info().Model)
+	ss := &acpSession{Session: s, tr: Translator{Cwd: s.Cwd(), ContextWindow: int64(info.ContextWindow)}}
 	a.mu.Lock()
 	a.sessions[s.ID()] = ss
 	a.mu.Unlock()
@@ -324,7 +327,7 @@ func (a *Agent) newSession(params json.RawMessage) (any, *Error) {
 	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
 		return nil, err
 	}
-	s, err := a.create(method, server.CreateSpec{Cwd: &p.Cwd})
+	s, err := a.create(method, session.Spec{Cwd: p.Cwd})
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +339,7 @@ func (a *Agent) find(method, id string) (string, *Error) {
 	if id == "" {
 		return "", invalid(method, "sessionId: required")
 	}
-	list, err := store.List(a.proc.Home, "", true)
+	list, err := a.host.List("", true)
 	if err != nil {
 		return "", errorf(CodeInternal, method+": "+err.Error())
 	}
@@ -349,7 +352,7 @@ func (a *Agent) find(method, id string) (string, *Error) {
 }
 
 // open returns the live session id, or opens its saved log.
-func (a *Agent) open(method string, p LoadSessionParams) (*session, *Error) {
+func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
 	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
 		return nil, err
 	}
@@ -363,7 +366,7 @@ func (a *Agent) open(method string, p LoadSessionParams) (*session, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.create(method, server.CreateSpec{Cwd: &p.Cwd, Resume: &path})
+	return a.create(method, session.Spec{Cwd: p.Cwd, Resume: path})
 }
 
 func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
@@ -378,7 +381,10 @@ func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
 	}
 	// The replay goes before the response (ACP: the client knows the
 	// history is complete when session/load answers).
-	for _, u := range s.tr.History(agent.History(s.Entries())) {
+	s.mu.Lock()
+	replay := s.tr.History(s.Entries())
+	s.mu.Unlock()
+	for _, u := range replay {
 		a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
 	}
 	return LoadSessionResult{ConfigOptions: a.configOptions(s)}, nil
@@ -410,7 +416,7 @@ func (a *Agent) listSessions(params json.RawMessage) (any, *Error) {
 		}
 		cwd, all = filepath.Clean(*p.Cwd), false
 	}
-	list, lerr := store.List(a.proc.Home, cwd, all)
+	list, lerr := a.host.List(cwd, all)
 	if lerr != nil {
 		return nil, errorf(CodeInternal, method+": "+lerr.Error())
 	}
@@ -433,7 +439,7 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func (a *Agent) session(method, id string) (*session, *Error) {
+func (a *Agent) session(method, id string) (*acpSession, *Error) {
 	if id == "" {
 		return nil, invalid(method, "sessionId: required")
 	}
@@ -462,8 +468,9 @@ func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error),
 	delete(a.sessions, p.SessionID)
 	a.mu.Unlock()
 	return nil, func() (any, *Error) {
-		s.Close()
-		s.turn.Wait()
+		if err := s.Close(context.Background()); err != nil {
+			return nil, fail(method, err)
+		}
 		return struct{}{}, nil
 	}, nil
 }
@@ -480,7 +487,7 @@ func (a *Agent) cancelTurn(params json.RawMessage) {
 	s, ok := a.sessions[p.SessionID]
 	a.mu.Unlock()
 	if ok {
-		a.goWork(s.Interrupt)
+		s.Stop() // the prompt answers when its turn has ended
 	}
 }
 
@@ -498,25 +505,27 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(images) > 0 {
-		if info, _ := a.proc.Engine.Catalog.Lookup(s.Info().Model); !info.ImageInput {
-			return nil, nil, invalid(method, "prompt: model %s does not accept images", info.ID)
+	sink := func(ev agent.Event) {
+		s.mu.Lock()
+		ups := s.tr.Event(ev)
+		s.mu.Unlock()
+		for _, u := range ups {
+			a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
 		}
 	}
-	if err := s.Begin(); err != nil {
-		return nil, nil, invalid(method, "%v", err)
+	turn, serr := s.PromptParts(a.ctx, text, images, sink)
+	if serr != nil {
+		return nil, nil, fail(method, serr)
 	}
-	s.turn.Add(1)
 	return nil, func() (any, *Error) {
-		defer s.turn.Done()
-		res := s.Prompt(a.ctx, text, images, func(ev agent.Event) {
-			for _, u := range s.tr.Event(ev) {
-				a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
-			}
-		})
+		<-turn.Done()
+		res := turn.Result()
 		if res.CostUSD != nil {
+			s.mu.Lock()
 			s.cost += *res.CostUSD
-			if u, ok := s.tr.Cost(&s.cost); ok {
+			u, ok := s.tr.Cost(&s.cost)
+			s.mu.Unlock()
+			if ok {
 				a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
 			}
 		}
@@ -533,9 +542,9 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 // promptContent turns ACP content blocks into e's prompt: text blocks as
 // they are, resource links and embedded text resources as context the
 // model can see, images (base64) as image parts.
-func promptContent(method string, blocks []json.RawMessage) (string, []model.Part, *Error) {
+func promptContent(method string, blocks []json.RawMessage) (string, []session.Part, *Error) {
 	var b strings.Builder
-	var images []model.Part
+	var images []session.Part
 	add := func(s string) {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
@@ -610,14 +619,14 @@ func promptContent(method string, blocks []json.RawMessage) (string, []model.Par
 	return b.String(), images, nil
 }
 
-func image(method string, i int, data string) (model.Part, *Error) {
+func image(method string, i int, data string) (session.Part, *Error) {
 	raw, err := base64.StdEncoding.DecodeString(data)
 	if err != nil {
-		return model.Part{}, invalid(method, "prompt[%d].data: not base64: %v", i, err)
+		return session.Part{}, invalid(method, "prompt[%d].data: not base64: %v", i, err)
 	}
 	part, err := agent.ImageData(fmt.Sprintf("prompt[%d]", i), raw)
 	if err != nil {
-		return model.Part{}, invalid(method, "%v", err)
+		return session.Part{}, invalid(method, "%v", err)
 	}
 	return part, nil
 }
@@ -632,18 +641,16 @@ const (
 // configOptions lists the session's options: the model (every catalog
 // model whose provider can be reached), its effort levels when it has
 // any, and the approval policy.
-func (a *Agent) configOptions(s *session) []ConfigOption {
+func (a *Agent) configOptions(s *acpSession) []ConfigOption {
 	in := s.Info()
-	cat := a.proc.Engine.Catalog
 	mo := ConfigOption{ID: optModel, Name: "Model", Category: "model", Type: "select", CurrentValue: in.Model}
-	for _, m := range cat.Models() {
-		if _, err := cat.Provider(m.ID); err != nil && m.ID != in.Model {
-			continue
+	for _, m := range a.host.Models() {
+		if m.ID == in.Model || a.host.Usable(m.ID) {
+			mo.Options = append(mo.Options, ConfigChoice{Value: m.ID, Name: m.ID})
 		}
-		mo.Options = append(mo.Options, ConfigChoice{Value: m.ID, Name: m.ID})
 	}
 	opts := []ConfigOption{mo}
-	if info, err := cat.Lookup(in.Model); err == nil && len(info.Efforts) > 0 {
+	if info, err := a.host.Model(in.Model); err == nil && len(info.Efforts) > 0 {
 		eo := ConfigOption{ID: optEffort, Name: "Effort", Category: "thought_level", Type: "select", CurrentValue: in.Effort}
 		for _, e := range info.Efforts {
 			eo.Options = append(eo.Options, ConfigChoice{Value: e, Name: e})
@@ -651,7 +658,7 @@ func (a *Agent) configOptions(s *session) []ConfigOption {
 		opts = append(opts, eo)
 	}
 	ap := ConfigOption{ID: optApproval, Name: "Approval", Description: "which tool calls ask for permission first",
-		Type: "select", CurrentValue: s.Approval().Policy, Options: []ConfigChoice{
+		Type: "select", CurrentValue: in.Approval, Options: []ConfigChoice{
 			{Value: agent.ApproveNever, Name: "Never ask"},
 			{Value: agent.ApproveWrites, Name: "Ask before edits and commands"},
 			{Value: agent.ApproveAll, Name: "Ask before every tool call"},
@@ -678,20 +685,20 @@ func (a *Agent) setConfigOption(params json.RawMessage) (any, *Error) {
 	case optModel:
 		_, _, serr = s.Set(&v, nil)
 		if serr == nil {
-			info, _ := a.proc.Engine.Catalog.Lookup(s.Info().Model)
+			info, _ := a.host.Model(s.Info().Model)
+			s.mu.Lock()
 			s.tr.ContextWindow = int64(info.ContextWindow)
+			s.mu.Unlock()
 		}
 	case optEffort:
 		_, _, serr = s.Set(nil, &v)
 	case optApproval:
-		ap := s.Approval()
-		ap.Policy = v
-		serr = s.SetApproval(ap)
+		_, serr = s.SetApproval(&v, nil)
 	default:
 		return nil, invalid(method, "configId: unknown option %q (known: %v)", p.ConfigID, []string{optModel, optEffort, optApproval})
 	}
 	if serr != nil {
-		return nil, invalid(method, "value: %v", serr)
+		return nil, fail(method, serr)
 	}
 	return SetConfigOptionResult{ConfigOptions: a.configOptions(s)}, nil
 }
@@ -710,11 +717,11 @@ var permissionOptions = []PermissionOption{
 	{OptionID: "reject", Name: "Reject", Kind: "reject_once"},
 }
 
-// Approve asks the client with session/request_permission (the agent's
-// Approver). fs/* and terminal/* are never called: e's tools run here.
-func (a *Agent) Approve(ctx context.Context, session string, c agent.Call, _ time.Duration) agent.Decision {
+// approve asks the client with session/request_permission. fs/* and
+// terminal/* are never called: e's tools run here.
+func (a *Agent) approve(ctx context.Context, id string, c agent.Call) agent.Decision {
 	a.mu.Lock()
-	s := a.sessions[session]
+	s := a.sessions[id]
 	a.mu.Unlock()
 	tc := Translator{}
 	if s != nil {
@@ -722,7 +729,7 @@ func (a *Agent) Approve(ctx context.Context, session string, c agent.Call, _ tim
 	}
 	call := tc.Call(c)
 	call.SessionUpdate = ""
-	res, err := a.conn.call(ctx, "session/request_permission", PermissionParams{SessionID: session, ToolCall: call, Options: permissionOptions})
+	res, err := a.conn.call(ctx, "session/request_permission", PermissionParams{SessionID: id, ToolCall: call, Options: permissionOptions})
 	if err != nil {
 		return agent.Decision{Reason: err.Error()}
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
 )
 
 // waitLimit bounds every wait for a message, so a broken agent fails the
@@ -83,8 +83,8 @@ func start(t testing.TB, opts Options) *peer {
 	outR, outW := io.Pipe()
 	opts.NoExtensions = true
 	opts.Version = "0.0.0-test"
-	a, err := New(context.Background(), opts, server.Env{Stdin: inR, Stdout: outW, Stderr: io.Discard, Cwd: cwd, Home: home,
-		Getenv: func(string) string { return "" }})
+	a, err := New(context.Background(), opts, Env{Stdin: inR, Stdout: outW, Stderr: io.Discard,
+		Env: session.Env{Cwd: cwd, Home: home, Getenv: func(string) string { return "" }}})
 	if err != nil {
 		t.Fatal(err)
 	}

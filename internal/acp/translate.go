@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
 )
 
 // Update kinds e sends.
@@ -150,29 +150,38 @@ func textContent(s string) []ToolCallContent {
 	return []ToolCallContent{{Type: "content", Content: ContentBlock{Type: "text", Text: s}}}
 }
 
-// History returns the updates that replay a session's messages for
+// Roles and part types of e's persisted messages (schemas/defs.json#/$defs/part).
+const (
+	roleUser       = "user"
+	partText       = "text"
+	partReasoning  = "reasoning"
+	partToolCall   = "tool_call"
+	partToolResult = "tool_result"
+)
+
+// History returns the updates that replay a session's branch for
 // session/load: user text as user_message_chunk, the answers, reasoning,
 // and every tool call with its result. Call ids are counted from 1 in
 // order, as e numbers them.
-func (t *Translator) History(msgs []model.Message) []Update {
+func (t *Translator) History(entries []session.Entry) []Update {
 	var out []Update
 	ids := map[string]int{} // provider call id → e's number
 	n := 0
-	for _, m := range msgs {
+	for _, m := range agent.History(entries) {
 		for _, p := range m.Content {
 			switch {
-			case m.Role == model.RoleUser && p.Type == model.PartText:
+			case m.Role == roleUser && p.Type == partText:
 				out = append(out, Update{SessionUpdate: kindUser, Content: text(p.Text)})
-			case p.Type == model.PartText:
+			case p.Type == partText:
 				out = append(out, Update{SessionUpdate: kindMessage, Content: text(p.Text)})
-			case p.Type == model.PartReasoning && p.Text != "":
+			case p.Type == partReasoning && p.Text != "":
 				out = append(out, Update{SessionUpdate: kindThought, Content: text(p.Text)})
-			case p.Type == model.PartToolCall:
+			case p.Type == partToolCall:
 				n++
 				ids[p.ID] = n
 				cat, target := agent.Describe(p.Name, p.Arguments)
 				out = append(out, t.Call(agent.Call{ID: n, Name: p.Name, Arguments: args(p.Arguments), Category: cat, Target: target}))
-			case p.Type == model.PartToolResult:
+			case p.Type == partToolResult:
 				outcome := "completed"
 				if p.IsError {
 					outcome = "failed"

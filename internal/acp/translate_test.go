@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/model"
 )
 
 func TestTranslatorEvent(t *testing.T) {
@@ -48,7 +47,7 @@ func TestTranslatorEvent(t *testing.T) {
 			want: []Update{{SessionUpdate: kindToolUpd, ToolCallID: "call_1", Status: "completed", ToolOutput: textContent("ok"),
 				RawOutput: map[string]string{"outcome": "completed", "summary": "1 line"}}}},
 		{name: "usage: prompt and output tokens of the window",
-			event: agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 100, CacheRead: 30, Output: 20})},
+			event: agent.UsageEvent{Usage: usage(100, 30, 20)},
 			want:  []Update{{SessionUpdate: kindUsage, Used: &used, Size: &size}}},
 		{name: "session name", event: agent.SessionName{Name: "fix it"},
 			want: []Update{{SessionUpdate: kindInfo, Title: strp("fix it")}}},
@@ -101,4 +100,12 @@ func TestUpdateJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// usage builds a usage event's counts without naming the model package.
+func usage(input, cacheRead, output int64) agent.Usage {
+	var u agent.Usage
+	u.Input, u.CacheRead, u.Output = input, cacheRead, output
+	u.PromptTokens = input + cacheRead
+	return u
 }

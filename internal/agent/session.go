@@ -262,6 +262,14 @@ func (s *Session) Steer(text string) error {
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.
 // It returns once the turn has ended.
 func (s *Session) Interrupt() {
+	if done := s.Stop(); done != nil {
+		<-done
+	}
+}
+
+// Stop cancels the running turn without waiting for it. It returns a
+// channel closed when that turn has ended, or nil when idle.
+func (s *Session) Stop() <-chan struct{} {
 	s.mu.Lock()
 	cancel, done, running := s.cancel, s.done, s.running
 	if running && cancel == nil {
@@ -269,12 +277,12 @@ func (s *Session) Interrupt() {
 	}
 	s.mu.Unlock()
 	if !running {
-		return
+		return nil
 	}
 	if cancel != nil {
 		cancel()
 	}
-	<-done
+	return done
 }
 
 // Close interrupts a running turn and closes the log.
