@@ -19,7 +19,7 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if f.help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, acpHelp)
 		return 0
 	}
 	if f.version {
