@@ -9,7 +9,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +17,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -99,8 +99,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.version, "version", false, "show the version")
 }
 
-func (f *runFlags) options() server.Options {
-	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
+func (f *runFlags) options() session.Options {
+	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
 		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
 }
 
@@ -141,48 +141,17 @@ func usageError(stderr io.Writer, err error) int {
 	return 2
 }
 
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlagSet("rpc", stderr)
-	f.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	if f.help {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "e %s\n", version)
-		return 0
-	}
-	if len(pos) > 0 {
-		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	srv, err := server.New(context.Background(), f.options(), env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	return srv.Serve()
-}
-
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
+// sessionEnv is the process's environment for the session layer.
+func sessionEnv() (session.Env, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	home, err := homeDir()
+	home, err := store.Home()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	return server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
+	return session.Env{Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
 }
 
 func channel() string {

@@ -44,6 +44,9 @@ type Engine struct {
 	// the fallback model (for example "no model provider configured …").
 	DefaultWarning string
 	DefaultModel   string
+	// SystemPrompt replaces e's own text at the head of the system prompt
+	// ("" keeps it); AppendSystemPrompt is added at its end.
+	SystemPrompt, AppendSystemPrompt string
 }
 
 // Options describe a new session.
@@ -80,6 +83,7 @@ type Session struct {
 	name     string
 	title    string
 	system   string
+	env      string // the system prompt's environment, fixed at the first model call
 	log      *store.Log
 	entries  []store.Entry
 	nextCall int
@@ -258,6 +262,14 @@ func (s *Session) Steer(text string) error {
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.
 // It returns once the turn has ended.
 func (s *Session) Interrupt() {
+	if done := s.Stop(); done != nil {
+		<-done
+	}
+}
+
+// Stop cancels the running turn without waiting for it. It returns a
+// channel closed when that turn has ended, or nil when idle.
+func (s *Session) Stop() <-chan struct{} {
 	s.mu.Lock()
 	cancel, done, running := s.cancel, s.done, s.running
 	if running && cancel == nil {
@@ -265,12 +277,12 @@ func (s *Session) Interrupt() {
 	}
 	s.mu.Unlock()
 	if !running {
-		return
+		return nil
 	}
 	if cancel != nil {
 		cancel()
 	}
-	<-done
+	return done
 }
 
 // Close interrupts a running turn and closes the log.

@@ -181,7 +181,7 @@ func (t *turn) runOne(p *pending) {
 	case r.Failed:
 		outcome = "failed"
 	}
-	if p.part.Name == "sleep" {
+	if p.part.Name == "sleep" && !r.Failed { // a sleep refused for its arguments never slept
 		ms := r.Elapsed.Milliseconds()
 		switch {
 		case !r.Stopped:

@@ -387,6 +387,7 @@ func truncate(s string, n int) string {
 type answer struct {
 	emit  func(Delta)
 	parts []Part
+	text  map[int]*strings.Builder // text or reasoning part → its text so far, without quadratic copying
 	args  map[int]*strings.Builder // tool_call part → arguments so far
 	calls map[int]int              // tool_call part → the call's position
 }
@@ -395,12 +396,13 @@ func newAnswer(emit func(Delta)) *answer {
 	if emit == nil {
 		emit = func(Delta) {}
 	}
-	return &answer{emit: emit, args: map[int]*strings.Builder{}, calls: map[int]int{}}
+	return &answer{emit: emit, text: map[int]*strings.Builder{}, args: map[int]*strings.Builder{}, calls: map[int]int{}}
 }
 
 // open starts a text or reasoning part and returns its index.
 func (a *answer) open(typ string) int {
 	a.parts = append(a.parts, Part{Type: typ})
+	a.text[len(a.parts)-1] = &strings.Builder{}
 	return len(a.parts) - 1
 }
 
@@ -418,10 +420,9 @@ func (a *answer) add(i int, s string) {
 	if s == "" {
 		return
 	}
-	p := &a.parts[i]
-	p.Text += s
+	a.text[i].WriteString(s)
 	kind := DeltaText
-	if p.Type == PartReasoning {
+	if a.parts[i].Type == PartReasoning {
 		kind = DeltaReasoning
 	}
 	a.emit(Delta{Kind: kind, Text: s})
@@ -466,6 +467,9 @@ func (a *answer) hasCalls() bool { return len(a.calls) > 0 }
 func (a *answer) message() Message {
 	content := make([]Part, 0, len(a.parts))
 	for i, p := range a.parts {
+		if b := a.text[i]; b != nil {
+			p.Text = b.String()
+		}
 		switch p.Type {
 		case PartToolCall:
 			args := a.args[i].String()
