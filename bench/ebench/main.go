@@ -23,6 +23,8 @@ func main() {
 		err = events(fs, args)
 	case "floor":
 		err = floor(fs, args)
+	case "provider":
+		err = provider(fs, args)
 	default:
 		fmt.Fprintf(os.Stderr, "ebench: unknown command %q\n", cmd)
 		os.Exit(2)

@@ -47,7 +47,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if f.help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, printHelp)
 		return 0
 	}
 	if f.version {
@@ -55,10 +55,15 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if !printMode {
-		return usageError(stderr, fmt.Errorf("unknown command %q", strings.Join(pos, " ")))
+		return usageError(stderr, fmt.Errorf("no command: e -p PROMPT runs one turn"))
 	}
 	prompt, err := promptText(strings.Join(pos, " "), stdin)
 	if err != nil {
+		if f, ok := stdin.(*os.File); ok && !isPipe(f) {
+			// Someone at a terminal typed e -p alone: show them how.
+			fmt.Fprintf(stderr, "e: %v\n\n%s", err, printHelp)
+			return 2
+		}
 		return usageError(stderr, err)
 	}
 

@@ -18,7 +18,7 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if f.help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, rpcHelp)
 		return 0
 	}
 	if f.version {

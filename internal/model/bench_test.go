@@ -19,7 +19,7 @@ func BenchmarkStream(b *testing.B) {
 	for _, api := range providermock.APIs {
 		for _, n := range []int{500, 5000, 50000} {
 			b.Run(api+"/"+strconv.Itoa(n), func(b *testing.B) {
-				srv := httptest.NewServer(&providermock.Server{API: api, N: n})
+				srv := httptest.NewServer(providermock.NewServer(api, n))
 				defer srv.Close()
 				p := news[api](ProviderSettings{BaseURL: srv.URL, Client: srv.Client(), APIKey: "k"})
 				req := &Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: "hi"}}}}}

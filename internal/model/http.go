@@ -154,8 +154,8 @@ func (c *call) close() {
 }
 
 // next returns the next event, or the classified reason there is none.
-func (c *call) next() (sseEvent, error) {
-	ev, err := c.events.Next()
+func (c *call) next() (rawEvent, error) {
+	ev, err := c.events.NextRaw()
 	if err != nil {
 		return ev, c.transportErr("stream", err)
 	}
@@ -163,10 +163,10 @@ func (c *call) next() (sseEvent, error) {
 }
 
 // decode unmarshals an event's data; a malformed event is fatal.
-func (c *call) decode(ev sseEvent, v any) error {
-	if err := json.Unmarshal([]byte(ev.Data), v); err != nil {
+func (c *call) decode(ev rawEvent, v any) error {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
 		e := c.fail("decode", false, "", fmt.Sprintf("decode %q event: %v", ev.Event, err), err)
-		e.Body = c.diagnostic([]byte(ev.Data))
+		e.Body = c.diagnostic(ev.Data)
 		return e
 	}
 	return nil
@@ -258,12 +258,12 @@ func (c *call) fail(stage string, retryable bool, kind, msg string, err error) *
 }
 
 // eventErr builds the *Error for an error the provider sent mid-stream.
-func (c *call) eventErr(kind, msg string, raw string) *Error {
+func (c *call) eventErr(kind, msg string, raw []byte) *Error {
 	if msg == "" {
 		msg = "provider error"
 	}
 	e := c.fail("stream", retryableKind(kind), kind, msg, nil)
-	e.Body = c.diagnostic([]byte(raw))
+	e.Body = c.diagnostic(raw)
 	return e
 }
 
@@ -426,6 +426,23 @@ func (a *answer) add(i int, s string) {
 		kind = DeltaReasoning
 	}
 	a.emit(Delta{Kind: kind, Text: s})
+}
+
+// addQuoted appends the scanned JSON string raw to the text or reasoning
+// part i: it is decoded straight into the part's text, and the delta
+// emitted is a view of that text, so a delta costs no allocation.
+func (a *answer) addQuoted(i int, raw []byte) {
+	b := a.text[i]
+	from := b.Len()
+	unquote(b, raw)
+	if b.Len() == from {
+		return
+	}
+	kind := DeltaText
+	if a.parts[i].Type == PartReasoning {
+		kind = DeltaReasoning
+	}
+	a.emit(Delta{Kind: kind, Text: b.String()[from:]})
 }
 
 // openCall starts a tool call and emits its first fragment.

@@ -66,13 +66,10 @@ func Body(api string, n int) (head []byte, deltas [][]byte, tail []byte) {
 	return h.Bytes(), deltas, t.Bytes()
 }
 
-// Server answers every POST to one API's path with an answer of N deltas.
+// Server answers every POST to one API's path with an answer of n deltas.
 // Its handler records when it flushed the first delta of each answer.
 type Server struct {
-	API string
-	N   int
-
-	once   sync.Once
+	api    string
 	head   []byte
 	deltas []byte
 	first  int // length of the first delta
@@ -82,19 +79,19 @@ type Server struct {
 	firsts []time.Time
 }
 
-func (s *Server) init() {
-	head, deltas, tail := Body(s.API, s.N)
-	s.head, s.tail = head, tail
-	s.deltas = bytes.Join(deltas, nil)
+// NewServer returns the handler of answers of n deltas in api.
+func NewServer(api string, n int) *Server {
+	head, deltas, tail := Body(api, n)
+	s := &Server{api: api, head: head, tail: tail, deltas: bytes.Join(deltas, nil)}
 	if len(deltas) > 0 {
 		s.first = len(deltas[0])
 	}
+	return s
 }
 
 // ServeHTTP writes the head and the first delta, flushes, then the rest.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.once.Do(s.init)
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, Path(s.API)) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, Path(s.api)) {
 		http.Error(w, `{"error":{"type":"not_found","message":"no such route"}}`, http.StatusNotFound)
 		return
 	}
@@ -110,10 +107,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f, _ := w.(http.Flusher)
 	w.Write(s.head)
 	w.Write(s.deltas[:s.first])
+	t := time.Now() // the first delta leaves with this flush
 	if f != nil {
 		f.Flush()
 	}
-	t := time.Now()
 	s.mu.Lock()
 	s.firsts = append(s.firsts, t)
 	s.mu.Unlock()
@@ -121,7 +118,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(s.tail)
 }
 
-// Firsts returns when the first delta of each answer so far was flushed.
+// Firsts returns when the first delta of each answer so far was sent: just
+// before the flush that writes it.
 func (s *Server) Firsts() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,10 @@ type Options struct {
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
+	// SystemPrompt (--system-prompt) replaces e's own text of the system
+	// prompt, and settings' system_prompt; AppendSystemPrompt
+	// (--append-system-prompt) is added after settings' append_system_prompt.
+	SystemPrompt, AppendSystemPrompt string
 
 	Version, Channel, Commit string
 }
@@ -57,6 +63,17 @@ type (
 	Entry     = store.Entry   // one entry of a session's history
 	Part      = model.Part    // one part of a message's content
 )
+
+// joinNonEmpty joins the texts given, a blank line apart.
+func joinNonEmpty(texts ...string) string {
+	var out []string
+	for _, t := range texts {
+		if strings.TrimSpace(t) != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
 
 // extensionGrace is how long extensions get to exit after shutdown.
 const extensionGrace = 2 * time.Second
@@ -118,7 +135,9 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 		sessions: map[string]*Session{}, engine: &agent.Engine{
 			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
-			MaxAttempts: settings.MaxAttempts,
+			MaxAttempts:        settings.MaxAttempts,
+			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
+			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

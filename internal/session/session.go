@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -140,7 +139,7 @@ func (s *Session) loadImages(paths []string) ([]model.Part, error) {
 		return nil, wrap(CodeInvalidParams, "images", err)
 	}
 	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
-		return nil, paramErr(CodeUnsupported, "images", "model %s does not accept images (I2)", info.ID)
+		return nil, paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)
 	}
 	return parts, nil
 }
@@ -334,25 +333,10 @@ func (s *Session) Export(path string) (string, string, error) {
 	}
 	h := s.header
 	h.Model, h.Effort = in.Model, in.Effort
-	if err := exportFile(path, title, h, store.Branch(s.a.Entries())); err != nil {
+	if err := store.ExportFile(path, title, h, store.Branch(s.a.Entries())); err != nil {
 		return "", "", wrap(CodeInternal, "", err)
 	}
 	return path, title, nil
-}
-
-func exportFile(path, title string, h store.Header, entries []store.Entry) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := store.ExportHTML(f, title, h, entries); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Detach begins closing without waiting: the session leaves the host (its
