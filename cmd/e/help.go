@@ -122,6 +122,30 @@ examples:
   e rpc -m openai/gpt-5.5 --ne --log /var/log/e/rpc.jsonl
 `
 
+const acpHelp = `e acp is an Agent Client Protocol (ACP v1) agent for editors (Zed, JetBrains, Neovim
+plugins …): JSON-RPC 2.0, one message per line on stdin and stdout, nothing else on stdout.
+Sessions are saved, so session/load and session/list find them. Tool calls that write or run
+commands ask the editor first (session/request_permission) unless --approval says otherwise.
+The mapping is spec/acp.md.
+
+usage:
+  e acp [flags]
+
+flags:
+` + runFlagsHelp + `  (e acp's default --approval is writes)
+
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0  stdin ended
+  1  start-up failed (bad settings, unknown --model), or a line too long to resynchronise
+  2  a usage problem
+
+examples:
+  e acp                                  # as the agent command of an editor
+  e acp --approval all -m anthropic/claude-sonnet-4-5
+`
+
 const trustHelp = `e trust records that a directory's AGENTS.md may be used: a session in an untrusted
 directory that has an AGENTS.md (in it or a parent) is refused. Trust covers the
 directory's subdirectories. The list is $E_HOME/trust.json.
