@@ -27,6 +27,18 @@ func (f *runFlags) openLog() (*slog.Logger, func(), error) {
 	return slog.New(session.NewLogHandler(file, slog.LevelInfo)), func() { file.Close() }, nil
 }
 
+// sessionOptions is options() with the operator log opened; call done
+// after the host has shut down.
+func (f *runFlags) sessionOptions() (opts session.Options, done func(), err error) {
+	log, done, err := f.openLog()
+	if err != nil {
+		return session.Options{}, nil, err
+	}
+	opts = f.options()
+	opts.Log, opts.LogContent = log, f.logContent
+	return opts, done, nil
+}
+
 // startFailed tells the log, when there is one, why e did not start.
 func startFailed(log *slog.Logger, stderr io.Writer, prefix string, err error) int {
 	if log != nil {

@@ -87,16 +87,14 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
 	}
-	log, closeLog, err := f.openLog()
+	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
-	opts := f.options()
-	opts.Log, opts.LogContent = log, f.logContent
 	host, err := session.Start(ctx, opts, env, printUI{stderr})
 	if err != nil {
-		return startFailed(log, stderr, "e", err)
+		return startFailed(opts.Log, stderr, "e", err)
 	}
 	defer host.Shutdown()
 	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave})

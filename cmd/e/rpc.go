@@ -33,17 +33,15 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e rpc: %v\n", err)
 		return 1
 	}
-	log, closeLog, err := f.openLog()
+	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
-	opts := f.options()
-	opts.Log, opts.LogContent = log, f.logContent
 	srv, err := server.New(context.Background(), opts, server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv})
 	if err != nil {
-		return startFailed(log, stderr, "e rpc", err)
+		return startFailed(opts.Log, stderr, "e rpc", err)
 	}
 	return srv.Serve()
 }
