@@ -19,6 +19,7 @@ usage:
   e -p PROMPT [flags]    run one turn
   e COMMAND [args]       run a command
   e COMMAND --help       the help of a command
+  e --mode rpc|json …    speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
 
 commands:
 `)

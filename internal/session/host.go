@@ -26,6 +26,9 @@ type Options struct {
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
+	// Providers are added to those of settings.json (one of the same name
+	// replaces it): pi's models.json under e --mode rpc.
+	Providers map[string]model.ProviderConfig
 	// SystemPrompt (--system-prompt) replaces e's own text of the system
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
@@ -115,6 +118,12 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Providers) > 0 && providers == nil {
+		providers = map[string]model.ProviderConfig{}
+	}
+	for name, pc := range opts.Providers {
+		providers[name] = pc
+	}
 	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: env.Getenv,
 		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
 	if err != nil {
@@ -165,6 +174,12 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	h.logStart()
 	return h, nil
 }
+
+// Engine returns the agent engine every session of the process shares.
+// It is for a front end that makes its agent sessions itself (the pi
+// dialect, whose sessions live in pi's folder, start from a fork point and
+// take pi's system prompt flags); such sessions are not registered.
+func (h *Host) Engine() *agent.Engine { return h.engine }
 
 // Options returns the process options, -m resolved to its full id.
 func (h *Host) Options() Options { return h.opts }
