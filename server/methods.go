@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,7 +45,11 @@ func init() {
 // never brings the server down.
 func decode[T any](r *request) (T, error) {
 	var v T
-	if err := json.Unmarshal(r.params, &v); err != nil {
+	if err := schemas.Decode(r.params, &v); err != nil {
+		var de *schemas.DecodeError
+		if errors.As(err, &de) {
+			return v, &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
+		}
 		return v, &session.Error{Code: session.CodeInvalidParams, Err: fmt.Errorf("params: %w", err)}
 	}
 	return v, nil
@@ -357,8 +362,14 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		return
 	}
 	var o OneShot
-	if err := json.Unmarshal(line, &o); err != nil {
-		s.reply(r, nil, &session.Error{Code: session.CodeInvalidParams, Err: err})
+	if err := schemas.Decode(line, &o); err != nil {
+		var de *schemas.DecodeError
+		if errors.As(err, &de) {
+			err = &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
+		} else {
+			err = &session.Error{Code: session.CodeInvalidParams, Err: err}
+		}
+		s.reply(r, nil, err)
 		return
 	}
 	ss, err := s.host.Create(s.ctx, createSpec(SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,

@@ -214,19 +214,14 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return false // blank lines are ignored (spec/protocol.md)
 	}
-	if !json.Valid(line) {
-		var v any
-		err := json.Unmarshal(line, &v)
-		s.writeError(nil, fmt.Sprintf("rpc: line %d: malformed JSON: %v", n, jsonErr(err)), session.CodeParseError)
+	id, err := jsonl.Request(line)
+	if err != nil {
+		code := session.CodeInvalidRequest
+		if errors.Is(err, jsonl.ErrMalformed) {
+			code = session.CodeParseError
+		}
+		s.writeError(id, fmt.Sprintf("rpc: line %d: %v", n, err), code)
 		return false
-	}
-	if t := bytes.TrimLeft(line, " \t\r\n"); t[0] != '{' {
-		s.writeError(nil, fmt.Sprintf("rpc: line %d: expected a JSON object, got %s", n, kind(t[0])), session.CodeInvalidRequest)
-		return false
-	}
-	id := json.RawMessage("null")
-	if v := gjson.GetBytes(line, "id"); v.Exists() {
-		id = json.RawMessage(v.Raw)
 	}
 	m := gjson.GetBytes(line, "method")
 	if !m.Exists() {
@@ -234,7 +229,7 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 		return false
 	}
 	if m.Type != gjson.String {
-		s.writeError(id, fmt.Sprintf("rpc: line %d: method: expected string, got %s", n, kind(m.Raw[0])), session.CodeInvalidRequest)
+		s.writeError(id, fmt.Sprintf("rpc: line %d: method: expected string, got %s", n, jsonl.Kind(m.Raw[0])), session.CodeInvalidRequest)
 		return false
 	}
 	method := m.String()
@@ -278,33 +273,6 @@ func (s *Server) dispatch(r *request, h handler) {
 }
 
 var errShuttingDown = &session.Error{Code: session.CodeInternal, Err: errors.New("the process is shutting down")}
-
-func jsonErr(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	if err == nil {
-		return "invalid"
-	}
-	return err.Error()
-}
-
-func kind(c byte) string {
-	switch c {
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	}
-	return "number"
-}
 
 // request is one validated method call (or one-shot line).
 type request struct {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxLine is the largest record e accepts: 10 MiB, not counting the LF and
@@ -150,10 +151,15 @@ func (wr *Writer) run() {
 }
 
 // Write queues one record; a newline is appended. It copies line, so the
-// caller may reuse it at once. It returns ctx.Err() if ctx ends while the
-// queue is full. After a failed write it drops the line: writers must never
-// block on a dead peer.
+// caller may reuse it at once. Bytes that are not UTF-8 (raw JSON passed
+// through from a peer) become U+FFFD, so every line written is valid UTF-8;
+// outside strings JSON is ASCII, so the line stays valid JSON. It returns
+// ctx.Err() if ctx ends while the queue is full. After a failed write it
+// drops the line: writers must never block on a dead peer.
 func (wr *Writer) Write(ctx context.Context, line []byte) error {
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
 	wr.mu.Lock()
 	for len(wr.pending) >= maxPending && wr.err == nil {
 		if wr.room == nil {
