@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/reaper"
 )
 
 func TestBash(t *testing.T) {
@@ -310,9 +313,14 @@ func TestReapsAdoptedOrphans(t *testing.T) {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), subreaperHelperEnv+"=1")
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = reaper.Start(cmd) // this process is a subreaper too: the helper is its own child
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err != nil {
-		t.Errorf("helper: %v\n%s", err, out)
+		t.Errorf("helper: %v\n%s", err, out.String())
 	}
 }
 
