@@ -32,6 +32,7 @@ var commands []subcommand
 func init() {
 	commands = []subcommand{
 		{name: "rpc", summary: "serve sessions over JSON Lines on stdin/stdout", help: rpcHelp, run: runRPC},
+		{name: "acp", summary: "be an Agent Client Protocol agent for editors on stdin/stdout", help: acpHelp, run: runACP},
 		{name: "trust", summary: "record that a directory's AGENTS.md may be used", help: trustHelp,
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runTrust(args, stdout, stderr) }},
 		{name: "schema", summary: "print the protocol's JSON Schemas", help: schemaHelp,
@@ -64,6 +65,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainHelp())
 		return 2
+	}
+	if piMode(args) {
+		return runPi(args, stdin, stdout, stderr)
 	}
 	switch args[0] {
 	case "-h", "--help", "-help":

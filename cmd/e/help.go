@@ -19,6 +19,7 @@ usage:
   e -p PROMPT [flags]    run one turn
   e COMMAND [args]       run a command
   e COMMAND --help       the help of a command
+  e --mode rpc|json …    speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
 
 commands:
 `)
@@ -116,6 +117,30 @@ examples:
   e rpc
   echo '{"id":1,"method":"session.create","params":{}}' | e rpc --no-save
   e rpc -m openai/gpt-5.5 --ne
+`
+
+const acpHelp = `e acp is an Agent Client Protocol (ACP v1) agent for editors (Zed, JetBrains, Neovim
+plugins …): JSON-RPC 2.0, one message per line on stdin and stdout, nothing else on stdout.
+Sessions are saved, so session/load and session/list find them. Tool calls that write or run
+commands ask the editor first (session/request_permission) unless --approval says otherwise.
+The mapping is spec/acp.md.
+
+usage:
+  e acp [flags]
+
+flags:
+` + runFlagsHelp + `  (e acp's default --approval is writes)
+
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0  stdin ended
+  1  start-up failed (bad settings, unknown --model), or a line too long to resynchronise
+  2  a usage problem
+
+examples:
+  e acp                                  # as the agent command of an editor
+  e acp --approval all -m anthropic/claude-sonnet-4-5
 `
 
 const trustHelp = `e trust records that a directory's AGENTS.md may be used: a session in an untrusted

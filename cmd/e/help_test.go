@@ -25,6 +25,7 @@ func TestHelp(t *testing.T) {
 		{golden: "e", args: []string{"--help"}, also: [][]string{{"-h"}, {"help"}}},
 		{golden: "print", args: []string{"-p", "--help"}, also: [][]string{{"help", "-p"}, {"--json", "-p", "-h"}}},
 		{golden: "rpc", args: []string{"rpc", "--help"}, also: [][]string{{"help", "rpc"}, {"rpc", "--no-save", "-h"}}},
+		{golden: "acp", args: []string{"acp", "--help"}, also: [][]string{{"help", "acp"}, {"acp", "--approval", "all", "-h"}}},
 		{golden: "trust", args: []string{"trust", "--help"}},
 		{golden: "schema", args: []string{"schema", "--help"}},
 		{golden: "export", args: []string{"export", "--help"}},

@@ -75,11 +75,30 @@ func LoadImages(cwd string, paths []string) ([]model.Part, error) {
 		if err != nil {
 			return nil, &ImageError{i, err}
 		}
-		mt := http.DetectContentType(data)
-		if !imageTypes[mt] {
-			return nil, &ImageError{i, fmt.Errorf("%s is not a PNG, JPEG, GIF or WebP image (content looks like %s)", p, mt)}
+		part, err := imagePart(p, data)
+		if err != nil {
+			return nil, &ImageError{i, err}
 		}
-		parts = append(parts, model.Part{Type: model.PartImage, MediaType: mt, Data: data})
+		parts = append(parts, part)
 	}
 	return parts, nil
+}
+
+// ImageData returns an image given as bytes (ACP's base64 image blocks),
+// checked by the rules LoadImages applies to one file; name says where it
+// came from in errors.
+func ImageData(name string, data []byte) (model.Part, error) {
+	if len(data) > MaxImageBytes {
+		return model.Part{}, fmt.Errorf("%s is %d bytes, over the 20 MiB limit per image", name, len(data))
+	}
+	return imagePart(name, data)
+}
+
+// imagePart sniffs data's type; the declared type is never trusted.
+func imagePart(name string, data []byte) (model.Part, error) {
+	mt := http.DetectContentType(data)
+	if !imageTypes[mt] {
+		return model.Part{}, fmt.Errorf("%s is not a PNG, JPEG, GIF or WebP image (content looks like %s)", name, mt)
+	}
+	return model.Part{Type: model.PartImage, MediaType: mt, Data: data}, nil
 }

@@ -351,6 +351,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
+	t.s.mu.Lock()
+	if t.s.noRetry {
+		maxAttempts = 1
+	}
+	t.s.mu.Unlock()
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt

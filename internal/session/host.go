@@ -25,6 +25,9 @@ type Options struct {
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
+	// Providers are added to those of settings.json (one of the same name
+	// replaces it): pi's models.json under e --mode rpc.
+	Providers map[string]model.ProviderConfig
 	// SystemPrompt (--system-prompt) replaces e's own text of the system
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
@@ -110,6 +113,12 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Providers) > 0 && providers == nil {
+		providers = map[string]model.ProviderConfig{}
+	}
+	for name, pc := range opts.Providers {
+		providers[name] = pc
+	}
 	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: env.Getenv,
 		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
 	if err != nil {
@@ -156,6 +165,12 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	return h, nil
 }
 
+// Engine returns the agent engine every session of the process shares.
+// It is for a front end that makes its agent sessions itself (the pi
+// dialect, whose sessions live in pi's folder, start from a fork point and
+// take pi's system prompt flags); such sessions are not registered.
+func (h *Host) Engine() *agent.Engine { return h.engine }
+
 // Options returns the process options, -m resolved to its full id.
 func (h *Host) Options() Options { return h.opts }
 
@@ -170,6 +185,16 @@ func (h *Host) DefaultModel() string { return h.def }
 
 // Models returns the model catalog (models.list).
 func (h *Host) Models() []ModelInfo { return h.engine.Catalog.Models() }
+
+// Model returns the catalog entry of id (a full or bare name).
+func (h *Host) Model(id string) (ModelInfo, error) { return h.engine.Catalog.Lookup(id) }
+
+// Usable reports whether a session could run on model id now: its
+// provider has what it needs (a key), so choosing it would not fail.
+func (h *Host) Usable(id string) bool {
+	_, err := h.engine.Catalog.Provider(id)
+	return err == nil
+}
 
 // List returns the saved sessions of cwd ("" = the process's), or of
 // every directory with all (C5).

@@ -104,6 +104,22 @@ func (s *Session) Prompt(ctx context.Context, text string, images []string, sink
 	if err != nil {
 		return nil, err
 	}
+	return s.prompt(ctx, text, parts, sink)
+}
+
+// PromptParts is Prompt with images given as parts, already read and
+// checked (agent.ImageData: ACP's base64 image blocks); a model without
+// image input refuses them with code unsupported.
+func (s *Session) PromptParts(ctx context.Context, text string, images []Part, sink func(agent.Event)) (*Turn, error) {
+	if len(images) > 0 {
+		if err := s.acceptsImages(); err != nil {
+			return nil, err
+		}
+	}
+	return s.prompt(ctx, text, images, sink)
+}
+
+func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink func(agent.Event)) (*Turn, error) {
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
 		res := s.a.Prompt(ctx, text, parts, sink)
 		id := s.ID()
@@ -138,10 +154,17 @@ func (s *Session) loadImages(paths []string) ([]model.Part, error) {
 		}
 		return nil, wrap(CodeInvalidParams, "images", err)
 	}
-	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
-		return nil, paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)
+	if err := s.acceptsImages(); err != nil {
+		return nil, err
 	}
 	return parts, nil
+}
+
+func (s *Session) acceptsImages() error {
+	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
+		return paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)
+	}
+	return nil
 }
 
 // start runs one turn on a goroutine the host waits for.
