@@ -65,6 +65,7 @@ const environmentHelp = `environment:
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
   E_LOG               the operator log's file when --log is not given
+  NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
 `
 
 const settingsHelp = `settings:
@@ -85,6 +86,12 @@ flags:
   -p, --print              run one turn (required)
   --json                   print every event as a JSON line, then a {"type":"result",…} line
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+  -v, --verbose            one line on stderr per step (model call, tool call, retry,
+                           compaction), wherever stderr goes
+  -q, --quiet              no progress on stderr (warnings and the error still)
+                           By default a terminal stderr shows one status line, erased as
+                           the reply streams; a piped stderr shows none. stdout only ever
+                           carries the reply.
 ` + runFlagsHelp + `
 ` + environmentHelp + `
 ` + settingsHelp + `
@@ -217,6 +224,27 @@ exit status:
 examples:
   e export ~/.e/sessions/--home-me-src--/01J9ZX3K8Q.jsonl
   e export session.jsonl /tmp/session.html
+`
+
+const doctorHelp = `e doctor prints what e would use in this directory and checks it: the home, the settings
+file, each provider with its API and address and whether its key variable is set (never
+the key), the default model, the trusted directories and this directory's standing, and
+the extensions found. It starts no extension and calls no model.
+
+usage:
+  e doctor
+
+` + environmentHelp + `
+exit status:
+  0  no problem found
+  1  a problem (each is a line starting with PROBLEM): bad settings, a default model that
+     is unknown or lacks its key, an unreadable trust list, an extension whose command is
+     missing, a home that cannot be written
+  2  a usage problem
+
+examples:
+  e doctor
+  E_HOME=/srv/e e doctor
 `
 
 const versionHelp = `e version prints e's version, release channel and commit.
