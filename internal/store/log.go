@@ -42,7 +42,12 @@ type ReadResult struct {
 // (file 0600, directories 0700), writes and syncs the header, and takes the
 // writer lock. Empty Type, Version, ID and Created are filled in.
 func Create(home string, h Header) (*Log, error) {
-	return CreateIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h)
+	return CreateIn(SessionsDir(home, h.Cwd), h)
+}
+
+// SessionsDir is the folder of cwd's session logs under home.
+func SessionsDir(home, cwd string) string {
+	return filepath.Join(home, "sessions", Slug(filepath.Clean(cwd)))
 }
 
 // CreateIn is Create with the log's folder given: dir/<h.ID>.jsonl. Front
@@ -614,7 +619,7 @@ func Branch(entries []Entry) []Entry {
 // copies keep their ids, so compaction entries still name the entry they
 // kept, and are relinked into one chain.
 func Fork(home string, h Header, branch []Entry) (*Log, error) {
-	return ForkIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h, branch)
+	return ForkIn(SessionsDir(home, h.Cwd), h, branch)
 }
 
 // ForkIn is Fork with the new log's folder given, as CreateIn.
