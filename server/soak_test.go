@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			r := rand.New(rand.NewPCG(*soakSeed, uint64(s)))
-			sid, path := open(call, map[string]any{})
+			sid, _ := open(call, map[string]any{})
 			var turns sync.WaitGroup
 			for range *soakOps {
 				if sid == "" {
@@ -99,12 +99,12 @@ func TestSoak(t *testing.T) {
 					}
 				default: // close, then resume the saved log
 					turns.Wait()
-					path = gjson.Get(call("session.info", map[string]any{"session": sid}), "result.path").String()
+					path := gjson.Get(call("session.info", map[string]any{"session": sid}), "result.path").String()
 					call("session.close", map[string]any{"session": sid})
 					if path == "" { // no turn yet, so no log: a fresh session instead
 						sid, _ = open(call, map[string]any{})
 					} else {
-						sid, path = open(call, map[string]any{"resume": path})
+						sid, _ = open(call, map[string]any{"resume": path})
 					}
 				}
 			}

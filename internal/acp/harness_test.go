@@ -141,23 +141,6 @@ func (p *peer) next() map[string]any {
 	}
 }
 
-// until reads lines until one matches want (see match), returning it and
-// the lines before it.
-func (p *peer) until(want string) (got map[string]any, before []map[string]any) {
-	p.t.Helper()
-	var w any
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		p.t.Fatalf("bad expectation %s: %v", want, err)
-	}
-	for {
-		m := p.next()
-		if match(w, m, nil) {
-			return m, before
-		}
-		before = append(before, m)
-	}
-}
-
 // close ends stdin and waits for e acp to exit 0; what it still writes is
 // validated.
 func (p *peer) close() {

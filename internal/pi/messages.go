@@ -29,11 +29,10 @@ type Entry struct {
 // converter turns e's history into pi's shapes. It follows the settings
 // entries so each assistant message names the model that answered.
 type converter struct {
-	cat     func(id string) (model.Info, bool)
-	info    model.Info
-	effort  string
-	names   map[string]string // tool call id → tool name
-	headerM string
+	cat    func(id string) (model.Info, bool)
+	info   model.Info
+	effort string
+	names  map[string]string // tool call id → tool name
 }
 
 func newConverter(lookup func(string) (model.Info, bool), h store.Header) *converter {
