@@ -64,7 +64,7 @@ func (c *Case) jsonOutput() bool { return c.printMode() && c.expect != nil }
 // step is one line of the client section.
 type step struct {
 	line   int    // line in the case file
-	kind   string // "send", "raw", "pad", "wait", "close", "signal"
+	kind   string // "send", "raw", "pad", "wait", "close", "exit", "signal"
 	text   []byte // send: the line without LF; raw: exact bytes; pad: the template
 	size   int    // pad: total line length without LF
 	labels []string
@@ -372,7 +372,7 @@ func parseClient(f archiveFile) ([]step, error) {
 				return nil, fmt.Errorf("line %d: #pad SIZE LINE: LINE must contain $pad once and be shorter than SIZE", n)
 			}
 			s.text = []byte(tmpl)
-		case "close":
+		case "close", "exit":
 		case "signal":
 			if signals[rest] == nil {
 				return nil, fmt.Errorf("line %d: #signal wants TERM, HUP, INT or KILL", n)

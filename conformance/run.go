@@ -71,7 +71,7 @@ type Result struct {
 // Exchange is one line of a transcript.
 type Exchange struct {
 	At   time.Time `json:"at"`
-	Dir  string    `json:"dir"` // "sent" (client → server), "received" (server stdout), "model" (a model call's body)
+	Dir  string    `json:"dir"` // "sent" (client → server), "received" (server stdout), "model" (a model call's body), "signal"
 	Line string    `json:"line"`
 }
 
@@ -199,6 +199,7 @@ type run struct {
 	cmd       *exec.Cmd
 	readers   sync.WaitGroup // the stdout reader, waited for by teardown
 	signalled bool           // the client section sent a #signal
+	exited    bool           // the client section waited for the exit (#exit)
 	c         *Case
 	o         Options
 	stderr    tailBuffer
@@ -325,7 +326,9 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 		return div, nil
 	}
 	what := "the server to exit after stdin was closed (D1)"
-	if r.signalled {
+	if r.exited {
+		what = "the server to exit (#exit)"
+	} else if r.signalled {
 		// Closing stdin now would race the signal: let the signal end it.
 		what = "the server to exit after the signal (D2)"
 	} else {
