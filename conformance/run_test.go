@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"context"
 	"os"
 	"path/filepath"
@@ -21,6 +22,14 @@ func TestMain(m *testing.M) {
 			os.Exit(fakeServer(os.Args[2]))
 		}
 		os.Exit(2)
+	}
+	// Re-run as the mutation proxy: conformance-proxy --mutant NAME -- CMD…
+	if len(os.Args) >= 5 && os.Args[1] == "conformance-proxy" && os.Args[2] == "--mutant" && os.Args[4] == "--" {
+		code, err := Proxy(context.Background(), os.Args[3], os.Args[5:], os.Stdin, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
