@@ -36,6 +36,7 @@ type Case struct {
 	Skip         string            `json:"skip,omitempty"`
 	Requires     []string          `json:"requires,omitempty"`  // commands the case's fixtures run, e.g. "python3"
 	Untrusted    bool              `json:"untrusted,omitempty"` // do not run "e trust CWD" first (cases about trust, C9)
+	Dialect      string            `json:"dialect,omitempty"`   // the front end spoken: "e-rpc" (default), "pi-rpc", "acp"
 	Mode         string            `json:"mode,omitempty"`      // "rpc" (default) or "print"
 	Args         []string          `json:"args,omitempty"`      // print mode: the arguments replacing "rpc"
 

@@ -129,8 +129,8 @@ func TestTimeoutKillsServer(t *testing.T) {
 
 // timeoutScale lets slow CI (-race) stretch case timeouts.
 func timeoutScale() float64 {
-	if os.Getenv("E_CONFORMANCE_TIMEOUT_SCALE") != "" {
-		return 3
+	if os.Getenv("E_CONFORMANCE_TIMEOUT_SCALE") != "" || raceEnabled {
+		return 3 // a -race server is several times slower
 	}
 	return 1
 }
