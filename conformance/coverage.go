@@ -9,7 +9,6 @@ import (
 	"github.com/e-agent/e/schemas"
 )
 
-
 //go:embed requirements.txt
 var requirementsTxt string
 
