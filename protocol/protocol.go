@@ -1072,7 +1072,7 @@ type OneShotAnswer struct {
 	Result
 	ID json.RawMessage `json:"id"`
 	// the JSONL path when saved, else null (O3)
-	Session *string `json:"session,omitzero"`
+	Session *string `json:"session"`
 }
 
 // OneShotRequest is the v1 one-shot line. A line without method: a fresh memory-only agent

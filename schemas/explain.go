@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,13 +97,13 @@ func describe(fails []fail, got any) string {
 	case "maxProperties":
 		return fmt.Sprintf("expected at most %d members, got %d", f.want, f.got)
 	case "minimum":
-		return fmt.Sprintf("expected at least %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+		return fmt.Sprintf("expected at least %s, got %s", f.want.(*bound).r.RatString(), show(got))
 	case "maximum":
-		return fmt.Sprintf("expected at most %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+		return fmt.Sprintf("expected at most %s, got %s", f.want.(*bound).r.RatString(), show(got))
 	case "exclusiveMinimum":
-		return fmt.Sprintf("expected more than %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+		return fmt.Sprintf("expected more than %s, got %s", f.want.(*bound).r.RatString(), show(got))
 	case "exclusiveMaximum":
-		return fmt.Sprintf("expected less than %s, got %s", f.want.(*big.Rat).RatString(), show(got))
+		return fmt.Sprintf("expected less than %s, got %s", f.want.(*bound).r.RatString(), show(got))
 	case "pattern":
 		return fmt.Sprintf("expected a string matching %s, got %s", f.want, show(got))
 	case "uniqueItems":

@@ -105,9 +105,9 @@ func sample(n *node, depth int) any {
 	case "integer", "number":
 		switch {
 		case n.min != nil:
-			return json.Number(n.min.RatString())
+			return json.Number(n.min.r.RatString())
 		case n.exMin != nil:
-			return json.Number(fmt.Sprint(n.exMin.Num().Int64()/max(n.exMin.Denom().Int64(), 1) + 1))
+			return json.Number(fmt.Sprint(n.exMin.r.Num().Int64()/max(n.exMin.r.Denom().Int64(), 1) + 1))
 		}
 		return json.Number("1")
 	case "boolean":

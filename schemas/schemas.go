@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -215,6 +216,10 @@ func ValidateParams(method string, params []byte) error {
 	if t := bytes.TrimSpace(params); len(t) > 0 && string(t) != "null" {
 		var err error
 		if v, err = decode(t); err != nil {
+			var dup *DuplicateKeyError
+			if errors.As(err, &dup) {
+				return fmt.Errorf("%s: params%w", method, err) // hello: params.ask: appears twice…
+			}
 			return fmt.Errorf("%s: params: %w", method, err)
 		}
 	}

@@ -50,7 +50,7 @@ type node struct {
 	minItems, maxItems, minLen, maxLen, minProps, maxProps *int
 	unique                                                 bool
 	pattern                                                *regexp.Regexp
-	min, max, exMin, exMax                                 *big.Rat
+	min, max, exMin, exMax                                 *bound
 	enum                                                   []any
 	constV                                                 *any
 	allOf, anyOf, oneOf                                    []*node
@@ -62,7 +62,7 @@ type node struct {
 type fail struct {
 	path []string
 	kw   string
-	want any // []string (type), []any (enum), any (const), int (sizes), *big.Rat (bounds)
+	want any // []string (type), []any (enum), any (const), int (sizes), *bound (bounds)
 	got  int // sizes
 }
 
@@ -214,13 +214,13 @@ func (c *compiler) compile(n *node, file string, v any) error {
 		case "pattern":
 			n.pattern, err = regexp.Compile(val.(string))
 		case "minimum":
-			n.min = ratOf(val)
+			n.min = boundOf(val)
 		case "maximum":
-			n.max = ratOf(val)
+			n.max = boundOf(val)
 		case "exclusiveMinimum":
-			n.exMin = ratOf(val)
+			n.exMin = boundOf(val)
 		case "exclusiveMaximum":
-			n.exMax = ratOf(val)
+			n.exMax = boundOf(val)
 		case "enum":
 			n.enum, _ = val.([]any)
 		case "const":
@@ -259,10 +259,19 @@ func intOf(v any) *int {
 	return nil
 }
 
-func ratOf(v any) *big.Rat {
+// bound is a numeric keyword's value: exact for messages, and as a decimal
+// for linear comparison with instances.
+type bound struct {
+	r   *big.Rat
+	dec decimal
+}
+
+func boundOf(v any) *bound {
 	if num, ok := v.(json.Number); ok {
-		if r, ok := new(big.Rat).SetString(string(num)); ok {
-			return r
+		r, ok1 := new(big.Rat).SetString(string(num))
+		d, ok2 := parseDecimal(string(num))
+		if ok1 && ok2 {
+			return &bound{r: r, dec: d}
 		}
 	}
 	return nil
@@ -325,10 +334,10 @@ func (n *node) check(v any, p []string, out *[]fail) {
 			*out = append(*out, fail{path: slices.Clone(p), kw: "pattern", want: n.pattern.String()})
 		}
 	case json.Number:
-		r, ok := new(big.Rat).SetString(string(x))
+		d, ok := parseDecimal(string(x))
 		if ok {
-			bound := func(b *big.Rat, kw string, bad func(int) bool) {
-				if b != nil && bad(r.Cmp(b)) {
+			bound := func(b *bound, kw string, bad func(int) bool) {
+				if b != nil && bad(d.cmp(b.dec)) {
 					*out = append(*out, fail{path: slices.Clone(p), kw: kw, want: b})
 				}
 			}
@@ -435,8 +444,8 @@ func isType(v any, t string) bool {
 		if !ok {
 			return false
 		}
-		r, ok := new(big.Rat).SetString(string(num))
-		return ok && r.IsInt()
+		d, ok := parseDecimal(string(num))
+		return ok && d.isInt()
 	}
 	return false
 }
@@ -449,9 +458,9 @@ func equal(a, b any) bool {
 		if !ok {
 			return false
 		}
-		rx, ok1 := new(big.Rat).SetString(string(x))
-		ry, ok2 := new(big.Rat).SetString(string(y))
-		return ok1 && ok2 && rx.Cmp(ry) == 0
+		dx, ok1 := parseDecimal(string(x))
+		dy, ok2 := parseDecimal(string(y))
+		return ok1 && ok2 && dx.cmp(dy) == 0
 	case map[string]any:
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
@@ -479,18 +488,108 @@ func equal(a, b any) bool {
 	return a == b
 }
 
-// decode parses one JSON value, keeping numbers exact (json.Number).
+// decode parses one JSON value, keeping numbers exact (json.Number). It
+// refuses a key that appears twice in one object (RFC 8259 leaves their
+// meaning open; Go would keep the last, gjson the first) with a
+// *DuplicateKeyError. It builds the value with an explicit stack, so no
+// nesting depth can exhaust the goroutine's stack.
 func decode(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, fmt.Errorf("malformed JSON: %w", errEOF(err))
+	var stack []*frame
+	var root any
+	done := false
+	for !done {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("malformed JSON: %w", errEOF(err))
+		}
+		var val any
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{obj: map[string]any{}})
+				continue
+			case '[':
+				stack = append(stack, &frame{arr: []any{}})
+				continue
+			}
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if top.obj != nil {
+				val = top.obj
+			} else {
+				val = top.arr
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].obj != nil && !stack[n-1].has {
+				top := stack[n-1]
+				if _, dup := top.obj[t]; dup {
+					return nil, &DuplicateKeyError{Path: pathOf(stack, t)}
+				}
+				top.key, top.has = t, true
+				continue
+			}
+			val = t
+		default:
+			val = t
+		}
+		if len(stack) == 0 {
+			root, done = val, true
+			continue
+		}
+		top := stack[len(stack)-1]
+		if top.obj != nil {
+			top.obj[top.key] = val
+			top.key, top.has = "", false
+		} else {
+			top.arr = append(top.arr, val)
+		}
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return nil, fmt.Errorf("malformed JSON: invalid character after top-level value")
 	}
-	return v, nil
+	return root, nil
+}
+
+// frame is an object or array decode is inside.
+type frame struct {
+	obj map[string]any // nil for an array
+	arr []any
+	key string // the member being read
+	has bool   // key is set
+}
+
+// pathOf renders where key sits below the root, as render does: .a[2]["x y"].
+func pathOf(stack []*frame, key string) string {
+	var b strings.Builder
+	seg := func(k string) {
+		if identifier(k) {
+			b.WriteString("." + k)
+			return
+		}
+		q, _ := json.Marshal(k)
+		b.WriteString("[" + string(q) + "]")
+	}
+	for _, f := range stack[:len(stack)-1] {
+		if f.obj != nil {
+			seg(f.key)
+		} else {
+			fmt.Fprintf(&b, "[%d]", len(f.arr))
+		}
+	}
+	seg(key)
+	return b.String()
+}
+
+// DuplicateKeyError reports a key that appears twice in one object.
+type DuplicateKeyError struct {
+	Path string // where, below the value's root: ".a[2].k", ending with the key
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return e.Path + ": appears twice in one object (each key may appear once)"
 }
 
 func errEOF(err error) error {

@@ -33,7 +33,7 @@ type ApproveReply struct {
 
 func (a approver) Approve(ctx context.Context, session string, c agent.Call, timeout time.Duration) agent.Decision {
 	a.s.mu.Lock()
-	ok := a.s.hello && a.s.ask
+	ok := a.s.greeted && a.s.ask
 	a.s.mu.Unlock()
 	if !ok {
 		return agent.Decision{Reason: "no client to ask: approvals need hello with ask:true"}

@@ -2,31 +2,25 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
 
-// shutdownGrace is how long extensions get to exit after a shutdown message.
-const shutdownGrace = 2 * time.Second
-
 var (
-	handlers map[string]func(*Server, *request)
+	handlers map[string]handler
 	methods  []string // sorted handler names: hello's method list
 )
 
 func init() {
-	handlers = map[string]func(*Server, *request){
-		"hello":             (*Server).hello_,
+	handlers = map[string]handler{
+		"hello":             (*Server).hello,
 		"models.list":       (*Server).modelsList,
 		"session.create":    (*Server).sessionCreate,
 		"session.list":      (*Server).sessionList,
@@ -47,251 +41,106 @@ func init() {
 }
 
 // decode reads params the schema accepted into T. Where the schema is
-// wider than Go's types (a number beyond int64), it answers r with an error
-// and reports false: a request never brings the server down.
-func decode[T any](s *Server, r *request) (T, bool) {
+// wider than Go's types (a number beyond int64) it is an error: a request
+// never brings the server down.
+func decode[T any](r *request) (T, error) {
 	var v T
-	if err := json.Unmarshal(r.params, &v); err != nil {
-		s.writeError(r.id, fmt.Sprintf("%s: params: %v", r.method, err))
-		return v, false
+	if err := schemas.Decode(r.params, &v); err != nil {
+		var de *schemas.DecodeError
+		if errors.As(err, &de) {
+			return v, &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
+		}
+		return v, &session.Error{Code: session.CodeInvalidParams, Err: fmt.Errorf("params: %w", err)}
 	}
-	return v, true
+	return v, nil
 }
 
-func (s *Server) hello_(r *request) {
-	p, ok := decode[HelloParams](s, r)
-	if !ok {
-		return
+func (p SessionParams) sessionID() string        { return p.Session }
+func (p SessionPromptParams) sessionID() string  { return p.Session }
+func (p SessionSteerParams) sessionID() string   { return p.Session }
+func (p SessionCompactParams) sessionID() string { return p.Session }
+func (p SessionSetParams) sessionID() string     { return p.Session }
+func (p SessionExportParams) sessionID() string  { return p.Session }
+
+// sessionOf decodes the params and finds the session they name.
+func sessionOf[T interface{ sessionID() string }](s *Server, r *request) (T, *session.Session, error) {
+	p, err := decode[T](r)
+	if err != nil {
+		return p, nil, err
 	}
-	s.mu.Lock()
-	s.hello = true
-	s.ask = p.Ask != nil && *p.Ask
-	held := s.held
-	s.held = nil
-	s.mu.Unlock()
-	s.writeResult(r.id, HelloResult{
-		Protocol: Protocol, Version: s.Opts.Version, Channel: s.Opts.Channel, Commit: s.Opts.Commit,
-		Cwd: s.Cwd, Home: s.Home, Methods: methods, Ask: s.ask,
-	})
-	for _, n := range held {
-		s.writeJSON(n)
-	}
+	ss, err := s.host.Get(p.sessionID())
+	return p, ss, err
 }
 
-func (s *Server) modelsList(r *request) {
-	s.writeResult(r.id, ModelsListResult{Default: s.Default, Models: s.Engine.Catalog.Models()})
-}
-
-// CreateSpec holds the session.create parameters that a one-shot line and e -p share (O4).
-type CreateSpec struct {
-	Cwd, Model, Effort, ToolMode, Resume, Name *string
-	Tools                                      *[]string
-	Save                                       *bool
-	Approval                                   *string // approval policy: never, writes, all
-	ApprovalTimeoutMS                          *int64
-}
-
-// approval returns the approval settings a spec asks for, on top of cur.
-func approval(cur agent.Approval, policy *string, timeoutMS *int64) (agent.Approval, error) {
-	if policy != nil {
-		p, err := agent.CheckPolicy(*policy)
-		if err != nil {
-			return cur, err
-		}
-		cur.Policy = p
-	}
-	if timeoutMS != nil {
-		cur.Timeout = time.Duration(*timeoutMS) * time.Millisecond
-	}
-	return cur, nil
-}
-
-// toolNames returns every tool name the process knows: built-in and extension.
-func (s *Process) toolNames() []string {
-	names := tool.Names()
-	if s.Engine.Ext != nil {
-		for _, d := range s.Engine.Ext.Tools() {
-			names = append(names, d.Name)
-		}
-	}
-	return names
-}
-
-// create makes a session from a spec; param names errors as "params.x".
-func (s *Process) create(method, prefix string, c CreateSpec) (*session, error) {
-	errf := func(field, format string, args ...any) error {
-		return fmt.Errorf("%s: %s%s: %s", method, prefix, field, fmt.Sprintf(format, args...))
-	}
-	cwd := s.Cwd
-	if c.Cwd != nil {
-		cwd = *c.Cwd
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(s.Cwd, cwd)
-		}
-	}
-	var header *store.Header
-	var entries []store.Entry
-	var log *store.Log
-	var warnings []string // what reading the resumed log repaired or skipped
-	save := c.Save != nil && *c.Save && !s.Opts.NoSave
-	if c.Resume != nil {
-		path := *c.Resume
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(s.Cwd, path)
-		}
-		var err error
-		if save {
-			log, header, entries, err = store.OpenWritable(path)
-			if err == nil {
-				warnings = log.Warnings()
-			}
-		} else {
-			var rr *store.ReadResult
-			if rr, err = store.Read(path); err == nil {
-				header, entries, warnings = &rr.Header, rr.Entries, rr.Warnings
-			}
-		}
-		if err != nil {
-			return nil, errf("resume", "%v", err)
-		}
-		entries = store.Branch(entries)
-		if c.Cwd == nil {
-			cwd = header.Cwd
-		}
-	}
-	fail := func(err error) (*session, error) {
-		if log != nil {
-			log.Close()
-		}
+func (s *Server) hello(r *request) (any, error) {
+	p, err := decode[HelloParams](r)
+	if err != nil {
 		return nil, err
 	}
-	cwd = filepath.Clean(cwd)
-	if st, err := os.Stat(cwd); err != nil {
-		return fail(errf("cwd", "%s does not exist", cwd))
-	} else if !st.IsDir() {
-		return fail(errf("cwd", "%s is not a directory", cwd))
-	}
-	modelID, effort := s.Default, s.Opts.Effort
-	if header != nil {
-		modelID, effort = header.Model, header.Effort
-		for _, en := range entries {
-			if en.Type == store.TypeSettings {
-				modelID, effort = en.Model, en.Effort
-			}
-		}
-		if s.Opts.Model != "" {
-			modelID = s.Opts.Model
-		}
-	}
-	if c.Model != nil {
-		modelID = *c.Model
-		if c.Effort == nil {
-			effort = s.Opts.Effort
-		}
-	}
-	if c.Effort != nil {
-		effort = *c.Effort
-	}
-	info, err := s.Engine.Catalog.Lookup(modelID)
-	if err != nil {
-		return fail(errf("model", "%v", err))
-	}
-	modelID = info.ID // a bare name is recorded and reported as the full id
-	if _, err := s.Engine.Catalog.Provider(modelID); err != nil {
-		return fail(errf("model", "%v", err)) // e.g. no API key: say so now, not at every prompt
-	}
-	effort, err = s.Engine.Catalog.CheckEffort(modelID, effort)
-	if err != nil {
-		return fail(errf("effort", "%v", err))
-	}
-	appr, err := approval(agent.Approval{Policy: s.Opts.Approval}, c.Approval, c.ApprovalTimeoutMS)
-	if err != nil {
-		return fail(errf("approval", "%v", err))
-	}
-	// Tools narrow what the process allows, never widen it (C3, C4, L1).
-	all := s.toolNames()
-	allowed := all
-	if s.Opts.NoTools || (c.ToolMode != nil && *c.ToolMode == "none") {
-		allowed = nil
-	}
-	if c.Tools != nil {
-		var narrowed []string
-		for i, name := range *c.Tools {
-			if !slices.Contains(all, name) {
-				return fail(errf(fmt.Sprintf("tools[%d]", i), "unknown tool %q (known: %v)", name, all))
-			}
-			if slices.Contains(allowed, name) && !slices.Contains(narrowed, name) {
-				narrowed = append(narrowed, name)
-			}
-		}
-		allowed = narrowed
-	}
-	instructions, needTrust, err := store.Instructions(s.Home, cwd)
-	if err != nil {
-		return fail(errf("cwd", "%v", err))
-	}
-	if needTrust {
-		return fail(fmt.Errorf("%s: directory %s has an AGENTS.md but is not trusted: run `e trust %s` first (C9)", method, cwd, cwd))
-	}
-	id := store.NewID()
-	h := store.Header{Type: "session", Version: store.Version, ID: id, Cwd: cwd, Created: time.Now().UTC(), Model: modelID, Effort: effort}
-	if c.Name != nil {
-		h.Name = *c.Name
-	}
-	name := ""
-	if header != nil { // resumed: its log's header, and its id
-		h, id, name = *header, header.ID, header.Name // a name entry in the history overrides it
-	} else if save {
-		if log, err = store.Create(s.Home, h); err != nil {
-			return fail(fmt.Errorf("%s: %w", method, err))
-		}
-	}
-	sess := s.Engine.NewSession(agent.Options{
-		ID: id, Cwd: cwd, Model: modelID, Effort: effort, Tools: allowed, Log: log,
-		Entries: entries, System: instructions, Name: name, Warnings: warnings, Approval: appr,
-	})
-	if c.Name != nil && header != nil {
-		if err := sess.Rename(*c.Name); err != nil {
-			sess.Close()
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-	} else if c.Name != nil {
-		sess.SetName(*c.Name)
-	}
-	if header != nil && (modelID != header.Model || effort != header.Effort) && save {
-		if _, _, err := sess.Set(&modelID, &effort); err != nil {
-			sess.Close()
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-	}
-	return &session{Session: sess, header: h}, nil
-}
-
-func (s *Server) register(ss *session) {
+	ask := p.Ask != nil && *p.Ask
 	s.mu.Lock()
-	s.sessions[ss.ID()] = ss
+	s.ask = ask
 	s.mu.Unlock()
-	if s.Ext != nil {
-		s.Ext.Notify("session.created", map[string]any{"session": ss.ID(), "cwd": ss.Cwd()})
+	// Greeted only once the response is queued, so no notice overtakes it (X7).
+	r.then = func() {
+		s.mu.Lock()
+		s.greeted = true
+		held := s.held
+		s.held = nil
+		s.mu.Unlock()
+		for _, n := range held {
+			s.writeJSON(n)
+		}
 	}
+	o := s.host.Options()
+	return HelloResult{Protocol: Protocol, Version: o.Version, Channel: o.Channel, Commit: o.Commit,
+		Cwd: s.host.Cwd(), Home: s.host.Home(), Methods: methods, Ask: ask}, nil
 }
 
-func (s *Server) sessionCreate(r *request) {
-	p, ok := decode[SessionCreateParams](s, r)
-	if !ok {
-		return
+func (s *Server) modelsList(r *request) (any, error) {
+	return ModelsListResult{Default: s.host.DefaultModel(), Models: s.host.Models()}, nil
+}
+
+// createSpec builds the session spec of session.create and one-shot lines.
+func createSpec(p SessionCreateParams) session.Spec {
+	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
+		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
+		Approval: p.Approval, ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
+	if p.Cwd != nil {
+		spec.Cwd = *p.Cwd
 	}
-	ss, err := s.create(r.method, "params.", CreateSpec{Cwd: p.Cwd, Model: p.Model, Effort: p.Effort,
-		ToolMode: p.ToolMode, Resume: p.Resume, Name: p.Name, Tools: p.Tools, Save: p.Save,
-		Approval: p.Approval, ApprovalTimeoutMS: p.ApprovalTimeoutMS})
+	if p.Resume != nil {
+		spec.Resume = *p.Resume
+	}
+	if p.Tools != nil {
+		spec.Tools = *p.Tools
+		if spec.Tools == nil {
+			spec.Tools = []string{}
+		}
+	}
+	return spec
+}
+
+func (s *Server) sessionCreate(r *request) (any, error) {
+	p, err := decode[SessionCreateParams](r)
 	if err != nil {
-		s.writeError(r.id, err.Error())
-		return
+		return nil, err
 	}
-	s.register(ss)
+	ss, err := s.host.Create(s.ctx, createSpec(p))
+	if err != nil {
+		return nil, err
+	}
 	in := ss.Info()
-	s.writeResult(r.id, SessionCreateResult{Session: ss.ID(), Model: in.Model, Effort: in.Effort, Cwd: ss.Cwd(),
-		Path: strPtr(in.Path), Approval: ss.Approval().Policy})
+	return SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
+		Approval: in.Approval}, nil
+}
+
+func millis(ms *int64) *time.Duration {
+	if ms == nil {
+		return nil
+	}
+	d := time.Duration(*ms) * time.Millisecond
+	return &d
 }
 
 func strPtr(s string) *string {
@@ -301,406 +150,258 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func (s *Server) sessionList(r *request) {
-	p, ok := decode[SessionListParams](s, r)
-	if !ok {
-		return
+func (s *Server) sessionList(r *request) (any, error) {
+	p, err := decode[SessionListParams](r)
+	if err != nil {
+		return nil, err
 	}
-	cwd := s.Cwd
+	cwd := ""
 	if p.Cwd != nil {
 		cwd = *p.Cwd
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(s.Cwd, cwd)
-		}
 	}
-	list, err := store.List(s.Home, filepath.Clean(cwd), p.All != nil && *p.All)
+	list, err := s.host.List(cwd, p.All != nil && *p.All)
 	if err != nil {
-		s.writeError(r.id, r.method+": "+err.Error())
-		return
+		return nil, err
 	}
-	if list == nil {
-		list = []store.Summary{}
-	}
-	s.writeResult(r.id, SessionListResult{Sessions: list})
+	return SessionListResult{Sessions: list}, nil
 }
 
-func (s *Server) sessionInfo(r *request) {
-	p, ok := decode[SessionParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionInfo(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
 	in := ss.Info()
-	s.writeResult(r.id, SessionInfoResult{Session: ss.ID(), Model: in.Model, Effort: in.Effort, Cwd: ss.Cwd(),
-		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: in.Messages, Running: in.Running})
+	return SessionInfoResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
+		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: in.Messages, Running: in.Running}, nil
 }
 
-func (s *Server) sessionPrompt(r *request) {
-	p, ok := decode[SessionPromptParams](s, r)
-	if !ok {
-		return
+// started records that r answers turn t, and returns the later that
+// writes r's response when t ends.
+func (s *Server) started(r *request, t *session.Turn, result func() (any, error)) later {
+	r.turn, r.answered = t, make(chan struct{})
+	s.mu.Lock()
+	s.answered[t] = r.answered
+	s.mu.Unlock()
+	return func() (any, error) {
+		<-t.Done()
+		return result()
 	}
-	ss, err := s.session(r, p.Session)
+}
+
+// afterAnswer returns a later that waits for t's response (when t is not
+// nil) and then answers with result.
+func (s *Server) afterAnswer(t *session.Turn, result func() (any, error)) later {
+	var answered chan struct{}
+	if t != nil {
+		s.mu.Lock()
+		answered = s.answered[t] // nil once t's response is out
+		s.mu.Unlock()
+	}
+	return func() (any, error) {
+		if answered != nil {
+			<-answered
+		}
+		return result()
+	}
+}
+
+func (s *Server) sessionPrompt(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionPromptParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	var images []model.Part
+	var images []string
 	if p.Images != nil {
-		if images, err = agent.LoadImages(ss.Cwd(), *p.Images); err != nil {
-			s.writeError(r.id, r.method+": params."+err.Error())
-			return
-		}
-		if len(images) > 0 {
-			if info, _ := s.Engine.Catalog.Lookup(ss.Info().Model); !info.ImageInput {
-				s.writeError(r.id, fmt.Sprintf("%s: params.images: model %s does not accept images (I2)", r.method, info.ID))
-				return
-			}
-		}
+		images = *p.Images
 	}
-	if err := ss.Begin(); err != nil {
-		s.writeError(r.id, r.method+": "+err.Error())
-		return
-	}
-	ss.turn.Add(1)
-	s.goTurn(func() {
-		defer ss.turn.Done()
-		res := ss.Prompt(s.ctx, p.Prompt, images, func(ev agent.Event) {
-			s.writeRaw(stamp(ev, ss.ID(), r.id))
-		})
-		id := ss.ID()
-		res.Session = &id
-		res.Path = strPtr(ss.Info().Path)
-		s.writeResult(r.id, res)
-	})
-}
-
-func (s *Server) sessionSteer(r *request) {
-	p, ok := decode[SessionSteerParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
-	if err == nil {
-		err = ss.Steer(p.Text)
-	}
+	t, err := ss.Prompt(s.ctx, p.Prompt, images, s.events(ss.ID(), r.id))
 	if err != nil {
-		s.writeError(r.id, r.method+": "+trimMethod(r, err))
-		return
+		return nil, err
 	}
-	s.writeResult(r.id, SessionSteerResult{Held: true})
+	return s.started(r, t, func() (any, error) { return t.Result(), nil }), nil
 }
 
-func trimMethod(r *request, err error) string {
-	msg := err.Error()
-	if len(msg) > len(r.method)+2 && msg[:len(r.method)+2] == r.method+": " {
-		return msg[len(r.method)+2:]
-	}
-	return msg
-}
-
-func (s *Server) sessionInterrupt(r *request) {
-	p, ok := decode[SessionParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionSteer(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionSteerParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	s.goTurn(func() {
-		ss.Interrupt()
-		ss.turn.Wait() // the turn's response goes before this one
-		s.writeResult(r.id, Empty{})
-	})
+	if err := ss.Steer(p.Text); err != nil {
+		return nil, err
+	}
+	return SessionSteerResult{Held: true}, nil
 }
 
-func (s *Server) sessionCompact(r *request) {
-	p, ok := decode[SessionCompactParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionInterrupt(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	if err := ss.Begin(); err != nil {
-		s.writeError(r.id, r.method+": "+err.Error())
-		return
+	// Stopped now, in request order; answered after the turn's own response.
+	t := ss.Stop()
+	return s.afterAnswer(t, func() (any, error) { return Empty{}, nil }), nil
+}
+
+func (s *Server) sessionCompact(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionCompactParams](s, r)
+	if err != nil {
+		return nil, err
 	}
 	focus := ""
 	if p.Focus != nil {
 		focus = *p.Focus
 	}
-	ss.turn.Add(1)
-	s.goTurn(func() {
-		defer ss.turn.Done()
-		res, err := ss.Compact(s.ctx, focus, func(ev agent.Event) {
-			s.writeRaw(stamp(ev, ss.ID(), r.id))
-		})
+	t, err := ss.Compact(s.ctx, focus, s.events(ss.ID(), r.id))
+	if err != nil {
+		return nil, err
+	}
+	return s.started(r, t, func() (any, error) {
+		res, err := t.Compacted()
 		if err != nil {
-			s.writeError(r.id, r.method+": "+err.Error())
-			return
+			return nil, err
 		}
-		s.writeResult(r.id, SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
-			SummaryChars: res.SummaryChars, Usage: agent.NewUsage(res.Usage)})
-	})
+		return SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
+			SummaryChars: res.SummaryChars, Usage: agent.NewUsage(res.Usage)}, nil
+	}), nil
 }
 
-func (s *Server) sessionSet(r *request) {
-	p, ok := decode[SessionSetParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionSet(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionSetParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
-	}
-	// Name the parameter at fault (V3); Set checks both again, atomically (T1).
-	in := ss.Info()
-	modelID, effort := in.Model, in.Effort
-	if p.Model != nil {
-		info, err := s.Engine.Catalog.Lookup(*p.Model)
-		if err != nil {
-			s.writeError(r.id, r.method+": params.model: "+err.Error())
-			return
-		}
-		modelID, effort = info.ID, ""
-	}
-	if p.Effort != nil {
-		effort = *p.Effort
-	}
-	if _, err := s.Engine.Catalog.CheckEffort(modelID, effort); err != nil {
-		s.writeError(r.id, r.method+": params.effort: "+err.Error())
-		return
-	}
-	if _, err := s.Engine.Catalog.Provider(modelID); err != nil {
-		s.writeError(r.id, r.method+": params.model: "+err.Error())
-		return
-	}
-	appr, err := approval(ss.Approval(), p.Approval, p.ApprovalTimeoutMS)
-	if err != nil {
-		s.writeError(r.id, r.method+": params.approval: "+err.Error())
-		return
+		return nil, err
 	}
 	m, ef, err := ss.Set(p.Model, p.Effort)
-	if err == nil {
-		err = ss.SetApproval(appr)
-	}
 	if err != nil {
-		s.writeError(r.id, r.method+": "+err.Error())
-		return
+		return nil, err
 	}
-	s.writeResult(r.id, SessionSetResult{Model: m, Effort: ef, Approval: appr.Policy})
+	// The schema bounds both, so this cannot fail after Set succeeded.
+	policy, err := ss.SetApproval(p.Approval, millis(p.ApprovalTimeoutMS))
+	if err != nil {
+		return nil, err
+	}
+	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
 }
 
-func (s *Server) sessionMessages(r *request) {
-	p, ok := decode[SessionParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionMessages(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
 	msgs := []Message{}
-	for _, en := range ss.Entries() {
-		if en.Type != store.TypeMessage {
-			continue
-		}
-		var m model.Message
-		if json.Unmarshal(en.Message, &m) != nil {
-			continue
-		}
-		msgs = append(msgs, Message{ID: en.ID, Parent: en.Parent, Time: en.Time, Role: m.Role, Content: m.Content})
+	for _, m := range ss.Messages() {
+		msgs = append(msgs, Message{ID: m.ID, Parent: m.Parent, Time: m.Time, Role: m.Role, Content: m.Content})
 	}
-	s.writeResult(r.id, SessionMessagesResult{Messages: msgs})
+	return SessionMessagesResult{Messages: msgs}, nil
 }
 
-func (s *Server) sessionFork(r *request) {
-	p, ok := decode[SessionParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionFork(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	in := ss.Info()
-	entries := store.Branch(ss.Entries())
-	id := store.NewID()
-	h := store.Header{Type: "session", Version: store.Version, ID: id, Cwd: ss.Cwd(), Created: time.Now().UTC(),
-		Model: in.Model, Effort: in.Effort, Name: in.Name}
-	var log *store.Log
-	if in.Path != "" {
-		h.Parent = in.Path
-		if log, err = store.Fork(s.Home, h, entries); err != nil {
-			s.writeError(r.id, r.method+": "+err.Error())
-			return
-		}
+	fork, err := ss.Fork(s.ctx)
+	if err != nil {
+		return nil, err
 	}
-	fork := s.Engine.NewSession(agent.Options{ID: id, Cwd: ss.Cwd(), Model: in.Model, Effort: in.Effort,
-		Tools: ss.Tools(), Log: log, Entries: entries, Name: in.Name, System: ss.System()})
-	nss := &session{Session: fork, header: h}
-	s.register(nss)
-	s.writeResult(r.id, SessionForkResult{Session: id, Path: strPtr(fork.Info().Path)})
+	return SessionForkResult{Session: fork.ID(), Path: strPtr(fork.Path())}, nil
 }
 
-func (s *Server) sessionExport(r *request) {
-	p, ok := decode[SessionExportParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionExport(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionExportParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	in := ss.Info()
-	path := store.DefaultExportPath(in.Path, ss.Cwd(), ss.ID())
+	path := ""
 	if p.Path != nil {
 		path = *p.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(ss.Cwd(), path)
-		}
 	}
-	title := in.Title
-	if in.Name != "" {
-		title = in.Name
-	}
-	if title == "" {
-		title = "e session " + ss.ID()
-	}
-	h := ss.header
-	h.Model, h.Effort = in.Model, in.Effort
-	if err := exportFile(path, title, h, store.Branch(ss.Entries())); err != nil {
-		s.writeError(r.id, r.method+": "+err.Error())
-		return
-	}
-	s.writeResult(r.id, SessionExportResult{Path: path, Title: title})
-}
-
-func exportFile(path, title string, h store.Header, entries []store.Entry) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	path, title, err := ss.Export(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := store.ExportHTML(f, title, h, entries); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return SessionExportResult{Path: path, Title: title}, nil
 }
 
-func (s *Server) sessionClose(r *request) {
-	p, ok := decode[SessionParams](s, r)
-	if !ok {
-		return
-	}
-	ss, err := s.session(r, p.Session)
+func (s *Server) sessionClose(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
 	if err != nil {
-		s.reply(r, nil, err)
-		return
+		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.sessions, p.Session)
-	s.mu.Unlock()
-	s.goTurn(func() {
-		err := ss.Close()
-		ss.turn.Wait()
-		if s.Ext != nil {
-			s.Ext.Notify("session.closed", map[string]any{"session": ss.ID()})
+	// Detached now, in request order: later requests no longer find it.
+	t := ss.Detach()
+	return s.afterAnswer(t, func() (any, error) {
+		if err := ss.Close(s.ctx); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			s.writeError(r.id, r.method+": "+err.Error())
-			return
-		}
-		s.writeResult(r.id, Empty{})
-	})
+		return Empty{}, nil
+	}), nil
 }
 
-func (s *Server) askReply(r *request) {
-	p, ok := decode[AskReplyParams](s, r)
-	if !ok {
-		return
+func (s *Server) askReply(r *request) (any, error) {
+	p, err := decode[AskReplyParams](r)
+	if err != nil {
+		return nil, err
 	}
 	result := p.Result
 	if string(result) == "null" {
 		result = nil
 	}
 	if err := s.relay.Reply(p.Ask, result); err != nil {
-		s.writeError(r.id, err.Error())
-		return
+		return nil, &session.Error{Code: session.CodeUnknownAsk, Err: err}
 	}
-	s.writeResult(r.id, Empty{})
+	return Empty{}, nil
 }
 
 // oneShot serves a version-1 line (O1–O5): a fresh memory-only agent (or a
 // saved one with save:true), one turn, a flat answer, no events.
 func (s *Server) oneShot(id json.RawMessage, line []byte) {
+	r := &request{id: id, method: "oneshot"}
 	if err := schemas.ValidateOneShot(line); err != nil {
-		s.writeError(id, err.Error())
+		s.writeError(id, err.Error(), session.CodeInvalidParams)
 		return
 	}
 	var o OneShot
-	if err := json.Unmarshal(line, &o); err != nil {
-		s.writeError(id, "oneshot: "+err.Error())
-		return
-	}
-	ss, err := s.create("oneshot", "", CreateSpec{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort, ToolMode: o.ToolMode,
-		Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save})
-	if err != nil {
-		s.writeError(id, err.Error())
-		return
-	}
-	var images []model.Part
-	if o.Images != nil && len(*o.Images) > 0 {
-		if images, err = agent.LoadImages(ss.Cwd(), *o.Images); err != nil {
-			ss.Close()
-			s.writeError(id, "oneshot: "+err.Error())
-			return
+	if err := schemas.Decode(line, &o); err != nil {
+		var de *schemas.DecodeError
+		if errors.As(err, &de) {
+			err = &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
+		} else {
+			err = &session.Error{Code: session.CodeInvalidParams, Err: err}
 		}
-	}
-	if err := ss.Begin(); err != nil {
-		ss.Close()
-		s.writeError(id, "oneshot: "+err.Error())
+		s.reply(r, nil, err)
 		return
 	}
-	s.goTurn(func() {
-		res := ss.Prompt(s.ctx, o.Prompt, images, func(agent.Event) {})
-		path := ss.Info().Path
-		res.Session = strPtr(path) // v1: the JSONL path when saved (O3)
-		res.Path = strPtr(path)
-		ss.Close()
+	ss, err := s.host.Create(s.ctx, createSpec(SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
+		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+	if err != nil {
+		s.reply(r, nil, err)
+		return
+	}
+	var images []string
+	if o.Images != nil {
+		images = *o.Images
+	}
+	t, err := ss.Prompt(s.ctx, o.Prompt, images, func(agent.Event) {})
+	if err != nil {
+		ss.Close(s.ctx)
+		s.reply(r, nil, err)
+		return
+	}
+	ok := s.goReply(func() {
+		<-t.Done()
+		res := t.Result()
+		res.Session = res.Path // v1: the JSONL path when saved (O3)
+		ss.Close(s.ctx)
 		b, err := json.Marshal(res)
 		if err != nil {
-			s.writeError(id, "oneshot: "+err.Error())
+			s.reply(r, nil, err)
 			return
 		}
-		if len(b) > 2 {
-			s.writeRaw(concat(`{"id":`, id, `,`, b[1:]))
-		}
+		s.writeRaw(concat(`{"id":`, id, `,`, b[1:]))
 	})
-}
-
-// Create makes a session for a caller other than e rpc (e -p): errors name
-// the option as method's field.
-func (s *Process) Create(method string, c CreateSpec) (*agent.Session, error) {
-	ss, err := s.create(method, "", c)
-	if err != nil {
-		return nil, err
+	if !ok {
+		ss.Close(s.ctx)
+		s.reply(r, nil, errShuttingDown)
 	}
-	return ss.Session, nil
 }

@@ -21,9 +21,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
-	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -32,16 +30,7 @@ import (
 const Protocol = 2
 
 // Options are e rpc's process flags (L1) and build facts.
-type Options struct {
-	Model        string // -m; "" for the catalog default
-	Effort       string // --ef
-	NoTools      bool   // --nt
-	NoExtensions bool   // --ne
-	NoSave       bool   // --no-save
-	Approval     string // --approval: the approval policy of new sessions; "" is never
-
-	Version, Channel, Commit string
-}
+type Options = session.Options
 
 // Env is the process environment a Server runs in.
 type Env struct {
@@ -52,121 +41,57 @@ type Env struct {
 	Getenv         func(string) string
 }
 
-// Server is one e rpc process.
+// Server is one e rpc process: the protocol over one session.Host.
 type Server struct {
-	env Env
-
-	*Process
+	env   Env
+	host  *session.Host
 	out   *jsonl.Writer
 	relay *extension.Relay
 
 	ctx    context.Context // cancelled when the process stops serving
 	cancel context.CancelFunc
-	turns  sync.WaitGroup // every goroutine that may still write a line
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	hello    bool
-	ask      bool
-	held     []Notice // notices that came before hello (X7)
-}
-
-type session struct {
-	*agent.Session
-	header store.Header
-	turn   sync.WaitGroup // the running prompt or compact, until its response is written
+	mu      sync.Mutex
+	greeted bool
+	ask     bool
+	held    []Notice // notices that came before hello (X7)
+	closing bool     // no goroutine starts any more
+	// replies are every goroutine that may still write a line; Add only
+	// while !closing, under mu, so Wait never races an Add.
+	replies sync.WaitGroup
+	// answered maps a running turn to the request it answers, closed once
+	// that request's response is written: an interrupt or close answers
+	// after the turn it ended (spec/protocol.md).
+	answered map[*session.Turn]chan struct{}
 }
 
 // heldNotices bounds the notices kept for a client that has not greeted.
 const heldNotices = 64
 
-// Process is what every session of one e process shares: settings, the
-// model catalog, the agent engine and the extension host. e rpc and e -p
-// both start one.
-type Process struct {
-	Opts     Options
-	Home     string
-	Cwd      string
-	Settings store.Settings
-	Engine   *agent.Engine
-	Ext      *extension.Host // nil when no extension runs
-	Default  string          // the model a session gets unless told otherwise
-}
-
-// Start reads settings and starts extensions with ui as their client. It
-// returns an error for a start-up problem: a bad settings file, an unknown
-// -m model, an effort the model lacks.
-func Start(ctx context.Context, opts Options, home, cwd string, getenv func(string) string, u extension.UI) (*Process, error) {
-	settings, err := store.LoadSettings(home)
-	if err != nil {
-		return nil, err
-	}
-	providers, err := model.ParseProviders(settings.Providers)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: getenv,
-		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	def, warning := cat.Default()
-	if opts.Model != "" {
-		info, err := cat.Lookup(opts.Model)
-		if err != nil {
-			return nil, fmt.Errorf("-m: %w", err)
-		}
-		def, warning = info.ID, ""
-		opts.Model = info.ID
-	}
-	if _, err := cat.CheckEffort(def, opts.Effort); err != nil {
-		return nil, fmt.Errorf("--ef: %w", err)
-	}
-	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
-		return nil, fmt.Errorf("--approval: %w", err)
-	}
-	p := &Process{Opts: opts, Home: home, Cwd: cwd, Settings: settings, Default: def, Engine: &agent.Engine{
-		Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
-		CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
-		MaxAttempts: settings.MaxAttempts,
-	}}
-	if !opts.NoExtensions {
-		cfgs, err := extension.Configs(home, settings.Extensions)
-		if err != nil {
-			return nil, err
-		}
-		if len(cfgs) > 0 {
-			p.Ext = extension.StartWith(ctx, cfgs, u, extension.Options{Version: opts.Version})
-			p.Engine.Ext = extHost{p.Ext}
-		}
-	}
-	return p, nil
-}
-
 // New prepares an e rpc server on env's streams.
 func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{
-		env: env, ctx: ctx, cancel: cancel, sessions: map[string]*session{},
-	}
+	s := &Server{env: env, ctx: ctx, cancel: cancel, answered: map[*session.Turn]chan struct{}{}}
 	s.out = jsonl.NewWriter(env.Stdout)
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
-	s.relay.Cancelled = func(a extension.Ask) {
-		who := "the extension"
-		if a.Method == approveMethod {
-			who = "the tool call"
+	s.relay.Cancelled = func(a extension.Ask, why string) {
+		if why == "" {
+			who := "the extension"
+			if a.Method == approveMethod {
+				who = "the tool call"
+			}
+			why = who + " no longer waits for an answer"
 		}
 		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
-			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s no longer waits for an answer", a.Ask, a.Method, who)})
+			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
-	p, err := Start(ctx, opts, env.Home, env.Cwd, env.Getenv, ui{s})
+	h, err := session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv}, ui{s})
 	if err != nil {
 		cancel()
 		s.out.Close()
 		return nil, err
 	}
-	s.Process = p
-	p.Engine.Approver = approver{s}
+	s.host = h
 	return s, nil
 }
 
@@ -179,9 +104,7 @@ func (s *Server) Serve() int {
 
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
-	readDone := make(chan struct{})
 	go func() {
-		defer close(readDone)
 		r := jsonl.NewReader(s.env.Stdin, jsonl.MaxLine)
 		for {
 			line, err := r.Next()
@@ -220,7 +143,7 @@ func (s *Server) Serve() int {
 			s.stop()
 			return s.close(0)
 		case <-s.out.Failed():
-			// The client went away: nobody is left to tell.
+			// The client went away; close says so on stderr.
 			s.stop()
 			return s.close(0)
 		case sig := <-sigs:
@@ -242,33 +165,17 @@ func shutdownID(line []byte) string {
 	return id.Raw
 }
 
-// signalled kills every bash process group first, then extensions (D2).
-// Turns get this long after a signal to write their turn_end and response.
+// signalGrace is how long turns get after a signal to write their
+// turn_end and response.
 const signalGrace = 2 * time.Second
 
+// signalled kills every bash process group first, then extensions (D2).
 func (s *Server) signalled(code int) int {
-	// Turns stop first, so none goes on to another model call after its
-	// bash dies; each still ends with turn_end and its response (F2).
 	s.cancel()
-	s.Engine.Procs.KillAll()
-	ended := make(chan struct{})
-	go func() {
-		s.turns.Wait()
-		close(ended)
-	}()
-	timer := time.NewTimer(signalGrace)
-	defer timer.Stop()
-	select {
-	case <-ended:
-	case <-timer.C:
-	}
-	if s.Ext != nil {
-		s.Ext.Kill()
-	}
-	select {
-	case <-ended:
+	ended := s.host.Kill(signalGrace)
+	if ended {
+		s.stopReplies()
 		s.out.Close() // flush: no turn writes any more
-	default:
 	}
 	return code
 }
@@ -276,38 +183,28 @@ func (s *Server) signalled(code int) int {
 // stop ends every running turn and closes every session (D1). Their last
 // events and responses are still written.
 func (s *Server) stop() {
-	// Every turn stops now, one-shot turns (which belong to no session)
-	// included; the writer goes on, so their last lines still get out.
 	s.cancel()
-	s.mu.Lock()
-	all := make([]*session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		all = append(all, ss)
-	}
-	s.sessions = map[string]*session{}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, ss := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ss.Close()
-		}()
-	}
-	wg.Wait()
-	s.Engine.Procs.KillAll()
+	s.host.Shutdown()
 	s.relay.CancelAll()
-	s.turns.Wait()
-	if s.Ext != nil {
-		s.Ext.Shutdown(shutdownGrace)
-	}
-	s.cancel()
+	s.stopReplies()
 }
 
-// close flushes the writer and returns code.
+// stopReplies waits for every goroutine that may still write a response.
+func (s *Server) stopReplies() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.replies.Wait()
+}
+
+// close flushes the writer and returns code, or 1 when stdout failed: the
+// client stopped reading, and e says so on stderr.
 func (s *Server) close(code int) int {
 	s.cancel()
-	s.out.Close()
+	if err := s.out.Close(); err != nil {
+		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
+		code = max(code, 1)
+	}
 	return code
 }
 
@@ -317,19 +214,14 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return false // blank lines are ignored (spec/protocol.md)
 	}
-	if !json.Valid(line) {
-		var v any
-		err := json.Unmarshal(line, &v)
-		s.writeError(nil, fmt.Sprintf("rpc: line %d: malformed JSON: %v", n, jsonErr(err)))
+	id, err := jsonl.Request(line)
+	if err != nil {
+		code := session.CodeInvalidRequest
+		if errors.Is(err, jsonl.ErrMalformed) {
+			code = session.CodeParseError
+		}
+		s.writeError(id, fmt.Sprintf("rpc: line %d: %v", n, err), code)
 		return false
-	}
-	if t := bytes.TrimLeft(line, " \t\r\n"); t[0] != '{' {
-		s.writeError(nil, fmt.Sprintf("rpc: line %d: expected a JSON object, got %s", n, kind(t[0])))
-		return false
-	}
-	id := json.RawMessage("null")
-	if v := gjson.GetBytes(line, "id"); v.Exists() {
-		id = json.RawMessage(v.Raw)
 	}
 	m := gjson.GetBytes(line, "method")
 	if !m.Exists() {
@@ -337,13 +229,13 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 		return false
 	}
 	if m.Type != gjson.String {
-		s.writeError(id, fmt.Sprintf("rpc: line %d: method: expected string, got %s", n, kind(m.Raw[0])))
+		s.writeError(id, fmt.Sprintf("rpc: line %d: method: expected string, got %s", n, jsonl.Kind(m.Raw[0])), session.CodeInvalidRequest)
 		return false
 	}
 	method := m.String()
 	h, ok := handlers[method]
 	if !ok {
-		s.writeError(id, fmt.Sprintf("rpc: unknown method %q", method))
+		s.writeError(id, fmt.Sprintf("rpc: unknown method %q", method), session.CodeUnknownMethod)
 		return false
 	}
 	var params []byte
@@ -351,7 +243,7 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 		params = []byte(p.Raw)
 	}
 	if err := schemas.ValidateParams(method, params); err != nil {
-		s.writeError(id, err.Error())
+		s.writeError(id, err.Error(), session.CodeInvalidParams)
 		return false
 	}
 	if len(params) == 0 || string(params) == "null" {
@@ -360,46 +252,61 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	if method == "shutdown" {
 		return true
 	}
-	h(s, &request{id: id, method: method, params: params})
+	s.dispatch(&request{id: id, method: method, params: params, param: "params."}, h)
 	return false
 }
 
-func jsonErr(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+// dispatch calls h and writes exactly one response for r: at once, or,
+// when h returns a later, once that has run.
+func (s *Server) dispatch(r *request, h handler) {
+	res, err := h(s, r)
+	if l, ok := res.(later); ok && err == nil {
+		if !s.goReply(func() {
+			res, err := l()
+			s.reply(r, res, err)
+		}) {
+			s.reply(r, nil, errShuttingDown)
+		}
+		return
 	}
-	if err == nil {
-		return "invalid"
-	}
-	return err.Error()
+	s.reply(r, res, err)
 }
 
-func kind(c byte) string {
-	switch c {
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	}
-	return "number"
-}
+var errShuttingDown = &session.Error{Code: session.CodeInternal, Err: errors.New("the process is shutting down")}
 
-// request is one validated method call.
+// request is one validated method call (or one-shot line).
 type request struct {
 	id     json.RawMessage
-	method string
+	method string // "oneshot" for a version-1 line
 	params []byte
+	param  string // how an error names a parameter: "params." or "" (one-shot)
+	// then, when set, runs once r's response is queued.
+	then func()
+	// turn is the turn r started, answered closed once r's response is written.
+	turn     *session.Turn
+	answered chan struct{}
 }
 
-func (r *request) errorf(format string, args ...any) error {
-	return fmt.Errorf(r.method+": "+format, args...)
+// handler serves one method: it returns the result or an error, which the
+// dispatcher writes as the one response. For work that ends later (a turn,
+// a wait) it returns a later.
+type handler func(*Server, *request) (any, error)
+
+// later is a response still to come: the dispatcher runs it on a goroutine
+// Serve waits for and writes what it returns.
+type later func() (any, error)
+
+// errorText is the one-line message and code of err as a response to r.
+func (r *request) errorText(err error) (string, session.Code) {
+	var se *session.Error
+	if errors.As(err, &se) {
+		msg := se.Err.Error()
+		if se.Param != "" {
+			msg = r.param + se.Param + ": " + msg
+		}
+		return r.method + ": " + msg, se.Code
+	}
+	return r.method + ": " + err.Error(), session.CodeInternal
 }
 
 // writeRaw queues one whole line.
@@ -416,40 +323,48 @@ func (s *Server) writeJSON(v any) {
 	s.writeRaw(b)
 }
 
-func (s *Server) writeError(id json.RawMessage, msg string) {
+func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
 	b, _ := json.Marshal(msg)
+	_ = code // put on the wire with the error-code schema
 	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
 }
 
-func (s *Server) writeResult(id json.RawMessage, result any) {
-	b, err := json.Marshal(result)
-	if err != nil {
-		s.writeError(id, "rpc: internal error: "+err.Error())
-		return
-	}
-	s.writeRaw(concat(`{"id":`, id, `,"result":`, b, `}`))
-}
-
-// reply writes the response of r: its result, or its error.
+// reply writes the one response of r: its result, or its error.
 func (s *Server) reply(r *request, result any, err error) {
-	if err != nil {
-		s.writeError(r.id, err.Error())
-		return
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(result); err == nil {
+			s.writeRaw(concat(`{"id":`, r.id, `,"result":`, b, `}`))
+		}
 	}
-	s.writeResult(r.id, result)
+	if err != nil {
+		msg, code := r.errorText(err)
+		s.writeError(r.id, msg, code)
+	}
+	if r.then != nil {
+		r.then()
+	}
+	if r.turn != nil {
+		close(r.answered)
+		s.mu.Lock()
+		delete(s.answered, r.turn)
+		s.mu.Unlock()
+	}
 }
 
-// stamp returns ev as a line stamped with its session and request (S2).
-func stamp(ev agent.Event, sess string, req json.RawMessage) []byte {
-	b, err := agent.Marshal(ev)
-	if err != nil {
-		panic("server: marshal event: " + err.Error())
+// events returns the sink of one turn's events: each is stamped with its
+// session and request (S2) and queued. The buffer is reused, as the writer
+// copies each line and a turn calls its sink from one goroutine at a time.
+func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
+	st := agent.NewStamp(sess, req)
+	var buf []byte
+	return func(ev agent.Event) {
+		buf = st.Append(buf[:0], ev)
+		s.writeRaw(buf)
 	}
-	sid, _ := json.Marshal(sess)
-	return concat(string(b[:len(b)-1]), `,"session":`, sid, `,"request":`, req, `}`)
 }
 
 func concat(parts ...any) []byte {
@@ -467,21 +382,18 @@ func concat(parts ...any) []byte {
 	return buf.Bytes()
 }
 
-// go runs f in a goroutine that Serve waits for before exiting.
-func (s *Server) goTurn(f func()) {
-	s.turns.Add(1)
-	go func() {
-		defer s.turns.Done()
-		f()
-	}()
-}
-
-func (s *Server) session(r *request, id string) (*session, error) {
+// goReply runs f on a goroutine that Serve waits for before exiting; false
+// once the server is stopping.
+func (s *Server) goReply(f func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, ok := s.sessions[id]
-	if !ok {
-		return nil, r.errorf("unknown session %q", id)
+	if s.closing {
+		return false
 	}
-	return ss, nil
+	s.replies.Add(1)
+	go func() {
+		defer s.replies.Done()
+		f()
+	}()
+	return true
 }

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/session"
 )
 
 // Wire shapes of e rpc. Each params type is decoded only after its schema
@@ -32,8 +31,8 @@ type HelloResult struct {
 type ModelsListParams struct{}
 
 type ModelsListResult struct {
-	Default string       `json:"default"`
-	Models  []model.Info `json:"models"`
+	Default string              `json:"default"`
+	Models  []session.ModelInfo `json:"models"`
 }
 
 type SessionCreateParams struct {
@@ -65,7 +64,7 @@ type SessionListParams struct {
 }
 
 type SessionListResult struct {
-	Sessions []store.Summary `json:"sessions"`
+	Sessions []session.Summary `json:"sessions"`
 }
 
 // SessionParams is the params of methods that name only a session.
@@ -136,11 +135,11 @@ type SessionMessagesResult struct {
 // Message is one message of session.messages, in the persisted shape: the
 // log entry's id, parent and time beside the message itself.
 type Message struct {
-	ID      string       `json:"id"`
-	Parent  string       `json:"parent"`
-	Time    time.Time    `json:"time"`
-	Role    string       `json:"role"`
-	Content []model.Part `json:"content"`
+	ID      string         `json:"id"`
+	Parent  string         `json:"parent"`
+	Time    time.Time      `json:"time"`
+	Role    string         `json:"role"`
+	Content []session.Part `json:"content"`
 }
 
 type SessionForkResult struct {

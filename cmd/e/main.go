@@ -3,14 +3,12 @@
 //	e -p PROMPT [flags]     run one turn and exit (P1–P8)
 //	e rpc [flags]           serve sessions over JSON Lines on stdin/stdout
 //	e trust [--list | --revoke] [DIR]
-//	e schema [NAME]         print the protocol's JSON Schemas
+//	e schema [NAME | --out DIR]  print the protocol's JSON Schemas
 //	e export LOG [OUT]      write a saved session as one HTML page
 //	e --version
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +16,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -28,55 +27,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `usage:
-  e -p PROMPT [--json] [run options]   run one turn (prompt from the argument and/or piped stdin)
-  e rpc [run options]                  serve sessions over JSON Lines on stdin/stdout
-  e trust [--list | --revoke] [DIR]    record that DIR's AGENTS.md may be used
-  e schema [NAME]                      print the JSON Schemas of the protocol
-  e export LOG.jsonl [OUT.html]        write a saved session as one HTML page
-  e --version
-
-run options:
-  -m, --model ID         model (see models.list); default from settings or the offline model
-  --ef, --effort LEVEL   reasoning effort
-  --nt, --no-tools       offer no tools
-  --ne, --no-extensions  load no extensions
-  --no-save              keep sessions memory-only
-  --approval POLICY      ask before tool calls run: never (default), writes (writes, commands,
-                         extension and MCP tools) or all; e -p has nobody to ask, so it denies them
-  --image PATH           attach an image to the prompt (e -p; repeatable)
-`
-
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "rpc":
-		return runRPC(args[1:], stdin, stdout, stderr)
-	case "trust":
-		return runTrust(args[1:], stdout, stderr)
-	case "schema":
-		return runSchema(args[1:], stdout, stderr)
-	case "export":
-		return runExport(args[1:], stdout, stderr)
-	case "--version", "-version", "version":
-		fmt.Fprintf(stdout, "e %s (%s, commit %s)\n", version, channel(), commit())
-		return 0
-	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	return runPrint(args, stdin, stdout, stderr)
-}
-
 // runFlags are the options every run mode shares (L1, P6).
 type runFlags struct {
 	model, effort          string
 	noTools, noExt, noSave bool
 	help, version          bool
 	approval               string
+	system, appendSystem   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -94,14 +51,17 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&f.noSave, "no-save", false, "keep sessions memory-only")
 	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
+	fs.StringVar(&f.system, "system-prompt", "", "replace e's own system prompt text")
+	fs.StringVar(&f.appendSystem, "append-system-prompt", "", "add to the system prompt")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
 }
 
-func (f *runFlags) options() server.Options {
-	return server.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
-		NoSave: f.noSave, Approval: f.approval, Version: version, Channel: channel(), Commit: commit()}
+func (f *runFlags) options() session.Options {
+	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
+		NoSave: f.noSave, Approval: f.approval, SystemPrompt: f.system, AppendSystemPrompt: f.appendSystem,
+		Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:
@@ -111,7 +71,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, explainFlagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -132,57 +92,23 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// usageError reports a usage problem (exit 2) and where help is.
 func usageError(stderr io.Writer, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	fmt.Fprintf(stderr, "e: %v (see e --help)\n", err)
+	fmt.Fprintf(stderr, "e: %v (see %s)\n", err, helpName(err))
 	return 2
 }
 
-func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlagSet("rpc", stderr)
-	f.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	if f.help {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "e %s\n", version)
-		return 0
-	}
-	if len(pos) > 0 {
-		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
-	}
-	env, err := processEnv(stdin, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	srv, err := server.New(context.Background(), f.options(), env)
-	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
-	}
-	return srv.Serve()
-}
-
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) (server.Env, error) {
+// sessionEnv is the process's environment for the session layer.
+func sessionEnv() (session.Env, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	home, err := homeDir()
+	home, err := store.Home()
 	if err != nil {
-		return server.Env{}, err
+		return session.Env{}, err
 	}
-	return server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
+	return session.Env{Cwd: cwd, Home: home, Getenv: os.Getenv}, nil
 }
 
 func channel() string {

@@ -373,7 +373,8 @@ func TestPrintInterrupt(t *testing.T) {
 	}
 }
 
-// F5: when the client closes stdout, e rpc ends quietly (no crash, no hang).
+// F5, 12.8: when the client closes stdout, e rpc ends (no crash, no hang)
+// with status 1 and says why on stderr.
 func TestClientGone(t *testing.T) {
 	cmd := command(t, "rpc", "--ne")
 	in, _ := cmd.StdinPipe()
@@ -391,11 +392,38 @@ func TestClientGone(t *testing.T) {
 	}
 	in.Close()
 	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() != 0 {
-		t.Errorf("exit %d after the client went away; stderr %s", ee.ExitCode(), stderr.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v after the client went away, want status 1; stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "e rpc: writing stdout: ") {
+		t.Errorf("stderr %q does not say why e exited", stderr.String())
 	}
 	if strings.Contains(stderr.String(), "panic") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// P4, 12.8: when the reader of e -p's stdout goes away mid-reply, e stops
+// the turn and exits 1, saying why on stderr (not silently by SIGPIPE).
+func TestPrintStdoutGone(t *testing.T) {
+	cmd := command(t, "-p", "/long 200000", "--no-save")
+	cmd.Stdin = strings.NewReader("")
+	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(out, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want status 1; stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "e: writing stdout: ") {
+		t.Errorf("stderr %q does not say why e stopped", stderr.String())
 	}
 }
 

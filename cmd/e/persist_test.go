@@ -359,14 +359,16 @@ func TestReadOnlyResume(t *testing.T) {
 
 			r = p.start(tt.args...)
 			c = mustCall(r, "c", "session.create", map[string]any{"resume": path, "save": tt.save})
-			if c.Get("path").Type != gjson.Null || c.Get("session").String() != sid {
-				t.Errorf("read-only resume: %s, want session %s and path null", c.Raw, sid)
+			// A copy has an id of its own: the log's id names only its writer (C7).
+			copyID := c.Get("session").String()
+			if c.Get("path").Type != gjson.Null || copyID == sid || copyID == "" {
+				t.Errorf("read-only resume: %s, want a new session id (not %s) and path null", c.Raw, sid)
 			}
-			runTurn(r, "p3", sid, "/text three")
-			if got := sessionMessages(r, "m", sid); len(got) != 6 || got[5] != (roleText{"assistant", "three"}) {
+			runTurn(r, "p3", copyID, "/text three")
+			if got := sessionMessages(r, "m", copyID); len(got) != 6 || got[5] != (roleText{"assistant", "three"}) {
 				t.Errorf("messages after a read-only turn: %v", got)
 			}
-			mustCall(r, "x", "session.close", map[string]any{"session": sid})
+			mustCall(r, "x", "session.close", map[string]any{"session": copyID})
 			stopRPC(r)
 
 			after, err := os.ReadFile(path)

@@ -11,9 +11,7 @@ import (
 	"syscall"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/extension"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/server"
+	"github.com/e-agent/e/internal/session"
 )
 
 // printUI refuses every question at once (X5: e -p has no one to ask) and
@@ -21,10 +19,10 @@ import (
 type printUI struct{ stderr io.Writer }
 
 func (printUI) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, extension.ErrNoUI
+	return nil, session.ErrNoUI
 }
 
-func (u printUI) Notice(n extension.Notice) {
+func (u printUI) Notice(n session.Notice) {
 	fmt.Fprintf(u.stderr, "e: %s: %s\n", n.Extension, n.Message)
 }
 
@@ -49,7 +47,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if f.help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, printHelp)
 		return 0
 	}
 	if f.version {
@@ -57,48 +55,54 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if !printMode {
-		return usageError(stderr, fmt.Errorf("unknown command %q", strings.Join(pos, " ")))
+		return usageError(stderr, fmt.Errorf("no command: e -p PROMPT runs one turn"))
 	}
 	prompt, err := promptText(strings.Join(pos, " "), stdin)
 	if err != nil {
+		if f, ok := stdin.(*os.File); ok && !isPipe(f) {
+			// Someone at a terminal typed e -p alone: show them how.
+			fmt.Fprintf(stderr, "e: %v\n\n%s", err, printHelp)
+			return 2
+		}
 		return usageError(stderr, err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	env, err := processEnv(stdin, stdout, stderr)
+	// With SIGPIPE caught, a write to a stdout nobody reads any more fails
+	// with EPIPE instead of killing e silently, so it can say why it stops.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	ctx, stopTurn := context.WithCancel(ctx)
+	defer stopTurn()
+	env, err := sessionEnv()
 	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
-	opts := f.options()
-	p, err := server.Start(ctx, opts, env.Home, env.Cwd, os.Getenv, printUI{stderr})
-	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
-	}
-	defer p.Engine.Procs.KillAll()
-	if p.Ext != nil {
-		defer p.Ext.Shutdown(2e9)
-	}
-	save := !f.noSave
-	sess, err := p.Create("e -p", server.CreateSpec{Save: &save})
-	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
-	}
-	defer sess.Close()
-	parts, err := agent.LoadImages(env.Cwd, images)
-	if err != nil {
+	// Images are checked before anything is created: a bad one leaves no
+	// saved session behind.
+	if _, err := agent.LoadImages(env.Cwd, images); err != nil {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
 	}
-	if err := sess.Begin(); err != nil {
+	host, err := session.Start(ctx, f.options(), env, printUI{stderr})
+	if err != nil {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
-	out := &lineWriter{w: stdout}
-	res := sess.Prompt(ctx, prompt, parts, func(ev agent.Event) {
+	defer host.Shutdown()
+	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave})
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	out := &lineWriter{w: stdout, failed: func(err error) {
+		fmt.Fprintf(stderr, "e: writing stdout: %v; stopping the turn\n", err)
+		stopTurn()
+	}}
+	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
 			fmt.Fprintf(stderr, "e: warning: %s\n", ev.Message)
@@ -112,9 +116,14 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			out.text(t.Delta)
 		}
 	})
-	if path := sess.Info().Path; path != "" {
-		id := sess.ID()
-		res.Session, res.Path = &id, &path
+	if err != nil {
+		fmt.Fprintf(stderr, "e: %v\n", err)
+		return 1
+	}
+	<-turn.Done()
+	res := turn.Result()
+	if res.Path == nil {
+		res.Session = nil // a memory-only session is named by nothing the caller can use
 	}
 	if jsonOut {
 		b, _ := json.Marshal(res)
@@ -159,22 +168,30 @@ func isPipe(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice == 0
 }
 
-// lineWriter writes to stdout and remembers the first failure.
+// lineWriter writes to stdout and remembers the first failure, which it
+// reports to failed once.
 type lineWriter struct {
-	w   io.Writer
-	err error
+	w      io.Writer
+	failed func(error)
+	err    error
 }
 
 func (l *lineWriter) text(s string) {
 	if l.err == nil {
 		_, l.err = io.WriteString(l.w, s)
+		l.check()
 	}
 }
 
 func (l *lineWriter) line(b []byte) {
 	if l.err == nil {
 		_, l.err = l.w.Write(append(b, '\n'))
+		l.check()
 	}
 }
 
-func homeDir() (string, error) { return store.Home() }
+func (l *lineWriter) check() {
+	if l.err != nil {
+		l.failed(l.err)
+	}
+}

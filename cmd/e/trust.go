@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/schemas"
 )
 
 // runTrust is e trust (C9).
@@ -60,24 +59,4 @@ func runTrust(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// runSchema prints every schema as one document, or one by name.
-func runSchema(args []string, stdout, stderr io.Writer) int {
-	switch len(args) {
-	case 0:
-		stdout.Write(schemas.Document())
-		fmt.Fprintln(stdout)
-		return 0
-	case 1:
-		b, ok := schemas.Schema(args[0])
-		if !ok {
-			fmt.Fprintf(stderr, "e schema: unknown schema %q (run e schema for all)\n", args[0])
-			return 2
-		}
-		stdout.Write(b)
-		fmt.Fprintln(stdout)
-		return 0
-	}
-	return usageError(stderr, fmt.Errorf("schema takes at most one name"))
 }

@@ -2,8 +2,15 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/providermock"
+	"github.com/e-agent/e/internal/tool"
 )
 
 // BenchmarkLongTurn streams a 20000-word answer through a sink that
@@ -11,10 +18,9 @@ import (
 func BenchmarkLongTurn(b *testing.B) {
 	eng := testEngine(b)
 	var events int
+	var buf []byte
 	sink := func(ev Event) {
-		if _, err := Marshal(ev); err != nil {
-			b.Fatal(err)
-		}
+		buf = AppendEvent(buf[:0], ev)
 		events++
 	}
 	start := time.Now()
@@ -55,4 +61,47 @@ func BenchmarkInterruptBash(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms/op")
+}
+
+// BenchmarkProviderTurn runs turns of 500, 5,000 and 50,000 text deltas
+// from a loopback server of each provider API through the engine and a
+// sink that encodes every event as e rpc does, and reports the cost per
+// delta: flat with the size when nothing on the path is quadratic.
+func BenchmarkProviderTurn(b *testing.B) {
+	for _, api := range providermock.APIs {
+		for _, n := range []int{500, 5000, 50000} {
+			b.Run(api+"/"+strconv.Itoa(n), func(b *testing.B) {
+				srv := httptest.NewServer(providermock.NewServer(api, n))
+				defer srv.Close()
+				cat, err := model.NewCatalog(model.Config{Getenv: func(string) string { return "" }, DefaultModel: "mock/m",
+					Providers: map[string]model.ProviderConfig{"mock": {API: api, BaseURL: srv.URL, Models: []model.ModelConfig{{ID: "m"}}}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				eng := &Engine{Catalog: cat, Procs: tool.NewProcs(), DefaultModel: "mock/m"}
+				st := NewStamp("0193a0b2-5b9e-7c1e-9f00-0123456789ab", json.RawMessage(`"p1"`))
+				var buf []byte
+				texts := 0
+				sink := func(ev Event) {
+					buf = st.Append(buf[:0], ev)
+					if _, ok := ev.(Text); ok {
+						texts++
+					}
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					s := eng.NewSession(Options{ID: "bench", Cwd: b.TempDir(), Model: "mock/m"})
+					if err := s.Begin(); err != nil {
+						b.Fatal(err)
+					}
+					texts = 0
+					if res := s.Prompt(context.Background(), "hi", nil, sink); res.Error != nil || texts != n {
+						b.Fatalf("%d text events, error %v", texts, res.Error)
+					}
+					s.Close()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delta")
+			})
+		}
+	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -32,10 +33,7 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 	calls := make([]Call, len(parts))
 	s.mu.Lock()
 	for i, p := range parts {
-		cat, target := "extension", ""
-		if _, ok := tool.Lookup(p.Name); ok {
-			cat, target = tool.Describe(p.Name, p.Arguments)
-		}
+		cat, target := Describe(p.Name, p.Arguments)
 		c := Call{ID: s.nextCall, Name: p.Name, Arguments: jsonOr(p.Arguments), Category: cat, Target: target}
 		s.nextCall++
 		batch[i] = &pending{call: c, part: p, paths: tool.Paths(s.cwd, p.Name, p.Arguments)}
@@ -98,6 +96,15 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 		return true
 	}
 	return false
+}
+
+// Describe returns a call's category and target as tool_batch announces
+// them; a tool that is not built in is an extension's.
+func Describe(name string, args json.RawMessage) (category, target string) {
+	if _, ok := tool.Lookup(name); ok {
+		return tool.Describe(name, args)
+	}
+	return "extension", ""
 }
 
 // nextWave takes up to size calls in provider order, skipping any that names
@@ -181,7 +188,7 @@ func (t *turn) runOne(p *pending) {
 	case r.Failed:
 		outcome = "failed"
 	}
-	if p.part.Name == "sleep" {
+	if p.part.Name == "sleep" && !r.Failed { // a sleep refused for its arguments never slept
 		ms := r.Elapsed.Milliseconds()
 		switch {
 		case !r.Stopped:

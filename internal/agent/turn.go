@@ -38,6 +38,7 @@ type turn struct {
 	extension map[string]bool
 	lastCall  store.ModelCall // the last successful model call, for its message's entry
 	prompted  bool            // the prompt is in the history
+	system    string          // the system prompt, once built
 }
 
 func (t *turn) emit(ev Event) {
@@ -304,14 +305,33 @@ func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDe
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
 }
 
+// systemPrompt returns the turn's system prompt, built on first use.
 func (t *turn) systemPrompt() string {
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	sys := "You are e, a coding agent working in " + t.s.cwd + "."
-	if t.s.system != "" {
-		sys += "\n\n" + t.s.system
+	if t.system != "" {
+		return t.system
 	}
-	return sys
+	s := t.s
+	s.mu.Lock()
+	env, cwd := s.env, s.cwd
+	s.mu.Unlock()
+	if env == "" {
+		env = promptEnv(cwd, time.Now())
+		s.mu.Lock()
+		if s.env == "" {
+			s.env = env
+		}
+		env = s.env
+		s.mu.Unlock()
+	}
+	names := make([]string, len(t.toolDefs))
+	for i, d := range t.toolDefs {
+		names[i] = d.Name
+	}
+	s.mu.Lock()
+	instructions := s.system
+	s.mu.Unlock()
+	t.system = buildPrompt(s.eng.SystemPrompt, s.eng.AppendSystemPrompt, env, t.effort, instructions, names, t.extension)
+	return t.system
 }
 
 // call makes one model call with retries. It returns the text streamed by
@@ -331,10 +351,16 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
+	t.s.mu.Lock()
+	if t.s.noRetry {
+		maxAttempts = 1
+	}
+	t.s.mu.Unlock()
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
-		var partial strings.Builder
+		from := t.output.Len() // this attempt's text is what output gets from here
+		partial := func() string { return t.output.String()[from:] }
 		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
 			if first.IsZero() {
@@ -345,7 +371,6 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			}
 			switch d.Kind {
 			case model.DeltaText:
-				partial.WriteString(d.Text)
 				t.output.WriteString(d.Text)
 				t.emit(Text{Delta: d.Text})
 			case model.DeltaReasoning:
@@ -366,7 +391,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			return resp, "", nil
 		}
 		if t.ctx.Err() != nil {
-			return nil, partial.String(), t.ctx.Err()
+			return nil, partial(), t.ctx.Err()
 		}
 		var me *model.Error
 		if !errors.As(err, &me) {
@@ -386,13 +411,13 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			decision = "exhausted"
 		}
 		if !me.Retryable || attempt+1 >= maxAttempts {
-			return nil, partial.String(), &modelError{err: me, details: details(me, decision, attempt+1)}
+			return nil, partial(), &modelError{err: me, details: details(me, decision, attempt+1)}
 		}
-		if p := partial.String(); p != "" {
+		if p := partial(); p != "" {
 			// The failed attempt's words must not stay in the output.
 			out := t.output.String()
 			t.output.Reset()
-			t.output.WriteString(strings.TrimSuffix(out, p))
+			t.output.WriteString(out[:from])
 			t.emit(Discarded{Reason: "retry", Text: p})
 		}
 		delay := model.Backoff(attempt+1, me)

@@ -480,7 +480,7 @@ func TestRelayCancelled(t *testing.T) {
 	asks := make(chan Ask, 4)
 	r := NewRelay(func(a Ask) { asks <- a })
 	var gone []int64
-	r.Cancelled = func(a Ask) { gone = append(gone, a.Ask) }
+	r.Cancelled = func(a Ask, _ string) { gone = append(gone, a.Ask) }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan json.RawMessage)

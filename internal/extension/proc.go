@@ -56,6 +56,64 @@ type ext struct {
 	nextID  int64
 	pending map[int64]chan reply
 	events  map[string]bool
+	// questions are the person's questions in flight, each tied to the
+	// requests e had pending with the extension when it asked.
+	questions map[*question]bool
+}
+
+// question is one ui.* question of the extension in flight. calls are the
+// requests (tool.call, tool.gate) e had pending with the extension when it
+// asked, the ones that may have asked it; once every one of them has ended
+// and e stopped waiting for at least one (its turn was interrupted, its gate
+// became moot), nobody wants the answer any more and the question ends.
+type question struct {
+	calls     map[int64]bool
+	cancelled bool
+	stop      context.CancelCauseFunc
+}
+
+// ErrCallStopped is why a question ends when e no longer waits for the
+// call that asked it.
+var ErrCallStopped = errors.New("the tool call that asked was interrupted")
+
+// callEnded updates the questions tied to request id: cancelled says e
+// stopped waiting for it.
+func (e *ext) callEnded(id int64, cancelled bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for q := range e.questions {
+		if !q.calls[id] {
+			continue
+		}
+		delete(q.calls, id)
+		q.cancelled = q.cancelled || cancelled
+		if len(q.calls) == 0 && q.cancelled {
+			q.stop(ErrCallStopped)
+		}
+	}
+}
+
+// newQuestion ties a question to the requests pending now; done forgets it.
+func (e *ext) newQuestion() (ctx context.Context, done func()) {
+	ctx, stop := context.WithCancelCause(e.life)
+	q := &question{calls: map[int64]bool{}, stop: stop}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id := range e.pending {
+		q.calls[id] = true
+	}
+	if len(q.calls) > 0 {
+		if e.questions == nil {
+			e.questions = map[*question]bool{}
+		}
+		e.questions[q] = true
+	}
+	return ctx, func() {
+		e.mu.Lock()
+		delete(e.questions, q)
+		e.mu.Unlock()
+		stop(nil)
+	}
 }
 
 type reply struct {
@@ -307,6 +365,7 @@ func (e *ext) call(ctx context.Context, method string, params any) (json.RawMess
 	case <-ctx.Done():
 		if e.forget(id) {
 			e.send([]byte(`{"method":"cancel","params":{"id":` + strconv.FormatInt(id, 10) + `}}`))
+			e.callEnded(id, true)
 		}
 		return nil, ctx.Err()
 	}
@@ -493,6 +552,7 @@ func (e *ext) response(env envelope) {
 	if !ok {
 		return // answered after e stopped waiting (cancel)
 	}
+	e.callEnded(id, false)
 	if len(env.Error) > 0 && string(env.Error) != "null" {
 		var msg string
 		if json.Unmarshal(env.Error, &msg) != nil {
@@ -526,10 +586,12 @@ func (e *ext) request(env envelope) {
 		}
 		e.asking.Add(1)
 		e.wg.Add(1)
+		ctx, done := e.newQuestion() // before the goroutine: the calls pending as it asks
 		go func() {
 			defer e.wg.Done()
 			defer e.asking.Add(-1)
-			e.ask(env)
+			defer done()
+			e.ask(ctx, env)
 		}()
 	case m == "ui.notify" || m == "ui.show":
 		var p struct {
@@ -573,7 +635,7 @@ func (e *ext) request(env envelope) {
 
 // ask relays a question to the person. It runs on its own goroutine so the
 // reader keeps serving the extension while the person thinks.
-func (e *ext) ask(env envelope) {
+func (e *ext) ask(ctx context.Context, env envelope) {
 	params := env.Params
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
@@ -585,16 +647,19 @@ func (e *ext) ask(env envelope) {
 		e.respond(env.ID, nil, env.Method+": params must be an object")
 		return
 	}
-	ctx := e.life
+	asked := ctx
 	if p.TimeoutMS != nil && *p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(*p.TimeoutMS*float64(time.Millisecond)))
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(*p.TimeoutMS*float64(time.Millisecond)),
+			fmt.Errorf("no answer within %v ms", *p.TimeoutMS))
 		defer cancel()
 	}
 	res, err := e.h.ui.Ask(ctx, e.cfg.Name, env.Method, params)
 	switch {
 	case e.life.Err() != nil:
 		return // the extension is gone; nobody to answer
+	case asked.Err() != nil: // the call that asked was interrupted
+		e.respond(env.ID, cancelled, "")
 	case ctx.Err() != nil: // timeout_ms elapsed
 		e.noticef("warning", "asked %s and got no answer within %v ms; the question was cancelled", env.Method, *p.TimeoutMS)
 		e.respond(env.ID, cancelled, "")

@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -28,8 +29,9 @@ type Relay struct {
 	emit func(Ask)
 	// Cancelled, when set, is told of each ask that ended without a reply
 	// because its extension stopped waiting (timeout, crash, interrupted
-	// call), so the client can close the question it shows.
-	Cancelled func(Ask)
+	// call), so the client can close the question it shows; why is the
+	// reason when one is known (the cause of the asker's context), else "".
+	Cancelled func(a Ask, why string)
 
 	mu      sync.Mutex
 	last    int64
@@ -79,7 +81,11 @@ func (r *Relay) Send(ctx context.Context, a Ask) json.RawMessage {
 		r.closed[n] = false
 		r.mu.Unlock()
 		if r.Cancelled != nil {
-			r.Cancelled(a)
+			why := "" // nobody waits any more: the extension or the call
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				why = cause.Error()
+			}
+			r.Cancelled(a, why)
 		}
 		return cancelled
 	}

@@ -18,6 +18,9 @@ func (o *out) comment(indent, prefix, text string) {
 	if text == "" {
 		return
 	}
+	if strings.Contains(prefix, "*") {
+		text = strings.ReplaceAll(text, "*/", `*\/`) // inside /** */
+	}
 	line := ""
 	for _, w := range strings.Fields(text) {
 		if line != "" && len(line)+1+len(w) > 90 {

@@ -326,7 +326,7 @@ func (m *model) declare(key, name string, s map[string]any, file string) (*decl,
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", key, k, err)
 			}
-			d.fields = append(d.fields, &field{json: k, doc: describe(p), t: t, required: required[k]})
+			d.fields = append(d.fields, &field{json: k, doc: describe(p), t: t, required: required[k] || inherited(d.embeds, k)})
 		}
 	default:
 		t, err := m.expr(file, ptrOf(key), name+"Value", s)
@@ -527,6 +527,22 @@ func (m *model) ref(file, ref string) (texpr, error) {
 		return texpr{}, err
 	}
 	return texpr{kind: kNamed, decl: d}, nil
+}
+
+// inherited reports whether a base of an allOf requires the property k: the
+// instance must then have it whatever the schema's own list says.
+func inherited(embeds []*decl, k string) bool {
+	for _, e := range embeds {
+		for _, f := range e.fields {
+			if f.json == k && f.required {
+				return true
+			}
+		}
+		if inherited(e.embeds, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // ptrOf returns the JSON pointer part of a key ("" for a whole file).

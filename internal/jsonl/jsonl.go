@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxLine is the largest record e accepts: 10 MiB, not counting the LF and
@@ -85,48 +86,104 @@ func (r *Reader) Next() ([]byte, error) {
 }
 
 // Writer owns an output stream: Write queues a line, one goroutine writes
-// each line whole with a single Write call, in queue order.
+// the queue. Lines queued while a write is in progress go out together in
+// the next one, so a burst of events costs one write(2) per batch rather
+// than one per line, while a lone line is written as soon as it is queued.
+// Every line lies whole inside one Write call, in queue order (F5).
 type Writer struct {
-	w      io.Writer
-	queue  chan []byte
+	w io.Writer
+
+	mu      sync.Mutex
+	pending []byte        // whole lines, each ending in LF
+	wake    chan struct{} // holds a token while pending is non-empty or the writer is closing
+	room    chan struct{} // closed when pending is taken; made when a Write waits for room
+	closing bool
+	err     error
+
 	done   chan struct{}
 	failed chan struct{}
-	once   sync.Once
-	err    error
 }
+
+// maxPending is how many bytes of queued lines make Write wait for the
+// writer; one line longer than that is still queued whole.
+const maxPending = 1 << 20
+
+// keepBuffer is the largest buffer the writer keeps for reuse after a burst
+// of long lines.
+const keepBuffer = 4 << 20
 
 // NewWriter starts the goroutine that owns w. Close stops it.
 func NewWriter(w io.Writer) *Writer {
-	wr := &Writer{w: w, queue: make(chan []byte, 1024), done: make(chan struct{}), failed: make(chan struct{})}
+	wr := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{}), failed: make(chan struct{})}
 	go wr.run()
 	return wr
 }
 
 func (wr *Writer) run() {
 	defer close(wr.done)
-	for line := range wr.queue {
-		if wr.err != nil {
-			continue // drain: writers must never block on a dead peer
+	var batch []byte
+	for range wr.wake {
+		wr.mu.Lock()
+		batch, wr.pending = wr.pending, batch[:0]
+		closing := wr.closing
+		if wr.room != nil {
+			close(wr.room)
+			wr.room = nil
 		}
-		if _, err := wr.w.Write(line); err != nil {
-			wr.err = err
-			close(wr.failed)
+		failed := wr.err != nil
+		wr.mu.Unlock()
+		if len(batch) > 0 && !failed {
+			if _, err := wr.w.Write(batch); err != nil {
+				wr.mu.Lock()
+				wr.err = err
+				wr.pending = wr.pending[:0]
+				wr.mu.Unlock()
+				close(wr.failed)
+			}
+		}
+		if cap(batch) > keepBuffer {
+			batch = nil
+		}
+		if closing {
+			return
 		}
 	}
 }
 
-// Write queues one record; a newline is appended. It copies line. It returns
-// ctx.Err() if ctx ends while the queue is full.
+// Write queues one record; a newline is appended. It copies line, so the
+// caller may reuse it at once. Bytes that are not UTF-8 (raw JSON passed
+// through from a peer) become U+FFFD, so every line written is valid UTF-8;
+// outside strings JSON is ASCII, so the line stays valid JSON. It returns
+// ctx.Err() if ctx ends while the queue is full. After a failed write it
+// drops the line: writers must never block on a dead peer.
 func (wr *Writer) Write(ctx context.Context, line []byte) error {
-	rec := make([]byte, len(line)+1)
-	copy(rec, line)
-	rec[len(line)] = '\n'
-	select {
-	case wr.queue <- rec:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
 	}
+	wr.mu.Lock()
+	for len(wr.pending) >= maxPending && wr.err == nil {
+		if wr.room == nil {
+			wr.room = make(chan struct{})
+		}
+		room := wr.room
+		wr.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wr.mu.Lock()
+	}
+	if wr.err == nil {
+		wr.pending = append(wr.pending, line...)
+		wr.pending = append(wr.pending, '\n')
+		select {
+		case wr.wake <- struct{}{}:
+		default: // the writer is already due to take pending
+		}
+	}
+	wr.mu.Unlock()
+	return nil
 }
 
 // Failed is closed when a write to the underlying stream fails (for
@@ -136,7 +193,19 @@ func (wr *Writer) Failed() <-chan struct{} { return wr.failed }
 // Close flushes the queued lines and stops the writer goroutine. No Write
 // may follow or run concurrently with Close.
 func (wr *Writer) Close() error {
-	wr.once.Do(func() { close(wr.queue) })
+	wr.mu.Lock()
+	if !wr.closing {
+		wr.closing = true
+		// wake has room for this token unless one is already there, which
+		// the writer has yet to take: it reads closing after taking it.
+		select {
+		case wr.wake <- struct{}{}:
+		default:
+		}
+	}
+	wr.mu.Unlock()
 	<-wr.done
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
 	return wr.err
 }

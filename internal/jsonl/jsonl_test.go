@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -73,7 +74,8 @@ func TestReaderLineNumbers(t *testing.T) {
 	}
 }
 
-// F5: each line is written whole with one Write, never interleaved.
+// F5: every line lies whole inside one Write, never interleaved, and the
+// lines of each goroutine keep their order.
 func TestWriterWholeLines(t *testing.T) {
 	var w recorder
 	wr := NewWriter(&w)
@@ -92,13 +94,87 @@ func TestWriterWholeLines(t *testing.T) {
 	if err := wr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.writes) != 800 {
-		t.Fatalf("%d writes, want 800", len(w.writes))
-	}
+	next := map[byte]int{} // goroutine → length of its next line
+	lines := 0
 	for _, b := range w.writes {
-		if b[len(b)-1] != '\n' || bytes.Count(b, []byte{'\n'}) != 1 || len(bytes.Trim(b[:len(b)-1], string(b[:1]))) != 0 {
-			t.Fatalf("write is not one whole line: %q", b)
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			t.Fatalf("write does not end a line: %q", b)
 		}
+		for _, line := range bytes.SplitAfter(b[:len(b)-1], []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			g := line[0]
+			if len(bytes.Trim(line, string(g))) != 0 || len(line) != 100+next[g] {
+				t.Fatalf("line %d of goroutine %c is not whole or out of order: %q", next[g], g, line)
+			}
+			next[g]++
+			lines++
+		}
+	}
+	if lines != 800 {
+		t.Fatalf("%d lines, want 800", lines)
+	}
+}
+
+// Lines queued while a write is in progress go out together in the next
+// write; a lone line is written without waiting for more.
+func TestWriterBatches(t *testing.T) {
+	w := &gated{release: make(chan struct{}), wrote: make(chan []byte, 16)}
+	wr := NewWriter(w)
+	wr.Write(context.Background(), []byte("first"))
+	if got := string(<-w.wrote); got != "first\n" {
+		t.Fatalf("first write %q", got)
+	}
+	for i := range 100 { // the writer is stuck in the first write meanwhile
+		wr.Write(context.Background(), fmt.Appendf(nil, "line %d", i))
+	}
+	close(w.release)
+	got := string(<-w.wrote)
+	var want strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if got != want.String() {
+		t.Errorf("second write %q, want the 100 queued lines", got)
+	}
+	wr.Write(context.Background(), []byte("lone"))
+	if got := string(<-w.wrote); got != "lone\n" {
+		t.Errorf("lone line written as %q", got)
+	}
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A full queue makes Write wait for the writer, until its context ends.
+func TestWriterFullQueue(t *testing.T) {
+	w := &gated{release: make(chan struct{}), wrote: make(chan []byte, 16)}
+	wr := NewWriter(w)
+	wr.Write(context.Background(), []byte("first"))
+	<-w.wrote
+	line := bytes.Repeat([]byte("x"), 4095)
+	for range maxPending / 4096 {
+		if err := wr.Write(context.Background(), line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := wr.Write(ctx, line); !errors.Is(err, context.Canceled) {
+		t.Errorf("Write on a full queue returned %v, want context.Canceled", err)
+	}
+	close(w.release)
+	if err := wr.Write(context.Background(), line); err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for len(w.wrote) > 0 {
+		n += bytes.Count(<-w.wrote, []byte("\n"))
+	}
+	if want := maxPending/4096 + 1; n != want {
+		t.Errorf("%d lines after the first, want %d", n, want)
 	}
 }
 
@@ -120,6 +196,23 @@ type recorder struct{ writes [][]byte }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	r.writes = append(r.writes, bytes.Clone(b))
+	return len(b), nil
+}
+
+// gated sends a copy of what each Write got on wrote; the first Write
+// then blocks until release is closed.
+type gated struct {
+	release chan struct{}
+	wrote   chan []byte
+	n       int
+}
+
+func (g *gated) Write(b []byte) (int, error) {
+	g.wrote <- bytes.Clone(b)
+	if g.n == 0 {
+		<-g.release
+	}
+	g.n++
 	return len(b), nil
 }
 

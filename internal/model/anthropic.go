@@ -271,10 +271,17 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 	var usage anthropicUsage
 	blocks := map[int]int{}  // content block index → part
 	sigs := map[int]string{} // content block index → signature so far
+	var fast anthropicDelta
 	for {
 		ev, err := c.next()
 		if err != nil {
 			return nil, err
+		}
+		if fast.scan(ev.Data) {
+			if i, ok := blocks[fast.index]; ok {
+				a.addQuoted(i, fast.text)
+			}
+			continue
 		}
 		var e anthropicEvent
 		if err := c.decode(ev, &e); err != nil {
@@ -341,8 +348,47 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 			resp.Usage = usage.usage()
 			return resp, nil
 		case "error":
-			kind, msg := parseErrorBody([]byte(ev.Data))
+			kind, msg := parseErrorBody(ev.Data)
 			return nil, c.eventErr(kind, msg, ev.Data)
 		}
 	}
+}
+
+// anthropicDelta reads the text and thinking deltas of content blocks
+// without reflection (see jsonscan.go).
+type anthropicDelta struct {
+	top, delta [3]member
+	index      int
+	text       []byte // the delta's JSON string
+}
+
+var (
+	anthropicFields      = []string{"type", "index", "message", "content_block", "delta", "usage"}
+	anthropicDeltaFields = []string{"type", "text", "thinking", "signature", "partial_json", "stop_reason"}
+)
+
+// scan reports whether data is a text or thinking content_block_delta it
+// has read; any other event is for the slow path.
+func (d *anthropicDelta) scan(data []byte) bool {
+	d.top = [3]member{{key: "type"}, {key: "index"}, {key: "delta"}}
+	if !scanObject(data, anthropicFields, d.top[:]) || string(d.top[0].val) != `"content_block_delta"` {
+		return false
+	}
+	var ok bool
+	if d.index, ok = scanInt(d.top[1].val); !ok || isNull(d.top[2].val) {
+		return false
+	}
+	d.delta = [3]member{{key: "type"}, {key: "text"}, {key: "thinking"}}
+	if !scanObject(d.top[2].val, anthropicDeltaFields, d.delta[:]) {
+		return false
+	}
+	switch string(d.delta[0].val) {
+	case `"text_delta"`:
+		d.text = d.delta[1].val
+	case `"thinking_delta"`:
+		d.text = d.delta[2].val
+	default:
+		return false
+	}
+	return isString(d.text)
 }

@@ -154,8 +154,8 @@ func (c *call) close() {
 }
 
 // next returns the next event, or the classified reason there is none.
-func (c *call) next() (sseEvent, error) {
-	ev, err := c.events.Next()
+func (c *call) next() (rawEvent, error) {
+	ev, err := c.events.NextRaw()
 	if err != nil {
 		return ev, c.transportErr("stream", err)
 	}
@@ -163,10 +163,10 @@ func (c *call) next() (sseEvent, error) {
 }
 
 // decode unmarshals an event's data; a malformed event is fatal.
-func (c *call) decode(ev sseEvent, v any) error {
-	if err := json.Unmarshal([]byte(ev.Data), v); err != nil {
+func (c *call) decode(ev rawEvent, v any) error {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
 		e := c.fail("decode", false, "", fmt.Sprintf("decode %q event: %v", ev.Event, err), err)
-		e.Body = c.diagnostic([]byte(ev.Data))
+		e.Body = c.diagnostic(ev.Data)
 		return e
 	}
 	return nil
@@ -258,12 +258,12 @@ func (c *call) fail(stage string, retryable bool, kind, msg string, err error) *
 }
 
 // eventErr builds the *Error for an error the provider sent mid-stream.
-func (c *call) eventErr(kind, msg string, raw string) *Error {
+func (c *call) eventErr(kind, msg string, raw []byte) *Error {
 	if msg == "" {
 		msg = "provider error"
 	}
 	e := c.fail("stream", retryableKind(kind), kind, msg, nil)
-	e.Body = c.diagnostic([]byte(raw))
+	e.Body = c.diagnostic(raw)
 	return e
 }
 
@@ -387,6 +387,7 @@ func truncate(s string, n int) string {
 type answer struct {
 	emit  func(Delta)
 	parts []Part
+	text  map[int]*strings.Builder // text or reasoning part → its text so far, without quadratic copying
 	args  map[int]*strings.Builder // tool_call part → arguments so far
 	calls map[int]int              // tool_call part → the call's position
 }
@@ -395,12 +396,13 @@ func newAnswer(emit func(Delta)) *answer {
 	if emit == nil {
 		emit = func(Delta) {}
 	}
-	return &answer{emit: emit, args: map[int]*strings.Builder{}, calls: map[int]int{}}
+	return &answer{emit: emit, text: map[int]*strings.Builder{}, args: map[int]*strings.Builder{}, calls: map[int]int{}}
 }
 
 // open starts a text or reasoning part and returns its index.
 func (a *answer) open(typ string) int {
 	a.parts = append(a.parts, Part{Type: typ})
+	a.text[len(a.parts)-1] = &strings.Builder{}
 	return len(a.parts) - 1
 }
 
@@ -418,13 +420,29 @@ func (a *answer) add(i int, s string) {
 	if s == "" {
 		return
 	}
-	p := &a.parts[i]
-	p.Text += s
+	a.text[i].WriteString(s)
 	kind := DeltaText
-	if p.Type == PartReasoning {
+	if a.parts[i].Type == PartReasoning {
 		kind = DeltaReasoning
 	}
 	a.emit(Delta{Kind: kind, Text: s})
+}
+
+// addQuoted appends the scanned JSON string raw to the text or reasoning
+// part i: it is decoded straight into the part's text, and the delta
+// emitted is a view of that text, so a delta costs no allocation.
+func (a *answer) addQuoted(i int, raw []byte) {
+	b := a.text[i]
+	from := b.Len()
+	unquote(b, raw)
+	if b.Len() == from {
+		return
+	}
+	kind := DeltaText
+	if a.parts[i].Type == PartReasoning {
+		kind = DeltaReasoning
+	}
+	a.emit(Delta{Kind: kind, Text: b.String()[from:]})
 }
 
 // openCall starts a tool call and emits its first fragment.
@@ -466,6 +484,9 @@ func (a *answer) hasCalls() bool { return len(a.calls) > 0 }
 func (a *answer) message() Message {
 	content := make([]Part, 0, len(a.parts))
 	for i, p := range a.parts {
+		if b := a.text[i]; b != nil {
+			p.Text = b.String()
+		}
 		switch p.Type {
 		case PartToolCall:
 			args := a.args[i].String()

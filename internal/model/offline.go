@@ -208,7 +208,12 @@ func firstRunes(s string, n int) string {
 func nextWord(s string) int {
 	inWord := false
 	for i, r := range s {
-		space := unicode.IsSpace(r)
+		var space bool
+		if r < utf8.RuneSelf { // the common case, without a table lookup
+			space = r == ' ' || '\t' <= r && r <= '\r'
+		} else {
+			space = unicode.IsSpace(r)
+		}
 		if inWord && space {
 			return i
 		}

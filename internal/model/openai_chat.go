@@ -191,22 +191,29 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 	byIndex := map[int]int{} // the server's tool call index → part
 	last := -1               // the latest tool call part
 	var finish string
+	var fast chatDelta
 	for {
 		ev, err := c.next()
 		if err != nil {
 			return nil, err
 		}
-		if ev.Data == "[DONE]" {
+		if string(ev.Data) == "[DONE]" {
 			break
 		}
+		if string(ev.Event) != "error" && fast.scan(ev.Data) {
+			if len(fast.content) > 2 { // a non-empty string
+				a.addQuoted(a.tail(PartText), fast.content)
+			}
+			continue
+		}
 		var ch chatChunk
-		if ev.Event != "error" {
+		if string(ev.Event) != "error" {
 			if err := c.decode(ev, &ch); err != nil {
 				return nil, err
 			}
 		}
-		if ev.Event == "error" || len(ch.Error) > 0 {
-			kind, msg := parseErrorBody([]byte(ev.Data))
+		if string(ev.Event) == "error" || len(ch.Error) > 0 {
+			kind, msg := parseErrorBody(ev.Data)
 			return nil, c.eventErr(kind, msg, ev.Data)
 		}
 		if u := ch.Usage; u != nil {
@@ -261,4 +268,47 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 		resp.StopReason = StopEnd
 	}
 	return resp, nil
+}
+
+// chatDelta reads the chunks that only carry content, one choice without
+// a finish reason, without reflection (see jsonscan.go).
+type chatDelta struct {
+	top, choice [2]member
+	delta       [4]member
+	content     []byte // the JSON string, or nil or null
+}
+
+var (
+	chatFields       = []string{"choices", "usage", "error"}
+	chatChoiceFields = []string{"delta", "finish_reason"}
+	chatDeltaFields  = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
+)
+
+// scan reports whether data is such a chunk; any other is for the slow path.
+func (d *chatDelta) scan(data []byte) bool {
+	d.top = [2]member{{key: "choices"}, {key: "usage"}}
+	if !scanObject(data, chatFields, d.top[:]) || !isNull(d.top[1].val) {
+		return false
+	}
+	// choices: exactly one object.
+	choices := d.top[0].val
+	if len(choices) == 0 || choices[0] != '[' {
+		return false
+	}
+	i := skipSpace(choices, 1)
+	end, ok := scanValue(choices, i, 1)
+	if !ok || skipSpace(choices, end) != len(choices)-1 {
+		return false
+	}
+	d.choice = [2]member{{key: "delta"}, {key: "finish_reason"}}
+	if !scanObject(choices[i:end], chatChoiceFields, d.choice[:]) || !isNull(d.choice[1].val) || isNull(d.choice[0].val) {
+		return false
+	}
+	d.delta = [4]member{{key: "content"}, {key: "reasoning_content"}, {key: "reasoning"}, {key: "tool_calls"}}
+	if !scanObject(d.choice[0].val, chatDeltaFields, d.delta[:]) ||
+		!isNull(d.delta[1].val) || !isNull(d.delta[2].val) || !isNull(d.delta[3].val) {
+		return false
+	}
+	d.content = d.delta[0].val
+	return isNull(d.content) || isString(d.content)
 }

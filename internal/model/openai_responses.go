@@ -188,17 +188,30 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 		items[ev.OutputIndex] = a.open(typ)
 		return items[ev.OutputIndex]
 	}
+	var fast responsesDelta
 	for {
 		ev, err := c.next()
 		if err != nil {
 			return nil, err
+		}
+		if fast.scan(ev) {
+			e := responsesEvent{OutputIndex: fast.output, SummaryIndex: fast.summary}
+			i := part(e, fast.kind)
+			if fast.kind == PartReasoning {
+				if s, ok := summary[e.OutputIndex]; ok && s != e.SummaryIndex {
+					a.add(i, "\n\n")
+				}
+				summary[e.OutputIndex] = e.SummaryIndex
+			}
+			a.addQuoted(i, fast.delta)
+			continue
 		}
 		var e responsesEvent
 		if err := c.decode(ev, &e); err != nil {
 			return nil, err
 		}
 		if e.Type == "" {
-			e.Type = ev.Event
+			e.Type = string(ev.Event)
 		}
 		switch e.Type {
 		case "response.output_item.added":
@@ -263,8 +276,49 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			}
 			return nil, c.eventErr(eo.kind(), eo.Message, ev.Data)
 		case "error":
-			kind, msg := parseErrorBody([]byte(ev.Data))
+			kind, msg := parseErrorBody(ev.Data)
 			return nil, c.eventErr(kind, msg, ev.Data)
 		}
 	}
+}
+
+// responsesDelta reads text and reasoning delta events without reflection
+// (see jsonscan.go).
+type responsesDelta struct {
+	m               [4]member
+	kind            string // PartText or PartReasoning
+	output, summary int
+	delta           []byte // the JSON string
+}
+
+var responsesFields = []string{"type", "output_index", "summary_index", "delta", "item", "response"}
+
+// scan reports whether ev is a delta event it has read; any other is for
+// the slow path.
+func (d *responsesDelta) scan(ev rawEvent) bool {
+	d.m = [4]member{{key: "type"}, {key: "output_index"}, {key: "summary_index"}, {key: "delta"}}
+	if !scanObject(ev.Data, responsesFields, d.m[:]) {
+		return false
+	}
+	typ := d.m[0].val
+	if typ == nil {
+		typ = ev.Event
+	} else if !isString(typ) {
+		return false
+	} else {
+		typ = typ[1 : len(typ)-1] // escapes, if any, make it match no name below
+	}
+	switch string(typ) {
+	case "response.output_text.delta", "response.refusal.delta":
+		d.kind = PartText
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		d.kind = PartReasoning
+	default:
+		return false
+	}
+	var ok1, ok2 bool
+	d.output, ok1 = scanInt(d.m[1].val)
+	d.summary, ok2 = scanInt(d.m[2].val)
+	d.delta = d.m[3].val
+	return ok1 && ok2 && isString(d.delta)
 }

@@ -21,6 +21,16 @@ type sseEvent struct {
 	Retry int    // reconnection time in ms from the last retry field, -1 when none
 }
 
+// rawEvent is a dispatched event whose Event and Data are views of the
+// reader's buffers, valid until its next call: the provider adapters decode
+// each event before reading the next, so none is copied.
+type rawEvent struct {
+	Event []byte
+	Data  []byte
+	ID    string
+	Retry int
+}
+
 // errEventTooLarge reports an event over the reader's size limit.
 var errEventTooLarge = errors.New("server-sent event too large")
 
@@ -34,11 +44,14 @@ type sseReader struct {
 	line    []byte
 	data    bytes.Buffer
 	hasData bool
-	event   string
+	event   []byte
 	id      string
 	retry   int
 	skipLF  bool // the last line ended in CR: a following LF belongs to it
-	started bool // the optional leading BOM has been handled
+	// dispatched: the last call returned the pending event, to be cleared
+	// on the next one (its views point into event and data).
+	dispatched bool
+	started    bool // the optional leading BOM has been handled
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
@@ -48,20 +61,28 @@ func newSSEReader(r io.Reader, max int) *sseReader {
 // Next returns the next event. At the end of the stream it returns io.EOF;
 // read errors are returned as they are.
 func (r *sseReader) Next() (sseEvent, error) {
+	ev, err := r.NextRaw()
+	return sseEvent{Event: string(ev.Event), Data: string(ev.Data), ID: ev.ID, Retry: ev.Retry}, err
+}
+
+// NextRaw is Next without copying: the event is valid until the next call.
+func (r *sseReader) NextRaw() (rawEvent, error) {
+	if r.dispatched {
+		r.event, r.hasData, r.dispatched = r.event[:0], false, false
+		r.data.Reset()
+	}
 	for {
 		line, err := r.readLine()
 		if err != nil {
-			return sseEvent{}, err
+			return rawEvent{}, err
 		}
 		if len(line) == 0 {
 			if !r.hasData {
-				r.event = ""
+				r.event = r.event[:0]
 				continue
 			}
-			ev := sseEvent{Event: r.event, Data: r.data.String(), ID: r.id, Retry: r.retry}
-			r.event, r.hasData = "", false
-			r.data.Reset()
-			return ev, nil
+			r.dispatched = true
+			return rawEvent{Event: r.event, Data: r.data.Bytes(), ID: r.id, Retry: r.retry}, nil
 		}
 		r.field(line)
 	}
@@ -79,7 +100,7 @@ func (r *sseReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "event":
-		r.event = string(value)
+		r.event = append(r.event[:0], value...)
 	case "data":
 		if r.hasData {
 			r.data.WriteByte('\n')
@@ -133,10 +154,7 @@ func (r *sseReader) readLine() ([]byte, error) {
 				continue
 			}
 		}
-		i := bytes.IndexAny(buf, "\r\n")
-		if i < 0 {
-			i = len(buf)
-		}
+		i := lineEnd(buf)
 		if len(r.line)+i+r.data.Len() > r.max {
 			return nil, fmt.Errorf("%w: over %d bytes", errEventTooLarge, r.max)
 		}
@@ -149,4 +167,16 @@ func (r *sseReader) readLine() ([]byte, error) {
 		_, _ = r.br.Discard(i + 1)
 		return r.line, nil
 	}
+}
+
+// lineEnd returns the index of the first CR or LF in b, or len(b).
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		i = len(b)
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

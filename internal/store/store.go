@@ -19,8 +19,9 @@ import (
 // Version is the session-log format version written in every header.
 const Version = 1
 
-// Entry types.
+// Entry types, and the header's type.
 const (
+	TypeSession     = "session"
 	TypeMessage     = "message"
 	TypeSettings    = "settings"
 	TypeCompaction  = "compaction"

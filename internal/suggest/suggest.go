@@ -6,12 +6,13 @@ import "unicode/utf8"
 
 // Nearest returns the candidate closest to s by edit distance, when it is
 // close enough to be a plausible typo: at most a third of the longer word's
-// characters changed (and at least one allowed). ok is false when none is.
+// characters changed (so words under three characters get none). ok is
+// false when none is.
 func Nearest(s string, candidates []string) (best string, ok bool) {
 	bestD := -1
 	for _, c := range candidates {
 		d := distance(s, c)
-		if limit := max(1, max(utf8.RuneCountInString(s), utf8.RuneCountInString(c))/3); d > limit {
+		if limit := max(utf8.RuneCountInString(s), utf8.RuneCountInString(c)) / 3; d > limit {
 			continue
 		}
 		if bestD < 0 || d < bestD {

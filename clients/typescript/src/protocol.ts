@@ -1365,7 +1365,7 @@ export interface OneShotAnswer extends Result {
   /**
    * the JSONL path when saved, else null (O3)
    */
-  session?: string | null;
+  session: string | null;
 }
 
 /**
@@ -1521,7 +1521,7 @@ export interface FindToolCallArguments {
    */
   path?: string | null;
   /**
-   * Glob, e.g. "*.go" or "cmd/*/main.go".
+   * Glob, e.g. "*.go" or "cmd/*\/main.go".
    */
   pattern: string;
 }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// events compares e rpc streaming an offline /long N turn into a fast
+// reader with the floor: a program writing N pre-encoded event lines of
+// the same shape through a buffered writer, read the same way.
+func events(fs *flag.FlagSet, args []string) error {
+	e := fs.String("e", "./e", "the e binary")
+	sizes := fs.String("n", "2000,20000,200000", "words of the /long turn, comma-separated")
+	runs := fs.Int("runs", 5, "runs per size; medians are printed")
+	fs.Parse(args)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s\n", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event")
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("-n: %w", err)
+		}
+		var es, fl, cs []float64
+		for range *runs {
+			rate, cpu, sample, err := eRun(*e, n)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, cpu)
+			frate, err := floorRun(self, sample, n)
+			if err != nil {
+				return err
+			}
+			es, fl = append(es, rate), append(fl, frate)
+		}
+		me, mf := median(es), median(fl)
+		fmt.Printf("%-8d %14.0f %14.0f %7.1f%% %12.0f %12.0f %14.0f\n", n, me, mf, 100*me/mf, 1e9/me, 1e9/mf, median(cs))
+	}
+	return nil
+}
+
+// eRun times one /long n turn from the prompt's line to its response and
+// returns events per second, e's CPU time per event and one text event line.
+func eRun(e string, n int) (float64, float64, string, error) {
+	home, err := os.MkdirTemp("", "ebench-home-")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	defer os.RemoveAll(home)
+	a, err := spawn(home, []string{"E_HOME=" + home}, e, "rpc", "--ne")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	defer a.stop()
+	a.send(`{"id":"c","method":"session.create"}`)
+	resp, _, err := a.until(`{"id":"c"`)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	sid := between(resp, `"session":"`, `"`)
+	cpu0 := cpu(a.cmd.Process.Pid)
+	start := time.Now()
+	a.send(fmt.Sprintf(`{"id":"p","method":"session.prompt","params":{"session":%q,"prompt":"/long %d"}}`, sid, n))
+	var sample string
+	lines := 0
+	for {
+		b, err := a.line()
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("e rpc: %w after %d lines", err, lines)
+		}
+		if len(b) > 8 && string(b[:8]) == `{"id":"p` {
+			break
+		}
+		lines++
+		if sample == "" && strings.HasPrefix(string(b), `{"type":"text"`) {
+			sample = string(b)
+		}
+	}
+	d := time.Since(start)
+	used := cpu(a.cmd.Process.Pid) - cpu0
+	if lines < n {
+		return 0, 0, "", fmt.Errorf("e rpc: %d events for /long %d", lines, n)
+	}
+	return float64(lines) / d.Seconds(), float64(used.Nanoseconds()) / float64(lines), sample, nil
+}
+
+// floorRun times a child writing n copies of line, from the go byte to EOF.
+func floorRun(self, line string, n int) (float64, error) {
+	a, err := spawn("", nil, self, "floor", "-n", strconv.Itoa(n), "-line", line)
+	if err != nil {
+		return 0, err
+	}
+	defer a.stop()
+	if _, _, err := a.until("ready"); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	a.send("go")
+	lines := 0
+	for {
+		if _, err := a.line(); err != nil {
+			break
+		}
+		lines++
+	}
+	d := time.Since(start)
+	if lines != n {
+		return 0, fmt.Errorf("floor: %d lines, want %d", lines, n)
+	}
+	return float64(lines) / d.Seconds(), nil
+}
+
+// floor is the child of floorRun.
+func floor(fs *flag.FlagSet, args []string) error {
+	n := fs.Int("n", 0, "lines")
+	line := fs.String("line", "", "the line")
+	fs.Parse(args)
+	os.Stdout.WriteString("ready\n")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	rec := []byte(*line + "\n")
+	for range *n {
+		w.Write(rec)
+	}
+	return w.Flush()
+}
+
+func between(s, from, to string) string {
+	_, rest, _ := strings.Cut(s, from)
+	v, _, _ := strings.Cut(rest, to)
+	return v
+}

@@ -1,0 +1,36 @@
+// Command ebench drives the benchmarks of bench/ that need whole
+// processes: e rpc against the floor of pre-encoded lines (events), e rpc
+// against a loopback provider mock (provider), and e beside its peers
+// (peers). The scripts in bench/ run it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: ebench events|floor|provider|peers|mock [flags]")
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet("ebench "+cmd, flag.ExitOnError)
+	var err error
+	switch cmd {
+	case "events":
+		err = events(fs, args)
+	case "floor":
+		err = floor(fs, args)
+	case "provider":
+		err = provider(fs, args)
+	default:
+		fmt.Fprintf(os.Stderr, "ebench: unknown command %q\n", cmd)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ebench %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/e-agent/e/internal/providermock"
+)
+
+// provider runs e rpc against a loopback mock of each provider API and
+// reports, per answer size, e's CPU time per streamed delta and how long
+// after the mock flushed the first delta the first text event was read.
+func provider(fs *flag.FlagSet, args []string) error {
+	e := fs.String("e", "./e", "the e binary")
+	sizes := fs.String("n", "500,5000,50000", "deltas per answer, comma-separated")
+	apis := fs.String("api", strings.Join(providermock.APIs, ","), "provider APIs, comma-separated")
+	runs := fs.Int("runs", 5, "turns per size after a warm-up turn; medians are printed")
+	fs.Parse(args)
+	fmt.Printf("%-17s %7s %12s %10s %14s %16s\n", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs")
+	for _, api := range strings.Split(*apis, ",") {
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("-n: %w", err)
+			}
+			r, err := providerRun(*e, api, n, *runs)
+			if err != nil {
+				return fmt.Errorf("%s, %d deltas: %w", api, n, err)
+			}
+			fmt.Printf("%-17s %7d %12.2f %10.2f %14.2f %16.0f\n", api, n, r.cpu.Seconds()*1e6/float64(n),
+				r.cpu.Seconds()*1e3, r.turn.Seconds()*1e3, r.first.Seconds()*1e6)
+		}
+	}
+	return nil
+}
+
+type turnFigures struct{ cpu, turn, first time.Duration }
+
+// mockHome starts a mock of api on loopback and returns an E_HOME whose
+// settings make mock/m, served by it, the default model.
+func mockHome(api string, n int) (home string, mock *providermock.Server, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	mock = providermock.NewServer(api, n)
+	srv := &http.Server{Handler: mock}
+	go srv.Serve(ln)
+	home, err = os.MkdirTemp("", "ebench-home-")
+	if err != nil {
+		srv.Close()
+		return "", nil, nil, err
+	}
+	settings, _ := json.Marshal(map[string]any{
+		"providers": map[string]any{"mock": map[string]any{"api": api, "base_url": "http://" + ln.Addr().String(),
+			"models": []any{map[string]any{"id": "m"}}}},
+		"default_model": "mock/m",
+	})
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), settings, 0o600); err != nil {
+		srv.Close()
+		return "", nil, nil, err
+	}
+	return home, mock, func() { srv.Close(); os.RemoveAll(home) }, nil
+}
+
+func providerRun(e, api string, n, runs int) (turnFigures, error) {
+	home, mock, stop, err := mockHome(api, n)
+	if err != nil {
+		return turnFigures{}, err
+	}
+	defer stop()
+	a, err := spawn(home, []string{"E_HOME=" + home}, e, "rpc", "--ne")
+	if err != nil {
+		return turnFigures{}, err
+	}
+	defer a.stop()
+	var cpus, turns, firsts []time.Duration
+	for i := range runs + 1 {
+		// A new session each turn, so every request is the same size.
+		a.send(fmt.Sprintf(`{"id":"c%d","method":"session.create"}`, i))
+		resp, _, err := a.until(fmt.Sprintf(`{"id":"c%d"`, i))
+		if err != nil {
+			return turnFigures{}, err
+		}
+		sid := between(resp, `"session":"`, `"`)
+		cpu0, start := cpu(a.cmd.Process.Pid), time.Now()
+		a.send(fmt.Sprintf(`{"id":"p%d","method":"session.prompt","params":{"session":%q,"prompt":"hi"}}`, i, sid))
+		var first time.Time
+		texts := 0
+		done := []byte(fmt.Sprintf(`{"id":"p%d"`, i))
+		for {
+			b, err := a.line()
+			if err != nil {
+				return turnFigures{}, err
+			}
+			if bytes.HasPrefix(b, []byte(`{"type":"text"`)) {
+				if texts == 0 {
+					first = time.Now()
+				}
+				texts++
+			}
+			if bytes.HasPrefix(b, done) {
+				if bytes.Contains(b, []byte(`"error":{`)) || bytes.Contains(b, []byte(`"error":"`)) {
+					return turnFigures{}, fmt.Errorf("turn failed: %.300s", b)
+				}
+				break
+			}
+		}
+		turn, used := time.Since(start), cpu(a.cmd.Process.Pid)-cpu0
+		if texts != n {
+			return turnFigures{}, fmt.Errorf("%d text events, want %d", texts, n)
+		}
+		fl := mock.Firsts()
+		if i == 0 {
+			continue // warm-up: connection, first allocations
+		}
+		cpus, turns, firsts = append(cpus, used), append(turns, turn), append(firsts, first.Sub(fl[len(fl)-1]))
+	}
+	return turnFigures{cpu: median(cpus), turn: median(turns), first: median(firsts)}, nil
+}

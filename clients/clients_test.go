@@ -1,0 +1,68 @@
+// Package clients_test runs the reference clients' own test suites
+// (clients/python, clients/typescript) against a freshly built e, so that
+// go test ./... covers them: python3 -m unittest, and tsc --strict then
+// node --test. Each skips, saying why, when its interpreter is missing;
+// .ci/run installs tsc from npm.
+package clients_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func buildE(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "e")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/e").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func need(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (bash .ci/run installs what CI needs)", tool)
+		}
+	}
+}
+
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	t.Logf("%s %v:\n%s", name, args, out)
+}
+
+func TestPython(t *testing.T) {
+	need(t, "python3")
+	run(t, "python", []string{"E_BIN=" + buildE(t), "PYTHONDONTWRITEBYTECODE=1"}, "python3", "-m", "unittest", "-v")
+}
+
+func TestTypeScript(t *testing.T) {
+	need(t, "node", "tsc")
+	out := t.TempDir()
+	args := []string{"-p", ".", "--outDir", out}
+	// tsc from .ci/run's npm cache finds Node's types beside itself.
+	if tsc, err := exec.LookPath("tsc"); err == nil {
+		if types := filepath.Join(filepath.Dir(tsc), "..", "@types"); isDir(types) {
+			args = append(args, "--typeRoots", types)
+		}
+	}
+	run(t, "typescript", nil, "tsc", args...)
+	pkg, _ := filepath.Abs("typescript")
+	run(t, "typescript", []string{"E_BIN=" + buildE(t), "E_TS_PKG=" + pkg}, "node", "--test", filepath.Join(out, "test"))
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}

@@ -1,0 +1,185 @@
+"""Tests of e_client against the real e rpc (offline model), built once.
+
+E_BIN names an e binary to use; otherwise the tests build one with go build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent.parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+from e_client import Client, RPCError, ServerExited, protocol  # noqa: E402
+
+_built: dict[str, str] = {}
+
+
+def e_bin() -> str:
+    if os.environ.get("E_BIN"):
+        return os.environ["E_BIN"]
+    if "bin" not in _built:
+        d = tempfile.mkdtemp(prefix="e-client-py-")
+        subprocess.run(["go", "build", "-o", os.path.join(d, "e"), "./cmd/e"], cwd=REPO, check=True)
+        _built["bin"] = os.path.join(d, "e")
+    return _built["bin"]
+
+
+class EnvMixin:
+    def setUp(self) -> None:  # noqa: D401
+        self.home = tempfile.mkdtemp(prefix="e-home-")
+        self.cwd = tempfile.mkdtemp(prefix="e-cwd-")
+        self.env = {**os.environ, "E_HOME": self.home, "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""}
+
+    def tearDown(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def client(self, **kw) -> Client:
+        c = Client([e_bin(), "rpc", "--ne"], cwd=self.cwd, env=self.env, stderr=subprocess.DEVNULL, **kw)
+        self.addCleanup(c.close)
+        return c
+
+
+class ClientTest(EnvMixin, unittest.TestCase):
+    def test_turn_streams_typed_events(self) -> None:
+        e = self.client()
+        hello = e.hello()
+        self.assertIn("session.prompt", hello["methods"])
+        s = e.create_session()
+        turn = s.prompt("/text hello world")
+        events = list(turn)
+        types = [ev["type"] for ev in events]
+        self.assertEqual(types[0], "turn_start")
+        self.assertEqual(types[-1], "turn_end")
+        for ev in events:
+            self.assertIn(ev["type"], protocol.EVENT_TYPES)
+            self.assertEqual(ev["session"], s.id)
+        self.assertEqual("".join(ev["delta"] for ev in events if ev["type"] == "text"), "hello world")
+        result = turn.result()
+        self.assertEqual(result["final_output"], "hello world")
+        self.assertIsNone(result["error"])
+
+    def test_error_is_exception_with_code(self) -> None:
+        e = self.client()
+        with self.assertRaises(RPCError) as ctx:
+            e.call("session.info", {"session": "nope"})
+        err = ctx.exception
+        self.assertEqual(err.method, "session.info")
+        self.assertIn("nope", err.message)
+        if "code" in err.response:  # the server sends codes (issue 11.5)
+            self.assertEqual(err.code, err.response["code"])
+        with self.assertRaises(RPCError) as ctx:
+            e.call("no.such.method")
+        self.assertIn("unknown method", ctx.exception.message)
+
+    def test_steer_and_interrupt(self) -> None:
+        e = self.client()
+        s = e.create_session()
+        turn = s.prompt("/delay 50\n/long 400")
+        seen_text = False
+        for ev in turn:
+            if ev["type"] == "text" and not seen_text:
+                seen_text = True
+                self.assertTrue(s.steer("stop soon")["held"])
+                s.interrupt()
+        self.assertTrue(turn.result()["aborted"])
+        with self.assertRaises(RPCError) as ctx:
+            s.steer("nothing runs")
+        self.assertIn("no running turn", ctx.exception.message)
+
+    def test_ask_through_callback(self) -> None:
+        asked = []
+
+        def on_ask(ask):
+            asked.append(ask)
+            return {"decision": "allow"}
+
+        e = self.client(on_ask=on_ask)
+        e.hello(ask=True)
+        s = e.create_session(approval="all")
+        result = s.run('/tool ls {"path": "."}\n/then\n/text listed')
+        self.assertEqual(result["final_output"], "listed")
+        self.assertEqual([a["method"] for a in asked], ["tool.approve"])
+        self.assertEqual(asked[0]["params"]["name"], "ls")
+        self.assertEqual(result["tools"], {"calls": 1, "failures": 0})
+
+    def test_server_death_fails_waiting_calls(self) -> None:
+        e = self.client()
+        s = e.create_session()
+        turn = s.prompt("/delay 100\n/long 1000")
+        for ev in turn:
+            if ev["type"] == "text":
+                e._proc.kill()
+                break
+        start = time.monotonic()
+        with self.assertRaises(ServerExited):
+            turn.result(timeout=10)
+        self.assertLess(time.monotonic() - start, 10)
+        with self.assertRaises(ServerExited):
+            s.info()
+
+    def test_concurrent_sessions(self) -> None:
+        e = self.client()
+        sessions = [e.create_session() for _ in range(3)]
+        results: dict[str, str] = {}
+
+        def run(s):
+            results[s.id] = s.run(f"/text from {s.id}")["final_output"]
+
+        threads = [threading.Thread(target=run, args=(s,)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(results, {s.id: f"from {s.id}" for s in sessions})
+
+
+class ReadmeTest(EnvMixin, unittest.TestCase):
+    def test_readme_example_runs_as_written(self) -> None:
+        readme = (HERE / "README.md").read_text()
+        example = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+        self.assertLessEqual(len(example.strip().splitlines()), 10)
+        bindir = tempfile.mkdtemp(prefix="e-path-")
+        self.addCleanup(shutil.rmtree, bindir, True)
+        os.symlink(e_bin(), os.path.join(bindir, "e"))
+        env = {**self.env, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+        out = subprocess.run([sys.executable, "-"], input=example, text=True, capture_output=True,
+                             cwd=HERE, env=env, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.splitlines()[-1], "hello from python")
+
+
+class TaskTest(EnvMixin, unittest.TestCase):
+    def run_task(self, task: dict) -> subprocess.CompletedProcess:
+        env = {**self.env, "E_RPC": f"{e_bin()} rpc --ne", "E_TASK": json.dumps(task), "PYTHONPATH": str(HERE)}
+        return subprocess.run([sys.executable, "-m", "e_client.task"], capture_output=True, text=True,
+                              env=env, cwd=self.cwd, timeout=60)
+
+    def test_task_prints_final_output(self) -> None:
+        out = self.run_task({"prompt": "/text one two", "cwd": self.cwd, "asks": {}})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.splitlines()[-1], "one two")
+
+    def test_task_failure_exits_1(self) -> None:
+        out = self.run_task({"prompt": "/error fatal boom", "cwd": None, "asks": {}})
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("boom", out.stderr)
+        out = self.run_task({"prompt": "/text x", "cwd": os.path.join(self.cwd, "missing"), "asks": {}})
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("session.create", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

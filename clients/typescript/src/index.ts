@@ -1,0 +1,265 @@
+// A client of e rpc, e's session server over JSON Lines. No runtime
+// dependencies: Node's child_process and readline only. The wire types come
+// from ./protocol.ts, generated from schemas/ (never edit it).
+
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createInterface } from "node:readline";
+
+import type {
+  AskLine,
+  Event,
+  HelloResult,
+  MethodName,
+  Methods,
+  NoticeLine,
+  Result,
+  SessionCreateParams,
+  SessionCreateResult,
+} from "./protocol.js";
+
+export type * from "./protocol.js";
+
+/** An error response: code is the server's machine-readable code ("" when it sent none). */
+export class RPCError extends Error {
+  constructor(
+    readonly method: string,
+    message: string,
+    readonly code: string = "",
+    readonly response?: unknown,
+  ) {
+    super(message);
+    this.name = "RPCError";
+  }
+}
+
+/** The server closed its stdout (it exited or crashed) while a call waited. */
+export class ServerExited extends RPCError {
+  constructor(method: string, detail: string) {
+    super(method, `e rpc exited: ${detail}`, "server_exited");
+    this.name = "ServerExited";
+  }
+}
+
+/** The server command: $E_RPC (shell words, no quoting), else $E_BIN rpc, else e rpc. */
+export function defaultCommand(): string[] {
+  const rpc = process.env.E_RPC;
+  if (rpc) return rpc.split(/\s+/).filter((w) => w !== "");
+  return [process.env.E_BIN || "e", "rpc"];
+}
+
+export interface ClientOptions {
+  command?: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Answers an ask line; the value is ask.reply's result, undefined declines. */
+  onAsk?: (ask: AskLine) => unknown | Promise<unknown>;
+  onNotice?: (notice: NoticeLine) => void;
+  /** Where the server's stderr goes; default: this process's stderr. */
+  stderr?: "inherit" | "ignore";
+}
+
+type Params<M extends MethodName> = Methods[M]["params"];
+type ResultOf<M extends MethodName> = Methods[M]["result"];
+
+interface Pending {
+  method: string;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onEvent?: (e: Event) => void;
+}
+
+/** One e rpc process. */
+export class Client {
+  private proc: ChildProcessWithoutNullStreams;
+  private nextId = 0;
+  private pending = new Map<number, Pending>();
+  private exited: string | undefined;
+  /** Resolves with the exit status once the server has exited. */
+  readonly closed: Promise<number | null>;
+
+  constructor(private opts: ClientOptions = {}) {
+    const [cmd, ...args] = opts.command ?? defaultCommand();
+    this.proc = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
+    if (opts.stderr !== "ignore") this.proc.stderr.pipe(process.stderr);
+    else this.proc.stderr.resume();
+    this.proc.stdin.on("error", () => {}); // a dead server is reported through its exit
+    // readline splits at \n (and \r\n) only: U+2028 inside a string is no line end.
+    const lines = createInterface({ input: this.proc.stdout, crlfDelay: Infinity });
+    lines.on("line", (raw) => this.route(raw));
+    let spawnError = "";
+    this.proc.on("error", (err) => (spawnError = err.message));
+    this.closed = new Promise((resolve) => {
+      this.proc.on("close", (code, signal) => {
+        this.exited = spawnError || `exit status ${code ?? signal}`;
+        for (const p of this.pending.values()) p.reject(new ServerExited(p.method, this.exited));
+        this.pending.clear();
+        resolve(code);
+      });
+    });
+  }
+
+  private route(raw: string): void {
+    let line: Record<string, unknown>;
+    try {
+      const v: unknown = JSON.parse(raw);
+      if (typeof v !== "object" || v === null || Array.isArray(v)) return;
+      line = v as Record<string, unknown>;
+    } catch {
+      return; // not a protocol line
+    }
+    const type = line.type;
+    if (type === "ask") {
+      void this.answer(line as unknown as AskLine);
+      return;
+    }
+    if (type === "notice") {
+      this.opts.onNotice?.(line as unknown as NoticeLine);
+      return;
+    }
+    if (type !== undefined) {
+      // An event: it belongs to the request it serves. Unknown types pass through.
+      const p = this.pending.get(line.request as number);
+      p?.onEvent?.(line as unknown as Event);
+      return;
+    }
+    if (!("result" in line) && !("error" in line)) return;
+    const id = line.id as number;
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    if ("error" in line) {
+      p.reject(new RPCError(p.method, String(line.error), typeof line.code === "string" ? line.code : "", line));
+    } else {
+      p.resolve(line.result);
+    }
+  }
+
+  private async answer(ask: AskLine): Promise<void> {
+    let result: unknown;
+    try {
+      result = await this.opts.onAsk?.(ask);
+    } catch {
+      result = undefined; // a failing callback declines the question
+    }
+    const params: { ask: number; result?: unknown } = { ask: ask.ask };
+    if (result !== undefined && result !== null) params.result = result;
+    await this.call("ask.reply", params).catch(() => {}); // cancelled meanwhile, or the server died
+  }
+
+  /** Sends a request; events of the request go to onEvent until the response. */
+  call<M extends MethodName>(method: M, params?: Params<M>, onEvent?: (e: Event) => void): Promise<ResultOf<M>> {
+    return new Promise<ResultOf<M>>((resolve, reject) => {
+      if (this.exited !== undefined) {
+        reject(new ServerExited(method, this.exited));
+        return;
+      }
+      const id = ++this.nextId;
+      this.pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject, onEvent });
+      const line: Record<string, unknown> = { id, method };
+      if (params) line.params = dropUndefined(params);
+      // JSON.stringify escapes U+2028/U+2029 nowhere, and need not: they are legal in JSON.
+      this.proc.stdin.write(JSON.stringify(line) + "\n");
+    });
+  }
+
+  hello(ask = true): Promise<HelloResult> {
+    return this.call("hello", { ask });
+  }
+
+  async createSession(params: SessionCreateParams = {}): Promise<Session> {
+    const info = await this.call("session.create", params);
+    return new Session(this, info.session, info);
+  }
+
+  /** Closes stdin (e rpc ends every session and exits) and waits for the exit. */
+  async close(): Promise<number | null> {
+    this.proc.stdin.end();
+    return this.closed;
+  }
+
+  /** Kills the server (tests of a dying server use it). */
+  kill(): void {
+    this.proc.kill("SIGKILL");
+  }
+}
+
+function dropUndefined(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/** A running session.prompt: iterate it for its events, await result() for the turn result. */
+export class Turn implements AsyncIterable<Event> {
+  private queue: Event[] = [];
+  private wake: (() => void) | undefined;
+  private finished = false;
+  private readonly response: Promise<Result>;
+
+  constructor(client: Client, session: string, prompt: string, images?: string[]) {
+    this.response = client.call("session.prompt", { session, prompt, images }, (e) => {
+      this.queue.push(e);
+      this.wake?.();
+    });
+    const end = () => {
+      this.finished = true;
+      this.wake?.();
+    };
+    this.response.then(end, end);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Event> {
+    for (;;) {
+      const e = this.queue.shift();
+      if (e !== undefined) {
+        yield e;
+        continue;
+      }
+      if (this.finished) return;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = undefined;
+    }
+  }
+
+  /** The turn result; rejects with RPCError when the request failed. */
+  result(): Promise<Result> {
+    return this.response;
+  }
+}
+
+/** One session of a Client. */
+export class Session {
+  constructor(
+    readonly client: Client,
+    readonly id: string,
+    readonly created?: SessionCreateResult,
+  ) {}
+
+  prompt(text: string, images?: string[]): Turn {
+    return new Turn(this.client, this.id, text, images);
+  }
+
+  async run(text: string): Promise<Result> {
+    const turn = this.prompt(text);
+    for await (const _ of turn) void _;
+    return turn.result();
+  }
+
+  steer(text: string) {
+    return this.client.call("session.steer", { session: this.id, text });
+  }
+
+  interrupt() {
+    return this.client.call("session.interrupt", { session: this.id });
+  }
+
+  info() {
+    return this.client.call("session.info", { session: this.id });
+  }
+
+  messages() {
+    return this.client.call("session.messages", { session: this.id });
+  }
+
+  close() {
+    return this.client.call("session.close", { session: this.id });
+  }
+}

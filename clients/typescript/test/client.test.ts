@@ -1,0 +1,118 @@
+// Tests of the client against the real e rpc (offline model). E_BIN names
+// an e binary; otherwise one is built with go build.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client, RPCError, ServerExited, type Event } from "../src/index.js";
+
+// Compiled into OUT/test/; the package is OUT's parent unless E_TS_PKG says.
+const out = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const pkg = process.env.E_TS_PKG ?? resolve(out, "..");
+const repo = resolve(pkg, "..", "..");
+
+function eBin(): string {
+  if (process.env.E_BIN) return process.env.E_BIN;
+  const bin = join(mkdtempSync(join(tmpdir(), "e-client-ts-")), "e");
+  execFileSync("go", ["build", "-o", bin, "./cmd/e"], { cwd: repo, stdio: "inherit" });
+  process.env.E_BIN = bin;
+  return bin;
+}
+
+function env(): NodeJS.ProcessEnv {
+  return { ...process.env, E_HOME: mkdtempSync(join(tmpdir(), "e-home-")), OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "" };
+}
+
+function client(opts: ConstructorParameters<typeof Client>[0] = {}): Client {
+  return new Client({ command: [eBin(), "rpc", "--ne"], cwd: mkdtempSync(join(tmpdir(), "e-cwd-")), env: env(), stderr: "ignore", ...opts });
+}
+
+test("a turn streams typed events, then its result", async () => {
+  const e = client();
+  const hello = await e.hello();
+  assert.ok(hello.methods.includes("session.prompt"));
+  const s = await e.createSession();
+  const turn = s.prompt("/text hello world");
+  const events: Event[] = [];
+  for await (const ev of turn) events.push(ev);
+  assert.equal(events[0]?.type, "turn_start");
+  assert.equal(events.at(-1)?.type, "turn_end");
+  const text = events.flatMap((ev) => (ev.type === "text" ? [ev.delta] : [])).join("");
+  assert.equal(text, "hello world");
+  const result = await turn.result();
+  assert.equal(result.final_output, "hello world");
+  assert.equal(result.error, null);
+  await e.close();
+});
+
+test("errors are RPCErrors carrying the code", async () => {
+  const e = client();
+  await assert.rejects(e.call("session.info", { session: "nope" }), (err: unknown) => {
+    assert.ok(err instanceof RPCError);
+    assert.equal(err.method, "session.info");
+    assert.match(err.message, /nope/);
+    const sent = (err.response as { code?: string }).code;
+    if (sent !== undefined) assert.equal(err.code, sent); // once the server sends codes (11.5)
+    return true;
+  });
+  await e.close();
+});
+
+test("steer and interrupt", async () => {
+  const e = client();
+  const s = await e.createSession();
+  const turn = s.prompt("/delay 50\n/long 400");
+  let steered = false;
+  for await (const ev of turn) {
+    if (ev.type === "text" && !steered) {
+      steered = true;
+      assert.deepEqual(await s.steer("stop soon"), { held: true });
+      await s.interrupt();
+    }
+  }
+  assert.equal((await turn.result()).aborted, true);
+  await assert.rejects(s.steer("nothing runs"), /no running turn/);
+  await e.close();
+});
+
+test("asks go to the callback", async () => {
+  const asked: string[] = [];
+  const e = client({ onAsk: (ask) => { asked.push(ask.method); return { decision: "allow" }; } });
+  await e.hello(true);
+  const s = await e.createSession({ approval: "all" });
+  const result = await s.run('/tool ls {"path": "."}\n/then\n/text listed');
+  assert.equal(result.final_output, "listed");
+  assert.deepEqual(asked, ["tool.approve"]);
+  await e.close();
+});
+
+test("a dying server fails waiting calls at once", async () => {
+  const e = client();
+  const s = await e.createSession();
+  const turn = s.prompt("/delay 100\n/long 1000");
+  for await (const ev of turn) {
+    if (ev.type === "text") {
+      e.kill();
+      break;
+    }
+  }
+  await assert.rejects(turn.result(), ServerExited);
+  await assert.rejects(s.info(), ServerExited);
+});
+
+test("the README example runs as written", () => {
+  const readme = readFileSync(join(pkg, "README.md"), "utf8");
+  const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+  assert.ok(example.trim().split("\n").length <= 10, "the example is ten lines at most");
+  assert.equal(example, readFileSync(join(pkg, "example", "hello.ts"), "utf8"), "README shows example/hello.ts");
+  const bin = mkdtempSync(join(tmpdir(), "e-path-"));
+  symlinkSync(eBin(), join(bin, "e"));
+  const run = spawnSync("node", [join(out, "example", "hello.js")], { encoding: "utf8", env: { ...env(), PATH: bin + ":" + process.env.PATH }, cwd: mkdtempSync(join(tmpdir(), "e-cwd-")) });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout.trim().split("\n").at(-1), "hello from typescript");
+});

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The help pages. Each says what the command does, its flags, the
+// environment it reads, its exit statuses, where settings live and a few
+// examples; testdata/help holds their golden copies.
+
+// mainHelp is e --help: the commands from the table, then what they share.
+func mainHelp() string {
+	var b strings.Builder
+	b.WriteString(`e is a coding agent without a terminal: e -p runs one turn from a script or a pipe,
+e rpc serves many sessions to a program over JSON Lines.
+
+usage:
+  e -p PROMPT [flags]    run one turn
+  e COMMAND [args]       run a command
+  e COMMAND --help       the help of a command
+  e --mode rpc|json …    speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
+
+commands:
+`)
+	fmt.Fprintf(&b, "  %-9s %s\n", printCommand.name, printCommand.summary)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0 success, 1 a failure (said on stderr), 2 a usage problem; each command's page has more.
+
+examples:
+  e -p "what does this repo do"
+  git diff | e -p "review this diff" -m anthropic/claude-sonnet-4-5
+  e trust . && e rpc
+`)
+	return b.String()
+}
+
+const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (default: default_model in settings,
+                           else a model whose key is set, else the offline model e/offline)
+  --ef, --effort LEVEL     reasoning effort of the model (e.g. low, medium, high)
+  --nt, --no-tools         offer the model no tools
+  --ne, --no-extensions    load no extensions
+  --no-save                keep sessions in memory: write no session log
+  --approval POLICY        which tool calls need the client's approval: never (default),
+                           writes or all (e -p has no one to ask: such calls are denied)
+  --system-prompt TEXT     replace e's own system prompt text (the environment, tool
+                           guidance and AGENTS.md are still added); settings: system_prompt
+  --append-system-prompt TEXT
+                           add TEXT at the end of the system prompt, after settings'
+                           append_system_prompt
+`
+
+const environmentHelp = `environment:
+  E_HOME              e's home: settings, sessions, trust list (default ~/.e)
+  OPENAI_API_KEY      key of the openai provider
+  ANTHROPIC_API_KEY   key of the anthropic provider
+                      (a provider declared in settings names its own key variable: api_key_env)
+`
+
+const settingsHelp = `settings:
+  $E_HOME/settings.json: default_model, providers, extensions, tool_concurrency,
+  compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
+  append_system_prompt (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
+`
+
+const printHelp = `e -p runs one turn and exits. The prompt is the argument, or piped stdin, or both (the
+argument, a blank line, then stdin). The reply streams to stdout; warnings and the error go
+to stderr. The session is saved under $E_HOME/sessions unless --no-save.
+
+usage:
+  e -p PROMPT [flags]
+  COMMAND | e -p [PROMPT] [flags]
+
+flags:
+  -p, --print              run one turn (required)
+  --json                   print every event as a JSON line, then a {"type":"result",…} line
+  --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+` + runFlagsHelp + `
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0  the turn completed
+  1  the turn failed (the error is on stderr) or was interrupted (Ctrl-C, SIGTERM)
+  2  a usage problem: unknown flag, empty prompt, bad --image
+
+examples:
+  e -p "what does this repo do"
+  git diff | e -p "review this diff" --no-save
+  e -p "/text hello from e" --json        # the offline model: no key needed
+  e -p "fix the failing test" --append-system-prompt "$(cat review-rules.md)"
+`
+
+const rpcHelp = `e rpc serves sessions over JSON Lines: one request per line on stdin, responses, events
+and asks on stdout, nothing else on stdout. It runs until stdin ends, a shutdown request,
+SIGTERM or SIGHUP. The protocol is spec/protocol.md; e schema prints its JSON Schemas.
+
+usage:
+  e rpc [flags]
+
+flags:
+` + runFlagsHelp + `
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0  stdin ended or shutdown was requested
+  1  start-up failed (bad settings, unknown --model), or a line too long to resynchronise
+  2  a usage problem
+  129, 143  ended by SIGHUP, SIGTERM
+
+examples:
+  e rpc
+  echo '{"id":1,"method":"session.create","params":{}}' | e rpc --no-save
+  e rpc -m openai/gpt-5.5 --ne
+`
+
+const acpHelp = `e acp is an Agent Client Protocol (ACP v1) agent for editors (Zed, JetBrains, Neovim
+plugins …): JSON-RPC 2.0, one message per line on stdin and stdout, nothing else on stdout.
+Sessions are saved, so session/load and session/list find them. Tool calls that write or run
+commands ask the editor first (session/request_permission) unless --approval says otherwise.
+The mapping is spec/acp.md.
+
+usage:
+  e acp [flags]
+
+flags:
+` + runFlagsHelp + `  (e acp's default --approval is writes)
+
+` + environmentHelp + `
+` + settingsHelp + `
+exit status:
+  0  stdin ended
+  1  start-up failed (bad settings, unknown --model), or a line too long to resynchronise
+  2  a usage problem
+
+examples:
+  e acp                                  # as the agent command of an editor
+  e acp --approval all -m anthropic/claude-sonnet-4-5
+`
+
+const trustHelp = `e trust records that a directory's AGENTS.md may be used: a session in an untrusted
+directory that has an AGENTS.md (in it or a parent) is refused. Trust covers the
+directory's subdirectories. The list is $E_HOME/trust.json.
+
+usage:
+  e trust DIR              trust DIR (its real path: symlinks resolved)
+  e trust --revoke DIR     forget DIR
+  e trust --list           print the trusted directories, one per line
+
+flags:
+  --list                   print the list
+  --revoke                 remove DIR from the list
+
+environment:
+  E_HOME              where trust.json lives (default ~/.e)
+
+exit status:
+  0  done
+  1  DIR is not a directory, or trust.json could not be read or written
+  2  a usage problem
+
+examples:
+  e trust .
+  e trust --list
+  e trust --revoke ~/src/old
+`
+
+const schemaHelp = `e schema prints the JSON Schemas (draft 2020-12) of the protocol from the binary, so a
+client can generate its types: all of them as one document, or one by name as a
+self-contained document, or one file per schema into a directory.
+
+usage:
+  e schema                 every schema, one document with $defs
+  e schema NAME            one schema, e.g. session.create.params, events/text
+  e schema index           the names
+  e schema --out DIR       one self-contained file per schema in DIR
+
+flags:
+  --out DIR                write the files into DIR (created when missing)
+
+exit status:
+  0  printed
+  1  DIR could not be written
+  2  an unknown schema name, or a usage problem
+
+examples:
+  e schema session.prompt.params
+  e schema index
+  e schema --out schemas-out
+`
+
+const exportHelp = `e export writes a saved session as one self-contained HTML page: markdown rendered,
+code highlighted, each tool call with its result, usage and cost, errors and interrupts
+where they happened. The page has no script and fetches nothing. Without OUT it goes
+beside the log (LOG with .html for .jsonl). It prints the page's path.
+
+usage:
+  e export LOG.jsonl [OUT.html]
+
+environment:
+  E_HOME              sessions live in $E_HOME/sessions/<dir>/<id>.jsonl
+
+exit status:
+  0  written
+  1  LOG could not be read, or OUT written
+  2  a usage problem
+
+examples:
+  e export ~/.e/sessions/--home-me-src--/01J9ZX3K8Q.jsonl
+  e export session.jsonl /tmp/session.html
+`
+
+const versionHelp = `e version prints e's version, release channel and commit.
+
+usage:
+  e version
+  e --version
+
+exit status:
+  0  printed
+`
+
+const helpHelp = `e help shows the help of e, or of one command.
+
+usage:
+  e help [COMMAND]
+  e COMMAND --help
+
+exit status:
+  0  shown
+  2  an unknown command
+
+examples:
+  e help rpc
+  e -p --help
+`

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/e-agent/e/server"
+)
+
+// runRPC is e rpc: the method protocol over stdin and stdout.
+func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := newFlagSet("rpc", stderr)
+	f.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if f.help {
+		fmt.Fprint(stdout, rpcHelp)
+		return 0
+	}
+	if f.version {
+		fmt.Fprintf(stdout, "e %s\n", version)
+		return 0
+	}
+	if len(pos) > 0 {
+		return usageError(stderr, fmt.Errorf("rpc takes no arguments, got %q", pos[0]))
+	}
+	env, err := sessionEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "e rpc: %v\n", err)
+		return 1
+	}
+	srv, err := server.New(context.Background(), f.options(), server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv})
+	if err != nil {
+		fmt.Fprintf(stderr, "e rpc: %v\n", err)
+		return 1
+	}
+	return srv.Serve()
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// refs returns every $ref in a decoded schema.
+func refs(v any) []string {
+	var out []string
+	switch n := v.(type) {
+	case map[string]any:
+		for k, c := range n {
+			if s, ok := c.(string); ok && k == "$ref" {
+				out = append(out, s)
+			}
+			out = append(out, refs(c)...)
+		}
+	case []any:
+		for _, c := range n {
+			out = append(out, refs(c)...)
+		}
+	}
+	return out
+}
+
+// resolves reports whether the fragment ref (without its file) names a
+// node of doc.
+func resolves(doc any, frag string) bool {
+	node := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		if node, ok = m[tok]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// e schema --out: unique flat names, every $ref resolves inside DIR, and
+// the four files made for generators.
+func TestSchemaOut(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"schema", "--out", dir}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	docs := map[string]any{}
+	for _, f := range names {
+		b, _ := os.ReadFile(f)
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		docs[filepath.Base(f)] = v
+	}
+	for _, want := range []string{"event.json", "server_line.json", "client_line.json", "methods.json", "envelope.error.json", "events.error.json", "extension.error.json", "session.create.params.json", "tools.bash.json"} {
+		if docs[want] == nil {
+			t.Errorf("no %s in %v", want, stdout.String())
+		}
+	}
+	for name, doc := range docs {
+		if m := doc.(map[string]any); m["$id"] != nil {
+			t.Errorf("%s: has $id %v: its refs would resolve against it, not beside it", name, m["$id"])
+		}
+		for _, r := range refs(doc) {
+			file, frag, _ := strings.Cut(r, "#")
+			target := doc
+			if file != "" {
+				if target = docs[file]; target == nil {
+					t.Errorf("%s: $ref %s: no such file in DIR", name, r)
+					continue
+				}
+			}
+			if !resolves(target, frag) {
+				t.Errorf("%s: $ref %s: no such node", name, r)
+			}
+		}
+	}
+	// The event union names every event type.
+	oneOf := docs["event.json"].(map[string]any)["oneOf"].([]any)
+	if got, want := len(oneOf), len(docs)-len(names)+countPrefix(docs, "events."); got != want {
+		t.Errorf("event.json: %d members, want %d", got, want)
+	}
+}
+
+func countPrefix(docs map[string]any, prefix string) int {
+	n := 0
+	for name := range docs {
+		if strings.HasPrefix(name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// e schema NAME is self-contained: every $ref is local to the document.
+func TestSchemaStandalone(t *testing.T) {
+	for _, name := range []string{"events/text", "session.prompt.result", "events/tool_batch", "lines/result", "store/entry"} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"schema", name}, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			var doc any
+			if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.HasSuffix(stdout.Bytes(), []byte("\n\n")) {
+				t.Error("output ends in a blank line")
+			}
+			for _, r := range refs(doc) {
+				if !strings.HasPrefix(r, "#") || !resolves(doc, strings.TrimPrefix(r, "#")) {
+					t.Errorf("$ref %s does not resolve inside the document", r)
+				}
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"schema", "nope"}, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `unknown schema "nope"`) {
+		t.Errorf("e schema nope: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestSchemaGenerators feeds e schema --out to the generators client
+// authors use; .ci/run installs them (npm), so CI always runs this.
+func TestSchemaGenerators(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"schema", "--out", dir}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, g := range []struct {
+		name string
+		args func(out string, in ...string) []string
+	}{
+		{"json2ts", func(out string, in ...string) []string {
+			// --cwd: json2ts resolves $refs against it, not the file.
+			if len(in) == 1 {
+				return []string{"--cwd", dir, "-i", in[0], "-o", out + "/one.d.ts"}
+			}
+			return []string{"--cwd", dir, "-i", filepath.Join(dir, "*.json"), "-o", out + "/"}
+		}},
+		{"quicktype", func(out string, in ...string) []string {
+			return append([]string{"-s", "schema", "-l", "ts", "-o", out + "/all.ts"}, in...)
+		}},
+	} {
+		t.Run(g.name, func(t *testing.T) {
+			path, err := exec.LookPath(g.name)
+			if err != nil {
+				t.Skipf("%s is not installed (bash .ci/run installs it from npm)", g.name)
+			}
+			out := t.TempDir()
+			// All files in one run; one by one only to name a failing file.
+			if b, err := exec.Command(path, g.args(out, files...)...).CombinedOutput(); err == nil {
+				return
+			} else {
+				t.Logf("%s on all files: %v\n%s", g.name, err, b)
+			}
+			for _, f := range files {
+				if b, err := exec.Command(path, g.args(t.TempDir(), f)...).CombinedOutput(); err != nil {
+					t.Errorf("%s %s: %v\n%s", g.name, filepath.Base(f), err, b)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,751 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/session"
+)
+
+// Options configure e acp: the process options every front end has. An
+// empty Approval means writes here: editors expect to be asked before an
+// edit or a command runs.
+type Options = session.Options
+
+// Env is where e acp runs: the session layer's environment and the streams.
+type Env struct {
+	session.Env
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Agent is one e acp process: the sessions of one client connection.
+type Agent struct {
+	opts Options
+	env  Env
+	host *session.Host
+	conn *Conn
+	out  *jsonl.Writer
+
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+	work   sync.WaitGroup // turns, cancels and closes in flight
+
+	mu       sync.Mutex
+	client   ClientCapabilities
+	sessions map[string]*acpSession
+}
+
+// acpSession is an open session with what its updates need.
+type acpSession struct {
+	*session.Session
+	mu   sync.Mutex // tr and cost, between a turn and set_config_option
+	tr   Translator
+	cost float64 // the session's cost so far, when the model has prices
+}
+
+// client is how the session layer reaches the ACP client: approvals become
+// session/request_permission; extension questions are refused (ACP has no
+// place for ui.* asks) and their notices go to stderr, never to stdout.
+type client struct{ a *Agent }
+
+func (client) Ask(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, session.ErrNoUI
+}
+
+func (c client) Notice(n session.Notice) {
+	fmt.Fprintf(c.a.env.Stderr, "e acp: %s: %s\n", n.Extension, n.Message)
+}
+
+func (c client) Approve(ctx context.Context, id string, call agent.Call, _ time.Duration) agent.Decision {
+	return c.a.approve(ctx, id, call)
+}
+
+// New starts e acp's process on env's streams: settings, model catalog and
+// extensions, as e rpc does.
+func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
+	if opts.Approval == "" {
+		opts.Approval = agent.ApproveWrites
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	out := jsonl.NewWriter(env.Stdout)
+	a := &Agent{opts: opts, env: env, out: out, conn: newConn(out), ctx: ctx, cancel: cancel,
+		sessions: map[string]*acpSession{}}
+	h, err := session.Start(ctx, opts, env.Env, client{a})
+	if err != nil {
+		cancel()
+		out.Close()
+		return nil, err
+	}
+	a.host = h
+	return a, nil
+}
+
+// Serve reads messages until EOF and returns the exit status.
+func (a *Agent) Serve() int {
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		r := jsonl.NewReader(a.env.Stdin, jsonl.MaxLine)
+		for {
+			line, err := r.Next()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- bytes.Clone(line):
+			case <-a.ctx.Done():
+				return
+			}
+		}
+	}()
+	code := 0
+loop:
+	for {
+		select {
+		case line := <-lines:
+			a.handle(line)
+		case err := <-readErr:
+			var tl *jsonl.TooLongError
+			switch {
+			case errors.As(err, &tl):
+				fmt.Fprintf(a.env.Stderr, "e acp: line %d is longer than %d bytes: no safe point to resync; exiting\n", tl.Line, tl.Max)
+				code = 1
+			case !errors.Is(err, io.EOF):
+				fmt.Fprintf(a.env.Stderr, "e acp: reading stdin: %v\n", err)
+			}
+			break loop
+		case <-a.out.Failed():
+			break loop
+		}
+	}
+	a.shutdown()
+	return code
+}
+
+// shutdown stops every turn (each still gets its response written), closes
+// the sessions, kills tool processes and stops extensions.
+func (a *Agent) shutdown() {
+	a.cancel()
+	a.conn.cancelAll()
+	a.host.Shutdown()
+	a.work.Wait()
+	a.out.Close()
+}
+
+// handle serves one line: a request, a notification or a response to one
+// of e's requests. Requests are answered in order of arrival except the
+// long ones (a prompt, a close waiting for its turn), which answer when done.
+func (a *Agent) handle(line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	var m message
+	if !json.Valid(line) {
+		a.conn.reply(nil, nil, errorf(CodeParseError, "acp: malformed JSON"))
+		return
+	}
+	if t := bytes.TrimLeft(line, " \t\r\n"); t[0] != '{' {
+		a.conn.reply(nil, nil, errorf(CodeInvalidRequest, "acp: a message must be a JSON object"))
+		return
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		a.conn.reply(nil, nil, errorf(CodeInvalidRequest, "acp: not a JSON-RPC message: "+err.Error()))
+		return
+	}
+	isNotification := len(m.ID) == 0
+	if m.JSONRPC != "2.0" {
+		if !isNotification || m.Method != "" {
+			a.conn.reply(m.ID, nil, errorf(CodeInvalidRequest, `acp: jsonrpc must be "2.0"`))
+		}
+		return
+	}
+	if m.Method == "" {
+		if !isNotification && (m.Result != nil || m.Error != nil) {
+			a.conn.deliver(m)
+			return
+		}
+		a.conn.reply(m.ID, nil, errorf(CodeInvalidRequest, "acp: a request needs a method"))
+		return
+	}
+	params := m.Params
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	if isNotification {
+		if m.Method == "session/cancel" {
+			a.cancelTurn(params)
+		}
+		return // unknown notifications are ignored (ACP extensibility)
+	}
+	h, ok := methods[m.Method]
+	if !ok {
+		a.conn.reply(m.ID, nil, errorf(CodeMethodNotFound, fmt.Sprintf("acp: unknown method %q", m.Method)))
+		return
+	}
+	res, later, err := h(a, params)
+	if later == nil {
+		a.conn.reply(m.ID, res, err)
+		return
+	}
+	a.goWork(func() {
+		res, err := later()
+		a.conn.reply(m.ID, res, err)
+	})
+}
+
+func (a *Agent) goWork(f func()) {
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		f()
+	}()
+}
+
+// handler serves a request. It answers at once with result or err, or
+// returns later, which runs on its own goroutine and gives the answer.
+type handler func(a *Agent, params json.RawMessage) (result any, later func() (any, *Error), err *Error)
+
+var methods map[string]handler
+
+func init() {
+	methods = map[string]handler{
+		"initialize":                now((*Agent).initialize),
+		"authenticate":              now(func(*Agent, json.RawMessage) (any, *Error) { return struct{}{}, nil }),
+		"session/new":               now((*Agent).newSession),
+		"session/load":              now((*Agent).loadSession),
+		"session/resume":            now((*Agent).resumeSession),
+		"session/list":              now((*Agent).listSessions),
+		"session/close":             (*Agent).closeSession,
+		"session/prompt":            (*Agent).prompt,
+		"session/set_config_option": now((*Agent).setConfigOption),
+	}
+}
+
+func now(f func(*Agent, json.RawMessage) (any, *Error)) handler {
+	return func(a *Agent, p json.RawMessage) (any, func() (any, *Error), *Error) {
+		res, err := f(a, p)
+		return res, nil, err
+	}
+}
+
+// decode reads params into T; a shape Go cannot hold is invalid params.
+func decode[T any](method string, params json.RawMessage) (T, *Error) {
+	var v T
+	if err := json.Unmarshal(params, &v); err != nil {
+		return v, errorf(CodeInvalidParams, fmt.Sprintf("%s: params: %v", method, err))
+	}
+	return v, nil
+}
+
+func invalid(method, format string, args ...any) *Error {
+	return errorf(CodeInvalidParams, method+": "+fmt.Sprintf(format, args...))
+}
+
+func (a *Agent) initialize(params json.RawMessage) (any, *Error) {
+	p, err := decode[InitializeParams]("initialize", params)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.client = p.ClientCapabilities
+	a.mu.Unlock()
+	// e speaks version 1 only: asked for any other, it answers its own (the
+	// client then decides whether to go on).
+	info, _ := a.host.Model(a.host.DefaultModel())
+	return InitializeResult{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{Image: info.ImageInput, EmbeddedContext: true},
+			SessionCapabilities: SessionCapabilities{List: &Marker{}, Resume: &Marker{}, Close: &Marker{}},
+		},
+		AuthMethods: []any{},
+		AgentInfo:   Implementation{Name: "e", Title: "e", Version: a.opts.Version},
+	}, nil
+}
+
+// checkSetup validates what session/new, load and resume share.
+func checkSetup(method, cwd string, servers []MCPServer) *Error {
+	if cwd == "" {
+		return invalid(method, "cwd: required")
+	}
+	if !filepath.IsAbs(cwd) {
+		return invalid(method, "cwd: %q is not an absolute path", cwd)
+	}
+	if len(servers) > 0 {
+		return invalid(method, "mcpServers: e acp does not connect to MCP servers yet")
+	}
+	return nil
+}
+
+// fail maps a session-layer error onto an ACP error of method.
+func fail(method string, err error) *Error {
+	code := CodeInternal
+	switch session.CodeOf(err) {
+	case session.CodeInvalidParams, session.CodeUnsupported, session.CodeTurnRunning, session.CodeUntrusted, session.CodeLocked:
+		code = CodeInvalidParams
+	case session.CodeUnknownSession, session.CodeNotFound:
+		code = CodeNotFound
+	}
+	return errorf(code, method+": "+err.Error())
+}
+
+func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {
+	spec.Save = true // ignored under --no-save
+	s, err := a.host.Create(a.ctx, spec)
+	if err != nil {
+		return nil, fail(method, err)
+	}
+	info, _ := a.host.Model(s.Info().Model)
+	ss := &acpSession{Session: s, tr: Translator{Cwd: s.Cwd(), ContextWindow: int64(info.ContextWindow)}}
+	a.mu.Lock()
+	a.sessions[s.ID()] = ss
+	a.mu.Unlock()
+	return ss, nil
+}
+
+func (a *Agent) newSession(params json.RawMessage) (any, *Error) {
+	const method = "session/new"
+	p, err := decode[NewSessionParams](method, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
+		return nil, err
+	}
+	s, err := a.create(method, session.Spec{Cwd: p.Cwd})
+	if err != nil {
+		return nil, err
+	}
+	return NewSessionResult{SessionID: s.ID(), ConfigOptions: a.configOptions(s)}, nil
+}
+
+// find returns the saved log of session id.
+func (a *Agent) find(method, id string) (string, *Error) {
+	if id == "" {
+		return "", invalid(method, "sessionId: required")
+	}
+	list, err := a.host.List("", true)
+	if err != nil {
+		return "", errorf(CodeInternal, method+": "+err.Error())
+	}
+	for _, s := range list {
+		if strings.TrimSuffix(filepath.Base(s.Path), ".jsonl") == id {
+			return s.Path, nil
+		}
+	}
+	return "", errorf(CodeNotFound, fmt.Sprintf("%s: no saved session %q", method, id))
+}
+
+// open returns the live session id, or opens its saved log.
+func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
+	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	s, ok := a.sessions[p.SessionID]
+	a.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	path, err := a.find(method, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return a.create(method, session.Spec{Cwd: p.Cwd, Resume: path})
+}
+
+func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
+	const method = "session/load"
+	p, err := decode[LoadSessionParams](method, params)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.open(method, p)
+	if err != nil {
+		return nil, err
+	}
+	// The replay goes before the response (ACP: the client knows the
+	// history is complete when session/load answers).
+	s.mu.Lock()
+	replay := s.tr.History(s.Entries())
+	s.mu.Unlock()
+	for _, u := range replay {
+		a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
+	}
+	return LoadSessionResult{ConfigOptions: a.configOptions(s)}, nil
+}
+
+func (a *Agent) resumeSession(params json.RawMessage) (any, *Error) {
+	const method = "session/resume"
+	p, err := decode[LoadSessionParams](method, params)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.open(method, p)
+	if err != nil {
+		return nil, err
+	}
+	return LoadSessionResult{ConfigOptions: a.configOptions(s)}, nil
+}
+
+func (a *Agent) listSessions(params json.RawMessage) (any, *Error) {
+	const method = "session/list"
+	p, err := decode[ListSessionsParams](method, params)
+	if err != nil {
+		return nil, err
+	}
+	cwd, all := "", true
+	if p.Cwd != nil {
+		if !filepath.IsAbs(*p.Cwd) {
+			return nil, invalid(method, "cwd: %q is not an absolute path", *p.Cwd)
+		}
+		cwd, all = filepath.Clean(*p.Cwd), false
+	}
+	list, lerr := a.host.List(cwd, all)
+	if lerr != nil {
+		return nil, errorf(CodeInternal, method+": "+lerr.Error())
+	}
+	out := ListSessionsResult{Sessions: []SessionInfo{}}
+	for _, s := range list {
+		info := SessionInfo{SessionID: strings.TrimSuffix(filepath.Base(s.Path), ".jsonl"), Cwd: s.Cwd,
+			UpdatedAt: s.Modified.UTC().Format(time.RFC3339)}
+		if t := cmpOr(s.Name, s.Title); t != "" {
+			info.Title = &t
+		}
+		out.Sessions = append(out.Sessions, info)
+	}
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (a *Agent) session(method, id string) (*acpSession, *Error) {
+	if id == "" {
+		return nil, invalid(method, "sessionId: required")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, errorf(CodeNotFound, fmt.Sprintf("%s: unknown session %q", method, id))
+	}
+	return s, nil
+}
+
+// closeSession interrupts the session's turn (its prompt answers
+// cancelled first) and closes it.
+func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error), *Error) {
+	const method = "session/close"
+	p, err := decode[SessionIDParams](method, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := a.session(method, p.SessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.mu.Lock()
+	delete(a.sessions, p.SessionID)
+	a.mu.Unlock()
+	return nil, func() (any, *Error) {
+		if err := s.Close(context.Background()); err != nil {
+			return nil, fail(method, err)
+		}
+		return struct{}{}, nil
+	}, nil
+}
+
+// cancelTurn serves session/cancel: the running prompt stops and answers
+// cancelled. An unknown session or an idle one is ignored (a notification
+// has no answer).
+func (a *Agent) cancelTurn(params json.RawMessage) {
+	p, err := decode[SessionIDParams]("session/cancel", params)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	s, ok := a.sessions[p.SessionID]
+	a.mu.Unlock()
+	if ok {
+		s.Stop() // the prompt answers when its turn has ended
+	}
+}
+
+func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Error) {
+	const method = "session/prompt"
+	p, err := decode[PromptParams](method, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := a.session(method, p.SessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	text, images, err := promptContent(method, p.Prompt)
+	if err != nil {
+		return nil, nil, err
+	}
+	sink := func(ev agent.Event) {
+		s.mu.Lock()
+		ups := s.tr.Event(ev)
+		s.mu.Unlock()
+		for _, u := range ups {
+			a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
+		}
+	}
+	turn, serr := s.PromptParts(a.ctx, text, images, sink)
+	if serr != nil {
+		return nil, nil, fail(method, serr)
+	}
+	return nil, func() (any, *Error) {
+		<-turn.Done()
+		res := turn.Result()
+		if res.CostUSD != nil {
+			s.mu.Lock()
+			s.cost += *res.CostUSD
+			u, ok := s.tr.Cost(&s.cost)
+			s.mu.Unlock()
+			if ok {
+				a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
+			}
+		}
+		switch {
+		case res.Aborted:
+			return PromptResult{StopReason: StopCancelled}, nil
+		case res.Error != nil:
+			return nil, errorf(CodeInternal, *res.Error)
+		}
+		return PromptResult{StopReason: StopEndTurn}, nil
+	}, nil
+}
+
+// promptContent turns ACP content blocks into e's prompt: text blocks as
+// they are, resource links and embedded text resources as context the
+// model can see, images (base64) as image parts.
+func promptContent(method string, blocks []json.RawMessage) (string, []session.Part, *Error) {
+	var b strings.Builder
+	var images []session.Part
+	add := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(s)
+	}
+	for i, raw := range blocks {
+		var c struct {
+			Type     string  `json:"type"`
+			Text     *string `json:"text"`
+			Data     string  `json:"data"`
+			MimeType string  `json:"mimeType"`
+			URI      string  `json:"uri"`
+			Name     string  `json:"name"`
+			Resource *struct {
+				URI      string  `json:"uri"`
+				Text     *string `json:"text"`
+				Blob     *string `json:"blob"`
+				MimeType string  `json:"mimeType"`
+			} `json:"resource"`
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return "", nil, invalid(method, "prompt[%d]: %v", i, err)
+		}
+		switch c.Type {
+		case "text":
+			if c.Text == nil {
+				return "", nil, invalid(method, "prompt[%d].text: required", i)
+			}
+			add(*c.Text)
+		case "resource_link":
+			if c.URI == "" {
+				return "", nil, invalid(method, "prompt[%d].uri: required", i)
+			}
+			add(fmt.Sprintf("[%s](%s)", cmpOr(c.Name, c.URI), c.URI))
+		case "resource":
+			r := c.Resource
+			switch {
+			case r == nil || r.URI == "":
+				return "", nil, invalid(method, "prompt[%d].resource.uri: required", i)
+			case r.Text != nil:
+				add(fmt.Sprintf("<context uri=%q>\n%s\n</context>", r.URI, *r.Text))
+			case r.Blob != nil && strings.HasPrefix(r.MimeType, "image/"):
+				part, err := image(method, i, *r.Blob)
+				if err != nil {
+					return "", nil, err
+				}
+				images = append(images, part)
+			case r.Blob != nil:
+				add(fmt.Sprintf("<context uri=%q>(binary content, %s, not shown)</context>", r.URI, cmpOr(r.MimeType, "unknown type")))
+			default:
+				return "", nil, invalid(method, "prompt[%d].resource: expected text or blob", i)
+			}
+		case "image":
+			part, err := image(method, i, c.Data)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, part)
+		case "audio":
+			return "", nil, invalid(method, "prompt[%d]: audio is not supported (promptCapabilities.audio is false)", i)
+		default:
+			return "", nil, invalid(method, "prompt[%d].type: unknown content type %q", i, c.Type)
+		}
+	}
+	if len(images) > agent.MaxImages {
+		return "", nil, invalid(method, "prompt: %d images, at most %d allowed", len(images), agent.MaxImages)
+	}
+	if b.Len() == 0 && len(images) == 0 {
+		return "", nil, invalid(method, "prompt: no content")
+	}
+	return b.String(), images, nil
+}
+
+func image(method string, i int, data string) (session.Part, *Error) {
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return session.Part{}, invalid(method, "prompt[%d].data: not base64: %v", i, err)
+	}
+	part, err := agent.ImageData(fmt.Sprintf("prompt[%d]", i), raw)
+	if err != nil {
+		return session.Part{}, invalid(method, "%v", err)
+	}
+	return part, nil
+}
+
+// Config option ids.
+const (
+	optModel    = "model"
+	optEffort   = "effort"
+	optApproval = "approval"
+)
+
+// configOptions lists the session's options: the model (every catalog
+// model whose provider can be reached), its effort levels when it has
+// any, and the approval policy.
+func (a *Agent) configOptions(s *acpSession) []ConfigOption {
+	in := s.Info()
+	mo := ConfigOption{ID: optModel, Name: "Model", Category: "model", Type: "select", CurrentValue: in.Model}
+	for _, m := range a.host.Models() {
+		if m.ID == in.Model || a.host.Usable(m.ID) {
+			mo.Options = append(mo.Options, ConfigChoice{Value: m.ID, Name: m.ID})
+		}
+	}
+	opts := []ConfigOption{mo}
+	if info, err := a.host.Model(in.Model); err == nil && len(info.Efforts) > 0 {
+		eo := ConfigOption{ID: optEffort, Name: "Effort", Category: "thought_level", Type: "select", CurrentValue: in.Effort}
+		for _, e := range info.Efforts {
+			eo.Options = append(eo.Options, ConfigChoice{Value: e, Name: e})
+		}
+		opts = append(opts, eo)
+	}
+	ap := ConfigOption{ID: optApproval, Name: "Approval", Description: "which tool calls ask for permission first",
+		Type: "select", CurrentValue: in.Approval, Options: []ConfigChoice{
+			{Value: agent.ApproveNever, Name: "Never ask"},
+			{Value: agent.ApproveWrites, Name: "Ask before edits and commands"},
+			{Value: agent.ApproveAll, Name: "Ask before every tool call"},
+		}}
+	return append(opts, ap)
+}
+
+func (a *Agent) setConfigOption(params json.RawMessage) (any, *Error) {
+	const method = "session/set_config_option"
+	p, err := decode[SetConfigOptionParams](method, params)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.session(method, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	var v string
+	if json.Unmarshal(p.Value, &v) != nil {
+		return nil, invalid(method, "value: expected a string, got %s", clip(p.Value))
+	}
+	var serr error
+	switch p.ConfigID {
+	case optModel:
+		_, _, serr = s.Set(&v, nil)
+		if serr == nil {
+			info, _ := a.host.Model(s.Info().Model)
+			s.mu.Lock()
+			s.tr.ContextWindow = int64(info.ContextWindow)
+			s.mu.Unlock()
+		}
+	case optEffort:
+		_, _, serr = s.Set(nil, &v)
+	case optApproval:
+		_, serr = s.SetApproval(&v, nil)
+	default:
+		return nil, invalid(method, "configId: unknown option %q (known: %v)", p.ConfigID, []string{optModel, optEffort, optApproval})
+	}
+	if serr != nil {
+		return nil, fail(method, serr)
+	}
+	return SetConfigOptionResult{ConfigOptions: a.configOptions(s)}, nil
+}
+
+func clip(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:57]) + "..."
+	}
+	return string(b)
+}
+
+// Permission options e offers; their ids are its answers.
+var permissionOptions = []PermissionOption{
+	{OptionID: "allow", Name: "Allow", Kind: "allow_once"},
+	{OptionID: "allow_session", Name: "Allow for this session", Kind: "allow_always"},
+	{OptionID: "reject", Name: "Reject", Kind: "reject_once"},
+}
+
+// approve asks the client with session/request_permission. fs/* and
+// terminal/* are never called: e's tools run here.
+func (a *Agent) approve(ctx context.Context, id string, c agent.Call) agent.Decision {
+	a.mu.Lock()
+	s := a.sessions[id]
+	a.mu.Unlock()
+	tc := Translator{}
+	if s != nil {
+		tc.Cwd = s.Cwd()
+	}
+	call := tc.Call(c)
+	call.SessionUpdate = ""
+	res, err := a.conn.call(ctx, "session/request_permission", PermissionParams{SessionID: id, ToolCall: call, Options: permissionOptions})
+	if err != nil {
+		return agent.Decision{Reason: err.Error()}
+	}
+	var r PermissionResult
+	if json.Unmarshal(res, &r) != nil {
+		return agent.Decision{Reason: "session/request_permission: the client's answer is not a RequestPermissionResponse"}
+	}
+	switch {
+	case r.Outcome.Outcome == "cancelled":
+		return agent.Decision{Reason: "the client cancelled the permission request"}
+	case r.Outcome.OptionID == "allow":
+		return agent.Decision{Allow: true}
+	case r.Outcome.OptionID == "allow_session":
+		return agent.Decision{Allow: true, Always: true}
+	case slices.ContainsFunc(permissionOptions, func(o PermissionOption) bool { return o.OptionID == r.Outcome.OptionID }):
+		return agent.Decision{Reason: "rejected by the user"}
+	}
+	return agent.Decision{Reason: fmt.Sprintf("session/request_permission: unknown optionId %q", r.Outcome.OptionID)}
+}

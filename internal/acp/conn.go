@@ -1,0 +1,132 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/e-agent/e/internal/jsonl"
+)
+
+// message is any JSON-RPC 2.0 message as read: a request (id and method),
+// a notification (method, no id) or a response (id, result or error).
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// Conn is one JSON-RPC 2.0 peer on a line stream: it writes responses and
+// notifications, and sends requests of its own (session/request_permission)
+// whose responses the reader hands back with deliver.
+type Conn struct {
+	out *jsonl.Writer
+
+	mu      sync.Mutex
+	next    int64
+	pending map[string]chan message
+}
+
+func newConn(out *jsonl.Writer) *Conn {
+	return &Conn{out: out, pending: map[string]chan message{}}
+}
+
+func (c *Conn) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("acp: marshal %T: %v", v, err)) // e's own types always marshal
+	}
+	// Background: the writer drains even after a failure, so this cannot block forever.
+	_ = c.out.Write(context.Background(), b)
+}
+
+// reply writes the one response of the request id.
+func (c *Conn) reply(id json.RawMessage, result any, err *Error) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	if err != nil {
+		c.write(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *Error          `json:"error"`
+		}{"2.0", id, err})
+		return
+	}
+	if result == nil {
+		result = struct{}{}
+	}
+	c.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{"2.0", id, result})
+}
+
+// notify writes a notification.
+func (c *Conn) notify(method string, params any) {
+	c.write(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params})
+}
+
+// call sends a request to the client and waits for its response or ctx.
+func (c *Conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	c.mu.Lock()
+	c.next++
+	id := strconv.FormatInt(c.next, 10)
+	ch := make(chan message, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	c.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params"`
+	}{"2.0", json.RawMessage(id), method, params})
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, fmt.Errorf("%s: the client answered with error %d: %s", method, m.Error.Code, m.Error.Message)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// deliver hands a response to the call waiting for it; a response nobody
+// waits for (late, or never asked) is dropped.
+func (c *Conn) deliver(m message) {
+	id := string(bytes.TrimSpace(m.ID))
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+}
+
+// cancelAll ends every call waiting for the client, which has gone.
+func (c *Conn) cancelAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, ch := range c.pending {
+		delete(c.pending, id)
+		ch <- message{Error: &Error{Code: CodeInternal, Message: "the connection closed"}}
+	}
+}

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The system prompt carries e's text (or the operator's), guidance for the
+// offered tools only, the environment, the effort and the instructions.
+func TestBuildPrompt(t *testing.T) {
+	env := promptEnv("/w", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name                          string
+		base, appendix, effort, instr string
+		tools                         []string
+		ext                           map[string]bool
+		want, not                     []string
+	}{
+		{name: "default", effort: "high", instr: "<!-- /w/AGENTS.md -->\nUse tabs.", tools: []string{"bash", "read"},
+			want: []string{"You are e, a coding agent.", "\n- bash: run commands", "\n- read: read a file", "- Working directory: /w\n",
+				"- Date: 2026-12-01\n", "- Reasoning effort: high", "Project instructions (AGENTS.md; follow them):\n<!-- /w/AGENTS.md -->\nUse tabs."},
+			not: []string{"- edit:", "- write:"}},
+		{name: "no tools", want: []string{"No tools are offered"}, not: []string{"Tools:", "Reasoning effort", "Project instructions"}},
+		{name: "extension tool", tools: []string{"deploy", "read"}, ext: map[string]bool{"deploy": true},
+			want: []string{"- deploy: an extension's tool; see its description."}},
+		{name: "extension tool named like a built-in", tools: []string{"read"}, ext: map[string]bool{"read": true},
+			want: []string{"- read: an extension's tool"}},
+		{name: "replaced and extended", base: "You review code.", appendix: "Answer in French.", tools: []string{"read"},
+			want: []string{"You review code.\n\nTools:", "- Working directory: /w", "\n\nAnswer in French."}, not: []string{"You are e"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := buildPrompt(tt.base, tt.appendix, env, tt.effort, tt.instr, tt.tools, tt.ext)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("prompt lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("prompt has %q:\n%s", n, got)
+				}
+			}
+		})
+	}
+	// Compact: every built-in tool, a short AGENTS.md. 4 bytes a token.
+	all := buildPrompt("", "", env, "high", "<!-- /w/AGENTS.md -->\nUse tabs.", []string{"bash", "edit", "find", "grep", "ls", "read", "sleep", "write"}, nil)
+	if n := len(all) / 4; n > 320 {
+		t.Errorf("the full prompt is about %d tokens, want at most 320:\n%s", n, all)
+	}
+}
+
+func TestGitSummary(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	if got := gitSummary(dir); got != "" {
+		t.Errorf("outside a repository: %q", got)
+	}
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "trunk")
+	if got := gitSummary(dir); got != "branch trunk, clean" {
+		t.Errorf("new repository: %q", got)
+	}
+	os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o600)
+	git("add", "a")
+	git("commit", "-qm", "a")
+	os.WriteFile(filepath.Join(dir, "a"), []byte("b"), 0o600)
+	os.WriteFile(filepath.Join(dir, "u1"), nil, 0o600)
+	os.WriteFile(filepath.Join(dir, "u2"), nil, 0o600)
+	if got := gitSummary(dir); got != "branch trunk, 1 changed, 2 untracked" {
+		t.Errorf("changed repository: %q", got)
+	}
+}

@@ -1,0 +1,399 @@
+package model
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A hand scanner for the few members of the streamed delta events, so that
+// a delta costs neither reflection nor garbage. It validates the whole
+// event as JSON. Whatever it is not sure to read exactly as encoding/json
+// would (an escaped or non-ASCII key, a key that differs from a field only
+// in case, an unexpected type, null, deep nesting) makes the caller fall
+// back to json.Unmarshal, which then decides, errors included.
+
+// member is one wanted member of an object: its key and, after scanObject,
+// its raw value (nil when absent).
+type member struct {
+	key string
+	val []byte
+}
+
+// scanObject reports whether data is one valid JSON object whose keys are
+// each either one of want's (its val is set; the last one wins, as in
+// encoding/json) or none of fields, the keys the caller's slow path
+// decodes, in any case. want's keys must be among fields.
+func scanObject(data []byte, fields []string, want []member) bool {
+	for i := range want {
+		want[i].val = nil
+	}
+	end, ok := scanMembers(data, skipSpace(data, 0), fields, want)
+	return ok && skipSpace(data, end) == len(data)
+}
+
+// scanMembers scans the object at data[i:] and returns its end.
+func scanMembers(data []byte, i int, fields []string, want []member) (int, bool) {
+	if i >= len(data) || data[i] != '{' {
+		return 0, false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return 0, false
+		}
+		end, plain, ok := scanString(data, i)
+		if !ok || !plain {
+			return 0, false
+		}
+		key := data[i+1 : end-1]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(data, i+1)
+		vend, ok := scanValue(data, i, 1)
+		if !ok || !keep(key, data[i:vend], fields, want) {
+			return 0, false
+		}
+		i = skipSpace(data, vend)
+		if i >= len(data) {
+			return 0, false
+		}
+		switch data[i] {
+		case '}':
+			return i + 1, true
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return 0, false
+		}
+	}
+}
+
+// keep records a member's value; it reports false for a key encoding/json
+// could match to another field than this scanner does.
+func keep(key, val []byte, fields []string, want []member) bool {
+	for j := range want {
+		if string(key) == want[j].key {
+			want[j].val = val
+			return true
+		}
+	}
+	for _, b := range key {
+		if b >= utf8.RuneSelf {
+			return false // encoding/json folds K (U+212A) to k and ſ (U+017F) to s
+		}
+	}
+	for _, f := range fields {
+		if len(f) == len(key) && foldEqual(f, key) {
+			return false
+		}
+	}
+	return true
+}
+
+func foldEqual(s string, b []byte) bool {
+	for i := range len(s) {
+		x, y := s[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// maxDepth bounds the nesting this scanner follows; deeper events take the
+// slow path.
+const maxDepth = 64
+
+// scanValue returns the end of the JSON value at data[i:].
+func scanValue(data []byte, i, depth int) (int, bool) {
+	if i >= len(data) || depth > maxDepth {
+		return 0, false
+	}
+	switch c := data[i]; {
+	case c == '"':
+		end, _, ok := scanString(data, i)
+		return end, ok
+	case c == '{':
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return 0, false
+			}
+			end, _, ok := scanString(data, i)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return 0, false
+			}
+			if i, ok = scanValue(data, skipSpace(data, i+1), depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) {
+				return 0, false
+			}
+			if data[i] == '}' {
+				return i + 1, true
+			}
+			if data[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(data, i+1)
+		}
+	case c == '[':
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = scanValue(data, i, depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) {
+				return 0, false
+			}
+			if data[i] == ']' {
+				return i + 1, true
+			}
+			if data[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(data, i+1)
+		}
+	case c == 't':
+		return literal(data, i, "true")
+	case c == 'f':
+		return literal(data, i, "false")
+	case c == 'n':
+		return literal(data, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return scanNumber(data, i)
+	}
+	return 0, false
+}
+
+func literal(data []byte, i int, lit string) (int, bool) {
+	if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return 0, false
+}
+
+// scanNumber follows the JSON number grammar.
+func scanNumber(data []byte, i int) (int, bool) {
+	digits := func() bool {
+		start := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if data[i] == '-' {
+		i++
+	}
+	if i < len(data) && data[i] == '0' {
+		i++
+	} else if !digits() {
+		return 0, false
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if !digits() {
+			return 0, false
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// scanString returns the end of the string at data[i:] (after its closing
+// quote) and whether it holds no escape.
+func scanString(data []byte, i int) (end int, plain, ok bool) {
+	plain = true
+	for j := i + 1; j < len(data); j++ {
+		for j < len(data) && plainByte[data[j]] {
+			j++
+		}
+		if j == len(data) {
+			break
+		}
+		switch c := data[j]; {
+		case c == '"':
+			return j + 1, plain, true
+		case c < 0x20:
+			return 0, false, false
+		case c == '\\':
+			plain = false
+			j++
+			if j >= len(data) {
+				return 0, false, false
+			}
+			switch data[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(data) || hex4(data[j+1:j+5]) < 0 {
+					return 0, false, false
+				}
+				j += 4
+			default:
+				return 0, false, false
+			}
+		}
+	}
+	return 0, false, false
+}
+
+// plainByte marks the bytes a JSON string holds as they are.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// unquote appends the text of the scanned JSON string raw (quotes
+// included) to b as encoding/json decodes it: invalid UTF-8 and lone
+// surrogates become U+FFFD.
+func unquote(b *strings.Builder, raw []byte) {
+	s := raw[1 : len(raw)-1]
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == '\\' {
+			b.Write(s[start:i])
+			switch s[i+1] {
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'u':
+				r := hex4(s[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, hex4(s[i+2:])); d != utf8.RuneError {
+							b.WriteRune(d)
+							i += 6
+							start = i
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				b.WriteRune(r)
+				start = i
+				continue
+			default: // '"', '\\', '/'
+				b.WriteByte(s[i+1])
+			}
+			i += 2
+			start = i
+			continue
+		}
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.Write(s[start:i])
+			b.WriteRune(utf8.RuneError)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b.Write(s[start:])
+}
+
+// isString reports whether the scanned value raw is a string.
+func isString(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
+
+// isNull reports whether the scanned value raw is absent or null.
+func isNull(raw []byte) bool { return raw == nil || string(raw) == "null" }
+
+// scanInt reads the scanned value raw as encoding/json reads a number into
+// an int: an integer without fraction or exponent, here of at most 18
+// digits. An absent value is 0.
+func scanInt(raw []byte) (int, bool) {
+	if raw == nil {
+		return 0, true
+	}
+	s, neg := raw, false
+	if s[0] == '-' {
+		s, neg = s[1:], true
+	}
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}

@@ -1,0 +1,88 @@
+package model
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/e-agent/e/internal/providermock"
+)
+
+func text(raw []byte) string {
+	var b strings.Builder
+	unquote(&b, raw)
+	return b.String()
+}
+
+// The delta scanners accept only what encoding/json decodes, and read it
+// the same: fuzzed events of each API.
+func FuzzDeltaScan(f *testing.F) {
+	for _, api := range providermock.APIs {
+		head, deltas, tail := providermock.Body(api, 2)
+		for _, ev := range [][]byte{head, deltas[0], tail} {
+			for _, line := range strings.Split(string(ev), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					f.Add(d)
+				}
+			}
+		}
+	}
+	for _, s := range []string{
+		`{"type":"response.output_text.delta","delta":"a\u00e9\ud83d\ude00\ud800x\"\\\/\b\f\n\r\t<>&\u2028"}`,
+		`{"type":"response.output_text.delta","Delta":"x","delta":"y"}`,
+		`{"type":"response.output_text.delta","delta":"x","delta":"y","output_index":2}`,
+		`{"type":"response.reasoning_summary_text.delta","delta":"x","summary_index":1e1}`,
+		`{"type":"content_block_delta","index":3,"delta":{"type":"thinking_delta","thinking":"\xff\xfe"}}`,
+		`{"choices":[{"delta":{"content":"x","role":"assistant"},"finish_reason":null,"index":0}],"usage":null}`,
+		`{"choices":[{"delta":{"content":"x"}},{"delta":{}}]}`,
+		` {"type" : "content_block_delta" , "delta" : { "type":"text_delta" , "text" : "" } } `,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		b := []byte(data)
+		var r responsesDelta
+		if r.scan(rawEvent{Data: b, Event: []byte("response.output_text.delta")}) {
+			var e responsesEvent
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatalf("responses: scanned %q, which encoding/json rejects: %v", data, err)
+			}
+			if e.OutputIndex != r.output || e.SummaryIndex != r.summary || e.Delta != text(r.delta) {
+				t.Fatalf("responses: %q read as %d %d %q, encoding/json reads %d %d %q", data, r.output, r.summary, text(r.delta), e.OutputIndex, e.SummaryIndex, e.Delta)
+			}
+			if e.Type != "" && e.Type != "response.output_text.delta" && e.Type != "response.refusal.delta" && r.kind == PartText {
+				t.Fatalf("responses: %q read as a text delta", data)
+			}
+		}
+		var a anthropicDelta
+		if a.scan(b) {
+			var e anthropicEvent
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatalf("anthropic: scanned %q, which encoding/json rejects: %v", data, err)
+			}
+			got := text(a.text)
+			if e.Type != "content_block_delta" || e.Delta == nil || e.Index != a.index ||
+				e.Delta.Text+e.Delta.Thinking != got || e.Delta.Signature != "" || e.Delta.PartialJSON != "" {
+				t.Fatalf("anthropic: %q read as %d %q, encoding/json reads %+v", data, a.index, got, e)
+			}
+		}
+		var c chatDelta
+		if c.scan(b) {
+			var ch chatChunk
+			if err := json.Unmarshal(b, &ch); err != nil {
+				t.Fatalf("chat: scanned %q, which encoding/json rejects: %v", data, err)
+			}
+			got := ""
+			if isString(c.content) {
+				got = text(c.content)
+			}
+			if len(ch.Choices) != 1 || ch.Usage != nil || len(ch.Error) > 0 || ch.Choices[0].FinishReason != "" {
+				t.Fatalf("chat: %q read as a plain content chunk, encoding/json reads %+v", data, ch)
+			}
+			d := ch.Choices[0].Delta
+			if d.Content != got || d.Reasoning != "" || d.ReasoningContent != "" || len(d.ToolCalls) > 0 {
+				t.Fatalf("chat: %q read as %q, encoding/json reads %+v", data, got, d)
+			}
+		}
+	})
+}

@@ -1,0 +1,127 @@
+// Package providermock serves canned streamed answers of the provider APIs
+// e speaks (OpenAI Responses, Chat Completions, Anthropic Messages) over
+// loopback HTTP, as fast as the client reads them, for benchmarks of the
+// provider path. Each answer is n text deltas "w1 ", "w2 ", ….
+package providermock
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// APIs are the API names of e's provider settings, in a fixed order.
+var APIs = []string{"openai-responses", "openai-chat", "anthropic"}
+
+// Path returns the request path of api, below its base URL.
+func Path(api string) string {
+	switch api {
+	case "openai-chat":
+		return "/chat/completions"
+	case "anthropic":
+		return "/v1/messages"
+	}
+	return "/responses"
+}
+
+// Delta returns the text of delta i (from 0).
+func Delta(i int) string { return "w" + strconv.Itoa(i+1) + " " }
+
+// Body returns the whole event stream of an answer of n deltas: its head
+// (up to the first delta), the deltas, and its tail.
+func Body(api string, n int) (head []byte, deltas [][]byte, tail []byte) {
+	var h, t bytes.Buffer
+	deltas = make([][]byte, n)
+	switch api {
+	case "openai-chat":
+		for i := range n {
+			deltas[i] = fmt.Appendf(nil, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", Delta(i))
+		}
+		h.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
+		t.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprintf(&t, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", n, n+10)
+		t.WriteString("data: [DONE]\n\n")
+	case "anthropic":
+		h.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n")
+		h.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+		for i := range n {
+			deltas[i] = fmt.Appendf(nil, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", Delta(i))
+		}
+		t.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+		fmt.Fprintf(&t, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":%d}}\n\n", n)
+		t.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	default:
+		h.WriteString("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n")
+		h.WriteString("event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}\n\n")
+		for i := range n {
+			deltas[i] = fmt.Appendf(nil, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":%q,\"logprobs\":[]}\n\n", i+2, Delta(i))
+		}
+		fmt.Fprintf(&t, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":%d,\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[]}}\n\n", n+2)
+		fmt.Fprintf(&t, "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":%d,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":%d,\"total_tokens\":%d}}}\n\n", n+3, n, n+10)
+	}
+	return h.Bytes(), deltas, t.Bytes()
+}
+
+// Server answers every POST to one API's path with an answer of n deltas.
+// Its handler records when it flushed the first delta of each answer.
+type Server struct {
+	api    string
+	head   []byte
+	deltas []byte
+	first  int // length of the first delta
+	tail   []byte
+
+	mu     sync.Mutex
+	firsts []time.Time
+}
+
+// NewServer returns the handler of answers of n deltas in api.
+func NewServer(api string, n int) *Server {
+	head, deltas, tail := Body(api, n)
+	s := &Server{api: api, head: head, tail: tail, deltas: bytes.Join(deltas, nil)}
+	if len(deltas) > 0 {
+		s.first = len(deltas[0])
+	}
+	return s
+}
+
+// ServeHTTP writes the head and the first delta, flushes, then the rest.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, Path(s.api)) {
+		http.Error(w, `{"error":{"type":"not_found","message":"no such route"}}`, http.StatusNotFound)
+		return
+	}
+	// Drain the request so the client's write never races the answer.
+	var sink [32 << 10]byte
+	for {
+		if _, err := r.Body.Read(sink[:]); err != nil {
+			break
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("x-request-id", "req_mock")
+	f, _ := w.(http.Flusher)
+	w.Write(s.head)
+	w.Write(s.deltas[:s.first])
+	t := time.Now() // the first delta leaves with this flush
+	if f != nil {
+		f.Flush()
+	}
+	s.mu.Lock()
+	s.firsts = append(s.firsts, t)
+	s.mu.Unlock()
+	w.Write(s.deltas[s.first:])
+	w.Write(s.tail)
+}
+
+// Firsts returns when the first delta of each answer so far was sent: just
+// before the flush that writes it.
+func (s *Server) Firsts() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.firsts...)
+}

@@ -1,0 +1,277 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/store"
+)
+
+// Spec describes a session to create: what session.create, a one-shot
+// line and e -p share (O4). Zero values mean "not given".
+type Spec struct {
+	Cwd     string   // "" = the process's cwd, or the resumed log's; relative to the process's
+	Model   *string  // nil = the default, or the resumed log's
+	Effort  *string  // nil = the default, or the resumed log's
+	Tools   []string // nil = every tool the process allows; non-nil narrows, never widens (C3, C4)
+	NoTools bool     // tool_mode "none"
+	Save    bool     // write a log; ignored under Options.NoSave
+	// Resume is a log to continue. With Save it is opened for writing and
+	// locked (C6): a log open for writing anywhere, this process included,
+	// is refused with code locked. Without Save it is a read-only copy
+	// (C7) under a new session id, so it never shadows an open session.
+	Resume string
+	Name   *string // C8
+	// Approval is the approval policy (never, writes, all; nil: the
+	// process's); ApprovalTimeout bounds each question (nil: none).
+	Approval        *string
+	ApprovalTimeout *time.Duration
+}
+
+// Create makes a session from spec and registers it with the host.
+func (h *Host) Create(ctx context.Context, spec Spec) (*Session, error) {
+	c, err := h.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	s, err := h.open(c)
+	if err != nil {
+		return nil, err
+	}
+	h.register(s)
+	return s, nil
+}
+
+// creation is a spec resolved against the process and the resumed log.
+type creation struct {
+	spec     Spec
+	cwd      string
+	save     bool
+	header   *store.Header // of the resumed log
+	log      *store.Log    // the resumed log, when opened for writing
+	entries  []store.Entry
+	warnings []string // what reading the resumed log repaired or skipped
+	model    string
+	effort   string
+	tools    []string
+	system   string
+	approval agent.Approval
+}
+
+func paramErr(code Code, param, format string, args ...any) *Error {
+	return &Error{Code: code, Param: param, Err: fmt.Errorf(format, args...)}
+}
+
+// prepare checks spec: the log to resume, the cwd, model, effort, tools
+// and trust. On error nothing stays open.
+func (h *Host) prepare(spec Spec) (*creation, error) {
+	c := &creation{spec: spec, cwd: h.abs(spec.Cwd), save: spec.Save && !h.opts.NoSave}
+	if err := h.check(c); err != nil {
+		if c.log != nil {
+			c.log.Close()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (h *Host) check(c *creation) error {
+	spec := c.spec
+	if spec.Resume != "" {
+		if err := h.resume(c); err != nil {
+			return err
+		}
+	}
+	if st, err := os.Stat(c.cwd); err != nil {
+		return paramErr(CodeNotFound, "cwd", "%s does not exist", c.cwd)
+	} else if !st.IsDir() {
+		return paramErr(CodeInvalidParams, "cwd", "%s is not a directory", c.cwd)
+	}
+	if err := h.chooseModel(c); err != nil {
+		return err
+	}
+	if err := h.chooseTools(c); err != nil {
+		return err
+	}
+	appr, err := approval(agent.Approval{Policy: h.opts.Approval}, spec.Approval, spec.ApprovalTimeout)
+	if err != nil {
+		return err
+	}
+	c.approval = appr
+	system, needTrust, err := store.Instructions(h.env.Home, c.cwd)
+	if err != nil {
+		return wrap(CodeInternal, "cwd", err)
+	}
+	if needTrust {
+		return &Error{Code: CodeUntrusted, Err: fmt.Errorf("directory %s has an AGENTS.md but is not trusted: run `e trust %s` first", c.cwd, c.cwd)}
+	}
+	c.system = system
+	return nil
+}
+
+// resume reads the log to continue: locked for writing when saving,
+// else a read-only copy.
+func (h *Host) resume(c *creation) error {
+	path := h.abs(c.spec.Resume)
+	var err error
+	if c.save {
+		c.log, c.header, c.entries, err = store.OpenWritable(path)
+		if err == nil {
+			c.warnings = c.log.Warnings()
+		}
+	} else {
+		var rr *store.ReadResult
+		if rr, err = store.Read(path); err == nil {
+			c.header, c.entries, c.warnings = &rr.Header, rr.Entries, rr.Warnings
+		}
+	}
+	if err != nil {
+		return wrap(CodeInvalidParams, "resume", err)
+	}
+	c.entries = store.Branch(c.entries)
+	if c.spec.Cwd == "" {
+		c.cwd = c.header.Cwd
+	}
+	return nil
+}
+
+// chooseModel settles model and effort: the spec's, else the resumed
+// log's last setting (with -m still applying), else the process default.
+func (h *Host) chooseModel(c *creation) error {
+	cat := h.engine.Catalog
+	modelID, effort := h.def, h.opts.Effort
+	if c.header != nil {
+		modelID, effort = c.header.Model, c.header.Effort
+		for _, en := range c.entries {
+			if en.Type == store.TypeSettings {
+				modelID, effort = en.Model, en.Effort
+			}
+		}
+		if h.opts.Model != "" {
+			modelID = h.opts.Model
+		}
+	}
+	if c.spec.Model != nil {
+		modelID = *c.spec.Model
+		if c.spec.Effort == nil {
+			effort = h.opts.Effort
+		}
+	}
+	if c.spec.Effort != nil {
+		effort = *c.spec.Effort
+	}
+	info, err := cat.Lookup(modelID)
+	if err != nil {
+		return wrap(CodeInvalidParams, "model", err)
+	}
+	modelID = info.ID // a bare name is recorded and reported as the full id
+	if _, err := cat.Provider(modelID); err != nil {
+		return wrap(CodeInvalidParams, "model", err) // e.g. no API key: say so now, not at every prompt
+	}
+	if effort, err = cat.CheckEffort(modelID, effort); err != nil {
+		return wrap(CodeInvalidParams, "effort", err)
+	}
+	c.model, c.effort = modelID, effort
+	return nil
+}
+
+// chooseTools narrows what the process allows, never widens it (C3, C4, L1).
+func (h *Host) chooseTools(c *creation) error {
+	all := h.toolNames()
+	allowed := all
+	if h.opts.NoTools || c.spec.NoTools {
+		allowed = nil
+	}
+	if c.spec.Tools != nil {
+		var narrowed []string
+		for i, name := range c.spec.Tools {
+			if !slices.Contains(all, name) {
+				return paramErr(CodeInvalidParams, fmt.Sprintf("tools[%d]", i), "unknown tool %q (known: %v)", name, all)
+			}
+			if slices.Contains(allowed, name) && !slices.Contains(narrowed, name) {
+				narrowed = append(narrowed, name)
+			}
+		}
+		allowed = narrowed
+	}
+	c.tools = allowed
+	return nil
+}
+
+// open makes the session of a prepared creation; it takes c.log.
+func (h *Host) open(c *creation) (*Session, error) {
+	hd := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: c.cwd,
+		Created: time.Now().UTC(), Model: c.model, Effort: c.effort}
+	if c.spec.Name != nil {
+		hd.Name = *c.spec.Name
+	}
+	name := ""
+	log := c.log
+	switch {
+	case c.header != nil && log != nil:
+		// Resumed for writing: its log's header and id; a name entry in
+		// the history overrides the header's name.
+		hd, name = *c.header, c.header.Name
+	case c.header != nil:
+		// A read-only copy: the log's header under a new id, so the copy
+		// never takes over a session open under the log's id.
+		id := hd.ID
+		hd, name = *c.header, c.header.Name
+		hd.ID = id
+	case c.save:
+		var err error
+		if log, err = store.Create(h.env.Home, hd); err != nil {
+			return nil, wrap(CodeInternal, "", err)
+		}
+	}
+	a := h.engine.NewSession(agent.Options{
+		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
+		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
+	})
+	c.log = nil // the agent session owns it now
+	s := newSession(h, a, hd)
+	fail := func(err error) (*Session, error) {
+		a.Close()
+		return nil, wrap(CodeInternal, "", err)
+	}
+	switch {
+	case c.spec.Name != nil && c.header != nil:
+		if err := a.Rename(*c.spec.Name); err != nil {
+			return fail(err)
+		}
+	case c.spec.Name != nil:
+		a.SetName(*c.spec.Name)
+	}
+	if c.header != nil && log != nil && (c.model != c.header.Model || c.effort != c.header.Effort) {
+		if _, _, err := a.Set(&c.model, &c.effort); err != nil {
+			return fail(err)
+		}
+	}
+	return s, nil
+}
+
+// approval returns the approval settings asked for, on top of cur.
+func approval(cur agent.Approval, policy *string, timeout *time.Duration) (agent.Approval, error) {
+	if policy != nil {
+		p, err := agent.CheckPolicy(*policy)
+		if err != nil {
+			return cur, wrap(CodeInvalidParams, "approval", err)
+		}
+		cur.Policy = p
+	}
+	if timeout != nil {
+		if *timeout < 0 {
+			return cur, paramErr(CodeInvalidParams, "approval_timeout_ms", "%v is negative", *timeout)
+		}
+		cur.Timeout = *timeout
+	}
+	return cur, nil
+}
+
+// errClosed is the error of a session used after Close.
+var errClosed = errors.New("is closed")

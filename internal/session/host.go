@@ -1,0 +1,361 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/extension"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+)
+
+// Options are the process flags (L1) and build facts.
+type Options struct {
+	Model        string // -m; "" for the catalog default
+	Effort       string // --ef
+	NoTools      bool   // --nt
+	NoExtensions bool   // --ne
+	NoSave       bool   // --no-save: every session memory-only
+	Approval     string // --approval: the approval policy of new sessions; "" is never
+	// Providers are added to those of settings.json (one of the same name
+	// replaces it): pi's models.json under e --mode rpc.
+	Providers map[string]model.ProviderConfig
+	// SystemPrompt (--system-prompt) replaces e's own text of the system
+	// prompt, and settings' system_prompt; AppendSystemPrompt
+	// (--append-system-prompt) is added after settings' append_system_prompt.
+	SystemPrompt, AppendSystemPrompt string
+
+	Version, Channel, Commit string
+}
+
+// Env is where the process runs.
+type Env struct {
+	Cwd    string              // sessions' default cwd; relative paths resolve against it
+	Home   string              // e's home ($E_HOME)
+	Getenv func(string) string // provider keys and the like
+}
+
+// UI is how extensions reach the front end's client (X2–X7); the front
+// end implements it. Ask blocks until the client answers or ctx ends and
+// returns ErrNoUI at once when nobody can be asked (X5). Notice is called
+// from one goroutine, in order. A UI that is also an Approver answers
+// tool approvals; without one, calls the policy names are denied (e -p).
+type UI = extension.UI
+
+// Approver asks the client whether a tool call may run.
+type Approver = agent.Approver
+
+// Notice is a message from or about an extension, for the person.
+type Notice = extension.Notice
+
+// ErrNoUI is UI.Ask's answer when there is no client to ask.
+var ErrNoUI = extension.ErrNoUI
+
+// Re-exported so front ends need not import the store or the catalog.
+type (
+	ModelInfo = model.Info    // one entry of models.list
+	Summary   = store.Summary // one saved session of session.list
+	Entry     = store.Entry   // one entry of a session's history
+	Part      = model.Part    // one part of a message's content
+)
+
+// joinNonEmpty joins the texts given, a blank line apart.
+func joinNonEmpty(texts ...string) string {
+	var out []string
+	for _, t := range texts {
+		if strings.TrimSpace(t) != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// extensionGrace is how long extensions get to exit after shutdown.
+const extensionGrace = 2 * time.Second
+
+// Host is one e process: its settings, model catalog, extension host and
+// open sessions. Its methods are safe for concurrent use.
+type Host struct {
+	opts     Options
+	env      Env
+	settings store.Settings
+	engine   *agent.Engine
+	ext      *extension.Host // nil when no extension runs
+	def      string          // the model a session gets unless told otherwise
+
+	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closing  bool           // no turn starts any more
+	turns    sync.WaitGroup // turn goroutines; Add only while !closing, under mu
+}
+
+// Start reads settings, builds the model catalog and starts extensions
+// with ui as their client. Its errors are start-up problems: a bad
+// settings file, an unknown -m model, an effort the model lacks. ctx
+// bounds the extensions' start-up only.
+func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
+	settings, err := store.LoadSettings(env.Home)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := model.ParseProviders(settings.Providers)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.Providers) > 0 && providers == nil {
+		providers = map[string]model.ProviderConfig{}
+	}
+	for name, pc := range opts.Providers {
+		providers[name] = pc
+	}
+	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: env.Getenv,
+		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	def, warning := cat.Default()
+	if opts.Model != "" {
+		info, err := cat.Lookup(opts.Model)
+		if err != nil {
+			return nil, fmt.Errorf("-m: %w", err)
+		}
+		def, warning = info.ID, ""
+		opts.Model = info.ID
+	}
+	if _, err := cat.CheckEffort(def, opts.Effort); err != nil {
+		return nil, fmt.Errorf("--ef: %w", err)
+	}
+	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
+		return nil, fmt.Errorf("--approval: %w", err)
+	}
+	hctx, cancel := context.WithCancel(context.Background())
+	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel,
+		sessions: map[string]*Session{}, engine: &agent.Engine{
+			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
+			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
+			MaxAttempts:        settings.MaxAttempts,
+			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
+			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
+		}}
+	if a, ok := ui.(Approver); ok {
+		h.engine.Approver = a
+	}
+	if !opts.NoExtensions {
+		cfgs, err := extension.Configs(env.Home, settings.Extensions)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if len(cfgs) > 0 {
+			h.ext = extension.StartWith(ctx, cfgs, ui, extension.Options{Version: opts.Version})
+			h.engine.Ext = extHost{h.ext}
+		}
+	}
+	return h, nil
+}
+
+// Engine returns the agent engine every session of the process shares.
+// It is for a front end that makes its agent sessions itself (the pi
+// dialect, whose sessions live in pi's folder, start from a fork point and
+// take pi's system prompt flags); such sessions are not registered.
+func (h *Host) Engine() *agent.Engine { return h.engine }
+
+// Options returns the process options, -m resolved to its full id.
+func (h *Host) Options() Options { return h.opts }
+
+// Cwd returns the process's working directory.
+func (h *Host) Cwd() string { return h.env.Cwd }
+
+// Home returns e's home directory.
+func (h *Host) Home() string { return h.env.Home }
+
+// DefaultModel returns the model a session gets unless told otherwise.
+func (h *Host) DefaultModel() string { return h.def }
+
+// Models returns the model catalog (models.list).
+func (h *Host) Models() []ModelInfo { return h.engine.Catalog.Models() }
+
+// Model returns the catalog entry of id (a full or bare name).
+func (h *Host) Model(id string) (ModelInfo, error) { return h.engine.Catalog.Lookup(id) }
+
+// Usable reports whether a session could run on model id now: its
+// provider has what it needs (a key), so choosing it would not fail.
+func (h *Host) Usable(id string) bool {
+	_, err := h.engine.Catalog.Provider(id)
+	return err == nil
+}
+
+// List returns the saved sessions of cwd ("" = the process's), or of
+// every directory with all (C5).
+func (h *Host) List(cwd string, all bool) ([]Summary, error) {
+	list, err := store.List(h.env.Home, h.abs(cwd), all)
+	if err != nil {
+		return nil, wrap(CodeInternal, "", err)
+	}
+	if list == nil {
+		list = []Summary{}
+	}
+	return list, nil
+}
+
+// abs resolves p against the process's cwd; "" is the cwd itself.
+func (h *Host) abs(p string) string {
+	if p == "" {
+		return h.env.Cwd
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(h.env.Cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// Get returns the open session id; the error has code unknown_session.
+func (h *Host) Get(id string) (*Session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sessions[id]
+	if !ok {
+		return nil, &Error{Code: CodeUnknownSession, Err: fmt.Errorf("unknown session %q", id)}
+	}
+	return s, nil
+}
+
+// Sessions returns the open sessions, in no particular order.
+func (h *Host) Sessions() []*Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := make([]*Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	return all
+}
+
+func (h *Host) register(s *Session) {
+	h.mu.Lock()
+	h.sessions[s.ID()] = s
+	h.mu.Unlock()
+	if h.ext != nil {
+		h.ext.Notify("session.created", map[string]any{"session": s.ID(), "cwd": s.Cwd()})
+	}
+}
+
+// unregister removes s; it reports whether s was registered.
+func (h *Host) unregister(s *Session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.ID()] != s {
+		return false
+	}
+	delete(h.sessions, s.ID())
+	return true
+}
+
+// reserve counts a turn goroutine about to start; false once the host
+// is closing.
+func (h *Host) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.turns.Add(1)
+	return true
+}
+
+// closeTurns stops new turns and cancels the running ones.
+func (h *Host) closeTurns() {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	h.cancel()
+}
+
+// Shutdown ends the process's work (D1): it stops every running turn
+// (each still delivers its last events and its result), closes every
+// session (their locks released), kills tool processes and stops the
+// extensions. It returns when every turn goroutine has ended.
+func (h *Host) Shutdown() {
+	h.closeTurns()
+	var wg sync.WaitGroup
+	for _, s := range h.Sessions() {
+		wg.Go(func() { s.Close(context.Background()) })
+	}
+	wg.Wait()
+	h.engine.Procs.KillAll()
+	h.turns.Wait()
+	if h.ext != nil {
+		h.ext.Shutdown(extensionGrace)
+	}
+}
+
+// Kill is the signal path (D2): it stops every turn and kills every tool
+// process group at once, gives turns up to grace to deliver their last
+// events and results, then kills the extensions. It reports whether every
+// turn ended within grace.
+func (h *Host) Kill(grace time.Duration) bool {
+	// Turns stop first, so none goes on to another model call after its
+	// bash dies.
+	h.closeTurns()
+	h.engine.Procs.KillAll()
+	ended := make(chan struct{})
+	go func() {
+		h.turns.Wait()
+		close(ended)
+	}()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	ok := true
+	select {
+	case <-ended:
+	case <-timer.C:
+		ok = false
+	}
+	if h.ext != nil {
+		h.ext.Kill()
+	}
+	return ok
+}
+
+// toolNames returns every tool name the process knows: built-in and extension.
+func (h *Host) toolNames() []string {
+	names := tool.Names()
+	if h.engine.Ext != nil {
+		for _, d := range h.engine.Ext.Tools() {
+			names = append(names, d.Name)
+		}
+	}
+	return names
+}
+
+// extHost adapts the extension host to the agent.
+type extHost struct{ h *extension.Host }
+
+func (e extHost) Tools() []model.ToolDef {
+	var defs []model.ToolDef
+	for _, t := range e.h.Tools() {
+		defs = append(defs, model.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return defs
+}
+
+func (e extHost) CallTool(ctx context.Context, session, name string, args json.RawMessage) (string, bool) {
+	return e.h.CallTool(ctx, session, name, args)
+}
+
+func (e extHost) Gate(ctx context.Context, session, name string, args json.RawMessage) (bool, string) {
+	return e.h.Gate(ctx, session, name, args)
+}
+
+func (e extHost) Notify(event string, data any) { e.h.Notify(event, data) }

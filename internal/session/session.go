@@ -1,0 +1,402 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+// CompactResult describes a compaction.
+type CompactResult = agent.CompactResult
+
+// Session is one open conversation of a Host. Its methods are safe for
+// concurrent use.
+type Session struct {
+	h      *Host
+	a      *agent.Session
+	header store.Header // as written in its log (or as it would be)
+	path   string       // its log; "" when memory-only. Fixed for its life.
+
+	mu       sync.Mutex
+	turn     *Turn // the running prompt or compact
+	detached bool  // closing: no turn starts any more
+	closed   chan struct{}
+	closeErr error
+}
+
+func newSession(h *Host, a *agent.Session, hd store.Header) *Session {
+	return &Session{h: h, a: a, header: hd, path: a.Info().Path, closed: make(chan struct{})}
+}
+
+// Info is a snapshot of a session.
+type Info struct {
+	ID, Cwd, Model, Effort string
+	Path                   string // "" when memory-only
+	Name, Title            string
+	Approval               string // the approval policy
+	Messages               int
+	Running                bool
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.a.ID() }
+
+// Cwd returns the session's working directory.
+func (s *Session) Cwd() string { return s.a.Cwd() }
+
+// Path returns the session's log, "" when it is memory-only.
+func (s *Session) Path() string { return s.path }
+
+// Info returns a snapshot.
+func (s *Session) Info() Info {
+	in := s.a.Info()
+	return Info{ID: s.ID(), Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort, Path: s.path,
+		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running}
+}
+
+// Turn is one running prompt or compaction. Each has its own done
+// channel, so waiting on one never waits on the next (nothing is reused
+// across turns).
+type Turn struct {
+	done      chan struct{}
+	result    agent.Result
+	compacted CompactResult
+	err       error
+}
+
+// Done is closed when the turn has ended: its last event delivered to the
+// sink and its result ready.
+func (t *Turn) Done() <-chan struct{} { return t.done }
+
+// Result returns a prompt's result, once Done is closed. Its Session and
+// Path are set (Path is nil for a memory-only session).
+func (t *Turn) Result() agent.Result { return t.result }
+
+// Compacted returns a compaction's result, once Done is closed.
+func (t *Turn) Compacted() (CompactResult, error) { return t.compacted, t.err }
+
+// Wait waits for the turn to end or ctx to be done.
+func (t *Turn) Wait(ctx context.Context) error {
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Prompt starts a turn (M6) and returns at once. Events go to sink in
+// order, from the turn's goroutine (serialised across a tool wave), all
+// before Done is closed; sink must not block for long. images are paths
+// relative to the session's cwd, checked before the turn starts (I1, I2).
+// A second turn while one runs is refused with code turn_running (S5).
+// The turn stops when ctx ends, on Stop, Interrupt, Close or Shutdown.
+func (s *Session) Prompt(ctx context.Context, text string, images []string, sink func(agent.Event)) (*Turn, error) {
+	parts, err := s.loadImages(images)
+	if err != nil {
+		return nil, err
+	}
+	return s.prompt(ctx, text, parts, sink)
+}
+
+// PromptParts is Prompt with images given as parts, already read and
+// checked (agent.ImageData: ACP's base64 image blocks); a model without
+// image input refuses them with code unsupported.
+func (s *Session) PromptParts(ctx context.Context, text string, images []Part, sink func(agent.Event)) (*Turn, error) {
+	if len(images) > 0 {
+		if err := s.acceptsImages(); err != nil {
+			return nil, err
+		}
+	}
+	return s.prompt(ctx, text, images, sink)
+}
+
+func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink func(agent.Event)) (*Turn, error) {
+	return s.start(ctx, func(ctx context.Context, t *Turn) {
+		res := s.a.Prompt(ctx, text, parts, sink)
+		id := s.ID()
+		res.Session = &id
+		if s.path != "" {
+			path := s.path
+			res.Path = &path
+		}
+		t.result = res
+	})
+}
+
+// Compact summarises the history now (M9); like Prompt, it returns at once.
+func (s *Session) Compact(ctx context.Context, focus string, sink func(agent.Event)) (*Turn, error) {
+	return s.start(ctx, func(ctx context.Context, t *Turn) {
+		t.compacted, t.err = s.a.Compact(ctx, focus, sink)
+		if t.err != nil {
+			t.err = wrap(CodeInternal, "", t.err)
+		}
+	})
+}
+
+func (s *Session) loadImages(paths []string) ([]model.Part, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	parts, err := agent.LoadImages(s.Cwd(), paths)
+	if err != nil {
+		var ie *agent.ImageError
+		if errors.As(err, &ie) {
+			return nil, wrap(CodeInvalidParams, ie.Param(), ie.Err)
+		}
+		return nil, wrap(CodeInvalidParams, "images", err)
+	}
+	if err := s.acceptsImages(); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+func (s *Session) acceptsImages() error {
+	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
+		return paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)
+	}
+	return nil
+}
+
+// start runs one turn on a goroutine the host waits for.
+func (s *Session) start(ctx context.Context, run func(context.Context, *Turn)) (*Turn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.detached {
+		return nil, &Error{Code: CodeUnknownSession, Err: fmt.Errorf("session %s %w", s.ID(), errClosed)}
+	}
+	if !s.h.reserve() {
+		return nil, &Error{Code: CodeInternal, Err: errors.New("the process is shutting down")}
+	}
+	if err := s.a.Begin(); err != nil {
+		s.h.turns.Done()
+		return nil, wrap(CodeInternal, "", err)
+	}
+	t := &Turn{done: make(chan struct{})}
+	s.turn = t
+	go func() {
+		defer s.h.turns.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(s.h.ctx, cancel)
+		run(ctx, t)
+		stop()
+		cancel()
+		s.mu.Lock()
+		if s.turn == t {
+			s.turn = nil
+		}
+		s.mu.Unlock()
+		close(t.done)
+	}()
+	return t, nil
+}
+
+// Running returns the running turn, nil when idle.
+func (s *Session) Running() *Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turn
+}
+
+// Stop cancels the running turn at once, without waiting, and returns it
+// (nil when idle). Its result still comes through its Turn.
+func (s *Session) Stop() *Turn {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t != nil {
+		s.a.Stop()
+	}
+	return t
+}
+
+// Interrupt ends the running turn promptly (M8) and returns when that
+// turn is done; it does nothing when idle. ctx bounds the wait.
+func (s *Session) Interrupt(ctx context.Context) error {
+	if t := s.Stop(); t != nil {
+		return t.Wait(ctx)
+	}
+	return nil
+}
+
+// Steer queues text for the running turn (M7); code no_turn when idle.
+func (s *Session) Steer(text string) error {
+	if err := s.a.Steer(text); err != nil {
+		return wrap(CodeInternal, "", err)
+	}
+	return nil
+}
+
+// Set changes model and effort for the following turns (T1). Both are
+// checked together, naming the parameter at fault; on error neither
+// changes. Refused with turn_running while a turn runs.
+func (s *Session) Set(modelID, effort *string) (string, string, error) {
+	cat := s.h.engine.Catalog
+	in := s.a.Info()
+	m, ef := in.Model, in.Effort
+	if modelID != nil {
+		info, err := cat.Lookup(*modelID)
+		if err != nil {
+			return "", "", wrap(CodeInvalidParams, "model", err)
+		}
+		m, ef = info.ID, ""
+	}
+	if effort != nil {
+		ef = *effort
+	}
+	if _, err := cat.CheckEffort(m, ef); err != nil {
+		return "", "", wrap(CodeInvalidParams, "effort", err)
+	}
+	if _, err := cat.Provider(m); err != nil {
+		return "", "", wrap(CodeInvalidParams, "model", err)
+	}
+	m, ef, err := s.a.Set(modelID, effort)
+	if err != nil {
+		return "", "", wrap(CodeInternal, "", err)
+	}
+	return m, ef, nil
+}
+
+// SetApproval changes the approval policy and the time each question
+// waits, for the following calls; nil leaves one as it is. Tools allowed
+// for the session stay allowed. It returns the policy now in force.
+func (s *Session) SetApproval(policy *string, timeout *time.Duration) (string, error) {
+	a, err := approval(s.a.Approval(), policy, timeout)
+	if err != nil {
+		return "", err
+	}
+	if err := s.a.SetApproval(a); err != nil {
+		return "", wrap(CodeInvalidParams, "approval", err)
+	}
+	return a.Policy, nil
+}
+
+// Rename labels the session and records it in its history (C8).
+func (s *Session) Rename(name string) error {
+	if err := s.a.Rename(name); err != nil {
+		return wrap(CodeInternal, "", err)
+	}
+	return nil
+}
+
+// Entries returns a copy of the history.
+func (s *Session) Entries() []Entry { return s.a.Entries() }
+
+// Message is one message of the history with its entry's id, parent and time.
+type Message struct {
+	ID, Parent string
+	Time       time.Time
+	Role       string
+	Content    []Part
+}
+
+// Messages returns the history's messages, oldest first.
+func (s *Session) Messages() []Message {
+	msgs := []Message{}
+	for _, en := range s.a.Entries() {
+		if en.Type != store.TypeMessage {
+			continue
+		}
+		var m model.Message
+		if json.Unmarshal(en.Message, &m) != nil {
+			continue
+		}
+		msgs = append(msgs, Message{ID: en.ID, Parent: en.Parent, Time: en.Time, Role: m.Role, Content: m.Content})
+	}
+	return msgs
+}
+
+// Fork copies the current branch into a new session, registered with the
+// host (T2): saved when s is, with s's model, effort, tools and name.
+func (s *Session) Fork(ctx context.Context) (*Session, error) {
+	in := s.a.Info()
+	entries := store.Branch(s.a.Entries())
+	h := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: s.Cwd(),
+		Created: time.Now().UTC(), Model: in.Model, Effort: in.Effort, Name: in.Name}
+	var log *store.Log
+	if s.path != "" {
+		h.Parent = s.path
+		var err error
+		if log, err = store.Fork(s.h.env.Home, h, entries); err != nil {
+			return nil, wrap(CodeInternal, "", err)
+		}
+	}
+	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
+		Tools: s.a.Tools(), Log: log, Entries: entries, Name: in.Name, System: s.a.System(), Approval: s.a.Approval()})
+	fork := newSession(s.h, a, h)
+	s.h.register(fork)
+	return fork, nil
+}
+
+// Export writes the current branch as a standalone HTML file. path ""
+// is the default beside the log (or in the cwd); relative paths resolve
+// against the session's cwd. It returns the path written and the title.
+func (s *Session) Export(path string) (string, string, error) {
+	in := s.a.Info()
+	if path == "" {
+		path = store.DefaultExportPath(s.path, s.Cwd(), s.ID())
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(s.Cwd(), path)
+	}
+	title := in.Title
+	if in.Name != "" {
+		title = in.Name
+	}
+	if title == "" {
+		title = "e session " + s.ID()
+	}
+	h := s.header
+	h.Model, h.Effort = in.Model, in.Effort
+	if err := store.ExportFile(path, title, h, store.Branch(s.a.Entries())); err != nil {
+		return "", "", wrap(CodeInternal, "", err)
+	}
+	return path, title, nil
+}
+
+// Detach begins closing without waiting: the session leaves the host (its
+// id is unknown from now on), refuses new turns and its running turn is
+// cancelled. It returns that turn, nil when idle. Close finishes.
+func (s *Session) Detach() *Turn {
+	s.mu.Lock()
+	s.detached = true
+	s.mu.Unlock()
+	s.h.unregister(s)
+	return s.Stop()
+}
+
+// Close detaches the session, waits for its running turn to end, closes
+// its log (releasing the lock, C6) and tells extensions. Later calls
+// return the first call's error. ctx bounds the wait for the turn.
+func (s *Session) Close(ctx context.Context) error {
+	if t := s.Detach(); t != nil {
+		if err := t.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+		s.mu.Unlock()
+		return s.closeErr
+	default:
+	}
+	err := s.a.Close()
+	if err != nil {
+		s.closeErr = wrap(CodeInternal, "", err)
+	}
+	close(s.closed)
+	s.mu.Unlock()
+	if s.h.ext != nil {
+		s.h.ext.Notify("session.closed", map[string]any{"session": s.ID()})
+	}
+	return s.closeErr
+}

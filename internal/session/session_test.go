@@ -1,0 +1,246 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+)
+
+// TestMain fails the package when goroutines outlive the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if leaked := leakedGoroutines(); leaked != "" {
+			fmt.Fprintf(os.Stderr, "goroutines outlived the tests:\n%s\n", leaked)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func leakedGoroutines() string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaked []string
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "e-agent/e/") && !strings.Contains(g, "TestMain") && !strings.Contains(g, "leakedGoroutines") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 || time.Now().After(deadline) {
+			return strings.Join(leaked, "\n\n")
+		}
+		time.Sleep(20 * time.Millisecond) // a final check, not synchronisation
+	}
+}
+
+// startHost starts a host in a temporary home and cwd; it shuts down when
+// the test ends.
+func startHost(t *testing.T, opts Options) *Host {
+	t.Helper()
+	env := Env{Cwd: t.TempDir(), Home: t.TempDir(), Getenv: func(string) string { return "" }}
+	h, err := Start(context.Background(), opts, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	return h
+}
+
+func create(t *testing.T, h *Host, spec Spec) *Session {
+	t.Helper()
+	s, err := h.Create(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Create(%+v): %v", spec, err)
+	}
+	return s
+}
+
+// events records a turn's event types.
+type events struct {
+	mu    sync.Mutex
+	types []string
+	first chan struct{} // closed at the first text event
+	once  sync.Once
+}
+
+func newEvents() *events { return &events{first: make(chan struct{})} }
+
+func (e *events) sink(ev agent.Event) {
+	e.mu.Lock()
+	e.types = append(e.types, ev.EventType())
+	e.mu.Unlock()
+	if ev.EventType() == "turn_start" {
+		e.once.Do(func() { close(e.first) })
+	}
+}
+
+func (e *events) list() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.types...)
+}
+
+// TestTurnPerDone checks that each turn has its own done channel: an
+// interrupt waits for the turn it stopped, and the next prompt starts at
+// once, however the two race (the crash under -race of issue 12.1).
+func TestTurnPerDone(t *testing.T) {
+	h := startHost(t, Options{NoTools: true})
+	s := create(t, h, Spec{})
+	for i := range 50 {
+		ev := newEvents()
+		t1, err := s.Prompt(context.Background(), "/delay 3600000\n/text wait", nil, ev.sink)
+		if err != nil {
+			t.Fatalf("round %d: prompt: %v", i, err)
+		}
+		<-ev.first
+		if _, err := s.Prompt(context.Background(), "/text no", nil, ev.sink); CodeOf(err) != CodeTurnRunning {
+			t.Fatalf("round %d: second prompt: %v, want code %s", i, err, CodeTurnRunning)
+		}
+		if got := s.Stop(); got != t1 {
+			t.Fatalf("round %d: Stop returned %p, want the running turn %p", i, got, t1)
+		}
+		// The next prompt right after the interrupted one's result, while
+		// another goroutine still waits on the first turn.
+		waited := make(chan error, 1)
+		go func() { waited <- t1.Wait(context.Background()) }()
+		<-t1.Done()
+		if !t1.Result().Aborted {
+			t.Fatalf("round %d: interrupted turn not aborted: %+v", i, t1.Result())
+		}
+		t2, err := s.Prompt(context.Background(), "/text fine", nil, func(agent.Event) {})
+		if err != nil {
+			t.Fatalf("round %d: prompt after interrupt: %v", i, err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+		<-t2.Done()
+		if r := t2.Result(); r.Output != "fine" || r.Aborted {
+			t.Fatalf("round %d: second turn: %+v", i, r)
+		}
+		if got := ev.list(); got[len(got)-1] != "turn_end" {
+			t.Fatalf("round %d: events %v do not end with turn_end", i, got)
+		}
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	h := startHost(t, Options{})
+	untrusted := t.TempDir()
+	if err := os.WriteFile(filepath.Join(untrusted, "AGENTS.md"), []byte("hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o600)
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name  string
+		spec  Spec
+		code  Code
+		param string
+	}{
+		{name: "missing cwd", spec: Spec{Cwd: "/no/such/dir"}, code: CodeNotFound, param: "cwd"},
+		{name: "cwd is a file", spec: Spec{Cwd: file}, code: CodeInvalidParams, param: "cwd"},
+		{name: "unknown model", spec: Spec{Model: str("nowhere/x")}, code: CodeInvalidParams, param: "model"},
+		{name: "bad effort", spec: Spec{Effort: str("extreme")}, code: CodeInvalidParams, param: "effort"},
+		{name: "unknown tool", spec: Spec{Tools: []string{"read", "nope"}}, code: CodeInvalidParams, param: "tools[1]"},
+		{name: "untrusted", spec: Spec{Cwd: untrusted}, code: CodeUntrusted},
+		{name: "missing log", spec: Spec{Resume: "/no/such.jsonl"}, code: CodeNotFound, param: "resume"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.Create(context.Background(), tt.spec)
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Create: %v, want a *session.Error", err)
+			}
+			if se.Code != tt.code || se.Param != tt.param {
+				t.Errorf("Create: code %q param %q (%v), want code %q param %q", se.Code, se.Param, err, tt.code, tt.param)
+			}
+			if len(h.Sessions()) != 0 {
+				t.Errorf("a failed create left a session behind")
+			}
+		})
+	}
+}
+
+// TestResumeOpenLog: a log open for writing in this process cannot be
+// opened for writing again (C6); a read-only copy gets its own id (C7);
+// closing releases the lock.
+func TestResumeOpenLog(t *testing.T) {
+	h := startHost(t, Options{})
+	w := create(t, h, Spec{Save: true})
+	path := w.Path()
+	if path == "" {
+		t.Fatal("saved session has no path")
+	}
+	_, err := h.Create(context.Background(), Spec{Resume: path, Save: true})
+	if CodeOf(err) != CodeLocked {
+		t.Fatalf("second writable resume: %v (code %s), want code locked", err, CodeOf(err))
+	}
+	c := create(t, h, Spec{Resume: path})
+	if c.ID() == w.ID() || c.Path() != "" {
+		t.Errorf("read-only copy: id %s path %q; want an id other than %s and no path", c.ID(), c.Path(), w.ID())
+	}
+	if got, err := h.Get(w.ID()); err != nil || got != w {
+		t.Errorf("Get(writer id) = %v, %v; want the writer", got, err)
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("lock file left after close: %v", err)
+	}
+	if _, err := h.Get(w.ID()); CodeOf(err) != CodeUnknownSession {
+		t.Errorf("Get after close: %v, want unknown_session", err)
+	}
+	again := create(t, h, Spec{Resume: path, Save: true})
+	if again.ID() != w.ID() {
+		t.Errorf("writable resume after close: id %s, want the log's %s", again.ID(), w.ID())
+	}
+}
+
+func TestSteerAndSetCodes(t *testing.T) {
+	h := startHost(t, Options{})
+	s := create(t, h, Spec{})
+	if err := s.Steer("x"); CodeOf(err) != CodeNoTurn {
+		t.Errorf("Steer when idle: %v, want no_turn", err)
+	}
+	bad := "extreme"
+	if _, _, err := s.Set(nil, &bad); CodeOf(err) != CodeInvalidParams {
+		t.Errorf("Set bad effort: %v, want invalid_params", err)
+	}
+	if _, err := s.Prompt(context.Background(), "hi", []string{"missing.png"}, nil); CodeOf(err) != CodeNotFound {
+		t.Errorf("Prompt with a missing image: %v, want not_found", err)
+	}
+}
+
+// TestPathSurvivesClose: a prompt's result names its log even when Close
+// races the end of the turn (issue 12.8).
+func TestPathSurvivesClose(t *testing.T) {
+	h := startHost(t, Options{})
+	s := create(t, h, Spec{Save: true})
+	turn, err := s.Prompt(context.Background(), "/text hi", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if p := turn.Result().Path; p == nil || *p != s.Path() {
+		t.Errorf("result path %v, want %s", p, s.Path())
+	}
+}
