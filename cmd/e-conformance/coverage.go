@@ -17,7 +17,7 @@ func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	fs := flag.NewFlagSet("e-conformance coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("cases", "", "directory of *.txtar cases (default: the built-in golden cases)")
-	failUncovered := fs.Bool("fail-uncovered", false, "exit 1 when a requirement, an event type or a schema property has no case")
+	failUncovered := fs.String("fail-uncovered", "", `exit 1 when something of these kinds has no case: a comma-separated list of "requirements", "events", "properties", or "all"`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,8 +56,23 @@ func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	}
 	fmt.Fprintf(stderr, "e-conformance: %d cases; uncovered: %d of %d requirements, %d of %d event types, %d of %d schema properties\n",
 		len(cases), reqUncovered, len(conformance.Requirements()), typesUncovered, typesAll, propsUncovered, propsAll)
-	if *failUncovered && reqUncovered+typesUncovered+propsUncovered > 0 {
-		return 1
+	gaps := map[string]int{"requirements": reqUncovered, "events": typesUncovered, "properties": propsUncovered}
+	status := 0
+	for _, k := range strings.Split(*failUncovered, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "":
+		case "all":
+			if reqUncovered+typesUncovered+propsUncovered > 0 {
+				status = 1
+			}
+		case "requirements", "events", "properties":
+			if gaps[k] > 0 {
+				status = 1
+			}
+		default:
+			fmt.Fprintf(stderr, "e-conformance: --fail-uncovered: unknown kind %q (requirements, events, properties, all)\n", k)
+			return 2
+		}
 	}
-	return 0
+	return status
 }

@@ -130,10 +130,10 @@ func TestCoverageCommand(t *testing.T) {
 	if !strings.Contains(errOut.String(), " event types, ") {
 		t.Errorf("coverage summary: %s", errOut.String())
 	}
-	if got := run([]string{"coverage", "--cases", dir, "--fail-uncovered"}, nil, &out, &errOut); got != 1 {
+	if got := run([]string{"coverage", "--cases", dir, "--fail-uncovered", "all"}, nil, &out, &errOut); got != 1 {
 		t.Errorf("--fail-uncovered with gaps: status %d, want 1", got)
 	}
-	if got := run([]string{"coverage", "--fail-uncovered"}, nil, &out, &errOut); got != 0 {
+	if got := run([]string{"coverage", "--fail-uncovered", "events,properties"}, nil, &out, &errOut); got != 0 {
 		t.Errorf("--fail-uncovered on the golden cases: status %d, want 0: %s", got, errOut.String())
 	}
 }
