@@ -29,6 +29,27 @@ const (
 	CallCategoryExtension CallCategory = "extension"
 )
 
+// ErrorCode is the kind of an error response, stable for clients to branch on; the message
+// beside it is for people (E1). spec/protocol.md §3 says when each occurs. More codes may
+// come: treat an unknown one as internal. Schema: defs.json#/$defs/error_code.
+type ErrorCode string
+
+const (
+	ErrorCodeParseError     ErrorCode = "parse_error"
+	ErrorCodeInvalidRequest ErrorCode = "invalid_request"
+	ErrorCodeUnknownMethod  ErrorCode = "unknown_method"
+	ErrorCodeInvalidParams  ErrorCode = "invalid_params"
+	ErrorCodeUnknownSession ErrorCode = "unknown_session"
+	ErrorCodeTurnRunning    ErrorCode = "turn_running"
+	ErrorCodeNoTurn         ErrorCode = "no_turn"
+	ErrorCodeLocked         ErrorCode = "locked"
+	ErrorCodeUntrusted      ErrorCode = "untrusted"
+	ErrorCodeNotFound       ErrorCode = "not_found"
+	ErrorCodeUnsupported    ErrorCode = "unsupported"
+	ErrorCodeUnknownAsk     ErrorCode = "unknown_ask"
+	ErrorCodeInternal       ErrorCode = "internal"
+)
+
 // ErrorDetails is details of a terminal failure (U2). Schema:
 // defs.json#/$defs/error_details.
 type ErrorDetails struct {
@@ -168,6 +189,9 @@ type ModelInfo struct {
 	Tools bool `json:"tools"`
 	// the context window in tokens
 	ContextWindow int64 `json:"context_window"`
+	// whether the model can be used now: its provider needs no key, or the key is set (e always
+	// sends it)
+	Available bool `json:"available,omitzero"`
 }
 
 // SessionID is a session id, as returned by session.create or session.fork. Schema:
@@ -249,12 +273,14 @@ type Result struct {
 }
 
 // ErrorResponse is the error response. The failure response to a request, or to a line that
-// was not one (F2, F4). Schema: envelope/error.json.
+// was not one (F2, F4): a one-line message for people and a code for programs (E1). Schema:
+// envelope/error.json.
 type ErrorResponse struct {
 	// the request's id; null when the line had none or was not a request
 	ID json.RawMessage `json:"id"`
 	// one line
-	Error string `json:"error"`
+	Error string    `json:"error"`
+	Code  ErrorCode `json:"code,omitzero"`
 }
 
 // Request is the request. One input line with a method (F2). A line without method is a v1
@@ -362,6 +388,10 @@ type SessionCompactResult struct {
 	TokensBefore int64 `json:"tokens_before"`
 	TokensAfter  int64 `json:"tokens_after"`
 	SummaryChars int64 `json:"summary_chars"`
+	// the summary that now stands for the earlier history
+	Summary string `json:"summary"`
+	// the id of the first entry kept after the summary; null when the compaction keeps none
+	FirstKept *string `json:"first_kept"`
 	// the compaction call's usage
 	Usage Usage `json:"usage"`
 }
@@ -554,8 +584,9 @@ type SessionPromptParams struct {
 type SessionPromptResult = Result
 
 // SessionSetParams is the session.set params. Changes model and effort for the following
-// turns (M10, T1). Unknown fields are accepted (V2); null means the default for every
-// optional field (V1). Schema: methods/session.set.params.json.
+// turns (M10, T1), the name, and the automatic compaction and retry switches. Unknown fields
+// are accepted (V2); null means the default for every optional field (V1). Schema:
+// methods/session.set.params.json.
 type SessionSetParams struct {
 	Session SessionID `json:"session"`
 	Model   *string   `json:"model,omitzero"`
@@ -563,6 +594,14 @@ type SessionSetParams struct {
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
 	Approval *SessionSetParamsApproval `json:"approval,omitzero"`
+	// renames the session (C8), recorded in its log; an empty name clears it
+	Name *string `json:"name,omitzero"`
+	// false stops automatic compaction before model calls (S4) in this session (a provider's
+	// context-overflow error still compacts); true turns it on again
+	AutoCompact *bool `json:"auto_compact,omitzero"`
+	// false makes a failed model call end the turn without retries in this session; true turns
+	// retries on again
+	AutoRetry *bool `json:"auto_retry,omitzero"`
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`

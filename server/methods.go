@@ -261,8 +261,9 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		summary, kept, _ := ss.LastCompaction()
 		return SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
-			SummaryChars: res.SummaryChars, Usage: agent.NewUsage(res.Usage)}, nil
+			SummaryChars: res.SummaryChars, Summary: summary, FirstKept: strPtr(kept), Usage: agent.NewUsage(res.Usage)}, nil
 	}), nil
 }
 
@@ -279,6 +280,17 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	policy, err := ss.SetApproval(p.Approval, millis(p.ApprovalTimeoutMS))
 	if err != nil {
 		return nil, err
+	}
+	if p.Name != nil {
+		if err := ss.Rename(*p.Name); err != nil {
+			return nil, err
+		}
+	}
+	if p.AutoCompact != nil {
+		ss.SetAutoCompact(*p.AutoCompact)
+	}
+	if p.AutoRetry != nil {
+		ss.SetAutoRetry(*p.AutoRetry)
 	}
 	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
 }
@@ -353,12 +365,15 @@ func (s *Server) askReply(r *request) (any, error) {
 	return Empty{}, nil
 }
 
+// oneShotMethod names a version-1 line in its errors.
+const oneShotMethod = "oneshot"
+
 // oneShot serves a version-1 line (O1–O5): a fresh memory-only agent (or a
 // saved one with save:true), one turn, a flat answer, no events.
 func (s *Server) oneShot(id json.RawMessage, line []byte) {
-	r := &request{id: id, method: "oneshot"}
+	r := &request{id: id, method: oneShotMethod}
 	if err := schemas.ValidateOneShot(line); err != nil {
-		s.writeError(id, err.Error(), session.CodeInvalidParams)
+		s.writeError(id, err.Error(), "")
 		return
 	}
 	var o OneShot

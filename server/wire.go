@@ -111,6 +111,8 @@ type SessionCompactResult struct {
 	TokensBefore int64       `json:"tokens_before"`
 	TokensAfter  int64       `json:"tokens_after"`
 	SummaryChars int         `json:"summary_chars"`
+	Summary      string      `json:"summary"`
+	FirstKept    *string     `json:"first_kept"`
 	Usage        agent.Usage `json:"usage"`
 }
 
@@ -120,6 +122,9 @@ type SessionSetParams struct {
 	Effort            *string `json:"effort"`
 	Approval          *string `json:"approval"`
 	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
+	Name              *string `json:"name"`
+	AutoCompact       *bool   `json:"auto_compact"`
+	AutoRetry         *bool   `json:"auto_retry"`
 }
 
 type SessionSetResult struct {

@@ -36,7 +36,7 @@ exit status:
 examples:
   e -p "what does this repo do"
   git diff | e -p "review this diff" -m anthropic/claude-sonnet-4-5
-  e trust . && e rpc
+  e rpc --log ~/e-rpc.log
 `)
 	return b.String()
 }
@@ -54,6 +54,9 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --append-system-prompt TEXT
                            add TEXT at the end of the system prompt, after settings'
                            append_system_prompt
+  --log FILE               append the operator log (JSON lines: model and tool calls,
+                           sessions, errors; never keys or prompt text) to FILE
+  --log-content            put prompt text and tool arguments in the log too (redacted)
 `
 
 const environmentHelp = `environment:
@@ -61,6 +64,8 @@ const environmentHelp = `environment:
   OPENAI_API_KEY      key of the openai provider
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
+  E_LOG               the operator log's file when --log is not given
+  NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
 `
 
 const settingsHelp = `settings:
@@ -81,6 +86,12 @@ flags:
   -p, --print              run one turn (required)
   --json                   print every event as a JSON line, then a {"type":"result",…} line
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+  -v, --verbose            one line on stderr per step (model call, tool call, retry,
+                           compaction), wherever stderr goes
+  -q, --quiet              no progress on stderr (warnings and the error still)
+                           By default a terminal stderr shows one status line, erased as
+                           the reply streams; a piped stderr shows none. stdout only ever
+                           carries the reply.
 ` + runFlagsHelp + `
 ` + environmentHelp + `
 ` + settingsHelp + `
@@ -116,7 +127,7 @@ exit status:
 examples:
   e rpc
   echo '{"id":1,"method":"session.create","params":{}}' | e rpc --no-save
-  e rpc -m openai/gpt-5.5 --ne
+  e rpc -m openai/gpt-5.5 --ne --log /var/log/e/rpc.jsonl
 `
 
 const acpHelp = `e acp is an Agent Client Protocol (ACP v1) agent for editors (Zed, JetBrains, Neovim

@@ -48,6 +48,7 @@ type Engine struct {
 	// SystemPrompt replaces e's own text at the head of the system prompt
 	// ("" keeps it); AppendSystemPrompt is added at its end.
 	SystemPrompt, AppendSystemPrompt string
+	Observer                         Observer // nil: no operator log
 }
 
 // Options describe a new session.

@@ -42,8 +42,11 @@ type Info struct {
 	ImageInput    bool     `json:"image_input"`
 	Tools         bool     `json:"tools"`
 	ContextWindow int      `json:"context_window"`
-	Price         *Price   `json:"-"` // nil when unknown
-	API           string   `json:"-"` // APIOffline, APIOpenAIResponses, APIOpenAIChat or APIAnthropic
+	// Available reports that the model can be used now: its provider
+	// needs no key or the key is set. Models sets it; Lookup leaves it nil.
+	Available *bool  `json:"available,omitempty"`
+	Price     *Price `json:"-"` // nil when unknown
+	API       string `json:"-"` // APIOffline, APIOpenAIResponses, APIOpenAIChat or APIAnthropic
 }
 
 // Cost returns what usage u cost on this model in USD, or nil when the
@@ -326,6 +329,9 @@ func (c *Catalog) Models() []Info {
 	out := make([]Info, len(c.ids))
 	for i, id := range c.ids {
 		out[i] = c.info(id)
+		env := c.providers[out[i].Provider].APIKeyEnv
+		ok := out[i].API == APIOffline || env == "" || c.getenv(env) != ""
+		out[i].Available = &ok
 	}
 	return out
 }
@@ -440,4 +446,26 @@ func (c *Catalog) CheckEffort(id, effort string) (string, error) {
 		return "", fmt.Errorf("effort %q not supported by model %q (it has no effort levels)", effort, info.ID)
 	}
 	return "", fmt.Errorf("effort %q not supported by model %q (supported: %s)", effort, info.ID, strings.Join(info.Efforts, ", "))
+}
+
+// ProviderStatus describes one HTTP provider of the catalog for people
+// (e doctor, the operator log): never the key itself.
+type ProviderStatus struct {
+	Name    string `json:"name"`
+	API     string `json:"api"`
+	BaseURL string `json:"base_url"`
+	KeyEnv  string `json:"key_env"` // "" when the endpoint needs no key
+	KeySet  bool   `json:"key_set"` // KeyEnv is set (non-empty)
+	Models  int    `json:"models"`
+}
+
+// Providers lists the HTTP providers, built-in and configured, by name.
+func (c *Catalog) Providers() []ProviderStatus {
+	var out []ProviderStatus
+	for _, name := range slices.Sorted(maps.Keys(c.providers)) {
+		pc := c.providers[name]
+		out = append(out, ProviderStatus{Name: name, API: pc.API, BaseURL: pc.BaseURL, KeyEnv: pc.APIKeyEnv,
+			KeySet: pc.APIKeyEnv != "" && c.getenv(pc.APIKeyEnv) != "", Models: len(pc.Models)})
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e-agent/e/internal/mockllm"
+	"github.com/e-agent/e/internal/providermock"
 )
 
 // piCache is where scripts/pi-client-setup.sh installs Node 22 and pi 1.6.0.
@@ -67,7 +67,7 @@ func TestPiRpcClient(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildE(t, dir)
-	mock := httptest.NewServer(&mockllm.Handler{Reply: "hello from the mock model"})
+	mock := httptest.NewServer(providermock.NewServer("openai-chat", 5)) // "w1 w2 w3 w4 w5 "
 	defer mock.Close()
 	// RpcClient spawns `node CLI --mode rpc …`: a shim named node runs e
 	// for that CLI path and the real node otherwise.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Options struct {
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
 	SystemPrompt, AppendSystemPrompt string
+	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
+	// (--log-content) adds prompt text and tool arguments to it.
+	Log        *slog.Logger
+	LogContent bool
 
 	Version, Channel, Commit string
 }
@@ -151,6 +156,10 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a
 	}
+	if opts.Log != nil {
+		h.engine.Observer = observer{log: opts.Log, content: opts.LogContent}
+		ui = loggingUI{UI: ui, h: h}
+	}
 	if !opts.NoExtensions {
 		cfgs, err := extension.Configs(env.Home, settings.Extensions)
 		if err != nil {
@@ -162,6 +171,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			h.engine.Ext = extHost{h.ext}
 		}
 	}
+	h.logStart()
 	return h, nil
 }
 
@@ -287,6 +297,7 @@ func (h *Host) closeTurns() {
 // session (their locks released), kills tool processes and stops the
 // extensions. It returns when every turn goroutine has ended.
 func (h *Host) Shutdown() {
+	h.logf(slog.LevelInfo, "shutdown", slog.Int("sessions", len(h.Sessions())))
 	h.closeTurns()
 	var wg sync.WaitGroup
 	for _, s := range h.Sessions() {
@@ -305,6 +316,7 @@ func (h *Host) Shutdown() {
 // events and results, then kills the extensions. It reports whether every
 // turn ended within grace.
 func (h *Host) Kill(grace time.Duration) bool {
+	h.logf(slog.LevelWarn, "killed", slog.Int("sessions", len(h.Sessions())), slog.Int64("grace_ms", grace.Milliseconds()))
 	// Turns stop first, so none goes on to another model call after its
 	// bash dies.
 	h.closeTurns()

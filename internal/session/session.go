@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -120,8 +121,13 @@ func (s *Session) PromptParts(ctx context.Context, text string, images []Part, s
 }
 
 func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink func(agent.Event)) (*Turn, error) {
+	began := time.Now()
+	if s.h.opts.LogContent {
+		s.h.logf(slog.LevelInfo, "prompt", slog.String("session", s.ID()), slog.String("text", text))
+	}
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
 		res := s.a.Prompt(ctx, text, parts, sink)
+		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
 		if s.path != "" {
@@ -291,6 +297,26 @@ func (s *Session) Rename(name string) error {
 // Entries returns a copy of the history.
 func (s *Session) Entries() []Entry { return s.a.Entries() }
 
+// SetAutoCompact turns automatic compaction (S4) on or off for the
+// session's following model calls.
+func (s *Session) SetAutoCompact(on bool) { s.a.SetAutoCompact(on) }
+
+// SetAutoRetry turns retries of failed model calls on or off.
+func (s *Session) SetAutoRetry(on bool) { s.a.SetAutoRetry(on) }
+
+// LastCompaction returns the newest compaction's summary and the id of the
+// first entry it kept ("" when it keeps none); ok is false when the
+// session has none.
+func (s *Session) LastCompaction() (summary, firstKept string, ok bool) {
+	es := s.a.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Type == store.TypeCompaction {
+			return es[i].Summary, es[i].Kept, true
+		}
+	}
+	return "", "", false
+}
+
 // Message is one message of the history with its entry's id, parent and time.
 type Message struct {
 	ID, Parent string
@@ -398,5 +424,10 @@ func (s *Session) Close(ctx context.Context) error {
 	if s.h.ext != nil {
 		s.h.ext.Notify("session.closed", map[string]any{"session": s.ID()})
 	}
+	level := slog.LevelInfo
+	if s.closeErr != nil {
+		level = slog.LevelError
+	}
+	s.h.logf(level, "session closed", slog.String("session", s.ID()), slog.Any("error", s.closeErr))
 	return s.closeErr
 }

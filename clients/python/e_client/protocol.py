@@ -13,6 +13,11 @@ from typing import Any, Literal, NotRequired, TypedDict, Union
 #: CallCategory (defs.json#/$defs/call/properties/category)
 CallCategory = Literal["read", "write", "execute", "search", "wait", "extension"]
 
+#: the kind of an error response, stable for clients to branch on; the message beside it is
+#: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
+#: unknown one as internal. (defs.json#/$defs/error_code)
+ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "internal"]
+
 #: where the turn failed (defs.json#/$defs/error_details/properties/stage)
 ErrorDetailsStage = Literal["model", "tool", "compaction", "input"]
 
@@ -224,6 +229,10 @@ class ModelInfo(TypedDict):
     #: the context window in tokens
     context_window: int
 
+    #: whether the model can be used now: its provider needs no key, or the key is set (e always
+    #: sends it)
+    available: NotRequired[bool]
+
 
 class SessionSummary(TypedDict):
     """
@@ -335,8 +344,8 @@ class Result(TypedDict):
 
 class ErrorResponse(TypedDict):
     """
-    error response: The failure response to a request, or to a line that was not one (F2, F4).
-    (envelope/error.json)
+    error response: The failure response to a request, or to a line that was not one (F2, F4):
+    a one-line message for people and a code for programs (E1). (envelope/error.json)
     """
 
     #: the request's id; null when the line had none or was not a request
@@ -344,6 +353,8 @@ class ErrorResponse(TypedDict):
 
     #: one line
     error: str
+
+    code: NotRequired[ErrorCode]
 
 
 class Request(TypedDict):
@@ -498,6 +509,12 @@ class SessionCompactResult(TypedDict):
     tokens_after: int
 
     summary_chars: int
+
+    #: the summary that now stands for the earlier history
+    summary: str
+
+    #: the id of the first entry kept after the summary; null when the compaction keeps none
+    first_kept: str | None
 
     #: the compaction call's usage
     usage: Usage
@@ -722,9 +739,9 @@ class SessionPromptParams(TypedDict):
 
 class SessionSetParams(TypedDict):
     """
-    session.set params: Changes model and effort for the following turns (M10, T1). Unknown
-    fields are accepted (V2); null means the default for every optional field (V1).
-    (methods/session.set.params.json)
+    session.set params: Changes model and effort for the following turns (M10, T1), the name,
+    and the automatic compaction and retry switches. Unknown fields are accepted (V2); null
+    means the default for every optional field (V1). (methods/session.set.params.json)
     """
 
     session: SessionID
@@ -736,6 +753,17 @@ class SessionSetParams(TypedDict):
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
     approval: NotRequired[SessionSetParamsApproval | None]
+
+    #: renames the session (C8), recorded in its log; an empty name clears it
+    name: NotRequired[str | None]
+
+    #: false stops automatic compaction before model calls (S4) in this session (a provider's
+    #: context-overflow error still compacts); true turns it on again
+    auto_compact: NotRequired[bool | None]
+
+    #: false makes a failed model call end the turn without retries in this session; true turns
+    #: retries on again
+    auto_retry: NotRequired[bool | None]
 
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call

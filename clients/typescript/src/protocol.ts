@@ -30,6 +30,13 @@ export interface Call {
 export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension";
 
 /**
+ * the kind of an error response, stable for clients to branch on; the message beside it is
+ * for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
+ * unknown one as internal. (defs.json#/$defs/error_code)
+ */
+export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "internal";
+
+/**
  * details of a terminal failure (U2) (defs.json#/$defs/error_details)
  */
 export interface ErrorDetails {
@@ -214,6 +221,11 @@ export interface ModelInfo {
    * the context window in tokens
    */
   context_window: number;
+  /**
+   * whether the model can be used now: its provider needs no key, or the key is set (e always
+   * sends it)
+   */
+  available?: boolean;
 }
 
 /**
@@ -356,8 +368,8 @@ export interface Result {
 }
 
 /**
- * error response: The failure response to a request, or to a line that was not one (F2, F4).
- * (envelope/error.json)
+ * error response: The failure response to a request, or to a line that was not one (F2, F4):
+ * a one-line message for people and a code for programs (E1). (envelope/error.json)
  */
 export interface ErrorResponse {
   /**
@@ -368,6 +380,7 @@ export interface ErrorResponse {
    * one line
    */
   error: string;
+  code?: ErrorCode;
 }
 
 /**
@@ -526,6 +539,14 @@ export interface SessionCompactResult {
   tokens_before: number;
   tokens_after: number;
   summary_chars: number;
+  /**
+   * the summary that now stands for the earlier history
+   */
+  summary: string;
+  /**
+   * the id of the first entry kept after the summary; null when the compaction keeps none
+   */
+  first_kept: string | null;
   /**
    * the compaction call's usage
    */
@@ -778,9 +799,9 @@ export interface SessionPromptParams {
 export type SessionPromptResult = Result;
 
 /**
- * session.set params: Changes model and effort for the following turns (M10, T1). Unknown
- * fields are accepted (V2); null means the default for every optional field (V1).
- * (methods/session.set.params.json)
+ * session.set params: Changes model and effort for the following turns (M10, T1), the name,
+ * and the automatic compaction and retry switches. Unknown fields are accepted (V2); null
+ * means the default for every optional field (V1). (methods/session.set.params.json)
  */
 export interface SessionSetParams {
   session: SessionID;
@@ -791,6 +812,20 @@ export interface SessionSetParams {
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
   approval?: SessionSetParamsApproval | null;
+  /**
+   * renames the session (C8), recorded in its log; an empty name clears it
+   */
+  name?: string | null;
+  /**
+   * false stops automatic compaction before model calls (S4) in this session (a provider's
+   * context-overflow error still compacts); true turns it on again
+   */
+  auto_compact?: boolean | null;
+  /**
+   * false makes a failed model call end the turn without retries in this session; true turns
+   * retries on again
+   */
+  auto_retry?: boolean | null;
   /**
    * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
    * interrupted; an unanswered ask denies its call

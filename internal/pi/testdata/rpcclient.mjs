@@ -156,7 +156,7 @@ await step("models", async () => {
 	const m = await client.setModel("mock", "mock-1");
 	check(m.id === "mock-1" && m.api === "openai-completions", JSON.stringify(m));
 	const events = await client.promptAndWait("hi");
-	check(text(events) === "hello from the mock model", `mock text ${JSON.stringify(text(events))}`);
+	check(text(events) === "w1 w2 w3 w4 w5 ", `mock text ${JSON.stringify(text(events))}`);
 	const c = await client.cycleModel();
 	check(c && c.model && typeof c.thinkingLevel === "string" && c.isScoped === false, JSON.stringify(c));
 	await client.setModel("e", "offline");
