@@ -724,7 +724,7 @@ var cannedResults = map[string]func(params map[string]any) any{
 	"shutdown":          func(map[string]any) any { return map[string]any{} },
 	"session.steer":     func(map[string]any) any { return map[string]any{"held": true} },
 	"session.compact": func(map[string]any) any {
-		return map[string]any{"tokens_before": json.Number("100"), "tokens_after": json.Number("10"), "summary_chars": json.Number("40"), "usage": zeroUsage()}
+		return map[string]any{"tokens_before": json.Number("100"), "tokens_after": json.Number("10"), "summary_chars": json.Number("40"), "summary": "nothing happened", "first_kept": nil, "usage": zeroUsage()}
 	},
 	"session.set": func(params map[string]any) any {
 		r := map[string]any{"model": "tape/model", "effort": "medium"}
