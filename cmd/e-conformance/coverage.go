@@ -18,7 +18,7 @@ func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	fs.SetOutput(stderr)
 	dir := fs.String("cases", "", "directory of *.txtar cases (default: the built-in golden cases)")
 	failUncovered := fs.String("fail-uncovered", "", `exit 1 when something of these kinds has no case: a comma-separated list of "requirements", "events", "properties", or "all"`)
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	cases, err := loadCases(*dir)
