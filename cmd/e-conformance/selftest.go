@@ -28,15 +28,11 @@ func proxy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs := flag.NewFlagSet("e-conformance proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mutant := fs.String("mutant", "identity", "the defect to plant (e-conformance mutants lists them)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: e-conformance proxy [--mutant NAME] -- CMD ARGS")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "e-conformance proxy: no server command: usage: e-conformance proxy [--mutant NAME] -- CMD ARGS")
 		return 2
 	}
 	code, err := conformance.Proxy(ctx, *mutant, fs.Args(), stdin, stdout)
@@ -69,7 +65,7 @@ func selftest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	scale := fs.Float64("timeout-scale", 1, "multiply every case's timeout")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	verbose := fs.Bool("v", false, "print a line per mutant as it is judged")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	argv, err := serverCommand(*server)
