@@ -38,9 +38,9 @@ type turn struct {
 	offered   map[string]bool
 	extension map[string]bool
 	mcp       map[string]mcpTool // e's name → the server and its name there
-	lastCall  store.ModelCall // the last successful model call, for its message's entry
-	prompted  bool            // the prompt is in the history
-	system    string          // the system prompt, once built
+	lastCall  store.ModelCall    // the last successful model call, for its message's entry
+	prompted  bool               // the prompt is in the history
+	system    string             // the system prompt, once built
 }
 
 func (t *turn) emit(ev Event) {

@@ -48,7 +48,7 @@ type Client struct {
 	gone    chan struct{}   // closed when the server's connection ended
 	goneCtx context.Context // done when gone is closed: ends calls waiting on a dead server
 	mu      sync.Mutex
-	why  string // why it ended, once gone
+	why     string // why it ended, once gone
 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
