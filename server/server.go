@@ -328,6 +328,9 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 		id = json.RawMessage("null")
 	}
 	b, _ := json.Marshal(msg)
+	if l := s.host.Logger(); l != nil {
+		l.Warn("request failed", "id", string(id), "code", string(code), "error", msg)
+	}
 	_ = code // put on the wire with the error-code schema
 	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
 }

@@ -1,7 +1,7 @@
 // Command ebench drives the benchmarks of bench/ that need whole
 // processes: e rpc against the floor of pre-encoded lines (events), e rpc
-// against a loopback provider mock (provider), and e beside its peers
-// (peers). The scripts in bench/ run it.
+// against a loopback provider mock (provider), e --mode rpc beside real
+// pi (pi), and e beside its peers (peers). The scripts in bench/ run it.
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: ebench events|floor|provider|peers|mock [flags]")
+		fmt.Fprintln(os.Stderr, "usage: ebench events|floor|provider|pi|peers|mock [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -25,6 +25,8 @@ func main() {
 		err = floor(fs, args)
 	case "provider":
 		err = provider(fs, args)
+	case "pi":
+		err = piSideBySide(fs, args)
 	default:
 		fmt.Fprintf(os.Stderr, "ebench: unknown command %q\n", cmd)
 		os.Exit(2)

@@ -34,10 +34,14 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e acp: %v\n", err)
 		return 1
 	}
-	a, err := acp.New(context.Background(), f.options(), acp.Env{Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
-		fmt.Fprintf(stderr, "e acp: %v\n", err)
-		return 1
+		return usageError(stderr, err)
+	}
+	defer closeLog()
+	a, err := acp.New(context.Background(), opts, acp.Env{Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return startFailed(opts.Log, stderr, "e acp", err)
 	}
 	return a.Serve()
 }

@@ -66,6 +66,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, mainHelp())
 		return 2
 	}
+	if piMode(args) {
+		return runPi(args, stdin, stdout, stderr)
+	}
 	switch args[0] {
 	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, mainHelp())

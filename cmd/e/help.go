@@ -19,6 +19,7 @@ usage:
   e -p PROMPT [flags]    run one turn
   e COMMAND [args]       run a command
   e COMMAND --help       the help of a command
+  e --mode rpc|json …    speak pi 1.6.0's RPC protocol or JSON stream (e --mode rpc --help)
 
 commands:
 `)
@@ -35,7 +36,7 @@ exit status:
 examples:
   e -p "what does this repo do"
   git diff | e -p "review this diff" -m anthropic/claude-sonnet-4-5
-  e trust . && e rpc
+  e rpc --log ~/e-rpc.log
 `)
 	return b.String()
 }
@@ -53,6 +54,9 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --append-system-prompt TEXT
                            add TEXT at the end of the system prompt, after settings'
                            append_system_prompt
+  --log FILE               append the operator log (JSON lines: model and tool calls,
+                           sessions, errors; never keys or prompt text) to FILE
+  --log-content            put prompt text and tool arguments in the log too (redacted)
 `
 
 const environmentHelp = `environment:
@@ -60,6 +64,7 @@ const environmentHelp = `environment:
   OPENAI_API_KEY      key of the openai provider
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
+  E_LOG               the operator log's file when --log is not given
 `
 
 const settingsHelp = `settings:
@@ -115,7 +120,7 @@ exit status:
 examples:
   e rpc
   echo '{"id":1,"method":"session.create","params":{}}' | e rpc --no-save
-  e rpc -m openai/gpt-5.5 --ne
+  e rpc -m openai/gpt-5.5 --ne --log /var/log/e/rpc.jsonl
 `
 
 const acpHelp = `e acp is an Agent Client Protocol (ACP v1) agent for editors (Zed, JetBrains, Neovim

@@ -34,6 +34,8 @@ type runFlags struct {
 	help, version          bool
 	approval               string
 	system, appendSystem   string
+	log                    string
+	logContent             bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -53,6 +55,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.approval, "approval", "", "approval policy: never, writes or all")
 	fs.StringVar(&f.system, "system-prompt", "", "replace e's own system prompt text")
 	fs.StringVar(&f.appendSystem, "append-system-prompt", "", "add to the system prompt")
+	fs.StringVar(&f.log, "log", "", "append the operator log to this file")
+	fs.BoolVar(&f.logContent, "log-content", false, "put prompt text and tool arguments in the log")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")

@@ -87,10 +87,14 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
 	}
-	host, err := session.Start(ctx, f.options(), env, printUI{stderr})
+	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
+		return usageError(stderr, err)
+	}
+	defer closeLog()
+	host, err := session.Start(ctx, opts, env, printUI{stderr})
+	if err != nil {
+		return startFailed(opts.Log, stderr, "e", err)
 	}
 	defer host.Shutdown()
 	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave})

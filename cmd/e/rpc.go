@@ -33,11 +33,15 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e rpc: %v\n", err)
 		return 1
 	}
-	srv, err := server.New(context.Background(), f.options(), server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
+	opts, closeLog, err := f.sessionOptions()
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	defer closeLog()
+	srv, err := server.New(context.Background(), opts, server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv})
 	if err != nil {
-		fmt.Fprintf(stderr, "e rpc: %v\n", err)
-		return 1
+		return startFailed(opts.Log, stderr, "e rpc", err)
 	}
 	return srv.Serve()
 }

@@ -37,6 +37,12 @@ type CompactResult struct {
 // exceed the threshold of the model's context window (S4). It keeps the
 // turn's own messages after the summary so the turn can continue.
 func (t *turn) autoCompact(turnStart string) error {
+	t.s.mu.Lock()
+	off := t.s.noAutoCompact
+	t.s.mu.Unlock()
+	if off {
+		return nil
+	}
 	_, err := t.compactTurn(turnStart, false)
 	return err
 }

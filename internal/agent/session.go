@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,7 @@ type Engine struct {
 	// SystemPrompt replaces e's own text at the head of the system prompt
 	// ("" keeps it); AppendSystemPrompt is added at its end.
 	SystemPrompt, AppendSystemPrompt string
+	Observer                         Observer // nil: no operator log
 }
 
 // Options describe a new session.
@@ -108,6 +110,9 @@ type Session struct {
 	// stopSleep stops a running sleep tool call when a steer arrives.
 	stopSleep map[int]context.CancelFunc
 	done      chan struct{} // closed when the running turn ends
+
+	noAutoCompact bool // SetAutoCompact(false)
+	noRetry       bool // SetAutoRetry(false)
 }
 
 // ErrBusy is returned when a session already runs a turn (S5).
@@ -263,6 +268,41 @@ func (s *Session) Steer(text string) error {
 		stop()
 	}
 	return nil
+}
+
+// WithdrawSteers takes back the steers held for the running turn that it
+// has not delivered yet, oldest first.
+func (s *Session) WithdrawSteers() []string {
+	return s.takeSteers()
+}
+
+// SetAutoCompact turns automatic compaction (S4) on or off for the
+// session's following model calls; a provider's context-overflow error
+// still compacts.
+func (s *Session) SetAutoCompact(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAutoCompact = !on
+}
+
+// SetAutoRetry turns retries of failed model calls on or off.
+func (s *Session) SetAutoRetry(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRetry = !on
+}
+
+// AddUserText records text as a user message of the history, outside any
+// turn: the next turn's model call sees it (a user shell command's output,
+// for example). It fails while a turn runs.
+func (s *Session) AddUserText(text string) error {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if running {
+		return fmt.Errorf("session %s %w", s.id, ErrBusy)
+	}
+	return s.appendMessage(model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}})
 }
 
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.
@@ -447,6 +487,15 @@ func History(entries []store.Entry) []model.Message {
 		add(en)
 	}
 	return out
+}
+
+// Summary returns the summary a message of History stands for, when it is
+// the one that replaces compacted history.
+func Summary(m model.Message) (string, bool) {
+	if !isSummary(m) {
+		return "", false
+	}
+	return strings.TrimPrefix(m.Content[0].Text, summaryHeader), true
 }
 
 // summaryHeader starts the message that stands for compacted history.

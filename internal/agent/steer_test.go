@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -318,5 +320,45 @@ func TestInterruptRecordsToolResult(t *testing.T) {
 	}
 	if len(results) != 1 || !results[0].IsError || results[0].CallID != "call_0_0" {
 		t.Errorf("tool results %+v, want one error result for call_0_0", results)
+	}
+}
+
+func TestSessionSwitches(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	if err := s.AddUserText("Ran `ls`"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := History(s.Entries())
+	if len(msgs) != 1 || msgs[0].Role != model.RoleUser || msgs[0].Text() != "Ran `ls`" {
+		t.Errorf("history %+v", msgs)
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Steer("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Steer("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddUserText("x"); !errors.Is(err, ErrBusy) {
+		t.Errorf("AddUserText while running: %v, want ErrBusy", err)
+	}
+	if got := s.WithdrawSteers(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("withdrawn %q", got)
+	}
+	if got := s.WithdrawSteers(); len(got) != 0 {
+		t.Errorf("withdrawn twice: %q", got)
+	}
+	s.start(context.Background())
+	s.finish()
+}
+
+func TestAutoRetryOff(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	s.SetAutoRetry(false)
+	res, rec := prompt(t, s, "/error retryable")
+	if res.Error == nil || len(ofType[Retry](rec)) != 0 {
+		t.Errorf("with retries off: error %v, retries %d; want the first failure to end the turn", res.Error, len(ofType[Retry](rec)))
 	}
 }

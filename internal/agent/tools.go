@@ -23,6 +23,7 @@ type pending struct {
 	result model.Part
 	failed bool
 	run    store.ToolRun
+	start  time.Time // when it began running; zero when it never ran
 }
 
 // runTools runs a batch in waves (L2, L3) and records every result. It
@@ -140,8 +141,7 @@ func overlaps(a, b string) bool {
 }
 
 func (t *turn) runOne(p *pending) {
-	start := time.Now()
-	defer func() { p.run.DurationMS = time.Since(start).Milliseconds() }()
+	p.start = time.Now()
 	t.emit(ToolStart{ID: p.call.ID})
 	s := t.s
 	if s.eng.Ext != nil {
@@ -215,7 +215,15 @@ func (t *turn) runOne(p *pending) {
 // end records a call's result and emits its tool_end.
 func (t *turn) end(p *pending, outcome, sum, content string) {
 	p.failed = outcome != "completed"
-	p.run = store.ToolRun{CallID: p.part.ID, Outcome: outcome}
+	var took time.Duration
+	if !p.start.IsZero() {
+		took = time.Since(p.start)
+	}
+	p.run = store.ToolRun{CallID: p.part.ID, Outcome: outcome, DurationMS: took.Milliseconds()}
+	if o := t.s.eng.Observer; o != nil {
+		o.ToolCall(ToolCallRecord{Session: t.s.id, ID: p.call.ID, Name: p.part.Name, Category: p.call.Category,
+			Outcome: outcome, Summary: sum, Duration: took, Arguments: p.call.Arguments})
+	}
 	p.result = model.Part{Type: model.PartToolResult, CallID: p.part.ID, Text: content, IsError: p.failed}
 	t.sinkMu.Lock()
 	t.res.Tools.Calls++

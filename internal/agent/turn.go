@@ -373,6 +373,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
+	t.s.mu.Lock()
+	if t.s.noRetry {
+		maxAttempts = 1
+	}
+	t.s.mu.Unlock()
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
@@ -399,15 +404,20 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				t.emit(Recovered{Attempts: attempt + 1})
 			}
 			t.usage = t.usage.Add(resp.Usage)
-			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1,
-				DurationMS: time.Since(began).Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: t.info.Cost(resp.Usage)}
-			if !first.IsZero() {
-				t.lastCall.FirstByteMS = first.Sub(start).Milliseconds()
+			rec := t.callRecord(show, "ok", attempt+1, began, start, first)
+			rec.Usage, rec.CostUSD, rec.RequestID, rec.StopReason = resp.Usage, t.info.Cost(resp.Usage), resp.RequestID, resp.StopReason
+			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),
+				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD}
+			if o := t.s.eng.Observer; o != nil {
+				o.ModelCall(rec)
 			}
 			t.emit(UsageEvent{NewUsage(resp.Usage)})
 			return resp, "", nil
 		}
 		if t.ctx.Err() != nil {
+			if o := t.s.eng.Observer; o != nil {
+				o.ModelCall(t.callRecord(show, "cancelled", attempt+1, began, start, first))
+			}
 			return nil, partial(), t.ctx.Err()
 		}
 		var me *model.Error
@@ -428,6 +438,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			decision = "exhausted"
 		}
 		if !me.Retryable || attempt+1 >= maxAttempts {
+			if o := t.s.eng.Observer; o != nil {
+				rec := t.callRecord(show, "error", attempt+1, began, start, first)
+				rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()
+				o.ModelCall(rec)
+			}
 			return nil, partial(), &modelError{err: me, details: details(me, decision, attempt+1)}
 		}
 		if p := partial(); p != "" {
@@ -442,6 +457,9 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			delay = t.s.eng.RetryBase << attempt
 		}
 		t.emit(Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()})
+		if o := t.s.eng.Observer; o != nil {
+			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
+		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-t.ctx.Done():
@@ -450,6 +468,21 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		case <-timer.C:
 		}
 	}
+}
+
+// callRecord starts the observer's record of a model call: began is the
+// first attempt's start, start and first the last attempt's start and
+// first delta.
+func (t *turn) callRecord(show bool, status string, attempts int, began, start, first time.Time) ModelCallRecord {
+	r := ModelCallRecord{Session: t.s.id, Purpose: "turn", Provider: t.info.Provider, Model: t.info.ID, Status: status,
+		Attempts: attempts, Duration: time.Since(began)}
+	if !show {
+		r.Purpose = "compaction"
+	}
+	if !first.IsZero() {
+		r.FirstByte = first.Sub(start)
+	}
+	return r
 }
 
 // modelError is a terminal model failure with its details (U2).

@@ -441,3 +441,25 @@ func (c *Catalog) CheckEffort(id, effort string) (string, error) {
 	}
 	return "", fmt.Errorf("effort %q not supported by model %q (supported: %s)", effort, info.ID, strings.Join(info.Efforts, ", "))
 }
+
+// ProviderStatus describes one HTTP provider of the catalog for people
+// (e doctor, the operator log): never the key itself.
+type ProviderStatus struct {
+	Name    string `json:"name"`
+	API     string `json:"api"`
+	BaseURL string `json:"base_url"`
+	KeyEnv  string `json:"key_env"` // "" when the endpoint needs no key
+	KeySet  bool   `json:"key_set"` // KeyEnv is set (non-empty)
+	Models  int    `json:"models"`
+}
+
+// Providers lists the HTTP providers, built-in and configured, by name.
+func (c *Catalog) Providers() []ProviderStatus {
+	var out []ProviderStatus
+	for _, name := range slices.Sorted(maps.Keys(c.providers)) {
+		pc := c.providers[name]
+		out = append(out, ProviderStatus{Name: name, API: pc.API, BaseURL: pc.BaseURL, KeyEnv: pc.APIKeyEnv,
+			KeySet: pc.APIKeyEnv != "" && c.getenv(pc.APIKeyEnv) != "", Models: len(pc.Models)})
+	}
+	return out
+}

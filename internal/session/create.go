@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
@@ -304,6 +305,9 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 			return fail(err)
 		}
 	}
+	h.logf(slog.LevelInfo, "session created", slog.String("session", hd.ID), slog.String("cwd", c.cwd),
+		slog.String("model", c.model), slog.String("effort", c.effort), slog.String("path", s.path),
+		slog.Bool("resumed", c.header != nil), slog.Int("tools", len(c.tools)))
 	return s, nil
 }
 

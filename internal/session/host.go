@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,10 +26,17 @@ type Options struct {
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
+	// Providers are added to those of settings.json (one of the same name
+	// replaces it): pi's models.json under e --mode rpc.
+	Providers map[string]model.ProviderConfig
 	// SystemPrompt (--system-prompt) replaces e's own text of the system
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
 	SystemPrompt, AppendSystemPrompt string
+	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
+	// (--log-content) adds prompt text and tool arguments to it.
+	Log        *slog.Logger
+	LogContent bool
 
 	Version, Channel, Commit string
 }
@@ -112,6 +120,12 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Providers) > 0 && providers == nil {
+		providers = map[string]model.ProviderConfig{}
+	}
+	for name, pc := range opts.Providers {
+		providers[name] = pc
+	}
 	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers, Getenv: env.Getenv,
 		StallTimeout: time.Duration(settings.StallTimeoutMS) * time.Millisecond})
 	if err != nil {
@@ -155,6 +169,10 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a
 	}
+	if opts.Log != nil {
+		h.engine.Observer = observer{log: opts.Log, content: opts.LogContent}
+		ui = loggingUI{UI: ui, h: h}
+	}
 	if !opts.NoExtensions {
 		cfgs, err := extension.Configs(env.Home, settings.Extensions)
 		if err != nil {
@@ -166,8 +184,15 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			h.engine.Ext = extHost{h.ext}
 		}
 	}
+	h.logStart()
 	return h, nil
 }
+
+// Engine returns the agent engine every session of the process shares.
+// It is for a front end that makes its agent sessions itself (the pi
+// dialect, whose sessions live in pi's folder, start from a fork point and
+// take pi's system prompt flags); such sessions are not registered.
+func (h *Host) Engine() *agent.Engine { return h.engine }
 
 // Options returns the process options, -m resolved to its full id.
 func (h *Host) Options() Options { return h.opts }
@@ -285,6 +310,7 @@ func (h *Host) closeTurns() {
 // session (their locks released), kills tool processes and stops the
 // extensions. It returns when every turn goroutine has ended.
 func (h *Host) Shutdown() {
+	h.logf(slog.LevelInfo, "shutdown", slog.Int("sessions", len(h.Sessions())))
 	h.closeTurns()
 	var wg sync.WaitGroup
 	for _, s := range h.Sessions() {
@@ -303,6 +329,7 @@ func (h *Host) Shutdown() {
 // events and results, then kills the extensions. It reports whether every
 // turn ended within grace.
 func (h *Host) Kill(grace time.Duration) bool {
+	h.logf(slog.LevelWarn, "killed", slog.Int("sessions", len(h.Sessions())), slog.Int64("grace_ms", grace.Milliseconds()))
 	// Turns stop first, so none goes on to another model call after its
 	// bash dies.
 	h.closeTurns()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -120,8 +121,13 @@ func (s *Session) PromptParts(ctx context.Context, text string, images []Part, s
 }
 
 func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink func(agent.Event)) (*Turn, error) {
+	began := time.Now()
+	if s.h.opts.LogContent {
+		s.h.logf(slog.LevelInfo, "prompt", slog.String("session", s.ID()), slog.String("text", text))
+	}
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
 		res := s.a.Prompt(ctx, text, parts, sink)
+		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
 		if s.path != "" {
@@ -398,5 +404,10 @@ func (s *Session) Close(ctx context.Context) error {
 	if s.h.ext != nil {
 		s.h.ext.Notify("session.closed", map[string]any{"session": s.ID()})
 	}
+	level := slog.LevelInfo
+	if s.closeErr != nil {
+		level = slog.LevelError
+	}
+	s.h.logf(level, "session closed", slog.String("session", s.ID()), slog.Any("error", s.closeErr))
 	return s.closeErr
 }

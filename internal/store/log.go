@@ -42,6 +42,12 @@ type ReadResult struct {
 // (file 0600, directories 0700), writes and syncs the header, and takes the
 // writer lock. Empty Type, Version, ID and Created are filled in.
 func Create(home string, h Header) (*Log, error) {
+	return CreateIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h)
+}
+
+// CreateIn is Create with the log's folder given: dir/<h.ID>.jsonl. Front
+// ends that keep their sessions elsewhere (pi's sessions folder) use it.
+func CreateIn(dir string, h Header) (*Log, error) {
 	h.Type = "session"
 	h.Version = Version
 	if h.ID == "" {
@@ -57,7 +63,6 @@ func Create(home string, h Header) (*Log, error) {
 		return nil, fmt.Errorf("store: create: cwd %q is not absolute", h.Cwd)
 	}
 	h.Cwd = filepath.Clean(h.Cwd)
-	dir := filepath.Join(home, "sessions", Slug(h.Cwd))
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
@@ -540,7 +545,12 @@ func Branch(entries []Entry) []Entry {
 // copies keep their ids, so compaction entries still name the entry they
 // kept, and are relinked into one chain.
 func Fork(home string, h Header, branch []Entry) (*Log, error) {
-	l, err := Create(home, h)
+	return ForkIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h, branch)
+}
+
+// ForkIn is Fork with the new log's folder given, as CreateIn.
+func ForkIn(dir string, h Header, branch []Entry) (*Log, error) {
+	l, err := CreateIn(dir, h)
 	if err != nil {
 		return nil, err
 	}

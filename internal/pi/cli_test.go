@@ -1,0 +1,190 @@
+package pi
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/model"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want Flags
+		err  string
+	}{
+		{name: "rpc client", args: []string{"--mode", "rpc", "--provider", "mock", "--model", "m1", "--no-session"},
+			want: Flags{Mode: "rpc", Provider: "mock", Model: "m1", NoSession: true}},
+		{name: "equals and short", args: []string{"--mode=json", "-nt", "-n", "x", "--thinking=high", "hi"},
+			want: Flags{Mode: "json", NoTools: true, Name: "x", Thinking: "high", Messages: []string{"hi"}}},
+		{name: "tools", args: []string{"--mode", "rpc", "-t", "read, bash", "-xt", "write"},
+			want: Flags{Mode: "rpc", Tools: []string{"read", "bash"}, ExcludeTools: []string{"write"}}},
+		{name: "no-ops", args: []string{"--mode", "rpc", "--no-mcp", "--offline", "--verbose"}, want: Flags{Mode: "rpc"}},
+		{name: "unknown", args: []string{"--mode", "rpc", "--frob"}, err: "unknown pi option --frob"},
+		{name: "unsupported", args: []string{"--mode", "rpc", "--resume"}, err: "pi option --resume opens an interactive selector"},
+		{name: "no mode", args: []string{"--no-session"}, err: "--mode rpc or --mode json is required"},
+		{name: "text mode", args: []string{"--mode", "text"}, err: `--mode "text"`},
+		{name: "rpc prompt", args: []string{"--mode", "rpc", "hello"}, err: "rpc mode takes no prompt arguments"},
+		{name: "json without prompt", args: []string{"--mode", "json"}, err: "json mode needs a prompt"},
+		{name: "provider alone", args: []string{"--mode", "rpc", "--provider", "x"}, err: "--provider requires --model"},
+		{name: "bad level", args: []string{"--mode", "rpc", "--thinking", "lots"}, err: `--thinking: "lots"`},
+		{name: "missing value", args: []string{"--mode", "rpc", "--model"}, err: "--model needs a value"},
+		{name: "file arg", args: []string{"--mode", "json", "@x.txt"}, err: "@file arguments"},
+		{name: "continue and no-session", args: []string{"--mode", "rpc", "-c", "--no-session"}, err: "--no-session cannot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseFlags(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrUsage) {
+					t.Fatalf("error %v, want a usage error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("flags (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveModel(t *testing.T) {
+	models := []model.Info{
+		{ID: "e/offline", Provider: "e", Name: "offline", Efforts: []string{"low", "medium", "high"}},
+		{ID: "openai/gpt-5.5", Provider: "openai", Name: "gpt-5.5"},
+		{ID: "mock/gpt-5.5", Provider: "mock", Name: "gpt-5.5"},
+		{ID: "mock/mock-1", Provider: "mock", Name: "mock-1"},
+	}
+	usable := func(m model.Info) bool { return m.Provider != "openai" }
+	tests := []struct {
+		provider, pattern, id, level, err string
+	}{
+		{pattern: "offline", id: "e/offline"},
+		{pattern: "offline:high", id: "e/offline", level: "high"},
+		{pattern: "mock/gpt-5.5", id: "mock/gpt-5.5"},
+		{pattern: "gpt-5.5", id: "mock/gpt-5.5"}, // the one with a key
+		{provider: "openai", pattern: "gpt-5.5", id: "openai/gpt-5.5"},
+		{pattern: "MOCK", id: "mock/mock-1"}, // fuzzy, case-insensitive
+		{pattern: "nothing", err: "model not found: nothing"},
+		{provider: "e", pattern: "gpt", err: "model not found: e/gpt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.provider+"/"+tt.pattern, func(t *testing.T) {
+			info, level, err := ResolveModel(models, tt.provider, tt.pattern, usable)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || info.ID != tt.id || level != tt.level {
+				t.Errorf("got %s %q %v, want %s %q", info.ID, level, err, tt.id, tt.level)
+			}
+		})
+	}
+}
+
+func TestClamp(t *testing.T) {
+	off := model.Info{}
+	three := model.Info{Efforts: []string{"low", "medium", "high"}}
+	tests := []struct {
+		info         model.Info
+		level, want  string
+		effort       string
+		availability []string
+	}{
+		{info: three, level: "off", want: "low", effort: "low"},
+		{info: three, level: "minimal", want: "low", effort: "low"},
+		{info: three, level: "medium", want: "medium", effort: "medium"},
+		{info: three, level: "max", want: "high", effort: "high"},
+		{info: off, level: "high", want: "off", effort: ""},
+	}
+	for _, tt := range tests {
+		if got := Clamp(tt.info, tt.level); got != tt.want {
+			t.Errorf("Clamp(%v, %s) = %s, want %s", tt.info.Efforts, tt.level, got, tt.want)
+		}
+		if got := Effort(tt.info, tt.level); got != tt.effort {
+			t.Errorf("Effort(%v, %s) = %q, want %q", tt.info.Efforts, tt.level, got, tt.effort)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "models.json"), []byte(`{"providers":{
+		"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"sk-lit",
+			"models":[{"id":"q","reasoning":true,"input":["text","image"],"contextWindow":1000,
+				"cost":{"input":1,"output":2,"cacheRead":0.1,"cacheWrite":1.5}}]},
+		"env":{"baseUrl":"http://127.0.0.1:2","api":"anthropic-messages","apiKey":"$MY_KEY","models":[{"id":"c"}]},
+		"resp":{"baseUrl":"http://127.0.0.1:3/v1","api":"openai-responses","models":[{"id":"r"}]},
+		"gem":{"baseUrl":"http://127.0.0.1:4","api":"google-generative-ai","models":[{"id":"g"}]},
+		"cmd":{"baseUrl":"http://127.0.0.1:5","api":"openai-completions","apiKey":"!pass show x","models":[{"id":"x"}]}}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"defaultModel":"q","steeringMode":"all","compaction":{"enabled":false}}`), 0o600)
+	c, err := LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]model.ProviderConfig{
+		"local": {API: model.APIOpenAIChat, BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "E_PI_KEY_LOCAL",
+			Models: []model.ModelConfig{{ID: "q", ContextWindow: 1000, ImageInput: true, Effort: []string{"low", "medium", "high"},
+				Price: &model.Price{Input: 1, Output: 2, CacheRead: 0.1, CacheWrite5m: 1.5, CacheWrite1h: 1.5}}}},
+		"env":  {API: model.APIAnthropic, BaseURL: "http://127.0.0.1:2", APIKeyEnv: "MY_KEY", Models: []model.ModelConfig{{ID: "c"}}},
+		"resp": {API: model.APIOpenAIResponses, BaseURL: "http://127.0.0.1:3/v1", Models: []model.ModelConfig{{ID: "r"}}},
+	}
+	if diff := cmp.Diff(want, c.Providers); diff != "" {
+		t.Errorf("providers (-want +got):\n%s", diff)
+	}
+	if len(c.Warnings) != 2 || !strings.Contains(strings.Join(c.Warnings, "\n"), `"google-generative-ai" is not one e speaks`) {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+	if got := c.Getenv(func(string) string { return "" })("E_PI_KEY_LOCAL"); got != "sk-lit" {
+		t.Errorf("literal key %q", got)
+	}
+	if c.Settings.DefaultModel != "q" || c.Settings.SteeringMode != "all" || *c.Settings.Compaction.Enabled {
+		t.Errorf("settings %+v", c.Settings)
+	}
+	os.WriteFile(filepath.Join(dir, "models.json"), []byte(`{"providers":`), 0o600)
+	if _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), "models.json") {
+		t.Errorf("bad JSON: %v", err)
+	}
+}
+
+func TestToolSelection(t *testing.T) {
+	all := []string{"bash", "edit", "read", "write"}
+	tests := []struct {
+		name string
+		f    Flags
+		want []string
+		err  string
+	}{
+		{name: "default", want: all},
+		{name: "allowlist", f: Flags{Tools: []string{"read", "bash"}}, want: []string{"read", "bash"}},
+		{name: "edits", f: Flags{Tools: []string{"-write", "-edit"}}, want: []string{"bash", "read"}},
+		{name: "exclude pattern", f: Flags{ExcludeTools: []string{"*it*"}}, want: []string{"bash", "read"}},
+		{name: "none", f: Flags{NoTools: true}, want: []string{}},
+		{name: "unknown", f: Flags{Tools: []string{"teleport"}}, err: `unknown tool "teleport"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := toolSelection(all, tt.f)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

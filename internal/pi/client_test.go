@@ -1,0 +1,97 @@
+package pi
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e-agent/e/internal/providermock"
+)
+
+// piCache is where scripts/pi-client-setup.sh installs Node 22 and pi 1.6.0.
+func piCache() string {
+	dir := os.Getenv("E_TEST_CACHE")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "e-test")
+	}
+	return filepath.Join(dir, "pi-1.6.0")
+}
+
+// buildE builds the e binary into dir.
+func buildE(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "e")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/e-agent/e/cmd/e").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// piHome writes a pi config dir whose models.json declares the loopback
+// mock model as provider "mock" (openai-completions, literal apiKey).
+func piHome(t *testing.T, dir, mockURL string) string {
+	t.Helper()
+	home := filepath.Join(dir, "pi-agent")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key",
+		"models":[{"id":"mock-1","contextWindow":32000}]}}}`, mockURL+"/v1")
+	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// TestPiRpcClient drives e --mode rpc with pi's own RpcClient from the npm
+// package (testdata/rpcclient.mjs), through every command and event family.
+func TestPiRpcClient(t *testing.T) {
+	cache := piCache()
+	node := filepath.Join(cache, "node", "bin", "node")
+	client := filepath.Join(cache, "pi", "node_modules", "@earendil-works", "pi-coding-agent", "dist", "modes", "rpc", "rpc-client.js")
+	for _, p := range []string{node, client} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("pi 1.6.0 and Node 22 are not installed (%s is missing): run scripts/pi-client-setup.sh", p)
+		}
+	}
+	if testing.Short() {
+		t.Skip("-short: the RpcClient suite runs a Node process")
+	}
+	dir := t.TempDir()
+	bin := buildE(t, dir)
+	mock := httptest.NewServer(providermock.NewServer("openai-chat", 5)) // "w1 w2 w3 w4 w5 "
+	defer mock.Close()
+	// RpcClient spawns `node CLI --mode rpc …`: a shim named node runs e
+	// for that CLI path and the real node otherwise.
+	shim := filepath.Join(dir, "shim")
+	os.Mkdir(shim, 0o700)
+	cli := filepath.Join(dir, "e-as-pi-cli.js")
+	script := "#!/bin/sh\nif [ \"$1\" = \"$E_PI_CLI\" ]; then shift; exec \"$E_BIN\" \"$@\"; fi\nexec \"$REAL_NODE\" \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "node"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o700)
+	ehome := filepath.Join(dir, "e-home")
+	os.Mkdir(ehome, 0o700)
+	os.WriteFile(filepath.Join(ehome, "settings.json"), []byte(`{"max_attempts":3}`), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "rpcclient.mjs"))
+	cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"E_PI_CLI="+cli, "E_BIN="+bin, "REAL_NODE="+node, "PI_RPC_CLIENT="+client, "WORK="+work,
+		"E_HOME="+ehome, "PI_CODING_AGENT_DIR="+piHome(t, dir, mock.URL), "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	out, err := cmd.CombinedOutput()
+	t.Logf("rpcclient.mjs:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "\nPASS") {
+		t.Fatalf("pi's RpcClient against e --mode rpc: %v", err)
+	}
+}

@@ -1,0 +1,7 @@
+// Package pi is e's pi dialect: e --mode rpc speaks pi 1.6.0's RPC
+// protocol and e --mode json its one-shot JSON event stream, with pi's
+// command line and configuration directory, over e's engine and session
+// logs (spec/pi.md). Translator turns e's events into pi's; the command
+// dispatcher in rpc.go serves pi's commands; backend.go is the one place
+// that makes sessions. The wire shapes are schemas/pi.
+package pi

@@ -1,0 +1,58 @@
+package pi
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// oneShot is e --mode json (json.md): the session header, then the events
+// of each prompt in turn, then exit. The status is 1 when a prompt's run
+// ended in an error or was aborted.
+func (fr *front) oneShot() int {
+	fr.mu.Lock()
+	sess, h := fr.cur.sess, fr.cur.header
+	fr.mu.Unlock()
+	header := map[string]any{"type": "session", "version": 3, "id": sess.ID(),
+		"timestamp": h.Created.UTC().Format(time.RFC3339Nano), "cwd": sess.Cwd()}
+	if h.Parent != "" {
+		header["parentSession"] = h.Parent
+	}
+	fr.write(header)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			fr.stop() // the running turn ends aborted; its last events still go out
+		case <-fr.ctx.Done():
+		}
+	}()
+	code := 0
+	for _, text := range fr.flags.Messages {
+		fr.mu.Lock()
+		fr.failed = false
+		fr.mu.Unlock()
+		if err := fr.startRun(text, nil, nil, func() {}); err != nil {
+			fmt.Fprintf(fr.env.Stderr, "e --mode json: %v\n", err)
+			code = 1
+			break
+		}
+		fr.mu.Lock()
+		done := fr.runDone
+		fr.mu.Unlock()
+		<-done
+		fr.mu.Lock()
+		failed := fr.failed
+		fr.mu.Unlock()
+		if failed {
+			code = 1
+			break
+		}
+	}
+	fr.shutdown()
+	return code
+}

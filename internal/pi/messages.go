@@ -1,0 +1,200 @@
+package pi
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+// Entry is a pi session entry (session-format.md) made from one of e's.
+type Entry struct {
+	Type             string  `json:"type"`
+	ID               string  `json:"id"`
+	ParentID         *string `json:"parentId"`
+	Timestamp        string  `json:"timestamp"`
+	Message          any     `json:"message,omitempty"`
+	Provider         string  `json:"provider,omitempty"`
+	ModelID          string  `json:"modelId,omitempty"`
+	ThinkingLevel    string  `json:"thinkingLevel,omitempty"`
+	Summary          string  `json:"summary,omitempty"`
+	FirstKeptEntryID string  `json:"firstKeptEntryId,omitempty"`
+	TokensBefore     *int64  `json:"tokensBefore,omitempty"`
+	Name             *string `json:"name,omitempty"`
+}
+
+// converter turns e's history into pi's shapes. It follows the settings
+// entries so each assistant message names the model that answered.
+type converter struct {
+	cat     func(id string) (model.Info, bool)
+	info    model.Info
+	effort  string
+	names   map[string]string // tool call id → tool name
+	headerM string
+}
+
+func newConverter(lookup func(string) (model.Info, bool), h store.Header) *converter {
+	c := &converter{cat: lookup, names: map[string]string{}, effort: h.Effort}
+	c.info, _ = lookup(h.Model)
+	return c
+}
+
+// messages converts one e message to pi messages: a tool message holds
+// one result per call, pi has one message per result.
+func (c *converter) messages(m model.Message, ts int64) []any {
+	if sum, ok := agent.Summary(m); ok {
+		return []any{CompactionSummaryMessage{Role: "compactionSummary", Summary: sum, Timestamp: ts}}
+	}
+	switch m.Role {
+	case model.RoleUser:
+		var imgs []Content
+		for _, p := range m.Content {
+			if p.Type == model.PartImage {
+				imgs = append(imgs, Content{Type: "image", Data: p.Data, MimeType: p.MediaType})
+			}
+		}
+		return []any{*userMessage(m.Text(), imgs, ts)}
+	case model.RoleAssistant:
+		a := AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(c.info.API), Provider: c.info.Provider,
+			Model: c.info.Name, ThinkingLevel: levelOf(c.effort), Usage: NewUsage(model.Usage{}, nil), StopReason: "stop", Timestamp: ts}
+		for _, p := range m.Content {
+			switch p.Type {
+			case model.PartText:
+				a.Content = append(a.Content, Content{Type: "text", Text: p.Text})
+			case model.PartReasoning:
+				a.Content = append(a.Content, Content{Type: "thinking", Text: p.Text, Signature: p.Signature})
+			case model.PartToolCall:
+				c.names[p.ID] = p.Name
+				a.Content = append(a.Content, Content{Type: "toolCall", ID: p.ID, Name: p.Name, Arguments: p.Arguments})
+				a.StopReason = "toolUse"
+			}
+		}
+		return []any{a}
+	case model.RoleTool:
+		var out []any
+		for _, p := range m.Content {
+			if p.Type != model.PartToolResult {
+				continue
+			}
+			out = append(out, ToolResultMessage{Role: "toolResult", ToolCallID: p.CallID, ToolName: c.names[p.CallID],
+				Content: []Content{{Type: "text", Text: p.Text}}, Details: map[string]any{}, IsError: p.IsError, Timestamp: ts})
+		}
+		return out
+	}
+	return nil
+}
+
+// levelOf names e's effort as a pi thinking level.
+func levelOf(effort string) string {
+	if effort == "" {
+		return "off"
+	}
+	return effort
+}
+
+// entries converts e's log entries, in append order, to pi's. An e entry
+// that holds several pi messages becomes several entries: the first keeps
+// its id, the others get "ID.N" and chain after it.
+func (c *converter) entries(es []store.Entry) []Entry {
+	var out []Entry
+	last := map[string]string{} // e entry id → id of the last pi entry made from it
+	for _, en := range es {
+		parent := func() *string {
+			if en.Parent == "" {
+				return nil
+			}
+			p := en.Parent
+			if l, ok := last[en.Parent]; ok {
+				p = l
+			}
+			return &p
+		}
+		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(time.RFC3339Nano)}
+		switch en.Type {
+		case store.TypeMessage:
+			var m model.Message
+			if json.Unmarshal(en.Message, &m) != nil {
+				continue
+			}
+			for i, msg := range c.messages(m, en.Time.UnixMilli()) {
+				e := base
+				if i > 0 {
+					prev := out[len(out)-1].ID
+					e.ID, e.ParentID = fmt.Sprintf("%s.%d", en.ID, i), &prev
+				}
+				e.Type, e.Message = "message", msg
+				out = append(out, e)
+				last[en.ID] = e.ID
+			}
+			continue
+		case store.TypeSettings:
+			if info, ok := c.cat(en.Model); ok {
+				c.info = info
+			}
+			c.effort = en.Effort
+			e := base
+			e.Type, e.Provider, e.ModelID = "model_change", c.info.Provider, c.info.Name
+			t := base
+			t.ID, t.ParentID, t.Type, t.ThinkingLevel = en.ID+".1", &e.ID, "thinking_level_change", levelOf(en.Effort)
+			out = append(out, e, t)
+			last[en.ID] = t.ID
+			continue
+		case store.TypeCompaction:
+			base.Type, base.Summary, base.FirstKeptEntryID = "compaction", en.Summary, en.Kept
+			if en.Kept == "" {
+				base.FirstKeptEntryID = en.ID // retains nothing: its own id (session-format.md)
+			}
+			tok := en.Tokens
+			base.TokensBefore = &tok
+		case store.TypeName:
+			name := en.Name
+			base.Type, base.Name = "session_info", &name
+		default:
+			// title and interrupted have no pi counterpart; keep the chain intact.
+			if p := parent(); p != nil {
+				last[en.ID] = *p
+			}
+			continue
+		}
+		out = append(out, base)
+		last[en.ID] = base.ID
+	}
+	return out
+}
+
+// TreeNode is one node of get_tree.
+type TreeNode struct {
+	Entry    Entry      `json:"entry"`
+	Children []TreeNode `json:"children"`
+}
+
+// tree arranges entries by parentId; entries whose parent is missing are roots.
+func tree(es []Entry) []TreeNode {
+	ids := map[string]bool{}
+	kids := map[string][]int{}
+	var roots []int
+	for i, e := range es {
+		ids[e.ID] = true
+		if e.ParentID == nil || !ids[*e.ParentID] {
+			roots = append(roots, i)
+			continue
+		}
+		kids[*e.ParentID] = append(kids[*e.ParentID], i)
+	}
+	var build func(i int) TreeNode
+	build = func(i int) TreeNode {
+		n := TreeNode{Entry: es[i], Children: []TreeNode{}}
+		for _, k := range kids[es[i].ID] {
+			n.Children = append(n.Children, build(k))
+		}
+		return n
+	}
+	out := []TreeNode{}
+	for _, r := range roots {
+		out = append(out, build(r))
+	}
+	return out
+}

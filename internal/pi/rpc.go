@@ -1,0 +1,1429 @@
+package pi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/extension"
+	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/schemas"
+)
+
+// Env is the process e --mode runs in.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Cwd, Home      string // Home: E_HOME, for e's own settings, trust and extensions
+	Getenv         func(string) string
+	Version        string
+}
+
+// front is one e --mode rpc (or json) process: pi's commands in, pi's
+// records out, over one session at a time.
+type front struct {
+	env   Env
+	flags Flags
+	cfg   *Config
+	h     *session.Host
+	eng   *agent.Engine
+	b     *backend
+	out   *jsonl.Writer
+	ctx   context.Context
+	stop  context.CancelFunc
+	work  sync.WaitGroup // command goroutines and runs: each writes its lines before Done
+
+	mu           sync.Mutex
+	cur          *made
+	info         model.Info
+	level        string
+	steeringMode string
+	followUpMode string
+	steerHeld    []string // passed to e, not yet delivered
+	steerWait    []string // one-at-a-time: not yet passed to e
+	followUps    []string
+	pendingCtx   []string // bash output recorded once the run ends
+	autoCompact  bool
+	autoRetry    bool
+	running      bool
+	runDone      chan struct{}
+	compacting   bool
+	failed       bool // the last e turn ended in an error or aborted
+	bashCancel   context.CancelFunc
+	usage        Usage // of this process's model calls in the current session
+	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
+	tr           *Translator
+	trMu         sync.Mutex
+
+	uiMu   sync.Mutex
+	uiNext int
+	uiWait map[string]chan json.RawMessage
+}
+
+// Main runs e --mode rpc or e --mode json with pi's flags and returns the
+// exit status.
+func Main(args []string, env Env) int {
+	f, err := ParseFlags(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "e: %s (see e --mode rpc --help)\n", strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	}
+	if f.Help {
+		fmt.Fprint(env.Stdout, help)
+		return 0
+	}
+	if f.Version {
+		fmt.Fprintf(env.Stdout, "e %s (pi dialect 1.6.0)\n", env.Version)
+		return 0
+	}
+	fr, err := start(f, env)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "e --mode %s: %v\n", f.Mode, err)
+		if errors.Is(err, ErrUsage) {
+			return 2
+		}
+		return 1
+	}
+	if f.Mode == "json" {
+		return fr.oneShot()
+	}
+	return fr.serve()
+}
+
+const help = `usage: e --mode rpc [pi options]      pi 1.6.0's RPC protocol on stdin/stdout
+       e --mode json [pi options] PROMPT…  pi's JSON event stream for one-shot prompts
+
+pi options e honours:
+  --provider NAME, --model PATTERN[:thinking], --thinking LEVEL, --api-key KEY
+  --no-session, --session PATH|ID, -c/--continue, --session-dir DIR, -n/--name NAME
+  -t/--tools LIST, -xt/--exclude-tools LIST, -nt/--no-tools, -nbt/--no-builtin-tools
+  -ne/--no-extensions, --system-prompt TEXT|FILE, --append-system-prompt TEXT|FILE
+Configuration: $PI_CODING_AGENT_DIR (default ~/.pi/agent): models.json, settings.json, sessions/.
+`
+
+func start(f Flags, env Env) (*front, error) {
+	dir, err := AgentDir(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
+	}
+	getenv := cfg.Getenv(env.Getenv)
+	ctx, stop := context.WithCancel(context.Background())
+	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop, uiWait: map[string]chan json.RawMessage{},
+		steeringMode: cmpOr(cfg.Settings.SteeringMode, "one-at-a-time"),
+		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
+		autoCompact:  cfg.Settings.Compaction.Enabled == nil || *cfg.Settings.Compaction.Enabled,
+		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
+	fr.out = jsonl.NewWriter(env.Stdout)
+	fail := func(err error) (*front, error) {
+		stop()
+		fr.out.Close()
+		return nil, err
+	}
+	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
+		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
+	if f.SystemPrompt != nil {
+		opts.SystemPrompt = *f.SystemPrompt
+	}
+	if f.APIKey != "" {
+		// A key given on the command line serves whichever provider the model needs.
+		base := getenv
+		getenv = func(k string) string {
+			if strings.HasSuffix(k, "_API_KEY") || strings.HasPrefix(k, "E_PI_KEY_") {
+				return f.APIKey
+			}
+			return base(k)
+		}
+	}
+	fr.h, err = session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: getenv}, ui{fr})
+	if err != nil {
+		return fail(err)
+	}
+	fr.eng = fr.h.Engine()
+	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
+		fr.eng.MaxAttempts = *n + 1
+	}
+	all := tool.Names()
+	if fr.eng.Ext != nil {
+		for _, d := range fr.eng.Ext.Tools() {
+			all = append(all, d.Name)
+		}
+	}
+	tools, err := toolSelection(all, f)
+	if err != nil {
+		return fail(err)
+	}
+	fr.b = &backend{h: fr.h, tools: tools}
+	if !f.NoSession {
+		fr.b.sessionsDir = cfg.SessionsDir(f.SessionDir, env.Getenv)
+	}
+	info, level, err := fr.startModel()
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrUsage, err))
+	}
+	sp := spec{cwd: env.Cwd, model: info.ID, effort: Effort(info, level), name: f.Name}
+	switch {
+	case f.Session != "":
+		if sp.resume, err = fr.b.find(f.Session, env.Cwd); err != nil {
+			return fail(err)
+		}
+		if f.Model == "" {
+			sp.model = ""
+		}
+	case f.Continue:
+		sp.resume = fr.b.latest(env.Cwd)
+	}
+	m, err := fr.b.make(sp)
+	if err != nil {
+		return fail(err)
+	}
+	fr.use(m)
+	if sp.resume != "" && f.Name != "" {
+		if err := m.sess.Rename(f.Name); err != nil {
+			return fail(err)
+		}
+	}
+	return fr, nil
+}
+
+// startModel resolves the model and thinking level of the first session.
+func (fr *front) startModel() (model.Info, string, error) {
+	cat := fr.eng.Catalog
+	usable := func(m model.Info) bool { _, err := cat.Provider(m.ID); return err == nil }
+	var info model.Info
+	level := ""
+	var err error
+	switch {
+	case fr.flags.Model != "":
+		info, level, err = ResolveModel(cat.Models(), fr.flags.Provider, fr.flags.Model, usable)
+	case fr.cfg.Settings.DefaultModel != "":
+		info, level, err = ResolveModel(cat.Models(), fr.cfg.Settings.DefaultProvider, fr.cfg.Settings.DefaultModel, usable)
+	default:
+		info, err = cat.Lookup(fr.h.DefaultModel())
+	}
+	if err != nil {
+		return info, "", err
+	}
+	level = cmpOr(fr.flags.Thinking, cmpOr(level, fr.cfg.Settings.DefaultThinkingLevel))
+	if level == "" {
+		level = levelOf(info.DefaultEffort)
+	}
+	return info, Clamp(info, level), nil
+}
+
+// use makes m the current session.
+func (fr *front) use(m *made) {
+	in := m.sess.Info()
+	info, _ := fr.eng.Catalog.Lookup(in.Model)
+	m.sess.SetAutoCompact(fr.autoCompact)
+	m.sess.SetAutoRetry(fr.autoRetry)
+	fr.mu.Lock()
+	fr.cur, fr.info, fr.level = m, info, Clamp(info, levelOf(in.Effort))
+	fr.usage, fr.lastPrompt = Usage{}, 0
+	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.eng.MaxAttempts, Recorded: recorder{m.sess}}
+	fr.mu.Unlock()
+}
+
+// recorder reads what the agent recorded in a session's history.
+type recorder struct{ s *agent.Session }
+
+func (r recorder) LastAssistant() (model.Message, bool) {
+	es := r.s.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		var m model.Message
+		if es[i].Type == store.TypeMessage && json.Unmarshal(es[i].Message, &m) == nil && m.Role == model.RoleAssistant {
+			return m, true
+		}
+	}
+	return model.Message{}, false
+}
+
+func (r recorder) LastCompaction() (string, string) {
+	es := r.s.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Type == store.TypeCompaction {
+			return es[i].Summary, cmpOr(es[i].Kept, es[i].ID)
+		}
+	}
+	return "", ""
+}
+
+// write queues one record.
+func (fr *front) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
+	}
+	_ = fr.out.Write(context.Background(), b)
+}
+
+// serve reads commands until EOF or a signal (rpc.md: Shutdown).
+func (fr *front) serve() int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	lines := make(chan []byte)
+	readDone := make(chan error, 1)
+	go func() {
+		r := jsonl.NewReader(fr.env.Stdin, jsonl.MaxLine)
+		for {
+			line, err := r.Next()
+			if err != nil {
+				readDone <- err
+				return
+			}
+			select {
+			case lines <- bytes.Clone(line):
+			case <-fr.ctx.Done():
+				return
+			}
+		}
+	}()
+	code, graceful := 0, false
+loop:
+	for {
+		select {
+		case line := <-lines:
+			fr.handle(line)
+		case err := <-readDone:
+			if errors.Is(err, jsonl.ErrTooLong) {
+				fmt.Fprintf(fr.env.Stderr, "e --mode rpc: %v; exiting\n", err)
+				code = 1
+			}
+			// EOF is an orderly shutdown (rpc.md): the run in progress, its
+			// follow-ups and every command finish first; a signal still
+			// stops them.
+			graceful = err == io.EOF
+			break loop
+		case <-fr.out.Failed():
+			break loop
+		case <-sigs:
+			go func() { <-sigs; os.Exit(143) }() // a second signal exits at once
+			break loop
+		}
+	}
+	if graceful {
+		finished := make(chan struct{})
+		go func() {
+			fr.work.Wait()
+			close(finished)
+		}()
+		select {
+		case <-finished:
+		case <-sigs:
+		}
+	}
+	fr.shutdown()
+	return code
+}
+
+// shutdown stops the run and every command, closes the session and
+// flushes the output.
+func (fr *front) shutdown() {
+	fr.mu.Lock()
+	cur, cancel := fr.cur, fr.bashCancel
+	fr.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if cur != nil {
+		cur.sess.Interrupt()
+	}
+	fr.uiCancelAll()
+	fr.work.Wait()
+	if cur != nil {
+		cur.sess.Close()
+	}
+	fr.stop()
+	fr.h.Shutdown() // tool processes and extensions
+	fr.out.Close()
+}
+
+// reply is a command's response.
+type reply struct {
+	ID      *string `json:"id,omitempty"`
+	Type    string  `json:"type"`
+	Command string  `json:"command"`
+	Success bool    `json:"success"`
+	Data    any     `json:"data,omitempty"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// noData marks a command whose response has no data field.
+type noData struct{}
+
+// nullData is a data field that is JSON null (cycle_model with one model).
+type nullData struct{}
+
+func (nullData) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+func (fr *front) respond(id *string, cmd string, data any, err error) {
+	r := reply{ID: id, Type: "response", Command: cmd, Success: err == nil}
+	switch {
+	case err != nil:
+		r.Error = err.Error()
+	case data == noData{}:
+	case data == nil:
+		r.Data = nullData{}
+	default:
+		r.Data = data
+	}
+	fr.write(r)
+}
+
+// handle serves one line.
+func (fr *front) handle(line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if !json.Valid(line) {
+		var v any
+		err := json.Unmarshal(line, &v)
+		msg := "invalid JSON"
+		if err != nil {
+			msg = err.Error()
+		}
+		fr.respond(nil, "parse", nil, fmt.Errorf("Failed to parse command: %s", msg))
+		return
+	}
+	var id *string
+	if v := gjson.GetBytes(line, "id"); v.Type == gjson.String {
+		s := v.String()
+		id = &s
+	}
+	if gjson.GetBytes(line, "type").String() == "extension_ui_response" {
+		fr.uiAnswer(line)
+		return
+	}
+	typ, err := schemas.ValidatePiCommand(line)
+	if err != nil {
+		if typ == "" {
+			typ = "parse"
+		}
+		if strings.HasPrefix(err.Error(), "unknown command type") {
+			err = fmt.Errorf("Unknown command: %s", typ)
+		}
+		fr.respond(id, typ, nil, err)
+		return
+	}
+	h := commands[typ]
+	if h == nil { // a schema without a handler: a bug, said plainly
+		fr.respond(id, typ, nil, fmt.Errorf("Unknown command: %s", typ))
+		return
+	}
+	h(fr, &command{id: id, typ: typ, line: line})
+}
+
+// command is one validated command line.
+type command struct {
+	id   *string
+	typ  string
+	line []byte
+}
+
+func (c *command) str(field string) string { return gjson.GetBytes(c.line, field).String() }
+func (c *command) has(field string) bool {
+	v := gjson.GetBytes(c.line, field)
+	return v.Exists() && v.Type != gjson.Null
+}
+
+// async runs f in a goroutine that shutdown waits for.
+func (fr *front) async(f func()) {
+	fr.work.Add(1)
+	go func() {
+		defer fr.work.Done()
+		f()
+	}()
+}
+
+var commands map[string]func(*front, *command)
+
+func init() {
+	simple := func(f func(*front, *command) (any, error)) func(*front, *command) {
+		return func(fr *front, c *command) {
+			data, err := f(fr, c)
+			fr.respond(c.id, c.typ, data, err)
+		}
+	}
+	commands = map[string]func(*front, *command){
+		"prompt":                        (*front).prompt,
+		"steer":                         simple((*front).steer),
+		"follow_up":                     simple((*front).followUp),
+		"abort":                         (*front).abort,
+		"clear_queue":                   simple((*front).clearQueue),
+		"new_session":                   simple((*front).newSession),
+		"get_state":                     simple((*front).getState),
+		"get_messages":                  simple((*front).getMessages),
+		"set_model":                     simple((*front).setModel),
+		"cycle_model":                   simple((*front).cycleModel),
+		"get_available_models":          simple((*front).availableModels),
+		"set_thinking_level":            simple((*front).setThinking),
+		"cycle_thinking_level":          simple((*front).cycleThinking),
+		"get_available_thinking_levels": simple((*front).availableLevels),
+		"set_steering_mode":             simple(func(fr *front, c *command) (any, error) { return fr.setMode(&fr.steeringMode, c) }),
+		"set_follow_up_mode":            simple(func(fr *front, c *command) (any, error) { return fr.setMode(&fr.followUpMode, c) }),
+		"compact":                       (*front).compact,
+		"set_auto_compaction":           simple((*front).setAutoCompaction),
+		"set_auto_retry":                simple((*front).setAutoRetry),
+		"abort_retry":                   simple((*front).abortRetry),
+		"bash":                          (*front).bash,
+		"abort_bash":                    simple((*front).abortBash),
+		"get_session_stats":             simple((*front).stats),
+		"export_html":                   simple((*front).exportHTML),
+		"switch_session":                simple((*front).switchSession),
+		"fork":                          simple((*front).fork),
+		"clone":                         simple((*front).clone),
+		"get_fork_messages":             simple((*front).forkMessages),
+		"get_entries":                   simple((*front).getEntries),
+		"get_tree":                      simple((*front).getTree),
+		"get_last_assistant_text":       simple((*front).lastAssistantText),
+		"set_session_name":              simple((*front).setName),
+		"get_commands": simple(func(*front, *command) (any, error) {
+			return map[string]any{"commands": []any{}}, nil
+		}),
+	}
+}
+
+// images decodes a command's images.
+func (fr *front) images(c *command) ([]model.Part, []Content, error) {
+	var parts []model.Part
+	var blocks []Content
+	for i, im := range gjson.GetBytes(c.line, "images").Array() {
+		var v struct {
+			Data     []byte `json:"data"`
+			MimeType string `json:"mimeType"`
+		}
+		if err := json.Unmarshal([]byte(im.Raw), &v); err != nil {
+			return nil, nil, fmt.Errorf("images[%d]: data: not base64: %v", i, err)
+		}
+		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
+		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
+	}
+	if len(parts) > 0 {
+		fr.mu.Lock()
+		ok := fr.info.ImageInput
+		fr.mu.Unlock()
+		if !ok {
+			return nil, nil, fmt.Errorf("model %s does not accept images", fr.info.ID)
+		}
+	}
+	return parts, blocks, nil
+}
+
+func (fr *front) prompt(c *command) {
+	text := c.str("message")
+	parts, blocks, err := fr.images(c)
+	if err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.mu.Lock()
+	running := fr.running
+	fr.mu.Unlock()
+	if running {
+		switch c.str("streamingBehavior") {
+		case "steer":
+			_, err = fr.steer(c)
+		case "followUp":
+			_, err = fr.followUp(c)
+		default:
+			err = errors.New("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")
+		}
+		fr.respond(c.id, c.typ, map[string]string{"disposition": "queued"}, err)
+		return
+	}
+	if err := fr.startRun(text, parts, blocks, func() {
+		fr.respond(c.id, c.typ, map[string]string{"disposition": "started"}, nil)
+	}); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+	}
+}
+
+// startRun begins a pi run with text; accepted is called once the session
+// took it, before any of its events.
+func (fr *front) startRun(text string, parts []model.Part, blocks []Content, accepted func()) error {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.running || fr.compacting {
+		return errors.New("Agent is already processing")
+	}
+	sess := fr.cur.sess
+	for _, t := range fr.pendingCtx {
+		if err := sess.AddUserText(t); err != nil {
+			return err
+		}
+	}
+	fr.pendingCtx = nil
+	if err := sess.Begin(); err != nil {
+		return err
+	}
+	fr.running = true
+	fr.runDone = make(chan struct{})
+	fr.trMu.Lock()
+	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
+	fr.tr.Begin(text, blocks)
+	fr.trMu.Unlock()
+	for _, s := range fr.steerHeld { // steers queued before the run go in after the prompt
+		sess.Steer(s)
+	}
+	accepted()
+	done := fr.runDone
+	fr.async(func() { fr.run(sess, text, parts, done) })
+	return nil
+}
+
+// run drives e turns until the run settles: the prompt, then each
+// follow-up (pi delivers them when the agent would stop).
+func (fr *front) run(sess *agent.Session, text string, parts []model.Part, done chan struct{}) {
+	for {
+		res := sess.Prompt(fr.ctx, text, parts, fr.sink)
+		fr.mu.Lock()
+		fr.failed = res.Error != nil || res.Aborted
+		var next []string
+		if !res.Aborted && fr.ctx.Err() == nil {
+			// Steers the turn never used come first, then follow-ups.
+			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
+			fr.steerHeld, fr.steerWait = nil, nil
+			n := min(1, len(fr.followUps))
+			if fr.followUpMode == "all" {
+				n = len(fr.followUps)
+			}
+			next, fr.followUps = fr.followUps[:n:n], fr.followUps[n:]
+		}
+		var err error
+		if len(next) > 0 {
+			err = sess.Begin()
+		}
+		if len(next) == 0 || err != nil {
+			fr.running = false
+			fr.mu.Unlock()
+			fr.trMu.Lock()
+			evs := fr.tr.Settle()
+			fr.trMu.Unlock()
+			for _, ev := range evs {
+				fr.write(ev)
+			}
+			close(done)
+			return
+		}
+		text, parts = next[0], nil
+		for _, s := range next[1:] {
+			sess.Steer(s)
+		}
+		fr.trMu.Lock()
+		fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
+		fr.tr.Begin(text, nil)
+		fr.trMu.Unlock()
+		q := fr.queueLocked()
+		fr.mu.Unlock()
+		fr.write(q)
+	}
+}
+
+// sink receives the events of the current session's turns.
+func (fr *front) sink(ev agent.Event) {
+	switch ev := ev.(type) {
+	case agent.Warning:
+		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
+	case agent.UsageEvent:
+		fr.mu.Lock()
+		if !fr.compacting {
+			fr.usage = fr.usage.Add(NewUsage(ev.Usage.Usage, fr.info.Price))
+			fr.lastPrompt = ev.PromptTokens
+		}
+		fr.mu.Unlock()
+	}
+	fr.trMu.Lock()
+	evs := fr.tr.Feed(ev)
+	fr.trMu.Unlock()
+	for _, e := range evs {
+		fr.write(e)
+	}
+	switch ev := ev.(type) {
+	case agent.Steered:
+		fr.mu.Lock()
+		if i := slices.Index(fr.steerHeld, ev.Text); i >= 0 {
+			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
+		}
+		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
+			next := fr.steerWait[0]
+			fr.steerWait = fr.steerWait[1:]
+			if fr.cur.sess.Steer(next) == nil {
+				fr.steerHeld = append(fr.steerHeld, next)
+			}
+		}
+		q := fr.queueLocked()
+		fr.mu.Unlock()
+		fr.write(q)
+	}
+}
+
+func (fr *front) queueLocked() QueueUpdate {
+	return QueueUpdate{Type: "queue_update", Steering: append(slices.Clone(fr.steerHeld), fr.steerWait...),
+		FollowUp: append([]string{}, fr.followUps...)}
+}
+
+func (fr *front) steer(c *command) (any, error) {
+	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
+		return nil, errors.New("images in steering messages are not supported by e")
+	}
+	text := c.str("message")
+	fr.mu.Lock()
+	switch {
+	case !fr.running:
+		fr.steerHeld = append(fr.steerHeld, text) // delivered after the next prompt
+	case fr.steeringMode == "one-at-a-time" && len(fr.steerHeld) > 0:
+		fr.steerWait = append(fr.steerWait, text)
+	default:
+		if err := fr.cur.sess.Steer(text); err != nil {
+			fr.followUps = append(fr.followUps, text) // the turn is ending: it goes next
+		} else {
+			fr.steerHeld = append(fr.steerHeld, text)
+		}
+	}
+	q := fr.queueLocked()
+	fr.mu.Unlock()
+	fr.write(q)
+	return map[string]string{"disposition": "queued"}, nil
+}
+
+func (fr *front) followUp(c *command) (any, error) {
+	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
+		return nil, errors.New("images in follow-up messages are not supported by e")
+	}
+	text := c.str("message")
+	fr.mu.Lock()
+	running := fr.running
+	if running {
+		fr.followUps = append(fr.followUps, text)
+	}
+	q := fr.queueLocked()
+	fr.mu.Unlock()
+	if !running { // nothing to wait for: it runs now
+		err := fr.startRun(text, nil, nil, func() {})
+		return map[string]string{"disposition": "queued"}, err
+	}
+	fr.write(q)
+	return map[string]string{"disposition": "queued"}, nil
+}
+
+func (fr *front) clearQueue(*command) (any, error) {
+	fr.mu.Lock()
+	withdrawn := fr.cur.sess.WithdrawSteers()
+	steering := append(withdrawn, fr.steerWait...)
+	follow := fr.followUps
+	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
+	q := fr.queueLocked()
+	fr.mu.Unlock()
+	fr.write(q)
+	if steering == nil {
+		steering = []string{}
+	}
+	if follow == nil {
+		follow = []string{}
+	}
+	return map[string][]string{"steering": steering, "followUp": follow}, nil
+}
+
+// abort interrupts the run and answers once it settled.
+func (fr *front) abort(c *command) {
+	fr.mu.Lock()
+	sess, done := fr.cur.sess, fr.runDone
+	running := fr.running
+	fr.mu.Unlock()
+	fr.async(func() {
+		sess.Interrupt()
+		if running && done != nil {
+			<-done
+		}
+		fr.respond(c.id, c.typ, noData{}, nil)
+	})
+}
+
+// idle waits until no run is open (after interrupting it).
+func (fr *front) idle() {
+	fr.mu.Lock()
+	sess, done, running := fr.cur.sess, fr.runDone, fr.running
+	fr.mu.Unlock()
+	sess.Interrupt()
+	if running && done != nil {
+		<-done
+	}
+}
+
+func (fr *front) newSession(c *command) (any, error) {
+	fr.idle()
+	fr.mu.Lock()
+	old := fr.cur
+	info, level := fr.info, fr.level
+	fr.mu.Unlock()
+	m, err := fr.b.make(spec{cwd: old.sess.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
+	if err != nil {
+		return nil, err
+	}
+	fr.replace(old, m)
+	return map[string]bool{"cancelled": false}, nil
+}
+
+// replace makes m current and closes old.
+func (fr *front) replace(old, m *made) {
+	fr.use(m)
+	fr.mu.Lock()
+	fr.steerHeld, fr.steerWait, fr.followUps, fr.pendingCtx = nil, nil, nil, nil
+	fr.mu.Unlock()
+	old.sess.Close()
+}
+
+func (fr *front) switchSession(c *command) (any, error) {
+	path := c.str("sessionPath")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("session file %s: %w", path, err)
+	}
+	fr.idle()
+	fr.mu.Lock()
+	old := fr.cur
+	fr.mu.Unlock()
+	if old.sess.Info().Path == path {
+		return map[string]bool{"cancelled": false}, nil
+	}
+	m, err := fr.b.make(spec{resume: path})
+	if err != nil {
+		return nil, err
+	}
+	fr.replace(old, m)
+	return map[string]bool{"cancelled": false}, nil
+}
+
+// forkAt starts a new session whose history is the current branch before
+// entry id (all of it when id is "").
+func (fr *front) forkAt(id string) (*agent.Session, error) {
+	fr.idle()
+	fr.mu.Lock()
+	old := fr.cur
+	fr.mu.Unlock()
+	branch := store.Branch(old.sess.Entries())
+	if id != "" {
+		i := slices.IndexFunc(branch, func(e store.Entry) bool { return e.ID == id })
+		if i < 0 {
+			return nil, fmt.Errorf("Entry %s not found on the active branch", id)
+		}
+		branch = branch[:i]
+	}
+	in := old.sess.Info()
+	m, err := fr.b.make(spec{cwd: old.sess.Cwd(), model: in.Model, effort: in.Effort, entries: branch,
+		parent: in.Path, name: in.Name})
+	if err != nil {
+		return nil, err
+	}
+	fr.replace(old, m)
+	return m.sess, nil
+}
+
+func (fr *front) fork(c *command) (any, error) {
+	id := c.str("entryId")
+	text, ok := "", false
+	for _, fm := range fr.userEntries() {
+		if fm.EntryID == id {
+			text, ok = fm.Text, true
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("Entry %s is not a user message of the active branch", id)
+	}
+	if _, err := fr.forkAt(id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"text": text, "cancelled": false}, nil
+}
+
+func (fr *front) clone(*command) (any, error) {
+	if _, err := fr.forkAt(""); err != nil {
+		return nil, err
+	}
+	return map[string]bool{"cancelled": false}, nil
+}
+
+type forkMessage struct {
+	EntryID string `json:"entryId"`
+	Text    string `json:"text"`
+}
+
+func (fr *front) userEntries() []forkMessage {
+	out := []forkMessage{}
+	for _, e := range fr.converter().entries(store.Branch(fr.session().Entries())) {
+		if u, ok := e.Message.(UserMessage); ok {
+			text, _ := u.Content.(string)
+			if parts, ok := u.Content.([]Content); ok && len(parts) > 0 {
+				text = parts[0].Text
+			}
+			out = append(out, forkMessage{EntryID: e.ID, Text: text})
+		}
+	}
+	return out
+}
+
+func (fr *front) forkMessages(*command) (any, error) {
+	return map[string]any{"messages": fr.userEntries()}, nil
+}
+
+func (fr *front) session() *agent.Session {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.cur.sess
+}
+
+func (fr *front) converter() *converter {
+	fr.mu.Lock()
+	h := fr.cur.header
+	fr.mu.Unlock()
+	return newConverter(func(id string) (model.Info, bool) {
+		info, err := fr.eng.Catalog.Lookup(id)
+		return info, err == nil
+	}, h)
+}
+
+func (fr *front) getEntries(c *command) (any, error) {
+	all := fr.converter().entries(fr.session().Entries())
+	leaf := any(nil)
+	if len(all) > 0 {
+		leaf = all[len(all)-1].ID
+	}
+	out := all
+	if c.has("since") {
+		since := c.str("since")
+		i := slices.IndexFunc(all, func(e Entry) bool { return e.ID == since })
+		if i < 0 {
+			return nil, fmt.Errorf("Entry not found: %s", since)
+		}
+		out = all[i+1:]
+	}
+	return map[string]any{"entries": append([]Entry{}, out...), "leafId": leaf}, nil
+}
+
+func (fr *front) getTree(*command) (any, error) {
+	all := fr.converter().entries(fr.session().Entries())
+	leaf := any(nil)
+	if len(all) > 0 {
+		leaf = all[len(all)-1].ID
+	}
+	return map[string]any{"tree": tree(all), "leafId": leaf}, nil
+}
+
+// contextMessages converts the messages the next model call sees.
+func (fr *front) contextMessages() []any {
+	conv := fr.converter()
+	out := []any{}
+	branch := store.Branch(fr.session().Entries())
+	var ts int64
+	if len(branch) > 0 {
+		ts = branch[0].Time.UnixMilli()
+	}
+	for _, e := range branch {
+		if e.Type == store.TypeSettings {
+			conv.entries([]store.Entry{e}) // follow the model in force
+		}
+	}
+	for _, m := range agent.History(branch) {
+		out = append(out, conv.messages(m, ts)...)
+	}
+	return out
+}
+
+func (fr *front) getMessages(*command) (any, error) {
+	return map[string]any{"messages": fr.contextMessages()}, nil
+}
+
+func (fr *front) lastAssistantText(*command) (any, error) {
+	var text any
+	for _, m := range fr.contextMessages() {
+		if a, ok := m.(AssistantMessage); ok {
+			var b strings.Builder
+			for _, c := range a.Content {
+				if c.Type == "text" {
+					b.WriteString(c.Text)
+				}
+			}
+			if b.Len() > 0 {
+				text = b.String()
+			}
+		}
+	}
+	return map[string]any{"text": text}, nil
+}
+
+// piModel is a model object (rpc-commands.md: Model object).
+func piModel(info model.Info) map[string]any {
+	input := []string{"text"}
+	if info.ImageInput {
+		input = append(input, "image")
+	}
+	cost := map[string]float64{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+	if p := info.Price; p != nil {
+		cost = map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite5m}
+	}
+	return map[string]any{"id": info.Name, "name": info.Name, "api": piAPI(info.API), "provider": info.Provider,
+		"baseUrl": "", "reasoning": len(info.Efforts) > 0, "input": input, "contextWindow": info.ContextWindow,
+		"maxTokens": 16384, "cost": cost}
+}
+
+func (fr *front) getState(*command) (any, error) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	in := fr.cur.sess.Info()
+	st := map[string]any{"model": piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
+		"isCompacting": fr.compacting, "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
+		"sessionId": fr.cur.sess.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": in.Messages,
+		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
+	if in.Path != "" {
+		st["sessionFile"] = in.Path
+	}
+	if in.Name != "" {
+		st["sessionName"] = in.Name
+	}
+	return st, nil
+}
+
+// available lists the models whose provider can be used now.
+func (fr *front) available() []model.Info {
+	var out []model.Info
+	for _, m := range fr.eng.Catalog.Models() {
+		if _, err := fr.eng.Catalog.Provider(m.ID); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (fr *front) availableModels(*command) (any, error) {
+	ms := []any{}
+	for _, m := range fr.available() {
+		ms = append(ms, piModel(m))
+	}
+	return map[string]any{"models": ms}, nil
+}
+
+// switchModel sets the session's model and the level clamped to it.
+func (fr *front) switchModel(info model.Info, level string) error {
+	level = Clamp(info, level)
+	effort := Effort(info, level)
+	if _, _, err := fr.session().Set(&info.ID, &effort); err != nil {
+		return err
+	}
+	fr.mu.Lock()
+	changed := level != fr.level
+	fr.info, fr.level = info, level
+	fr.mu.Unlock()
+	if changed {
+		fr.write(ThinkingLevelChanged{Type: "thinking_level_changed", Level: level})
+	}
+	return nil
+}
+
+func (fr *front) setModel(c *command) (any, error) {
+	info, err := fr.eng.Catalog.Lookup(c.str("provider") + "/" + c.str("modelId"))
+	if err != nil {
+		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
+	}
+	if _, err := fr.eng.Catalog.Provider(info.ID); err != nil {
+		return nil, err
+	}
+	fr.mu.Lock()
+	level := fr.level
+	fr.mu.Unlock()
+	if err := fr.switchModel(info, level); err != nil {
+		return nil, err
+	}
+	return piModel(info), nil
+}
+
+func (fr *front) cycleModel(*command) (any, error) {
+	ms := fr.available()
+	if len(ms) < 2 {
+		return nil, nil
+	}
+	fr.mu.Lock()
+	cur, level := fr.info.ID, fr.level
+	fr.mu.Unlock()
+	i := slices.IndexFunc(ms, func(m model.Info) bool { return m.ID == cur })
+	next := ms[(i+1)%len(ms)]
+	if err := fr.switchModel(next, level); err != nil {
+		return nil, err
+	}
+	fr.mu.Lock()
+	level = fr.level
+	fr.mu.Unlock()
+	return map[string]any{"model": piModel(next), "thinkingLevel": level, "isScoped": false}, nil
+}
+
+func (fr *front) setThinking(c *command) (any, error) {
+	fr.mu.Lock()
+	info := fr.info
+	fr.mu.Unlock()
+	return noData{}, fr.switchModel(info, c.str("level"))
+}
+
+func (fr *front) cycleThinking(*command) (any, error) {
+	fr.mu.Lock()
+	info, level := fr.info, fr.level
+	fr.mu.Unlock()
+	levels := AvailableLevels(info)
+	if len(levels) == 1 {
+		return nil, nil
+	}
+	next := levels[(slices.Index(levels, level)+1)%len(levels)]
+	if err := fr.switchModel(info, next); err != nil {
+		return nil, err
+	}
+	return map[string]string{"level": next}, nil
+}
+
+func (fr *front) availableLevels(*command) (any, error) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return map[string][]string{"levels": AvailableLevels(fr.info)}, nil
+}
+
+func (fr *front) setMode(mode *string, c *command) (any, error) {
+	fr.mu.Lock()
+	*mode = c.str("mode")
+	fr.mu.Unlock()
+	return noData{}, nil
+}
+
+func (fr *front) setAutoCompaction(c *command) (any, error) {
+	on := gjson.GetBytes(c.line, "enabled").Bool()
+	fr.mu.Lock()
+	fr.autoCompact = on
+	fr.cur.sess.SetAutoCompact(on)
+	fr.mu.Unlock()
+	return noData{}, nil
+}
+
+func (fr *front) setAutoRetry(c *command) (any, error) {
+	on := gjson.GetBytes(c.line, "enabled").Bool()
+	fr.mu.Lock()
+	fr.autoRetry = on
+	fr.cur.sess.SetAutoRetry(on)
+	fr.mu.Unlock()
+	return noData{}, nil
+}
+
+// abortRetry stops a run that is waiting to retry a failed model call.
+func (fr *front) abortRetry(*command) (any, error) {
+	fr.trMu.Lock()
+	retrying := fr.tr.retry > 0
+	fr.trMu.Unlock()
+	if retrying {
+		fr.session().Interrupt()
+	}
+	return noData{}, nil
+}
+
+func (fr *front) compact(c *command) {
+	fr.mu.Lock()
+	if fr.running || fr.compacting {
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
+		return
+	}
+	sess := fr.cur.sess
+	if err := sess.Begin(); err != nil {
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.compacting = true
+	info := fr.info
+	fr.mu.Unlock()
+	fr.async(func() {
+		res, err := sess.Compact(fr.ctx, c.str("customInstructions"), fr.sink)
+		fr.mu.Lock()
+		fr.compacting = false
+		fr.lastPrompt = 0
+		fr.mu.Unlock()
+		if err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		summary, kept := recorder{sess}.LastCompaction()
+		u := NewUsage(res.Usage, info.Price)
+		fr.mu.Lock()
+		fr.usage = fr.usage.Add(u)
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
+			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
+	})
+}
+
+// bashMax is how much output a bash response carries; the rest is cut.
+const bashMax = 64 << 10
+
+func (fr *front) bash(c *command) {
+	command := c.str("command")
+	exclude := gjson.GetBytes(c.line, "excludeFromContext").Bool()
+	ctx, cancel := context.WithCancel(fr.ctx)
+	fr.mu.Lock()
+	if fr.bashCancel != nil {
+		fr.mu.Unlock()
+		cancel()
+		fr.respond(c.id, c.typ, nil, errors.New("a bash command is already running: abort_bash first"))
+		return
+	}
+	fr.bashCancel = cancel
+	cwd := fr.cur.sess.Cwd()
+	fr.mu.Unlock()
+	id := ""
+	if c.id != nil {
+		id = *c.id
+	}
+	fr.async(func() {
+		defer cancel()
+		var out strings.Builder
+		var outMu sync.Mutex
+		args, _ := json.Marshal(map[string]any{"command": command})
+		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.eng.Procs, Output: func(chunk string) {
+			outMu.Lock()
+			out.WriteString(chunk)
+			outMu.Unlock()
+			fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk})
+		}}, "bash", args)
+		fr.mu.Lock()
+		fr.bashCancel = nil
+		fr.mu.Unlock()
+		outMu.Lock()
+		text := out.String()
+		outMu.Unlock()
+		var exit *int
+		if n, err := strconv.Atoi(strings.TrimPrefix(r.Summary, "exit ")); err == nil {
+			exit = &n
+		}
+		truncated := len(text) > bashMax
+		if truncated {
+			text = text[len(text)-bashMax:]
+		}
+		if !exclude {
+			fr.addContext(fmt.Sprintf("Ran `%s`\n```\n%s\n```", command, strings.TrimSuffix(text, "\n")))
+		}
+		fr.respond(c.id, c.typ, map[string]any{"output": text, "exitCode": exit, "cancelled": r.Stopped,
+			"truncated": truncated}, nil)
+	})
+}
+
+// addContext records text for the model's next call: now, or when the
+// running turn has ended.
+func (fr *front) addContext(text string) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.running || fr.compacting || fr.cur.sess.AddUserText(text) != nil {
+		fr.pendingCtx = append(fr.pendingCtx, text)
+	}
+}
+
+func (fr *front) abortBash(*command) (any, error) {
+	fr.mu.Lock()
+	cancel := fr.bashCancel
+	fr.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return noData{}, nil
+}
+
+func (fr *front) stats(*command) (any, error) {
+	var users, assistants, calls, results int
+	for _, m := range fr.contextMessages() {
+		switch m := m.(type) {
+		case UserMessage:
+			users++
+		case AssistantMessage:
+			assistants++
+			for _, c := range m.Content {
+				if c.Type == "toolCall" {
+					calls++
+				}
+			}
+		case ToolResultMessage:
+			results++
+		}
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	u, in := fr.usage, fr.cur.sess.Info()
+	st := map[string]any{"sessionId": fr.cur.sess.ID(), "userMessages": users, "assistantMessages": assistants,
+		"toolCalls": calls, "toolResults": results, "totalMessages": users + assistants + results,
+		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
+			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
+	if in.Path != "" {
+		st["sessionFile"] = in.Path
+	}
+	if w := fr.info.ContextWindow; w > 0 {
+		cu := map[string]any{"tokens": nil, "contextWindow": w, "percent": nil}
+		if fr.lastPrompt > 0 {
+			cu["tokens"], cu["percent"] = fr.lastPrompt, float64(fr.lastPrompt)*100/float64(w)
+		}
+		st["contextUsage"] = cu
+	}
+	return st, nil
+}
+
+func (fr *front) exportHTML(c *command) (any, error) {
+	fr.mu.Lock()
+	sess, h := fr.cur.sess, fr.cur.header
+	fr.mu.Unlock()
+	in := sess.Info()
+	path := store.DefaultExportPath(in.Path, sess.Cwd(), sess.ID())
+	if c.has("outputPath") {
+		path = c.str("outputPath")
+	}
+	title := cmpOr(in.Name, cmpOr(in.Title, "e session "+sess.ID()))
+	h.Model, h.Effort = in.Model, in.Effort
+	var buf bytes.Buffer
+	if err := store.ExportHTML(&buf, title, h, store.Branch(sess.Entries())); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	return map[string]string{"path": path}, nil
+}
+
+func (fr *front) setName(c *command) (any, error) {
+	name := c.str("name")
+	if err := fr.session().Rename(name); err != nil {
+		return nil, err
+	}
+	fr.write(SessionInfoChanged{Type: "session_info_changed", Name: name})
+	return noData{}, nil
+}
+
+// ui maps e's extension asks and notices onto pi's extension UI
+// sub-protocol (rpc-extension-ui.md).
+type ui struct{ fr *front }
+
+// uiMethods names e's ask methods as pi's dialog methods.
+var uiMethods = map[string]string{"ui.select": "select", "ui.confirm": "confirm", "ui.input": "input", "ui.editor": "editor"}
+
+func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
+	fr := u.fr
+	pm, ok := uiMethods[method]
+	if !ok {
+		return nil, extension.ErrNoUI
+	}
+	p := gjson.ParseBytes(params)
+	fr.uiMu.Lock()
+	fr.uiNext++
+	id := fmt.Sprintf("ui-%d", fr.uiNext)
+	ch := make(chan json.RawMessage, 1)
+	fr.uiWait[id] = ch
+	fr.uiMu.Unlock()
+	defer func() {
+		fr.uiMu.Lock()
+		delete(fr.uiWait, id)
+		fr.uiMu.Unlock()
+	}()
+	req := map[string]any{"type": "extension_ui_request", "id": id, "method": pm, "title": p.Get("title").String()}
+	switch pm {
+	case "select":
+		opts := []string{}
+		for _, o := range p.Get("options").Array() {
+			if o.IsObject() {
+				opts = append(opts, o.Get("value").String())
+			} else {
+				opts = append(opts, o.String())
+			}
+		}
+		req["options"] = opts
+	case "confirm":
+		if m := p.Get("message"); m.Exists() {
+			req["message"] = m.String()
+		}
+	case "input":
+		if m := p.Get("placeholder"); m.Exists() {
+			req["placeholder"] = m.String()
+		}
+	case "editor":
+		if m := p.Get("text"); m.Exists() {
+			req["prefill"] = m.String()
+		}
+	}
+	if t := p.Get("timeout_ms"); t.Exists() && pm != "editor" {
+		req["timeout"] = t.Int()
+	}
+	fr.write(req)
+	select {
+	case ans := <-ch:
+		a := gjson.ParseBytes(ans)
+		switch {
+		case a.Get("cancelled").Bool():
+			return json.RawMessage(`{"cancelled":true}`), nil
+		case pm == "confirm":
+			return json.RawMessage(fmt.Sprintf(`{"confirmed":%t}`, a.Get("confirmed").Bool())), nil
+		default:
+			v, _ := json.Marshal(map[string]string{"value": a.Get("value").String()})
+			return v, nil
+		}
+	case <-ctx.Done():
+		return json.RawMessage(`{"cancelled":true}`), nil
+	}
+}
+
+func (u ui) Notice(n extension.Notice) {
+	if n.Method == "" && n.Level == "error" {
+		u.fr.write(map[string]string{"type": "extension_error", "extensionPath": n.Extension, "event": "extension",
+			"error": n.Message})
+		return
+	}
+	u.fr.uiMu.Lock()
+	u.fr.uiNext++
+	id := fmt.Sprintf("ui-%d", u.fr.uiNext)
+	u.fr.uiMu.Unlock()
+	u.fr.write(map[string]string{"type": "extension_ui_request", "id": id, "method": "notify", "message": n.Message,
+		"notifyType": cmpOr(n.Level, "info")})
+}
+
+func (fr *front) uiAnswer(line []byte) {
+	if err := schemas.ValidatePiLine(line); err != nil {
+		fr.respond(nil, "extension_ui_response", nil, err)
+		return
+	}
+	id := gjson.GetBytes(line, "id").String()
+	fr.uiMu.Lock()
+	ch := fr.uiWait[id]
+	delete(fr.uiWait, id)
+	fr.uiMu.Unlock()
+	if ch != nil {
+		ch <- bytes.Clone(line)
+	}
+}
+
+func (fr *front) uiCancelAll() {
+	fr.uiMu.Lock()
+	defer fr.uiMu.Unlock()
+	for id, ch := range fr.uiWait {
+		ch <- json.RawMessage(`{"cancelled":true}`)
+		delete(fr.uiWait, id)
+	}
+}

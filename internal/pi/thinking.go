@@ -1,0 +1,110 @@
+package pi
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/e-agent/e/internal/model"
+)
+
+// Levels are pi's thinking levels, lowest first.
+var Levels = []string{"off", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// AvailableLevels returns the thinking levels of a model: its effort
+// levels that are pi levels, in pi's order; ["off"] for a model without.
+func AvailableLevels(info model.Info) []string {
+	var out []string
+	for _, l := range Levels {
+		if slices.Contains(info.Efforts, l) {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"off"}
+	}
+	return out
+}
+
+// Clamp returns the level of info nearest to level, as pi clamps a level
+// to the model's capabilities: the highest available level not above it,
+// else the lowest available.
+func Clamp(info model.Info, level string) string {
+	avail := AvailableLevels(info)
+	want := slices.Index(Levels, level)
+	best := avail[0]
+	for _, l := range avail {
+		if slices.Index(Levels, l) <= want {
+			best = l
+		}
+	}
+	return best
+}
+
+// Effort is e's effort for a pi level on info: "" for a model without effort levels.
+func Effort(info model.Info, level string) string {
+	if l := Clamp(info, level); l != "off" {
+		return l
+	}
+	return ""
+}
+
+// ResolveModel finds the model a pi --model pattern names (cli.md): an
+// exact id, provider/id, or a fuzzy match on the id, restricted to
+// provider when given, with an optional :thinking suffix. Several matches
+// prefer those usable (usable reports a provider's key is set).
+func ResolveModel(models []model.Info, provider, pattern string, usable func(model.Info) bool) (model.Info, string, error) {
+	level := ""
+	if i := strings.LastIndexByte(pattern, ':'); i >= 0 && slices.Contains(Levels, pattern[i+1:]) {
+		pattern, level = pattern[:i], pattern[i+1:]
+	}
+	if p, id, ok := strings.Cut(pattern, "/"); ok && provider == "" {
+		for _, m := range models {
+			if m.Provider == p && m.Name == id {
+				return m, level, nil
+			}
+		}
+	}
+	var exact, fuzzy []model.Info
+	lower := strings.ToLower(pattern)
+	for _, m := range models {
+		if provider != "" && m.Provider != provider {
+			continue
+		}
+		switch {
+		case m.Name == pattern || m.ID == pattern:
+			exact = append(exact, m)
+		case strings.Contains(strings.ToLower(m.Name), lower):
+			fuzzy = append(fuzzy, m)
+		}
+	}
+	cands := exact
+	if len(cands) == 0 {
+		cands = fuzzy
+	}
+	if len(cands) > 1 {
+		var ok []model.Info
+		for _, m := range cands {
+			if usable(m) {
+				ok = append(ok, m)
+			}
+		}
+		if len(ok) > 0 {
+			cands = ok
+		}
+	}
+	switch len(cands) {
+	case 0:
+		if provider != "" {
+			return model.Info{}, "", fmt.Errorf("model not found: %s/%s", provider, pattern)
+		}
+		return model.Info{}, "", fmt.Errorf("model not found: %s", pattern)
+	case 1:
+		return cands[0], level, nil
+	}
+	var ids []string
+	for _, m := range cands {
+		ids = append(ids, m.ID)
+	}
+	return model.Info{}, "", fmt.Errorf("model %q is ambiguous (%s): use --provider or provider/id", pattern, strings.Join(ids, ", "))
+}

@@ -1,0 +1,409 @@
+package pi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
+)
+
+// Recorded is what a Translator may ask of the session it translates: what
+// the agent recorded, which its events do not carry.
+type Recorded interface {
+	// LastAssistant returns the newest assistant message of the history:
+	// its tool calls carry the provider's call ids.
+	LastAssistant() (model.Message, bool)
+	// LastCompaction returns the newest compaction's summary and the id of
+	// the first entry it kept.
+	LastCompaction() (summary, firstKept string)
+}
+
+// Translator turns the events of e's turns into pi's events. One pi run
+// (agent_start … agent_settled) spans one or more e turns: a prompt and
+// the follow-ups delivered after it. A pi turn is one assistant message
+// and the tool results it asked for; e's turn holds as many model calls
+// as it needs, so the pi turns are cut at each model call.
+//
+// A Translator is not safe for concurrent use; the events of one session
+// arrive in order from one goroutine at a time.
+type Translator struct {
+	Info          model.Info // the model answering: names and price
+	ThinkingLevel string
+	MaxAttempts   int              // auto_retry_start's maxAttempts
+	Now           func() time.Time // nil: time.Now
+	Recorded      Recorded         // nil: tool call ids are made up
+
+	user        *UserMessage // announced by Begin, emitted at e's turn_start
+	inRun       bool
+	turnOpen    bool
+	turnDone    bool // the open pi turn has its assistant message and every tool result
+	asst        *AssistantMessage
+	blockType   string // "text", "thinking" or "" when no block is open
+	blockText   strings.Builder
+	awaitBatch  bool // the assistant message is complete but may still get tool calls
+	calls       map[int]*call
+	open        int // tool calls without their tool_execution_end
+	toolResults []ToolResultMessage
+	runMessages []any
+	retry       int  // the attempt being retried, 0 when none
+	aborted     bool // of the last e turn
+	compacting  string
+}
+
+type call struct {
+	id, name string
+	args     json.RawMessage
+	out      strings.Builder
+	started  time.Time
+}
+
+func (t *Translator) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+func (t *Translator) ms() int64 { return t.now().UnixMilli() }
+
+// Running reports whether a pi run is open (agent_start without agent_settled).
+func (t *Translator) Running() bool { return t.inRun }
+
+// Begin announces the user message of the next e turn; it is emitted when
+// that turn starts.
+func (t *Translator) Begin(text string, images []Content) {
+	t.user = userMessage(text, images, t.ms())
+}
+
+func userMessage(text string, images []Content, ts int64) *UserMessage {
+	m := &UserMessage{Role: "user", Content: text, Timestamp: ts}
+	if len(images) > 0 {
+		m.Content = append([]Content{{Type: "text", Text: text}}, images...)
+	}
+	return m
+}
+
+// Settle ends the run: agent_end with its messages and agent_settled.
+func (t *Translator) Settle() []Event {
+	if !t.inRun {
+		return nil
+	}
+	msgs := t.runMessages
+	if msgs == nil {
+		msgs = []any{}
+	}
+	t.inRun, t.runMessages = false, nil
+	return []Event{AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: false},
+		AgentSettled{Type: "agent_settled", Aborted: t.aborted}}
+}
+
+// Feed translates one event of e's turn.
+func (t *Translator) Feed(ev agent.Event) []Event {
+	var out []Event
+	emit := func(evs ...Event) { out = append(out, evs...) }
+	switch ev := ev.(type) {
+	case agent.TurnStart:
+		t.aborted = false
+		if !t.inRun {
+			t.inRun = true
+			emit(AgentStart{Type: "agent_start"})
+		}
+		emit(t.closeTurn()...)
+		emit(t.openTurn()...)
+		if t.user != nil {
+			emit(t.message(*t.user)...)
+			t.user = nil
+		}
+	case agent.Steered:
+		emit(t.nextCall()...)
+		emit(t.message(*userMessage(ev.Text, nil, t.ms()))...)
+	case agent.Text:
+		emit(t.delta("text", ev.Delta)...)
+	case agent.Reasoning:
+		emit(t.delta("thinking", ev.Delta)...)
+	case agent.UsageEvent:
+		if t.compacting != "" {
+			break // the summary's model call: no assistant message
+		}
+		emit(t.startAssistant()...)
+		emit(t.closeBlock()...)
+		t.asst.Usage = NewUsage(ev.Usage.Usage, t.Info.Price)
+		t.awaitBatch = true
+	case agent.ToolBatch:
+		emit(t.toolCalls(ev.Calls)...)
+	case agent.ToolStart:
+		if c := t.calls[ev.ID]; c != nil {
+			c.started = t.now()
+			emit(ToolExecutionStart{Type: "tool_execution_start", ToolCallID: c.id, ToolName: c.name, Args: c.args})
+		}
+	case agent.ToolOutput:
+		if c := t.calls[ev.ID]; c != nil {
+			c.out.WriteString(ev.Delta)
+			emit(ToolExecutionUpdate{Type: "tool_execution_update", ToolCallID: c.id, ToolName: c.name, Args: c.args,
+				PartialResult: ToolResult{Content: []Content{{Type: "text", Text: c.out.String()}}, Details: map[string]any{}}})
+		}
+	case agent.ToolEnd:
+		emit(t.toolEnd(ev)...)
+	case agent.Compacting:
+		t.compacting = "manual"
+		if ev.Reason != "manual" {
+			t.compacting = "threshold"
+		}
+		emit(CompactionStart{Type: "compaction_start", Reason: t.compacting})
+	case agent.Compacted:
+		res := &CompactionResult{TokensBefore: ev.TokensBefore, EstimatedTokensAfter: ev.TokensAfter, Details: map[string]any{}}
+		if t.Recorded != nil {
+			res.Summary, res.FirstKeptEntryID = t.Recorded.LastCompaction()
+		}
+		emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Result: res})
+		t.compacting = ""
+	case agent.Retry:
+		if t.compacting != "" {
+			break
+		}
+		emit(t.failCall(ev.Reason)...)
+		t.retry = ev.Attempt - 1
+		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: t.retry, MaxAttempts: t.maxRetries(), DelayMS: ev.DelayMS,
+			ErrorMessage: ev.Reason})
+	case agent.Recovered:
+		t.retry = 0
+		emit(AutoRetryEnd{Type: "auto_retry_end", Success: true, Attempt: ev.Attempts - 1})
+	case agent.Error:
+		if t.retry > 0 {
+			emit(AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: t.retry, FinalError: ev.Message})
+			t.retry = 0
+		}
+		if t.compacting != "" {
+			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, ErrorMessage: ev.Message})
+			t.compacting = ""
+		}
+		if t.inRun {
+			emit(t.failCall(ev.Message)...)
+		}
+	case agent.TurnEnd:
+		t.aborted = ev.Aborted
+		if t.compacting != "" {
+			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: ev.Aborted})
+			t.compacting = ""
+		}
+		if t.asst != nil {
+			stop := "stop"
+			if ev.Aborted {
+				stop = "aborted"
+			}
+			emit(t.endAssistant(stop, "")...)
+		}
+		emit(t.closeTurn()...)
+	}
+	return out
+}
+
+func (t *Translator) maxRetries() int {
+	if t.MaxAttempts > 1 {
+		return t.MaxAttempts - 1
+	}
+	return 4
+}
+
+func (t *Translator) openTurn() []Event {
+	if t.turnOpen {
+		return nil
+	}
+	t.turnOpen, t.turnDone, t.toolResults = true, false, nil
+	return []Event{TurnStart{Type: "turn_start"}}
+}
+
+// closeTurn ends the open pi turn with its assistant message (the last
+// one, or an empty one when the turn had none) and its tool results.
+func (t *Translator) closeTurn() []Event {
+	if !t.turnOpen {
+		return nil
+	}
+	var out []Event
+	if t.asst != nil {
+		out = append(out, t.endAssistant("stop", "")...)
+	}
+	var last any = t.newAssistant("stop")
+	for i := len(t.runMessages) - 1; i >= 0; i-- {
+		if m, ok := t.runMessages[i].(AssistantMessage); ok {
+			last = m
+			break
+		}
+	}
+	results := t.toolResults
+	if results == nil {
+		results = []ToolResultMessage{}
+	}
+	t.turnOpen, t.turnDone, t.toolResults = false, false, nil
+	return append(out, TurnEnd{Type: "turn_end", Message: last, ToolResults: results})
+}
+
+// nextCall prepares for the next model call: the previous pi turn ends
+// once it is complete.
+func (t *Translator) nextCall() []Event {
+	var out []Event
+	if t.asst != nil && t.awaitBatch {
+		out = append(out, t.endAssistant("stop", "")...)
+	}
+	if t.turnDone {
+		out = append(out, t.closeTurn()...)
+	}
+	return append(out, t.openTurn()...)
+}
+
+func (t *Translator) newAssistant(stop string) AssistantMessage {
+	return AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(t.Info.API), Provider: t.Info.Provider,
+		Model: t.Info.Name, ThinkingLevel: t.ThinkingLevel, Usage: NewUsage(model.Usage{}, t.Info.Price),
+		StopReason: stop, Timestamp: t.ms()}
+}
+
+func (t *Translator) startAssistant() []Event {
+	if t.asst != nil && !t.awaitBatch {
+		return nil
+	}
+	out := t.nextCall()
+	m := t.newAssistant("pending")
+	t.asst = &m
+	return append(out, MessageStart{Type: "message_start", Message: m})
+}
+
+func (t *Translator) update(ev AssistantEvent) Event {
+	return MessageUpdate{Type: "message_update", Usage: t.asst.Usage, Event: ev}
+}
+
+func (t *Translator) delta(kind, text string) []Event {
+	out := t.startAssistant()
+	if t.blockType != kind {
+		out = append(out, t.closeBlock()...)
+		t.blockType = kind
+		t.asst.Content = append(t.asst.Content, Content{Type: kind})
+		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: len(t.asst.Content) - 1}))
+	}
+	t.blockText.WriteString(text)
+	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: len(t.asst.Content) - 1, Delta: &text}))
+}
+
+func (t *Translator) closeBlock() []Event {
+	if t.blockType == "" {
+		return nil
+	}
+	i := len(t.asst.Content) - 1
+	text := t.blockText.String()
+	t.asst.Content[i].Text = text
+	kind := t.blockType
+	t.blockType = ""
+	t.blockText.Reset()
+	return []Event{t.update(AssistantEvent{Type: kind + "_end", ContentIndex: i, Content: &text})}
+}
+
+// endAssistant completes the open assistant message.
+func (t *Translator) endAssistant(stop, errMsg string) []Event {
+	out := t.closeBlock()
+	m := *t.asst
+	m.StopReason, m.ErrorMessage = stop, errMsg
+	t.asst, t.awaitBatch = nil, false
+	t.runMessages = append(t.runMessages, m)
+	if t.open == 0 {
+		t.turnDone = true
+	}
+	return append(out, MessageEnd{Type: "message_end", Message: m})
+}
+
+// failCall ends the current model call as failed: its assistant message
+// (an empty one when nothing streamed) says why.
+func (t *Translator) failCall(msg string) []Event {
+	out := t.startAssistant()
+	out = append(out, t.endAssistant("error", msg)...)
+	return append(out, t.closeTurn()...)
+}
+
+// toolCalls adds the batch's calls to the assistant message and ends it.
+func (t *Translator) toolCalls(calls []agent.Call) []Event {
+	var out []Event
+	if t.asst == nil {
+		out = t.startAssistant()
+	}
+	t.awaitBatch = false
+	out = append(out, t.closeBlock()...)
+	var ids []string
+	if t.Recorded != nil {
+		if m, ok := t.Recorded.LastAssistant(); ok {
+			for _, p := range m.ToolCalls() {
+				ids = append(ids, p.ID)
+			}
+		}
+	}
+	if t.calls == nil {
+		t.calls = map[int]*call{}
+	}
+	for i, c := range calls {
+		id := fmt.Sprintf("call_%d", c.ID)
+		if len(ids) == len(calls) && ids[i] != "" {
+			id = ids[i]
+		}
+		args := c.Arguments
+		if len(args) == 0 || args[0] != '{' {
+			args = json.RawMessage("{}")
+		}
+		t.calls[c.ID] = &call{id: id, name: c.Name, args: args}
+		tc := Content{Type: "toolCall", ID: id, Name: c.Name, Arguments: args}
+		t.asst.Content = append(t.asst.Content, tc)
+		idx := len(t.asst.Content) - 1
+		delta := string(args)
+		out = append(out, t.update(AssistantEvent{Type: "toolcall_start", ContentIndex: idx, ID: id, ToolName: c.Name}),
+			t.update(AssistantEvent{Type: "toolcall_delta", ContentIndex: idx, Delta: &delta}),
+			t.update(AssistantEvent{Type: "toolcall_end", ContentIndex: idx, ToolCall: &tc}))
+	}
+	t.open += len(calls)
+	return append(out, t.endAssistant("toolUse", "")...)
+}
+
+func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
+	c := t.calls[ev.ID]
+	if c == nil {
+		return nil
+	}
+	var out []Event
+	var dur *int64
+	if c.started.IsZero() { // refused before it ran: pi still announces it
+		out = append(out, ToolExecutionStart{Type: "tool_execution_start", ToolCallID: c.id, ToolName: c.name, Args: c.args})
+	} else {
+		d := t.now().Sub(c.started).Milliseconds()
+		dur = &d
+	}
+	failed := ev.Outcome != "completed"
+	content := []Content{{Type: "text", Text: ev.Content}}
+	out = append(out, ToolExecutionEnd{Type: "tool_execution_end", ToolCallID: c.id, ToolName: c.name,
+		Result: ToolResult{Content: content, Details: map[string]any{}}, IsError: failed, DurationMS: dur})
+	m := ToolResultMessage{Role: "toolResult", ToolCallID: c.id, ToolName: c.name, Content: content,
+		Details: map[string]any{}, IsError: failed, Timestamp: t.ms()}
+	t.toolResults = append(t.toolResults, m)
+	delete(t.calls, ev.ID)
+	t.open--
+	if t.open == 0 {
+		t.turnDone = true
+	}
+	return append(out, t.message(m)...)
+}
+
+// message emits a whole message (user, tool result) and records it in the run.
+func (t *Translator) message(m any) []Event {
+	t.runMessages = append(t.runMessages, m)
+	return []Event{MessageStart{Type: "message_start", Message: m}, MessageEnd{Type: "message_end", Message: m}}
+}
+
+// piAPI names e's provider APIs as pi does.
+func piAPI(api string) string {
+	switch api {
+	case model.APIOpenAIChat:
+		return "openai-completions"
+	case model.APIOpenAIResponses:
+		return "openai-responses"
+	case model.APIAnthropic:
+		return "anthropic-messages"
+	}
+	return "e-" + api
+}

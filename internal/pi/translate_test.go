@@ -1,0 +1,207 @@
+package pi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/schemas"
+)
+
+// summary renders events compactly: the type, and for message events the
+// role or the assistantMessageEvent type.
+func summary(t *testing.T, evs []Event) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas.ValidatePiLine(b); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
+		var v struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role       string `json:"role"`
+				StopReason string `json:"stopReason"`
+			} `json:"message"`
+			AME struct {
+				Type string `json:"type"`
+			} `json:"assistantMessageEvent"`
+		}
+		json.Unmarshal(b, &v)
+		s := v.Type
+		switch {
+		case v.AME.Type != "":
+			s += ":" + v.AME.Type
+		case v.Message.Role != "" && v.Message.StopReason != "":
+			s += ":" + v.Message.Role + "/" + v.Message.StopReason
+		case v.Message.Role != "":
+			s += ":" + v.Message.Role
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+type recorded struct{ calls []model.Part }
+
+func (r recorded) LastAssistant() (model.Message, bool) {
+	return model.Message{Role: model.RoleAssistant, Content: r.calls}, true
+}
+func (recorded) LastCompaction() (string, string) { return "the summary", "e1" }
+
+func TestTranslate(t *testing.T) {
+	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}
+	call := agent.ToolBatch{Calls: []agent.Call{{ID: 1, Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}}
+	tests := []struct {
+		name   string
+		events []agent.Event
+		settle bool
+		want   []string
+	}{{
+		name:   "text",
+		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "hi "}, agent.Text{Delta: "there"}, use, agent.TurnEnd{}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop",
+			"turn_end:assistant/stop", "agent_end", "agent_settled"},
+	}, {
+		name: "thinking then text",
+		events: []agent.Event{agent.TurnStart{}, agent.Reasoning{Delta: "hm"}, agent.Text{Delta: "ok"}, use,
+			agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
+			"message_update:thinking_end", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name: "tool call then answer",
+		events: []agent.Event{agent.TurnStart{}, use, call, agent.ToolStart{ID: 1},
+			agent.ToolOutput{ID: 1, Delta: "a"}, agent.ToolOutput{ID: 1, Delta: "b"},
+			agent.ToolEnd{ID: 1, Outcome: "completed", Content: "ab"}, agent.Text{Delta: "done"}, use, agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:toolcall_start", "message_update:toolcall_delta",
+			"message_update:toolcall_end", "message_end:assistant/toolUse",
+			"tool_execution_start", "tool_execution_update", "tool_execution_update", "tool_execution_end",
+			"message_start:toolResult", "message_end:toolResult", "turn_end:assistant/toolUse",
+			"turn_start", "message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name: "steer starts a turn",
+		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "a"}, use, agent.Steered{Text: "more"},
+			agent.Text{Delta: "b"}, use, agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop",
+			"turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name: "retry then recover",
+		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "x"}, agent.Discarded{Reason: "retry", Text: "x"},
+			agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"}, agent.Recovered{Attempts: 2}, agent.Text{Delta: "y"}, use,
+			agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/error", "turn_end:assistant/error",
+			"auto_retry_start", "auto_retry_end",
+			"turn_start", "message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name:   "model error",
+		events: []agent.Event{agent.TurnStart{}, agent.Error{Message: "model: boom"}, agent.TurnEnd{}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"agent_end", "agent_settled"},
+	}, {
+		name:   "aborted",
+		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/aborted", "turn_end:assistant/aborted"},
+	}, {
+		name: "auto compaction inside a turn",
+		events: []agent.Event{agent.TurnStart{}, agent.Compacting{Reason: "auto", TokensBefore: 100}, use,
+			agent.Compacted{TokensBefore: 100, TokensAfter: 10}, agent.Text{Delta: "a"}, use, agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"compaction_start", "compaction_end",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name:   "manual compaction",
+		events: []agent.Event{agent.Compacting{Reason: "manual"}, use, agent.Compacted{}},
+		want:   []string{"compaction_start", "compaction_end"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: model.APIOffline},
+				Now: func() time.Time { return time.UnixMilli(1) }, Recorded: recorded{}}
+			tr.Begin("hello", nil)
+			var got []Event
+			for _, ev := range tt.events {
+				got = append(got, tr.Feed(ev)...)
+			}
+			if tt.settle {
+				got = append(got, tr.Settle()...)
+			}
+			if diff := cmp.Diff(tt.want, summary(t, got)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTranslateDetails checks the fields pi clients read: accumulated tool
+// output, the provider's call ids, the final text, agent_end's messages.
+func TestTranslateDetails(t *testing.T) {
+	tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: model.APIOffline,
+		Price: &model.Price{Input: 1e6}}, Recorded: recorded{calls: []model.Part{{Type: model.PartToolCall, ID: "toolu_1"}}}}
+	tr.Begin("hi", nil)
+	var got []Event
+	for _, ev := range []agent.Event{agent.TurnStart{},
+		agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 3})},
+		agent.ToolBatch{Calls: []agent.Call{{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}}},
+		agent.ToolStart{ID: 1}, agent.ToolOutput{ID: 1, Delta: "a\n"}, agent.ToolOutput{ID: 1, Delta: "b\n"},
+		agent.ToolEnd{ID: 1, Outcome: "failed", Content: "a\nb\n"},
+		agent.Text{Delta: "fine"}, agent.UsageEvent{}, agent.TurnEnd{}} {
+		got = append(got, tr.Feed(ev)...)
+	}
+	got = append(got, tr.Settle()...)
+	var lines []string
+	for _, ev := range got {
+		b, _ := json.Marshal(ev)
+		lines = append(lines, string(b))
+	}
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{
+		`"partialResult":{"content":[{"type":"text","text":"a\nb\n"}]`,
+		`"type":"tool_execution_end","toolCallId":"toolu_1","toolName":"bash"`,
+		`"isError":true`,
+		`"cost":{"input":3,"output":0,"cacheRead":0,"cacheWrite":0,"total":3}`,
+		`{"type":"message_update","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"assistantMessageEvent":{"type":"text_end","contentIndex":0,"content":"fine"}}`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %s in\n%s", want, all)
+		}
+	}
+	end := got[len(got)-2].(AgentEnd)
+	var roles []string
+	for _, m := range end.Messages {
+		b, _ := json.Marshal(m)
+		var r struct{ Role string }
+		json.Unmarshal(b, &r)
+		roles = append(roles, r.Role)
+	}
+	if diff := cmp.Diff([]string{"user", "assistant", "toolResult", "assistant"}, roles); diff != "" {
+		t.Errorf("agent_end messages (-want +got):\n%s", diff)
+	}
+}
