@@ -32,6 +32,27 @@ const (
 	CallCategoryMcp       CallCategory = "mcp"
 )
 
+// ErrorCode is the kind of an error response, stable for clients to branch on; the message
+// beside it is for people (E1). spec/protocol.md §3 says when each occurs. More codes may
+// come: treat an unknown one as internal. Schema: defs.json#/$defs/error_code.
+type ErrorCode string
+
+const (
+	ErrorCodeParseError     ErrorCode = "parse_error"
+	ErrorCodeInvalidRequest ErrorCode = "invalid_request"
+	ErrorCodeUnknownMethod  ErrorCode = "unknown_method"
+	ErrorCodeInvalidParams  ErrorCode = "invalid_params"
+	ErrorCodeUnknownSession ErrorCode = "unknown_session"
+	ErrorCodeTurnRunning    ErrorCode = "turn_running"
+	ErrorCodeNoTurn         ErrorCode = "no_turn"
+	ErrorCodeLocked         ErrorCode = "locked"
+	ErrorCodeUntrusted      ErrorCode = "untrusted"
+	ErrorCodeNotFound       ErrorCode = "not_found"
+	ErrorCodeUnsupported    ErrorCode = "unsupported"
+	ErrorCodeUnknownAsk     ErrorCode = "unknown_ask"
+	ErrorCodeInternal       ErrorCode = "internal"
+)
+
 // ErrorDetails is details of a terminal failure (U2). Schema:
 // defs.json#/$defs/error_details.
 type ErrorDetails struct {
@@ -264,12 +285,14 @@ type Result struct {
 }
 
 // ErrorResponse is the error response. The failure response to a request, or to a line that
-// was not one (F2, F4). Schema: envelope/error.json.
+// was not one (F2, F4): a one-line message for people and a code for programs (E1). Schema:
+// envelope/error.json.
 type ErrorResponse struct {
 	// the request's id; null when the line had none or was not a request
 	ID json.RawMessage `json:"id"`
 	// one line
-	Error string `json:"error"`
+	Error string    `json:"error"`
+	Code  ErrorCode `json:"code,omitzero"`
 }
 
 // Request is the request. One input line with a method (F2). A line without method is a v1

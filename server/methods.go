@@ -356,12 +356,15 @@ func (s *Server) askReply(r *request) (any, error) {
 	return Empty{}, nil
 }
 
+// oneShotMethod names a version-1 line in its errors.
+const oneShotMethod = "oneshot"
+
 // oneShot serves a version-1 line (O1–O5): a fresh memory-only agent (or a
 // saved one with save:true), one turn, a flat answer, no events.
 func (s *Server) oneShot(id json.RawMessage, line []byte) {
-	r := &request{id: id, method: "oneshot"}
+	r := &request{id: id, method: oneShotMethod}
 	if err := schemas.ValidateOneShot(line); err != nil {
-		s.writeError(id, err.Error(), session.CodeInvalidParams)
+		s.writeError(id, err.Error(), "")
 		return
 	}
 	var o OneShot

@@ -331,8 +331,12 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 	if l := s.host.Logger(); l != nil {
 		l.Warn("request failed", "id", string(id), "code", string(code), "error", msg)
 	}
-	_ = code // put on the wire with the error-code schema
-	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
+	if code == "" { // a v1 one-shot line: its answers keep the v1 shape (§8)
+		s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `}`))
+		return
+	}
+	c, _ := json.Marshal(code)
+	s.writeRaw(concat(`{"id":`, id, `,"error":`, b, `,"code":`, c, `}`))
 }
 
 // reply writes the one response of r: its result, or its error.
@@ -345,6 +349,9 @@ func (s *Server) reply(r *request, result any, err error) {
 	}
 	if err != nil {
 		msg, code := r.errorText(err)
+		if r.method == oneShotMethod {
+			code = ""
+		}
 		s.writeError(r.id, msg, code)
 	}
 	if r.then != nil {

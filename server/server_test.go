@@ -20,26 +20,26 @@ func TestFraming(t *testing.T) {
 		want  []string // exact response lines, in order
 	}{
 		{"crlf stripped F5", "{\"id\":1,\"method\":\"session.info\",\"params\":{\"session\":\"x\"}}\r\n",
-			[]string{`{"id":1,"error":"session.info: unknown session \"x\""}`}},
+			[]string{`{"id":1,"error":"session.info: unknown session \"x\"","code":"unknown_session"}`}},
 		{"no trailing LF still served F5", `{"id":2,"method":"nope"}`,
-			[]string{`{"id":2,"error":"rpc: unknown method \"nope\""}`}},
+			[]string{`{"id":2,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
 		{"U+2028 is data F5", "{\"id\":\"a\u2028b\",\"method\":\"nope\u2029\"}\n",
 			// The id is echoed as sent; in strings e writes, U+2028/2029 are
 			// escaped so no reader can split on them.
-			[]string{"{\"id\":\"a\u2028b\",\"error\":\"rpc: unknown method \\\"nope\\\\u2029\\\"\"}"}},
+			[]string{"{\"id\":\"a\u2028b\",\"error\":\"rpc: unknown method \\\"nope\\\\u2029\\\"\",\"code\":\"unknown_method\"}"}},
 		{"blank lines ignored", "\n\r\n   \n{\"id\":3,\"method\":\"nope\"}\n",
-			[]string{`{"id":3,"error":"rpc: unknown method \"nope\""}`}},
+			[]string{`{"id":3,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
 		{"malformed JSON keeps serving F4", "{\"id\":4,\n{\"id\":5,\"method\":\"nope\"}\n",
-			[]string{`{"id":null,"error":"rpc: line 1: malformed JSON: unexpected end of JSON input (at byte 8)"}`, `{"id":5,"error":"rpc: unknown method \"nope\""}`}},
-		{"not an object", "[1,2]\n", []string{`{"id":null,"error":"rpc: line 1: expected a JSON object, got array"}`}},
-		{"id 1e400 byte for byte F2", `{"id":1e400,"method":"nope"}` + "\n", []string{`{"id":1e400,"error":"rpc: unknown method \"nope\""}`}},
-		{"id -0 F2", `{"id":-0,"method":"nope"}` + "\n", []string{`{"id":-0,"error":"rpc: unknown method \"nope\""}`}},
+			[]string{`{"id":null,"error":"rpc: line 1: malformed JSON: unexpected end of JSON input (at byte 8)","code":"parse_error"}`, `{"id":5,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
+		{"not an object", "[1,2]\n", []string{`{"id":null,"error":"rpc: line 1: expected a JSON object, got array","code":"invalid_request"}`}},
+		{"id 1e400 byte for byte F2", `{"id":1e400,"method":"nope"}` + "\n", []string{`{"id":1e400,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
+		{"id -0 F2", `{"id":-0,"method":"nope"}` + "\n", []string{`{"id":-0,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
 		{"big integer id F2", `{"id":123456789012345678901234567890,"method":"nope"}` + "\n",
-			[]string{`{"id":123456789012345678901234567890,"error":"rpc: unknown method \"nope\""}`}},
+			[]string{`{"id":123456789012345678901234567890,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
 		{"object id kept with its spacing F2", `{"id":{"a": [1, 2]},"method":"nope"}` + "\n",
-			[]string{`{"id":{"a": [1, 2]},"error":"rpc: unknown method \"nope\""}`}},
-		{"missing id is null", `{"method":"nope"}` + "\n", []string{`{"id":null,"error":"rpc: unknown method \"nope\""}`}},
-		{"method not a string", `{"id":6,"method":7}` + "\n", []string{`{"id":6,"error":"rpc: line 1: method: expected string, got number"}`}},
+			[]string{`{"id":{"a": [1, 2]},"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
+		{"missing id is null", `{"method":"nope"}` + "\n", []string{`{"id":null,"error":"rpc: unknown method \"nope\"","code":"unknown_method"}`}},
+		{"method not a string", `{"id":6,"method":7}` + "\n", []string{`{"id":6,"error":"rpc: line 1: method: expected string, got number","code":"invalid_request"}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,7 @@ const environmentHelp = `environment:
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
   E_LOG               the operator log's file when --log is not given
+  NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
 `
 
 const settingsHelp = `settings:
@@ -85,6 +86,12 @@ flags:
   -p, --print              run one turn (required)
   --json                   print every event as a JSON line, then a {"type":"result",…} line
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+  -v, --verbose            one line on stderr per step (model call, tool call, retry,
+                           compaction), wherever stderr goes
+  -q, --quiet              no progress on stderr (warnings and the error still)
+                           By default a terminal stderr shows one status line, erased as
+                           the reply streams; a piped stderr shows none. stdout only ever
+                           carries the reply.
 ` + runFlagsHelp + `
 ` + environmentHelp + `
 ` + settingsHelp + `

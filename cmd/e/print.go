@@ -42,6 +42,13 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&printMode, "print", false, "run one turn")
 	fs.BoolVar(&jsonOut, "json", false, "print events as JSON lines")
 	fs.Var(&images, "image", "attach an image")
+	var verbose, quiet bool
+	for _, n := range []string{"v", "verbose"} {
+		fs.BoolVar(&verbose, n, false, "one line on stderr per step")
+	}
+	for _, n := range []string{"q", "quiet"} {
+		fs.BoolVar(&quiet, n, false, "no progress on stderr")
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -102,15 +109,17 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: %v\n", err)
 		return 1
 	}
+	prog := printProgress(stderr, jsonOut, verbose, quiet, sess.Info().Model)
 	out := &lineWriter{w: stdout, failed: func(err error) {
-		fmt.Fprintf(stderr, "e: writing stdout: %v; stopping the turn\n", err)
+		prog.say(fmt.Sprintf("e: writing stdout: %v; stopping the turn", err))
 		stopTurn()
 	}}
 	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
-			fmt.Fprintf(stderr, "e: warning: %s\n", ev.Message)
+			prog.say("e: warning: " + ev.Message)
 		}
+		prog.event(ev)
 		if jsonOut {
 			b, _ := agent.Marshal(ev)
 			out.line(b)
@@ -142,6 +151,25 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printProgress chooses how e -p shows progress: --quiet or --json
+// nothing, --verbose a line per event, a terminal on stderr a status line.
+func printProgress(stderr io.Writer, jsonOut, verbose, quiet bool, model string) *progress {
+	mode, width := progressNone, 0
+	if f, ok := stderr.(*os.File); ok {
+		var term bool
+		if term, width = terminalWidth(f); term {
+			mode = progressStatus
+		}
+	}
+	switch {
+	case quiet || jsonOut:
+		mode = progressNone
+	case verbose:
+		mode = progressVerbose
+	}
+	return newProgress(stderr, mode, width, os.Getenv("TERM"), os.Getenv("NO_COLOR") != "", model)
 }
 
 // promptText joins the argument and piped stdin (P2): the argument is the

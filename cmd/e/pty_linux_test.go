@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,5 +60,57 @@ func TestPrintNoPromptAtTerminal(t *testing.T) {
 	cmd.Stderr = &stderr
 	if code := exitCode(cmd.Run()); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
 		t.Errorf("piped: exit %d, stderr %q; want 2 and one line", code, stderr.String())
+	}
+}
+
+// P3: e -p shows a status line on a terminal stderr, a line per event with
+// --verbose, nothing otherwise; stdout carries the reply alone in each.
+func TestPrintProgress(t *testing.T) {
+	prompt := "/tool bash {\"command\":\"echo hi; exit 3\"}\n/then\n/text done"
+	t.Run("terminal", func(t *testing.T) {
+		master, tty := openPTY(t)
+		cmd := command(t, "-p", prompt, "--no-save")
+		cmd.Stderr = tty
+		out, err := cmd.Output()
+		tty.Close()
+		if err != nil || string(out) != "done\n" {
+			t.Fatalf("stdout %q, %v; want the reply alone", out, err)
+		}
+		b, _ := io.ReadAll(master) // ends with EIO once e and our copy of the tty are closed
+		screen := string(b)
+		for _, want := range []string{"\x1b[2me: model e/offline…\x1b[0m", "\x1b[2me: tool bash echo hi; exit 3…\x1b[0m\r\x1b[K", "e: warning: "} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("terminal lacks %q:\n%q", want, screen)
+			}
+		}
+		if !strings.HasSuffix(screen, "\r\x1b[K") {
+			t.Errorf("the status line is not erased at the end:\n%q", screen)
+		}
+	})
+	for _, tt := range []struct {
+		name, flag, want string
+	}{
+		{name: "pipe", want: "e: warning: no model provider configured: using the built-in offline model e/offline\n"},
+		{name: "verbose", flag: "--verbose", want: "e: model e/offline\ne: warning: no model provider configured: using the built-in offline model e/offline\n" +
+			"e: tool bash echo hi; exit 3\ne: tool bash failed in $MS: exit 3\ne: model e/offline\ne: turn done in $MS; tool calls: 1, failed: 1\n"},
+		{name: "quiet verbose", flag: "-q", want: "e: warning: no model provider configured: using the built-in offline model e/offline\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"-p", prompt, "--no-save"}
+			if tt.flag != "" {
+				args = append(args, tt.flag)
+			}
+			cmd := command(t, args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || string(out) != "done\n" {
+				t.Fatalf("stdout %q, %v; want the reply alone", out, err)
+			}
+			got := regexp.MustCompile(`\d+ ms|\d+\.\d s`).ReplaceAllString(stderr.String(), "$$MS")
+			if got != tt.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/e-agent/e/internal/jsonscan"
 )
 
 // NewAnthropic returns a provider speaking the Anthropic Messages streaming
@@ -355,9 +357,9 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 }
 
 // anthropicDelta reads the text and thinking deltas of content blocks
-// without reflection (see jsonscan.go).
+// without reflection (see package jsonscan).
 type anthropicDelta struct {
-	top, delta [3]member
+	top, delta [3]jsonscan.Member
 	index      int
 	text       []byte // the delta's JSON string
 }
@@ -370,25 +372,25 @@ var (
 // scan reports whether data is a text or thinking content_block_delta it
 // has read; any other event is for the slow path.
 func (d *anthropicDelta) scan(data []byte) bool {
-	d.top = [3]member{{key: "type"}, {key: "index"}, {key: "delta"}}
-	if !scanObject(data, anthropicFields, d.top[:]) || string(d.top[0].val) != `"content_block_delta"` {
+	d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta"}}
+	if !jsonscan.Object(data, anthropicFields, d.top[:]) || string(d.top[0].Val) != `"content_block_delta"` {
 		return false
 	}
 	var ok bool
-	if d.index, ok = scanInt(d.top[1].val); !ok || isNull(d.top[2].val) {
+	if d.index, ok = jsonscan.Int(d.top[1].Val); !ok || jsonscan.IsNull(d.top[2].Val) {
 		return false
 	}
-	d.delta = [3]member{{key: "type"}, {key: "text"}, {key: "thinking"}}
-	if !scanObject(d.top[2].val, anthropicDeltaFields, d.delta[:]) {
+	d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
+	if !jsonscan.Object(d.top[2].Val, anthropicDeltaFields, d.delta[:]) {
 		return false
 	}
-	switch string(d.delta[0].val) {
+	switch string(d.delta[0].Val) {
 	case `"text_delta"`:
-		d.text = d.delta[1].val
+		d.text = d.delta[1].Val
 	case `"thinking_delta"`:
-		d.text = d.delta[2].val
+		d.text = d.delta[2].Val
 	default:
 		return false
 	}
-	return isString(d.text)
+	return jsonscan.IsString(d.text)
 }

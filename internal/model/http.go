@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/jsonscan"
 )
 
 // Limits of the HTTP adapters.
@@ -434,7 +436,7 @@ func (a *answer) add(i int, s string) {
 func (a *answer) addQuoted(i int, raw []byte) {
 	b := a.text[i]
 	from := b.Len()
-	unquote(b, raw)
+	jsonscan.Unquote(b, raw)
 	if b.Len() == from {
 		return
 	}

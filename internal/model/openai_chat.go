@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/e-agent/e/internal/jsonscan"
 )
 
 const openAIBaseURL = "https://api.openai.com/v1"
@@ -271,10 +273,10 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 }
 
 // chatDelta reads the chunks that only carry content, one choice without
-// a finish reason, without reflection (see jsonscan.go).
+// a finish reason, without reflection (see package jsonscan).
 type chatDelta struct {
-	top, choice [2]member
-	delta       [4]member
+	top, choice [2]jsonscan.Member
+	delta       [4]jsonscan.Member
 	content     []byte // the JSON string, or nil or null
 }
 
@@ -286,29 +288,29 @@ var (
 
 // scan reports whether data is such a chunk; any other is for the slow path.
 func (d *chatDelta) scan(data []byte) bool {
-	d.top = [2]member{{key: "choices"}, {key: "usage"}}
-	if !scanObject(data, chatFields, d.top[:]) || !isNull(d.top[1].val) {
+	d.top = [2]jsonscan.Member{{Key: "choices"}, {Key: "usage"}}
+	if !jsonscan.Object(data, chatFields, d.top[:]) || !jsonscan.IsNull(d.top[1].Val) {
 		return false
 	}
 	// choices: exactly one object.
-	choices := d.top[0].val
+	choices := d.top[0].Val
 	if len(choices) == 0 || choices[0] != '[' {
 		return false
 	}
-	i := skipSpace(choices, 1)
-	end, ok := scanValue(choices, i, 1)
-	if !ok || skipSpace(choices, end) != len(choices)-1 {
+	i := jsonscan.SkipSpace(choices, 1)
+	end, ok := jsonscan.Value(choices, i)
+	if !ok || jsonscan.SkipSpace(choices, end) != len(choices)-1 {
 		return false
 	}
-	d.choice = [2]member{{key: "delta"}, {key: "finish_reason"}}
-	if !scanObject(choices[i:end], chatChoiceFields, d.choice[:]) || !isNull(d.choice[1].val) || isNull(d.choice[0].val) {
+	d.choice = [2]jsonscan.Member{{Key: "delta"}, {Key: "finish_reason"}}
+	if !jsonscan.Object(choices[i:end], chatChoiceFields, d.choice[:]) || !jsonscan.IsNull(d.choice[1].Val) || jsonscan.IsNull(d.choice[0].Val) {
 		return false
 	}
-	d.delta = [4]member{{key: "content"}, {key: "reasoning_content"}, {key: "reasoning"}, {key: "tool_calls"}}
-	if !scanObject(d.choice[0].val, chatDeltaFields, d.delta[:]) ||
-		!isNull(d.delta[1].val) || !isNull(d.delta[2].val) || !isNull(d.delta[3].val) {
+	d.delta = [4]jsonscan.Member{{Key: "content"}, {Key: "reasoning_content"}, {Key: "reasoning"}, {Key: "tool_calls"}}
+	if !jsonscan.Object(d.choice[0].Val, chatDeltaFields, d.delta[:]) ||
+		!jsonscan.IsNull(d.delta[1].Val) || !jsonscan.IsNull(d.delta[2].Val) || !jsonscan.IsNull(d.delta[3].Val) {
 		return false
 	}
-	d.content = d.delta[0].val
-	return isNull(d.content) || isString(d.content)
+	d.content = d.delta[0].Val
+	return jsonscan.IsNull(d.content) || jsonscan.IsString(d.content)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+
+	"github.com/e-agent/e/internal/jsonscan"
 )
 
 // NewOpenAIResponses returns a provider speaking the OpenAI Responses
@@ -283,9 +285,9 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 }
 
 // responsesDelta reads text and reasoning delta events without reflection
-// (see jsonscan.go).
+// (see package jsonscan).
 type responsesDelta struct {
-	m               [4]member
+	m               [4]jsonscan.Member
 	kind            string // PartText or PartReasoning
 	output, summary int
 	delta           []byte // the JSON string
@@ -296,14 +298,14 @@ var responsesFields = []string{"type", "output_index", "summary_index", "delta",
 // scan reports whether ev is a delta event it has read; any other is for
 // the slow path.
 func (d *responsesDelta) scan(ev rawEvent) bool {
-	d.m = [4]member{{key: "type"}, {key: "output_index"}, {key: "summary_index"}, {key: "delta"}}
-	if !scanObject(ev.Data, responsesFields, d.m[:]) {
+	d.m = [4]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"}}
+	if !jsonscan.Object(ev.Data, responsesFields, d.m[:]) {
 		return false
 	}
-	typ := d.m[0].val
+	typ := d.m[0].Val
 	if typ == nil {
 		typ = ev.Event
-	} else if !isString(typ) {
+	} else if !jsonscan.IsString(typ) {
 		return false
 	} else {
 		typ = typ[1 : len(typ)-1] // escapes, if any, make it match no name below
@@ -317,8 +319,8 @@ func (d *responsesDelta) scan(ev rawEvent) bool {
 		return false
 	}
 	var ok1, ok2 bool
-	d.output, ok1 = scanInt(d.m[1].val)
-	d.summary, ok2 = scanInt(d.m[2].val)
-	d.delta = d.m[3].val
-	return ok1 && ok2 && isString(d.delta)
+	d.output, ok1 = jsonscan.Int(d.m[1].Val)
+	d.summary, ok2 = jsonscan.Int(d.m[2].Val)
+	d.delta = d.m[3].Val
+	return ok1 && ok2 && jsonscan.IsString(d.delta)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,65 +36,118 @@ func writeLog(b *testing.B, path, cwd string, n int) {
 	}
 }
 
-// M4: listing 10,000 sessions of one directory, each with 10 messages.
-func BenchmarkList10000(b *testing.B) {
-	home := b.TempDir()
-	cwd := "/work/bench"
-	dir := filepath.Join(home, "sessions", store.Slug(cwd))
-	os.MkdirAll(dir, 0o700)
-	for range 10000 {
-		writeLog(b, filepath.Join(dir, store.NewID()+".jsonl"), cwd, 10)
+// M4: listing 100, 1,000 and 10,000 sessions of one directory, each with
+// 10 messages, cold (no summary cache) and cached, beside the floor: reading
+// every log's bytes, the least a cold listing must do. ns/session stays
+// flat with the count when nothing is quadratic.
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			home := b.TempDir()
+			cwd := "/work/bench"
+			dir := filepath.Join(home, "sessions", store.Slug(cwd))
+			os.MkdirAll(dir, 0o700)
+			for range n {
+				writeLog(b, filepath.Join(dir, store.NewID()+".jsonl"), cwd, 10)
+			}
+			list := func(b *testing.B) {
+				s, err := store.List(home, cwd, false)
+				if err != nil || len(s) != n || s[0].Messages != 10 || s[0].Turns != 5 {
+					b.Fatalf("List: %d sessions, %v", len(s), err)
+				}
+			}
+			perSession := func(b *testing.B) {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/session")
+			}
+			b.Run("cold", func(b *testing.B) {
+				for b.Loop() {
+					os.Remove(filepath.Join(dir, ".list-cache.json"))
+					list(b)
+				}
+				perSession(b)
+			})
+			b.Run("cached", func(b *testing.B) {
+				list(b)
+				for b.Loop() {
+					list(b)
+				}
+				perSession(b)
+			})
+			b.Run("floor", func(b *testing.B) {
+				for b.Loop() {
+					des, _ := os.ReadDir(dir)
+					for _, de := range des {
+						if _, err := os.ReadFile(filepath.Join(dir, de.Name())); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				perSession(b)
+			})
+		})
 	}
-	list := func(b *testing.B) {
-		s, err := store.List(home, cwd, false)
-		if err != nil || len(s) != 10000 || s[0].Messages != 10 || s[0].Turns != 5 {
-			b.Fatalf("List: %d sessions, %v", len(s), err)
-		}
-	}
-	b.Run("cold", func(b *testing.B) {
-		for b.Loop() {
-			os.Remove(filepath.Join(dir, ".list-cache.json"))
-			list(b)
-		}
-	})
-	b.Run("cached", func(b *testing.B) {
-		list(b)
-		for b.Loop() {
-			list(b)
-		}
-	})
 }
 
-// C6, C7: resuming a 100,000-entry log.
-func BenchmarkResume100k(b *testing.B) {
-	path := filepath.Join(b.TempDir(), store.NewID()+".jsonl")
-	writeLog(b, path, "/work/bench", 100000)
-	if fi, err := os.Stat(path); err == nil {
-		b.Logf("log of %d bytes", fi.Size())
+// C6, C7: resuming a log of 1,000, 10,000 and 100,000 entries, writable
+// and read-only, beside the floor (reading the file and finding its lines),
+// and the heap the read-only entries hold.
+func BenchmarkResume(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), store.NewID()+".jsonl")
+			writeLog(b, path, "/work/bench", n)
+			perEntry := func(b *testing.B) {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+			}
+			b.Run("OpenWritable", func(b *testing.B) {
+				for b.Loop() {
+					l, _, es, err := store.OpenWritable(path)
+					if err != nil || len(es) != n {
+						b.Fatalf("%d entries, %v", len(es), err)
+					}
+					l.Close()
+				}
+				perEntry(b)
+			})
+			b.Run("ReadOnly", func(b *testing.B) {
+				for b.Loop() {
+					_, es, err := store.ReadOnly(path)
+					if err != nil || len(es) != n {
+						b.Fatalf("%d entries, %v", len(es), err)
+					}
+				}
+				perEntry(b)
+				// The heap a resumed session's entries hold, beside the file.
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				_, es, _ := store.ReadOnly(path)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(es)
+				if fi, err := os.Stat(path); err == nil {
+					b.ReportMetric(float64(fi.Size())/(1<<20), "MiB-file")
+				}
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-heap")
+			})
+			b.Run("floor", func(b *testing.B) {
+				for b.Loop() {
+					data, err := os.ReadFile(path)
+					if err != nil || bytes.Count(data, []byte{'\n'}) != n+1 {
+						b.Fatal("short log", err)
+					}
+				}
+				perEntry(b)
+			})
+			b.Run("Branch", func(b *testing.B) {
+				_, es, _ := store.ReadOnly(path)
+				for b.Loop() {
+					if got := len(store.Branch(es)); got != n {
+						b.Fatalf("branch of %d", got)
+					}
+				}
+				perEntry(b)
+			})
+		})
 	}
-	b.Run("OpenWritable", func(b *testing.B) {
-		for b.Loop() {
-			l, _, es, err := store.OpenWritable(path)
-			if err != nil || len(es) != 100000 {
-				b.Fatalf("%d entries, %v", len(es), err)
-			}
-			l.Close()
-		}
-	})
-	b.Run("ReadOnly", func(b *testing.B) {
-		for b.Loop() {
-			_, es, err := store.ReadOnly(path)
-			if err != nil || len(es) != 100000 {
-				b.Fatalf("%d entries, %v", len(es), err)
-			}
-		}
-	})
-	b.Run("Branch", func(b *testing.B) {
-		_, es, _ := store.ReadOnly(path)
-		for b.Loop() {
-			if n := len(store.Branch(es)); n != 100000 {
-				b.Fatalf("branch of %d", n)
-			}
-		}
-	})
 }

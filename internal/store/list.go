@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/jsonscan"
 )
 
 // Summary describes one saved session for session.list (M4).
@@ -282,6 +284,9 @@ func clip(s string, n int) string {
 // peek returns a message's role and its first text part; ok is false when
 // the message has no text part.
 func peek(m json.RawMessage) (role, text string, ok bool) {
+	if role, text, ok, sure := peekScan(m); sure {
+		return role, text, ok
+	}
 	var msg struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -304,4 +309,46 @@ func peek(m json.RawMessage) (role, text string, ok bool) {
 		}
 	}
 	return msg.Role, "", false
+}
+
+var (
+	messageFields = []string{"role", "content"}
+	partFields    = []string{"type", "text"}
+)
+
+// peekScan is peek without reflection for the messages e writes; sure is
+// false for any other, which peek decodes with encoding/json.
+func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
+	msg := [...]jsonscan.Member{{Key: "role"}, {Key: "content"}}
+	if !jsonscan.Object(m, messageFields, msg[:]) || !jsonscan.IsString(msg[0].Val) {
+		return "", "", false, false
+	}
+	role = text(msg[0].Val)
+	c := msg[1].Val
+	switch {
+	case jsonscan.IsString(c):
+		return role, text(c), true, true
+	case len(c) == 0 || c[0] != '[':
+		return "", "", false, false
+	}
+	for i := jsonscan.SkipSpace(c, 1); c[i] != ']'; {
+		end, _ := jsonscan.Value(c, i) // valid: Object scanned it
+		part := [...]jsonscan.Member{{Key: "type"}, {Key: "text"}}
+		if !jsonscan.Object(c[i:end], partFields, part[:]) || !jsonscan.IsString(part[0].Val) ||
+			part[1].Val != nil && !jsonscan.IsString(part[1].Val) {
+			return "", "", false, false
+		}
+		if text(part[0].Val) == "text" {
+			t := ""
+			if part[1].Val != nil {
+				t = text(part[1].Val)
+			}
+			return role, t, true, true
+		}
+		i = jsonscan.SkipSpace(c, end)
+		if c[i] == ',' {
+			i = jsonscan.SkipSpace(c, i+1)
+		}
+	}
+	return role, "", false, true
 }

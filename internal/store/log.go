@@ -24,9 +24,9 @@ type Log struct {
 	f        *os.File // nil once closed
 	path     string
 	header   Header
-	last     string              // id of the last entry written; the default parent
-	ids      map[string]struct{} // every entry id in the file, to keep ids unique
-	size     int64               // bytes of whole lines in the file
+	last     string // id of the last entry written; the default parent
+	ids      idSet  // every entry id in the file, to keep ids unique
+	size     int64  // bytes of whole lines in the file
 	warnings []string
 	buf      bytes.Buffer
 }
@@ -78,7 +78,7 @@ func CreateIn(dir string, h Header) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
 	}
-	l := &Log{f: f, path: path, header: h, ids: map[string]struct{}{}}
+	l := &Log{f: f, path: path, header: h}
 	fail := func(err error) (*Log, error) {
 		f.Close()
 		os.Remove(path)
@@ -151,7 +151,7 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &Log{f: f, path: path, header: p.Header, ids: make(map[string]struct{}, len(p.Entries)), size: int64(len(data))}
+	l := &Log{f: f, path: path, header: p.Header, ids: newIDSet(len(p.Entries)), size: int64(len(data))}
 	l.warnings = p.Warnings
 	switch {
 	case p.torn >= 0:
@@ -176,7 +176,7 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 		l.warnings = append(l.warnings, fmt.Sprintf("store: %s: completed a last line that lacked its newline", path))
 	}
 	for _, e := range p.Entries {
-		l.ids[e.ID] = struct{}{}
+		l.ids.add(e.ID)
 	}
 	if n := len(p.Entries); n > 0 {
 		l.last = p.Entries[n-1].ID
@@ -255,7 +255,7 @@ func parse(path string, data []byte) (*parsed, error) {
 	p.Entries, p.Warnings = parseLines(path, data[off:whole], lineNo+1)
 	if tail := data[whole:]; len(tail) > 0 {
 		var e Entry
-		if entryOf(bytes.TrimSuffix(tail, []byte{'\r'}), &e) == nil {
+		if entryOf(bytes.TrimSuffix(tail, []byte{'\r'}), &e, "") == nil {
 			p.noLF = true
 			p.Entries = append(p.Entries, e)
 		} else {
@@ -269,51 +269,53 @@ func parse(path string, data []byte) (*parsed, error) {
 // the work over the CPUs: resuming a 100,000-entry log is JSON-bound.
 const parallelFrom = 1 << 20
 
-// parseLines parses whole lines, the first being line number first.
+// parseLines parses whole lines, the first being line number first. The
+// entries are decoded in place into one slice of the exact size.
 func parseLines(path string, data []byte, first int) ([]Entry, []string) {
-	n := min(runtime.GOMAXPROCS(0), len(data)/parallelFrom+1)
-	if n <= 1 {
-		return parseChunk(path, data, first)
+	entries := make([]Entry, bytes.Count(data, []byte{'\n'})) // data ends with LF
+	type chunk struct {
+		data        []byte
+		line, at, n int // first line number, index of its first entry, entries decoded
+		warnings    []string
 	}
-	type result struct {
-		entries  []Entry
-		warnings []string
-	}
-	results := make([]result, n)
-	var wg sync.WaitGroup
+	chunks := make([]chunk, min(runtime.GOMAXPROCS(0), len(data)/parallelFrom+1))
 	start, line := 0, first
-	for i := range n {
+	for i := range chunks {
 		end := len(data)
-		if i < n-1 {
-			end = max(start, len(data)*(i+1)/n)
-			end += bytes.IndexByte(data[end:], '\n') + 1 // data ends with LF
+		if i < len(chunks)-1 {
+			end = max(start, len(data)*(i+1)/len(chunks))
+			end += bytes.IndexByte(data[end:], '\n') + 1
 		}
-		chunk, chunkLine := data[start:end], line
-		wg.Go(func() {
-			results[i].entries, results[i].warnings = parseChunk(path, chunk, chunkLine)
-		})
-		line += bytes.Count(chunk, []byte{'\n'})
+		chunks[i] = chunk{data: data[start:end], line: line, at: line - first}
+		line += bytes.Count(chunks[i].data, []byte{'\n'})
 		start = end
 	}
-	wg.Wait()
-	var entries []Entry
+	parse := func(c *chunk) {
+		c.n, c.warnings = parseChunk(path, c.data, c.line, entries[c.at:])
+	}
+	if len(chunks) == 1 {
+		parse(&chunks[0])
+	} else {
+		var wg sync.WaitGroup
+		for i := range chunks {
+			wg.Go(func() { parse(&chunks[i]) })
+		}
+		wg.Wait()
+	}
+	n := 0
 	var warnings []string
-	total := 0
-	for _, r := range results {
-		total += len(r.entries)
+	for _, c := range chunks {
+		n += copy(entries[n:], entries[c.at:c.at+c.n])
+		warnings = append(warnings, c.warnings...)
 	}
-	entries = make([]Entry, 0, total)
-	for _, r := range results {
-		entries = append(entries, r.entries...)
-		warnings = append(warnings, r.warnings...)
-	}
-	return entries, warnings
+	return entries[:n], warnings
 }
 
-func parseChunk(path string, data []byte, lineNo int) ([]Entry, []string) {
-	// Entries are rarely under 100 bytes; the guess avoids regrowing.
-	entries := make([]Entry, 0, len(data)/256+1)
+// parseChunk decodes the lines of data into dst, which has room for one
+// entry per line, and returns how many it decoded.
+func parseChunk(path string, data []byte, lineNo int, dst []Entry) (int, []string) {
 	var warnings []string
+	n, prev := 0, ""
 	for off := 0; off < len(data); lineNo++ {
 		end := off + bytes.IndexByte(data[off:], '\n')
 		line := bytes.TrimSuffix(data[off:end], []byte{'\r'})
@@ -321,19 +323,24 @@ func parseChunk(path string, data []byte, lineNo int) ([]Entry, []string) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var e Entry
-		if err := entryOf(line, &e); err != nil {
+		if err := entryOf(line, &dst[n], prev); err != nil {
+			dst[n] = Entry{}
 			warnings = append(warnings, fmt.Sprintf("store: %s:%d: skipped a corrupt line: %v", path, lineNo, err))
 			continue
 		}
-		entries = append(entries, e)
+		prev = dst[n].ID
+		n++
 	}
-	return entries, warnings
+	return n, warnings
 }
 
-func entryOf(line []byte, e *Entry) error {
-	if err := json.Unmarshal(line, e); err != nil {
-		return err
+// entryOf decodes line into e; prev is the previous entry's id.
+func entryOf(line []byte, e *Entry, prev string) error {
+	if !scanEntry(line, e, prev) {
+		*e = Entry{}
+		if err := json.Unmarshal(line, e); err != nil {
+			return err
+		}
 	}
 	if e.Type == "" || e.ID == "" {
 		return errors.New("missing type or id")
@@ -402,12 +409,64 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		return e, fmt.Errorf("store: append %s: %w", l.path, err)
 	}
 	l.size += int64(n)
-	l.ids[e.ID] = struct{}{}
+	l.ids.add(e.ID)
 	l.last = e.ID
 	return e, nil
 }
 
-func (l *Log) has(id string) bool { _, ok := l.ids[id]; return ok }
+func (l *Log) has(id string) bool { return l.ids.has(id) }
+
+// idSet holds entry ids. The ids e makes are 8 lowercase hex digits, kept
+// as numbers: a set of 100,000 of them builds several times faster.
+type idSet struct {
+	hex   map[uint32]struct{}
+	other map[string]struct{}
+}
+
+func newIDSet(n int) idSet { return idSet{hex: make(map[uint32]struct{}, n)} }
+
+func (s *idSet) add(id string) {
+	if n, ok := hexID(id); ok {
+		if s.hex == nil {
+			s.hex = map[uint32]struct{}{}
+		}
+		s.hex[n] = struct{}{}
+		return
+	}
+	if s.other == nil {
+		s.other = map[string]struct{}{}
+	}
+	s.other[id] = struct{}{}
+}
+
+func (s *idSet) has(id string) bool {
+	if n, ok := hexID(id); ok {
+		_, found := s.hex[n]
+		return found
+	}
+	_, found := s.other[id]
+	return found
+}
+
+// hexID reads an id of exactly 8 lowercase hex digits.
+func hexID(id string) (uint32, bool) {
+	if len(id) != 8 {
+		return 0, false
+	}
+	var n uint32
+	for i := range 8 {
+		c := id[i]
+		switch {
+		case '0' <= c && c <= '9':
+			n = n<<4 | uint32(c-'0')
+		case 'a' <= c && c <= 'f':
+			n = n<<4 | uint32(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
+}
 
 // Sync flushes the log to stable storage. The agent calls it at the end of
 // every turn.

@@ -14,6 +14,11 @@ from typing import Any, Literal, NotRequired, TypedDict, Union
 #: (defs.json#/$defs/call/properties/category)
 CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
 
+#: the kind of an error response, stable for clients to branch on; the message beside it is
+#: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
+#: unknown one as internal. (defs.json#/$defs/error_code)
+ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "internal"]
+
 #: where the turn failed (defs.json#/$defs/error_details/properties/stage)
 ErrorDetailsStage = Literal["model", "tool", "compaction", "input"]
 
@@ -355,8 +360,8 @@ class Result(TypedDict):
 
 class ErrorResponse(TypedDict):
     """
-    error response: The failure response to a request, or to a line that was not one (F2, F4).
-    (envelope/error.json)
+    error response: The failure response to a request, or to a line that was not one (F2, F4):
+    a one-line message for people and a code for programs (E1). (envelope/error.json)
     """
 
     #: the request's id; null when the line had none or was not a request
@@ -364,6 +369,8 @@ class ErrorResponse(TypedDict):
 
     #: one line
     error: str
+
+    code: NotRequired[ErrorCode]
 
 
 class Request(TypedDict):

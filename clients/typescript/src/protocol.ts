@@ -34,6 +34,13 @@ export interface Call {
 export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension" | "mcp";
 
 /**
+ * the kind of an error response, stable for clients to branch on; the message beside it is
+ * for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
+ * unknown one as internal. (defs.json#/$defs/error_code)
+ */
+export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "internal";
+
+/**
  * details of a terminal failure (U2) (defs.json#/$defs/error_details)
  */
 export interface ErrorDetails {
@@ -380,8 +387,8 @@ export interface Result {
 }
 
 /**
- * error response: The failure response to a request, or to a line that was not one (F2, F4).
- * (envelope/error.json)
+ * error response: The failure response to a request, or to a line that was not one (F2, F4):
+ * a one-line message for people and a code for programs (E1). (envelope/error.json)
  */
 export interface ErrorResponse {
   /**
@@ -392,6 +399,7 @@ export interface ErrorResponse {
    * one line
    */
   error: string;
+  code?: ErrorCode;
 }
 
 /**

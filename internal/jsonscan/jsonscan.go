@@ -1,4 +1,11 @@
-package model
+// Package jsonscan reads a few members of JSON objects without reflection
+// and without garbage, for the hot paths that decode the same small shapes
+// by the thousand (provider deltas, log entries). It validates the whole
+// input as JSON. Whatever it is not sure to read exactly as encoding/json
+// would (an escaped or non-ASCII key, a key that differs from a field only
+// in case, an unexpected type, null, deep nesting) makes the caller fall
+// back to json.Unmarshal, which then decides, errors included.
+package jsonscan
 
 import (
 	"strings"
@@ -6,38 +13,31 @@ import (
 	"unicode/utf8"
 )
 
-// A hand scanner for the few members of the streamed delta events, so that
-// a delta costs neither reflection nor garbage. It validates the whole
-// event as JSON. Whatever it is not sure to read exactly as encoding/json
-// would (an escaped or non-ASCII key, a key that differs from a field only
-// in case, an unexpected type, null, deep nesting) makes the caller fall
-// back to json.Unmarshal, which then decides, errors included.
-
-// member is one wanted member of an object: its key and, after scanObject,
-// its raw value (nil when absent).
-type member struct {
-	key string
-	val []byte
+// Member is one wanted Member of an object: its key and, after Object,
+// its raw value (nil when absent)
+type Member struct {
+	Key string
+	Val []byte
 }
 
-// scanObject reports whether data is one valid JSON object whose keys are
+// Object reports whether data is one valid JSON object whose keys are
 // each either one of want's (its val is set; the last one wins, as in
 // encoding/json) or none of fields, the keys the caller's slow path
 // decodes, in any case. want's keys must be among fields.
-func scanObject(data []byte, fields []string, want []member) bool {
+func Object(data []byte, fields []string, want []Member) bool {
 	for i := range want {
-		want[i].val = nil
+		want[i].Val = nil
 	}
-	end, ok := scanMembers(data, skipSpace(data, 0), fields, want)
-	return ok && skipSpace(data, end) == len(data)
+	end, ok := scanMembers(data, SkipSpace(data, 0), fields, want)
+	return ok && SkipSpace(data, end) == len(data)
 }
 
 // scanMembers scans the object at data[i:] and returns its end.
-func scanMembers(data []byte, i int, fields []string, want []member) (int, bool) {
+func scanMembers(data []byte, i int, fields []string, want []Member) (int, bool) {
 	if i >= len(data) || data[i] != '{' {
 		return 0, false
 	}
-	i = skipSpace(data, i+1)
+	i = SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, true
 	}
@@ -50,16 +50,16 @@ func scanMembers(data []byte, i int, fields []string, want []member) (int, bool)
 			return 0, false
 		}
 		key := data[i+1 : end-1]
-		i = skipSpace(data, end)
+		i = SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return 0, false
 		}
-		i = skipSpace(data, i+1)
-		vend, ok := scanValue(data, i, 1)
+		i = SkipSpace(data, i+1)
+		vend, ok := value(data, i, 1)
 		if !ok || !keep(key, data[i:vend], fields, want) {
 			return 0, false
 		}
-		i = skipSpace(data, vend)
+		i = SkipSpace(data, vend)
 		if i >= len(data) {
 			return 0, false
 		}
@@ -67,19 +67,24 @@ func scanMembers(data []byte, i int, fields []string, want []member) (int, bool)
 		case '}':
 			return i + 1, true
 		case ',':
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 		default:
 			return 0, false
 		}
 	}
 }
 
-// keep records a member's value; it reports false for a key encoding/json
+// keep records a Member's value; it reports false for a key encoding/json
 // could match to another field than this scanner does.
-func keep(key, val []byte, fields []string, want []member) bool {
+func keep(key, val []byte, fields []string, want []Member) bool {
 	for j := range want {
-		if string(key) == want[j].key {
-			want[j].val = val
+		if string(key) == want[j].Key {
+			// encoding/json decodes a repeated member again into the same
+			// value, which merges objects: not this scanner's business.
+			if want[j].Val != nil {
+				return false
+			}
+			want[j].Val = val
 			return true
 		}
 	}
@@ -112,7 +117,7 @@ func foldEqual(s string, b []byte) bool {
 	return true
 }
 
-func skipSpace(data []byte, i int) int {
+func SkipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
 	}
@@ -123,8 +128,10 @@ func skipSpace(data []byte, i int) int {
 // slow path.
 const maxDepth = 64
 
-// scanValue returns the end of the JSON value at data[i:].
-func scanValue(data []byte, i, depth int) (int, bool) {
+// Value returns the end of the valid JSON value at data[i:].
+func Value(data []byte, i int) (int, bool) { return value(data, i, 1) }
+
+func value(data []byte, i, depth int) (int, bool) {
 	if i >= len(data) || depth > maxDepth {
 		return 0, false
 	}
@@ -133,7 +140,7 @@ func scanValue(data []byte, i, depth int) (int, bool) {
 		end, _, ok := scanString(data, i)
 		return end, ok
 	case c == '{':
-		i = skipSpace(data, i+1)
+		i = SkipSpace(data, i+1)
 		if i < len(data) && data[i] == '}' {
 			return i + 1, true
 		}
@@ -145,14 +152,14 @@ func scanValue(data []byte, i, depth int) (int, bool) {
 			if !ok {
 				return 0, false
 			}
-			i = skipSpace(data, end)
+			i = SkipSpace(data, end)
 			if i >= len(data) || data[i] != ':' {
 				return 0, false
 			}
-			if i, ok = scanValue(data, skipSpace(data, i+1), depth+1); !ok {
+			if i, ok = value(data, SkipSpace(data, i+1), depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(data, i)
+			i = SkipSpace(data, i)
 			if i >= len(data) {
 				return 0, false
 			}
@@ -162,19 +169,19 @@ func scanValue(data []byte, i, depth int) (int, bool) {
 			if data[i] != ',' {
 				return 0, false
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 		}
 	case c == '[':
-		i = skipSpace(data, i+1)
+		i = SkipSpace(data, i+1)
 		if i < len(data) && data[i] == ']' {
 			return i + 1, true
 		}
 		for {
 			var ok bool
-			if i, ok = scanValue(data, i, depth+1); !ok {
+			if i, ok = value(data, i, depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(data, i)
+			i = SkipSpace(data, i)
 			if i >= len(data) {
 				return 0, false
 			}
@@ -184,7 +191,7 @@ func scanValue(data []byte, i, depth int) (int, bool) {
 			if data[i] != ',' {
 				return 0, false
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 		}
 	case c == 't':
 		return literal(data, i, "true")
@@ -303,10 +310,10 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// unquote appends the text of the scanned JSON string raw (quotes
+// Unquote appends the text of the scanned JSON string raw (quotes
 // included) to b as encoding/json decodes it: invalid UTF-8 and lone
 // surrogates become U+FFFD.
-func unquote(b *strings.Builder, raw []byte) {
+func Unquote(b *strings.Builder, raw []byte) {
 	s := raw[1 : len(raw)-1]
 	start := 0
 	for i := 0; i < len(s); {
@@ -365,16 +372,16 @@ func unquote(b *strings.Builder, raw []byte) {
 	b.Write(s[start:])
 }
 
-// isString reports whether the scanned value raw is a string.
-func isString(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
+// IsString reports whether the scanned value raw is a string.
+func IsString(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
 
-// isNull reports whether the scanned value raw is absent or null.
-func isNull(raw []byte) bool { return raw == nil || string(raw) == "null" }
+// IsNull reports whether the scanned value raw is absent or null.
+func IsNull(raw []byte) bool { return raw == nil || string(raw) == "null" }
 
-// scanInt reads the scanned value raw as encoding/json reads a number into
+// Int reads the scanned value raw as encoding/json reads a number into
 // an int: an integer without fraction or exponent, here of at most 18
 // digits. An absent value is 0.
-func scanInt(raw []byte) (int, bool) {
+func Int(raw []byte) (int, bool) {
 	if raw == nil {
 		return 0, true
 	}

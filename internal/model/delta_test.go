@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e-agent/e/internal/jsonscan"
 	"github.com/e-agent/e/internal/providermock"
 )
 
 func text(raw []byte) string {
 	var b strings.Builder
-	unquote(&b, raw)
+	jsonscan.Unquote(&b, raw)
 	return b.String()
 }
 
@@ -73,7 +74,7 @@ func FuzzDeltaScan(f *testing.F) {
 				t.Fatalf("chat: scanned %q, which encoding/json rejects: %v", data, err)
 			}
 			got := ""
-			if isString(c.content) {
+			if jsonscan.IsString(c.content) {
 				got = text(c.content)
 			}
 			if len(ch.Choices) != 1 || ch.Usage != nil || len(ch.Error) > 0 || ch.Choices[0].FinishReason != "" {

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// terminalWidth reports whether f is a terminal (a character device, here)
+// and its width, 0: unknown.
+func terminalWidth(f *os.File) (bool, int) {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0, 0
+}

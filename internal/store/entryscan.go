@@ -1,0 +1,95 @@
+package store
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"encoding/json"
+
+	"github.com/e-agent/e/internal/jsonscan"
+)
+
+// entryFields are Entry's keys, for jsonscan's case check.
+var entryFields = []string{"type", "id", "parent", "time", "message", "model", "effort", "summary", "kept",
+	"tokens_before", "name", "call", "tools", "error"}
+
+// scanEntry reads line into e as json.Unmarshal would, without reflection
+// for all but the call and tools members; it reports false when line is
+// for json.Unmarshal, which then decides. e.Message is a view of line. prev
+// is the previous entry's id: a parent equal to it shares its string.
+func scanEntry(line []byte, e *Entry, prev string) bool {
+	m := [...]jsonscan.Member{{Key: "type"}, {Key: "id"}, {Key: "parent"}, {Key: "time"}, {Key: "message"},
+		{Key: "model"}, {Key: "effort"}, {Key: "summary"}, {Key: "kept"}, {Key: "tokens_before"}, {Key: "name"},
+		{Key: "call"}, {Key: "tools"}, {Key: "error"}}
+	if !jsonscan.Object(line, entryFields, m[:]) {
+		return false
+	}
+	for _, f := range m {
+		if f.Val != nil && jsonscan.IsNull(f.Val) {
+			return false
+		}
+	}
+	*e = Entry{}
+	ok := true
+	str := func(raw []byte, dst *string) {
+		if raw == nil || !ok {
+			return
+		}
+		if !jsonscan.IsString(raw) {
+			ok = false
+			return
+		}
+		*dst = text(raw)
+	}
+	switch t := m[0].Val; string(t) { // the types there are, without allocating
+	case `"message"`:
+		e.Type = TypeMessage
+	case `"settings"`:
+		e.Type = TypeSettings
+	case `"compaction"`:
+		e.Type = TypeCompaction
+	default:
+		str(t, &e.Type)
+	}
+	str(m[1].Val, &e.ID)
+	if p := m[2].Val; p != nil && len(p) == len(prev)+2 && string(p[1:len(p)-1]) == prev {
+		e.Parent = prev
+	} else {
+		str(p, &e.Parent)
+	}
+	if t := m[3].Val; t != nil && (!jsonscan.IsString(t) || e.Time.UnmarshalJSON(t) != nil) {
+		return false
+	}
+	e.Message = m[4].Val
+	str(m[5].Val, &e.Model)
+	str(m[6].Val, &e.Effort)
+	str(m[7].Val, &e.Summary)
+	str(m[8].Val, &e.Kept)
+	if t := m[9].Val; t != nil {
+		n, isInt := jsonscan.Int(t)
+		if !isInt {
+			return false
+		}
+		e.Tokens = int64(n)
+	}
+	str(m[10].Val, &e.Name)
+	if c := m[11].Val; c != nil && json.Unmarshal(c, &e.Call) != nil {
+		return false
+	}
+	if r := m[12].Val; r != nil && json.Unmarshal(r, &e.Runs) != nil {
+		return false
+	}
+	str(m[13].Val, &e.Error)
+	return ok
+}
+
+// text decodes the scanned JSON string raw.
+func text(raw []byte) string {
+	s := raw[1 : len(raw)-1]
+	if !strings.ContainsRune(string(s), '\\') && utf8.Valid(s) {
+		return string(s)
+	}
+	var b strings.Builder
+	jsonscan.Unquote(&b, raw)
+	return b.String()
+}

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The entry scanner accepts only what encoding/json decodes, and reads it
+// the same.
+func FuzzScanEntry(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"message","id":"0000000a","parent":"00000009","time":"2026-12-01T09:00:00.123456789Z","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}`,
+		`{"type":"message","id":"b","parent":"a","time":"2026-12-01T09:00:00Z","message":{"role":"assistant","content":[]},"call":{"model":"e/offline","attempts":1,"duration_ms":3,"usage":{"input":1}}}`,
+		`{"type":"compaction","id":"c","parent":"b","time":"2026-12-01T09:00:00+01:00","summary":"s\u00e9\n\ud800","kept":"a","tokens_before":123}`,
+		`{"type":"settings","id":"d","parent":"","time":"2026-12-01T09:00:00Z","model":"m","effort":"high"}`,
+		`{"type":"name","id":"e","time":"2026-12-01T09:00:00Z","name":"x\xff"}`,
+		`{"type":"error","id":"f","time":"2026-12-01T09:00:00Z","error":"boom","tools":[{"id":1}]}`,
+		`{"type":"message","id":"g","Type":"x","time":"2026-12-01T09:00:00Z"}`,
+		`{"type":"message","id":"g","time":null}`,
+		`{"type":"message","id":"g","time":"2026-13-01T09:00:00Z"}`,
+		`{"type":"message","id":"g","tokens_before":1.5}`,
+	} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, line, prev string) {
+		var got Entry
+		if !scanEntry([]byte(line), &got, prev) {
+			return
+		}
+		var want Entry
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatalf("scanned %q, which encoding/json rejects: %v", line, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q (-encoding/json +scanner):\n%s", line, diff)
+		}
+	})
+}
+
+// peekScan reads what encoding/json reads, where it is sure.
+func FuzzPeek(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":[{"type":"text","text":"hi"}]}`,
+		`{"role":"user","content":"plain"}`,
+		`{"role":"assistant","content":[{"type":"reasoning","text":"r"},{"type":"text","text":"a\u00e9"}]}`,
+		`{"role":"tool","content":[{"type":"tool_result","text":"x"}]}`,
+		`{"role":"user","content":[{"type":"text"}]}`,
+		`{"role":"user","content":[1,{"type":"text","text":"x"}]}`,
+		`{"Role":"user","content":[]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, m string) {
+		role, text, ok, sure := peekScan(json.RawMessage(m))
+		if !sure {
+			return
+		}
+		// peek's encoding/json path, by hand: peekScan must agree with it.
+		var msg struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(m), &msg); err != nil {
+			t.Fatalf("scanned %q, which encoding/json rejects: %v", m, err)
+		}
+		wantText, wantOK := "", false
+		var s string
+		if json.Unmarshal(msg.Content, &s) == nil {
+			wantText, wantOK = s, true
+		} else {
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			json.Unmarshal(msg.Content, &parts)
+			for _, p := range parts {
+				if p.Type == "text" {
+					wantText, wantOK = p.Text, true
+					break
+				}
+			}
+		}
+		if role != msg.Role || text != wantText || ok != wantOK {
+			t.Fatalf("%q: scanner %q %q %v, encoding/json %q %q %v", m, role, text, ok, msg.Role, wantText, wantOK)
+		}
+	})
+}
