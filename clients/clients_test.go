@@ -1,8 +1,9 @@
 // Package clients_test runs the reference clients' own test suites
 // (clients/python, clients/typescript) against a freshly built e, so that
 // go test ./... covers them: python3 -m unittest, and tsc --strict then
-// node --test. Each skips, saying why, when its interpreter is missing;
-// .ci/run installs tsc from npm.
+// node --test; then client-side conformance (e-conformance client) on each.
+// Each skips, saying why, when its interpreter is missing; .ci/run
+// installs tsc from npm.
 package clients_test
 
 import (
@@ -12,13 +13,19 @@ import (
 	"testing"
 )
 
-func buildE(t *testing.T) string {
+func build(t *testing.T, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "e")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/e").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
+}
+
+// conform runs client-side conformance on a client command, in dir.
+func conform(t *testing.T, dir, command string) {
+	t.Helper()
+	run(t, dir, nil, build(t, "../cmd/e-conformance"), "client", "--timeout-scale", "2", "--command", command)
 }
 
 func need(t *testing.T, tools ...string) {
@@ -43,11 +50,14 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) {
 }
 
 func TestPython(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
-	run(t, "python", []string{"E_BIN=" + buildE(t), "PYTHONDONTWRITEBYTECODE=1"}, "python3", "-m", "unittest", "-v")
+	run(t, "python", []string{"E_BIN=" + build(t, "../cmd/e"), "PYTHONDONTWRITEBYTECODE=1"}, "python3", "-m", "unittest", "-v")
+	conform(t, "python", "env PYTHONDONTWRITEBYTECODE=1 python3 -m e_client.task")
 }
 
 func TestTypeScript(t *testing.T) {
+	t.Parallel()
 	need(t, "node", "tsc")
 	out := t.TempDir()
 	args := []string{"-p", ".", "--outDir", out}
@@ -59,7 +69,8 @@ func TestTypeScript(t *testing.T) {
 	}
 	run(t, "typescript", nil, "tsc", args...)
 	pkg, _ := filepath.Abs("typescript")
-	run(t, "typescript", []string{"E_BIN=" + buildE(t), "E_TS_PKG=" + pkg}, "node", "--test", filepath.Join(out, "test"))
+	run(t, "typescript", []string{"E_BIN=" + build(t, "../cmd/e"), "E_TS_PKG=" + pkg}, "node", "--test", filepath.Join(out, "test"))
+	conform(t, "typescript", "node "+filepath.Join(out, "src", "task.js"))
 }
 
 func isDir(p string) bool {

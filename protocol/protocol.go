@@ -204,6 +204,9 @@ type ModelInfo struct {
 	Tools bool `json:"tools"`
 	// the context window in tokens
 	ContextWindow int64 `json:"context_window"`
+	// whether the model can be used now: its provider needs no key, or the key is set (e always
+	// sends it)
+	Available bool `json:"available,omitzero"`
 }
 
 // SessionID is a session id, as returned by session.create or session.fork. Schema:
@@ -400,6 +403,10 @@ type SessionCompactResult struct {
 	TokensBefore int64 `json:"tokens_before"`
 	TokensAfter  int64 `json:"tokens_after"`
 	SummaryChars int64 `json:"summary_chars"`
+	// the summary that now stands for the earlier history
+	Summary string `json:"summary"`
+	// the id of the first entry kept after the summary; null when the compaction keeps none
+	FirstKept *string `json:"first_kept"`
 	// the compaction call's usage
 	Usage Usage `json:"usage"`
 }
@@ -595,8 +602,9 @@ type SessionPromptParams struct {
 type SessionPromptResult = Result
 
 // SessionSetParams is the session.set params. Changes model and effort for the following
-// turns (M10, T1). Unknown fields are accepted (V2); null means the default for every
-// optional field (V1). Schema: methods/session.set.params.json.
+// turns (M10, T1), the name, and the automatic compaction and retry switches. Unknown fields
+// are accepted (V2); null means the default for every optional field (V1). Schema:
+// methods/session.set.params.json.
 type SessionSetParams struct {
 	Session SessionID `json:"session"`
 	Model   *string   `json:"model,omitzero"`
@@ -604,6 +612,14 @@ type SessionSetParams struct {
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
 	Approval *SessionSetParamsApproval `json:"approval,omitzero"`
+	// renames the session (C8), recorded in its log; an empty name clears it
+	Name *string `json:"name,omitzero"`
+	// false stops automatic compaction before model calls (S4) in this session (a provider's
+	// context-overflow error still compacts); true turns it on again
+	AutoCompact *bool `json:"auto_compact,omitzero"`
+	// false makes a failed model call end the turn without retries in this session; true turns
+	// retries on again
+	AutoRetry *bool `json:"auto_retry,omitzero"`
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`

@@ -264,8 +264,9 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		summary, kept, _ := ss.LastCompaction()
 		return SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
-			SummaryChars: res.SummaryChars, Usage: agent.NewUsage(res.Usage)}, nil
+			SummaryChars: res.SummaryChars, Summary: summary, FirstKept: strPtr(kept), Usage: agent.NewUsage(res.Usage)}, nil
 	}), nil
 }
 
@@ -282,6 +283,17 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	policy, err := ss.SetApproval(p.Approval, millis(p.ApprovalTimeoutMS))
 	if err != nil {
 		return nil, err
+	}
+	if p.Name != nil {
+		if err := ss.Rename(*p.Name); err != nil {
+			return nil, err
+		}
+	}
+	if p.AutoCompact != nil {
+		ss.SetAutoCompact(*p.AutoCompact)
+	}
+	if p.AutoRetry != nil {
+		ss.SetAutoRetry(*p.AutoRetry)
 	}
 	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
 }

@@ -113,6 +113,8 @@ type SessionCompactResult struct {
 	TokensBefore int64       `json:"tokens_before"`
 	TokensAfter  int64       `json:"tokens_after"`
 	SummaryChars int         `json:"summary_chars"`
+	Summary      string      `json:"summary"`
+	FirstKept    *string     `json:"first_kept"`
 	Usage        agent.Usage `json:"usage"`
 }
 
@@ -122,6 +124,9 @@ type SessionSetParams struct {
 	Effort            *string `json:"effort"`
 	Approval          *string `json:"approval"`
 	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
+	Name              *string `json:"name"`
+	AutoCompact       *bool   `json:"auto_compact"`
+	AutoRetry         *bool   `json:"auto_retry"`
 }
 
 type SessionSetResult struct {

@@ -25,6 +25,10 @@ func main() {
 		err = floor(fs, args)
 	case "provider":
 		err = provider(fs, args)
+	case "mock":
+		err = mock(fs, args)
+	case "peers":
+		err = peers(fs, args)
 	case "pi":
 		err = piSideBySide(fs, args)
 	default:

@@ -39,6 +39,8 @@ func init() {
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runSchema(args, stdout, stderr) }},
 		{name: "export", summary: "write a saved session as one HTML page", help: exportHelp,
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runExport(args, stdout, stderr) }},
+		{name: "doctor", summary: "show what e would use here (home, settings, providers, keys, trust, extensions) and check it", help: doctorHelp,
+			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runDoctor(args, stdout, stderr) }},
 		{name: "version", summary: "print the version", help: versionHelp,
 			run: func(_ []string, _ io.Reader, stdout, _ io.Writer) int { return printVersion(stdout) }},
 		{name: "help", summary: "show the help of e or of a command", help: helpHelp, run: runHelp},

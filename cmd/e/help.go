@@ -226,6 +226,27 @@ examples:
   e export session.jsonl /tmp/session.html
 `
 
+const doctorHelp = `e doctor prints what e would use in this directory and checks it: the home, the settings
+file, each provider with its API and address and whether its key variable is set (never
+the key), the default model, the trusted directories and this directory's standing, and
+the extensions found. It starts no extension and calls no model.
+
+usage:
+  e doctor
+
+` + environmentHelp + `
+exit status:
+  0  no problem found
+  1  a problem (each is a line starting with PROBLEM): bad settings, a default model that
+     is unknown or lacks its key, an unreadable trust list, an extension whose command is
+     missing, a home that cannot be written
+  2  a usage problem
+
+examples:
+  e doctor
+  E_HOME=/srv/e e doctor
+`
+
 const versionHelp = `e version prints e's version, release channel and commit.
 
 usage:

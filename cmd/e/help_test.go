@@ -29,6 +29,7 @@ func TestHelp(t *testing.T) {
 		{golden: "trust", args: []string{"trust", "--help"}},
 		{golden: "schema", args: []string{"schema", "--help"}},
 		{golden: "export", args: []string{"export", "--help"}},
+		{golden: "doctor", args: []string{"doctor", "--help"}},
 		{golden: "version", args: []string{"version", "--help"}},
 		{golden: "help", args: []string{"help", "--help"}},
 	}

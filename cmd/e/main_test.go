@@ -256,8 +256,9 @@ func alive(marker string) bool {
 	return false
 }
 
-// D1, D2: EOF, SIGTERM and SIGHUP end e and every bash process it started,
-// detached children included.
+// D1, D2, 12.4: EOF, SIGTERM and SIGHUP end e and every bash process it
+// started, detached children included, those that cleared their environment
+// and left the group too.
 func TestProcessEnd(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -277,9 +278,15 @@ func TestProcessEnd(t *testing.T) {
 			r := startRPC(t)
 			r.send(`{"id":"c","method":"session.create"}`)
 			sid := gjson.Get(r.until(`"id":"c"`), "result.session").String()
-			// Three sleeps: in the group, detached with setsid, and nohup'ed.
+			// Five sleeps: in the group, detached with setsid, nohup'ed, and two
+			// with neither marker nor group nor parent, found only because e
+			// is their subreaper (12.4): env -i setsid in a subshell, and a
+			// Popen(env={}, start_new_session=True) from a parent that exits.
 			marker := fmt.Sprintf("%d%d", 424242, i)
-			cmdline := fmt.Sprintf("setsid sleep %[1]s.1 & nohup sleep %[1]s.2 >/dev/null 2>&1 & echo started; sleep %[1]s.3", marker)
+			cmdline := fmt.Sprintf("setsid sleep %[1]s.1 & nohup sleep %[1]s.2 >/dev/null 2>&1 & "+
+				"(env -i setsid sleep %[1]s.4 >/dev/null 2>&1 &); "+
+				`python3 -c 'import subprocess; subprocess.Popen(["sleep", "%[1]s.5"], env={}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)'; `+
+				"echo started; sleep %[1]s.3", marker)
 			args, _ := jsonString(fmt.Sprintf(`{"command":%q}`, cmdline))
 			r.send(fmt.Sprintf(`{"id":"p","method":"session.prompt","params":{"session":%q,"prompt":%s}}`, sid, args))
 			r.until(`started`)

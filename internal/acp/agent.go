@@ -660,7 +660,7 @@ func (a *Agent) configOptions(s *acpSession) []ConfigOption {
 	in := s.Info()
 	mo := ConfigOption{ID: optModel, Name: "Model", Category: "model", Type: "select", CurrentValue: in.Model}
 	for _, m := range a.host.Models() {
-		if m.ID == in.Model || a.host.Usable(m.ID) {
+		if m.ID == in.Model || m.Available == nil || *m.Available {
 			mo.Options = append(mo.Options, ConfigChoice{Value: m.ID, Name: m.ID})
 		}
 	}

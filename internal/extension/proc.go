@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/reaper"
 )
 
 // Limits on what an extension may write; past them it is cut off.
@@ -182,7 +183,7 @@ func (e *ext) spawn() error {
 	cmd.Stdin, e.stdin = files[0], files[1]
 	e.stdout, cmd.Stdout = files[2], files[3]
 	e.stderr, cmd.Stderr = files[4], files[5]
-	err = cmd.Start()
+	err = reaper.Start(cmd)                // e's own child, never taken for an adopted orphan
 	closeAll(files[0], files[3], files[5]) // the child's ends
 	if err != nil {
 		closeAll(files[1], files[2], files[4])
@@ -215,6 +216,7 @@ func closeAll(fs ...*os.File) {
 func (e *ext) reap(readers chan struct{}) {
 	err := e.cmd.Wait()
 	killGroup(e.cmd) // children it left behind
+	reaper.Forget(e.cmd.Process.Pid)
 	close(e.exited)
 	// Let the readers drain what the process wrote before it exited; a
 	// descendant outside the group may hold the pipes open, so bound it.

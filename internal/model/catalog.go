@@ -42,8 +42,11 @@ type Info struct {
 	ImageInput    bool     `json:"image_input"`
 	Tools         bool     `json:"tools"`
 	ContextWindow int      `json:"context_window"`
-	Price         *Price   `json:"-"` // nil when unknown
-	API           string   `json:"-"` // APIOffline, APIOpenAIResponses, APIOpenAIChat or APIAnthropic
+	// Available reports that the model can be used now: its provider
+	// needs no key or the key is set. Models sets it; Lookup leaves it nil.
+	Available *bool  `json:"available,omitempty"`
+	Price     *Price `json:"-"` // nil when unknown
+	API       string `json:"-"` // APIOffline, APIOpenAIResponses, APIOpenAIChat or APIAnthropic
 }
 
 // Cost returns what usage u cost on this model in USD, or nil when the
@@ -326,6 +329,9 @@ func (c *Catalog) Models() []Info {
 	out := make([]Info, len(c.ids))
 	for i, id := range c.ids {
 		out[i] = c.info(id)
+		env := c.providers[out[i].Provider].APIKeyEnv
+		ok := out[i].API == APIOffline || env == "" || c.getenv(env) != ""
+		out[i].Available = &ok
 	}
 	return out
 }

@@ -386,3 +386,25 @@ func TestCatalogOSGetenv(t *testing.T) {
 		t.Errorf("Default() = %q, want openai/gpt-5.5", id)
 	}
 }
+
+// models.list says which models can be used now (issue 13).
+func TestCatalogAvailable(t *testing.T) {
+	c := mustCatalog(t, Config{Providers: local, Getenv: func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "k"
+		}
+		return ""
+	}})
+	got := map[string]bool{}
+	for _, m := range c.Models() {
+		if m.Available == nil {
+			t.Fatalf("%s: available not set", m.ID)
+		}
+		got[m.ID] = *m.Available
+	}
+	for id, want := range map[string]bool{"e/offline": true, "anthropic/claude-haiku-4-5": true, "openai/gpt-5.5": false} {
+		if got[id] != want {
+			t.Errorf("%s available %v, want %v", id, got[id], want)
+		}
+	}
+}

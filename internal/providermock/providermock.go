@@ -6,6 +6,7 @@ package providermock
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -55,13 +56,24 @@ func Body(api string, n int) (head []byte, deltas [][]byte, tail []byte) {
 		fmt.Fprintf(&t, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":%d}}\n\n", n)
 		t.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	default:
+		// The whole event sequence of the API, as clients that rebuild the
+		// answer from the done events (pi) need it.
+		var full strings.Builder
+		for i := range n {
+			full.WriteString(Delta(i))
+		}
+		text, _ := json.Marshal(full.String())
 		h.WriteString("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n")
 		h.WriteString("event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}\n\n")
+		h.WriteString("event: response.content_part.added\ndata: {\"type\":\"response.content_part.added\",\"sequence_number\":2,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":\"\"}}\n\n")
 		for i := range n {
-			deltas[i] = fmt.Appendf(nil, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":%q,\"logprobs\":[]}\n\n", i+2, Delta(i))
+			deltas[i] = fmt.Appendf(nil, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":%q,\"logprobs\":[]}\n\n", i+3, Delta(i))
 		}
-		fmt.Fprintf(&t, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":%d,\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[]}}\n\n", n+2)
-		fmt.Fprintf(&t, "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":%d,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":%d,\"total_tokens\":%d}}}\n\n", n+3, n, n+10)
+		item := fmt.Sprintf(`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":%s}]}`, text)
+		fmt.Fprintf(&t, "event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"text\":%s}\n\n", n+3, text)
+		fmt.Fprintf(&t, "event: response.content_part.done\ndata: {\"type\":\"response.content_part.done\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":%s}}\n\n", n+4, text)
+		fmt.Fprintf(&t, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":%d,\"output_index\":0,\"item\":%s}\n\n", n+5, item)
+		fmt.Fprintf(&t, "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":%d,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"output\":[%s],\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":%d,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":%d}}}\n\n", n+6, item, n, n+10)
 	}
 	return h.Bytes(), deltas, t.Bytes()
 }

@@ -212,13 +212,6 @@ func (h *Host) Models() []ModelInfo { return h.engine.Catalog.Models() }
 // Model returns the catalog entry of id (a full or bare name).
 func (h *Host) Model(id string) (ModelInfo, error) { return h.engine.Catalog.Lookup(id) }
 
-// Usable reports whether a session could run on model id now: its
-// provider has what it needs (a key), so choosing it would not fail.
-func (h *Host) Usable(id string) bool {
-	_, err := h.engine.Catalog.Provider(id)
-	return err == nil
-}
-
 // List returns the saved sessions of cwd ("" = the process's), or of
 // every directory with all (C5).
 func (h *Host) List(cwd string, all bool) ([]Summary, error) {

@@ -297,6 +297,26 @@ func (s *Session) Rename(name string) error {
 // Entries returns a copy of the history.
 func (s *Session) Entries() []Entry { return s.a.Entries() }
 
+// SetAutoCompact turns automatic compaction (S4) on or off for the
+// session's following model calls.
+func (s *Session) SetAutoCompact(on bool) { s.a.SetAutoCompact(on) }
+
+// SetAutoRetry turns retries of failed model calls on or off.
+func (s *Session) SetAutoRetry(on bool) { s.a.SetAutoRetry(on) }
+
+// LastCompaction returns the newest compaction's summary and the id of the
+// first entry it kept ("" when it keeps none); ok is false when the
+// session has none.
+func (s *Session) LastCompaction() (summary, firstKept string, ok bool) {
+	es := s.a.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Type == store.TypeCompaction {
+			return es[i].Summary, es[i].Kept, true
+		}
+	}
+	return "", "", false
+}
+
 // Message is one message of the history with its entry's id, parent and time.
 type Message struct {
 	ID, Parent string

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/reaper"
 )
 
 const (
@@ -55,9 +57,11 @@ var bashTool = &builtin{
 // outlives e. Each call's shell runs in a process group of its own and carries
 // the environment variable E_TOOL_CALL_<procs id>=<call id>, which every
 // descendant inherits, detached ones (setsid, nohup, disown) included; killing
-// finds them by scanning /proc/*/environ. A process that clears its
-// environment (env -i) and leaves the group escapes; nothing short of cgroups
-// catches it.
+// finds them by scanning /proc/*/environ, and finds a process without the
+// variable (env -i) by its parent chain. One that also leaves the group and
+// loses its parent ((env -i setsid cmd &)) re-parents to e, which NewProcs
+// makes a child subreaper ([reaper.Enable]): such an adopted orphan is
+// killed with every call that was running when it started, and by KillAll.
 type Procs struct {
 	key string // the marker variable's name, unique to this Procs
 
@@ -70,6 +74,7 @@ type Procs struct {
 
 // NewProcs returns an empty tracker.
 func NewProcs() *Procs {
+	reaper.Enable()
 	return &Procs{key: markerPrefix + randomHex(), running: map[int]chan struct{}{}}
 }
 
@@ -89,7 +94,7 @@ func (p *Procs) KillAll() {
 		done = append(done, reaped)
 	}
 	p.mu.Unlock()
-	killed := p.kill(groups, func(string) bool { return true })
+	killed := p.kill(groups, func(string) bool { return true }, 0)
 	timeout := time.NewTimer(killPatience)
 	defer timeout.Stop()
 wait:
@@ -101,6 +106,7 @@ wait:
 		}
 	}
 	p.reap(killed, groups)
+	reapAdopted()
 }
 
 // start starts cmd and records it; under the lock, so KillAll either sees it
@@ -111,7 +117,7 @@ func (p *Procs) start(cmd *exec.Cmd) error {
 	if p.closed {
 		return errors.New("e is shutting down")
 	}
-	if err := cmd.Start(); err != nil {
+	if err := reaper.Start(cmd); err != nil {
 		return err
 	}
 	p.running[cmd.Process.Pid] = make(chan struct{})
@@ -126,6 +132,7 @@ func (p *Procs) finished(pid int) {
 		close(reaped)
 		delete(p.running, pid)
 	}
+	reaper.Forget(pid)
 }
 
 func (p *Procs) isShell(pid int) bool {
@@ -135,16 +142,16 @@ func (p *Procs) isShell(pid int) bool {
 	return ok
 }
 
-// killCall kills the shell's group and every process carrying the call's marker.
-func (p *Procs) killCall(pid int, call string) map[int]uint64 {
-	return p.kill([]int{pid}, func(v string) bool { return v == call })
+// killCall kills the shell's group, every process carrying the call's
+// marker, and the orphans e adopted since the call started (ticks).
+func (p *Procs) killCall(pid int, call string, started uint64) map[int]uint64 {
+	return p.kill([]int{pid}, func(v string) bool { return v == call }, started)
 }
 
-// kill sends SIGKILL to the groups and to the live processes whose marker
-// value matches, scanning /proc again until a scan finds none. A dying
-// process's environ reads empty, so dead ones drop out of the scan by
-// themselves. It returns the processes it killed, with their start times.
-func (p *Procs) kill(groups []int, match func(call string) bool) map[int]uint64 {
+// kill sends SIGKILL to the groups and to the live processes scan finds,
+// scanning /proc again until a scan finds none. It returns the processes it
+// killed, with their start times.
+func (p *Procs) kill(groups []int, match func(call string) bool, adoptedSince uint64) map[int]uint64 {
 	killed := map[int]uint64{}
 	kill := func(pids []int) {
 		for _, pid := range pids {
@@ -156,15 +163,15 @@ func (p *Procs) kill(groups []int, match func(call string) bool) map[int]uint64 
 	}
 	// Scan first: once the group is killed, its members can no longer be
 	// recognised, and reap needs to know them.
-	pids, unsure := p.scan(match)
+	pids := p.scan(match, adoptedSince)
 	for _, g := range groups {
 		_ = syscall.Kill(-g, syscall.SIGKILL)
 	}
 	deadline := time.Now().Add(killPatience)
-	for pause := 50 * time.Microsecond; (len(pids) > 0 || unsure) && time.Now().Before(deadline); pause = min(2*pause, 10*time.Millisecond) {
+	for pause := 50 * time.Microsecond; len(pids) > 0 && time.Now().Before(deadline); pause = min(2*pause, 10*time.Millisecond) {
 		kill(pids)
-		time.Sleep(pause) // let the kernel finish the killed processes, and execs, before looking again
-		pids, unsure = p.scan(match)
+		time.Sleep(pause) // let the kernel finish the killed processes before looking again
+		pids = p.scan(match, adoptedSince)
 	}
 	return killed
 }
@@ -223,52 +230,92 @@ func (p *Procs) reap(killed map[int]uint64, groups []int) {
 	}
 }
 
-// scan returns the live processes whose marker value satisfies match. A
-// process in the middle of execve has an empty environ for a moment; scan
-// counts one as marked when its parent is, and otherwise reports unsure when
-// one started less than a second ago, so that the caller looks again.
-func (p *Procs) scan(match func(call string) bool) (pids []int, unsure bool) {
+// scan returns the live processes to kill: those whose marker value
+// satisfies match; those without a marker (env -i, or in the middle of an
+// execve, when environ reads empty for a moment) below a marked one; and the
+// orphans e adopted that started at adoptedSince or later (clock ticks after
+// boot), with everything below them. Parent chains are followed through
+// processes that are exiting, whose children are about to be re-parented.
+func (p *Procs) scan(match func(call string) bool, adoptedSince uint64) []int {
 	names, err := readDirNames("/proc")
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	prefix := []byte(p.key + "=")
 	self := os.Getpid()
-	marked := map[int]bool{}
-	var blank []int
+	stats := map[int]procStat{}
+	take := map[int]bool{} // marked, then adopted roots
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
-		switch {
-		case err != nil:
-			continue // gone, or not ours to read
-		case len(env) == 0:
-			blank = append(blank, pid)
+		st, ok := readStat(pid)
+		if !ok || st.flags&pfKthread != 0 {
 			continue
+		}
+		stats[pid] = st
+		env, err := os.ReadFile("/proc/" + name + "/environ")
+		if err != nil {
+			continue // gone, or not ours to read
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, prefix); ok && match(string(v)) {
-				marked[pid] = true
-				pids = append(pids, pid)
+				take[pid] = true
 				break
 			}
 		}
 	}
-	now, _ := uptimeTicks()
-	for _, pid := range blank {
-		st, ok := readStat(pid)
-		switch {
-		case !ok || st.dead() || st.flags&pfKthread != 0:
-		case marked[st.ppid]:
-			pids = append(pids, pid)
-		case now < st.start+clockTicks:
-			unsure = true
+	reaper.Classify(func(own func(int) bool) {
+		for pid, st := range stats {
+			if st.ppid == self && !own(pid) && !st.dead() && st.start >= adoptedSince {
+				take[pid] = true
+			}
+		}
+	})
+	var pids []int
+	for pid, st := range stats {
+		if st.dead() {
+			continue
+		}
+		// Below a marked or adopted process? Chains are short; the bound
+		// only guards against a cycle seen across changing reads.
+		for q, n := pid, 0; n < 64; n++ {
+			if take[q] {
+				pids = append(pids, pid)
+				break
+			}
+			up, ok := stats[q]
+			if !ok || up.ppid == self || up.ppid <= 1 {
+				break
+			}
+			q = up.ppid
 		}
 	}
-	return pids, unsure
+	return pids
+}
+
+// reapAdopted waits for the adopted orphans of e that have exited by
+// themselves, so they do not stay zombies; e's own children are left to
+// their cmd.Wait.
+func reapAdopted() {
+	names, err := readDirNames("/proc")
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	reaper.Classify(func(own func(int) bool) {
+		for _, name := range names {
+			pid, err := strconv.Atoi(name)
+			if err != nil {
+				continue
+			}
+			if st, ok := readStat(pid); ok && st.ppid == self && st.state == 'Z' && !own(pid) {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			}
+		}
+	})
 }
 
 const (
@@ -350,6 +397,8 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	}
 	timeout := time.Duration(a.integer("timeout_ms", defaultBashTimeout)) * time.Millisecond
 	call := randomHex()
+	started, _ := uptimeTicks()
+	started = max(started, 1) - 1 // a tick of slack for the rounding of /proc/uptime
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return failure("failed", "bash: %v", err)
@@ -389,13 +438,14 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		timedOut = true
 	}
 	if cancelled || timedOut {
-		killed := env.Procs.killCall(pid, call)
+		killed := env.Procs.killCall(pid, call, started)
 		waitErr = <-exited
 		env.Procs.finished(pid)
 		env.Procs.reap(killed, []int{pid})
 	} else {
 		env.Procs.finished(pid)
 	}
+	reapAdopted()
 
 	// The output ends when the last writer closes the pipe; a background job
 	// that did not redirect its output would hold it open forever.

@@ -1,9 +1,11 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/reaper"
 )
 
 func TestBash(t *testing.T) {
@@ -155,10 +159,10 @@ func startBash(t *testing.T, ctx context.Context, s *session, command string) ([
 	return pids, func() Result { return <-done }
 }
 
-// marked returns the live processes carrying any marker of procs.
+// marked returns the live processes carrying any marker of procs, and
+// those below them (no adopted orphans).
 func marked(procs *Procs) []int {
-	pids, _ := procs.scan(func(string) bool { return true })
-	return pids
+	return procs.scan(func(string) bool { return true }, math.MaxUint64)
 }
 
 // alive reports whether pid is a process that is not exiting or exited.
@@ -174,6 +178,9 @@ var detached = []struct{ name, command string }{
 	{"disown", "sleep 1000 & disown; echo pid=$!"},
 	{"double fork", "(setsid sleep 1000 >/dev/null 2>&1 & echo pid=$!)"},
 	{"background group", "set -m; sleep 1000 & echo pid=$!"},
+	// No marker and no group: found only because e is their subreaper (12.4).
+	{"env -i setsid double fork", "(env -i setsid sleep 1000 >/dev/null 2>&1 & echo pid=$!)"},
+	{"python Popen env={} start_new_session", `python3 -c 'import subprocess; p = subprocess.Popen(["sleep", "1000"], env={}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print("pid=%d" % p.pid)'`},
 }
 
 // D2, PITFALLS "Processes": cancelling a call kills its group and every
@@ -306,9 +313,14 @@ func TestReapsAdoptedOrphans(t *testing.T) {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), subreaperHelperEnv+"=1")
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = reaper.Start(cmd) // this process is a subreaper too: the helper is its own child
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err != nil {
-		t.Errorf("helper: %v\n%s", err, out)
+		t.Errorf("helper: %v\n%s", err, out.String())
 	}
 }
 

@@ -96,20 +96,27 @@
 // call. timeout_ms defaults to 120000 and is at most 600000.
 //
 // Every process a call starts carries the environment variable
-// E_TOOL_CALL_<tracker id>=<call id>, found by scanning /proc/*/environ. On
-// timeout or cancellation the call's process group is killed, then every live
-// process carrying the call's marker (setsid, nohup and disowned jobs
-// included), scanning again until none is left (a process caught inside
-// execve, whose environ reads empty for a moment, is looked at again); a
-// cancelled call returns within milliseconds. A process that drops the
-// variable (env -i) and leaves the group escapes: only cgroups would catch it. A call that ends normally leaves its
-// background jobs running (a server for later calls); output is collected for
-// 250 ms after the shell exits, then the pipe is closed, so background jobs
-// must redirect their output. [Procs.KillAll] kills every running group and
-// every marked process of the tracker, and refuses later bash calls: it is
-// for shutdown (D1, D2). Use [NewProcs]: the zero Procs is not usable. Nested e processes add their own marker variable, so
-// the outer one kills theirs too. Processes re-parented to e (when e is PID 1
-// or a subreaper) are reaped after they are killed.
+// E_TOOL_CALL_<tracker id>=<call id>, found by scanning /proc/*/environ.
+// [NewProcs] makes e a child subreaper (PR_SET_CHILD_SUBREAPER), so a process
+// whose parent exits re-parents to e, not to PID 1. On timeout or
+// cancellation the call's process group is killed, then every live process
+// carrying the call's marker (setsid, nohup and disowned jobs included), every
+// process below one of those (env -i, or caught inside execve with an empty
+// environ), and every orphan e adopted since the call started, with what is
+// below it ((env -i setsid cmd &), a daemon's double fork with a cleared
+// environment), scanning again until none is left; a cancelled call returns
+// within milliseconds. An adopted orphan cannot be told from another call's:
+// it is killed with every call that was running when it started. A call that
+// ends normally leaves its background jobs running (a server for later
+// calls); output is collected for 250 ms after the shell exits, then the pipe
+// is closed, so background jobs must redirect their output. [Procs.KillAll]
+// kills every running group, every marked process of the tracker and every
+// adopted orphan, and refuses later bash calls: it is for shutdown (D1, D2).
+// Use [NewProcs]: the zero Procs is not usable. Nested e processes add their
+// own marker variable, so the outer one kills theirs too. Killed processes
+// re-parented to e are reaped, and so are adopted orphans that exit by
+// themselves (after each call and in KillAll). No cgroup is used yet: the
+// subreaper needs no privilege and no writable cgroup tree.
 //
 // # sleep
 //

@@ -249,6 +249,10 @@ class ModelInfo(TypedDict):
     #: the context window in tokens
     context_window: int
 
+    #: whether the model can be used now: its provider needs no key, or the key is set (e always
+    #: sends it)
+    available: NotRequired[bool]
+
 
 class SessionSummary(TypedDict):
     """
@@ -526,6 +530,12 @@ class SessionCompactResult(TypedDict):
 
     summary_chars: int
 
+    #: the summary that now stands for the earlier history
+    summary: str
+
+    #: the id of the first entry kept after the summary; null when the compaction keeps none
+    first_kept: str | None
+
     #: the compaction call's usage
     usage: Usage
 
@@ -753,9 +763,9 @@ class SessionPromptParams(TypedDict):
 
 class SessionSetParams(TypedDict):
     """
-    session.set params: Changes model and effort for the following turns (M10, T1). Unknown
-    fields are accepted (V2); null means the default for every optional field (V1).
-    (methods/session.set.params.json)
+    session.set params: Changes model and effort for the following turns (M10, T1), the name,
+    and the automatic compaction and retry switches. Unknown fields are accepted (V2); null
+    means the default for every optional field (V1). (methods/session.set.params.json)
     """
 
     session: SessionID
@@ -767,6 +777,17 @@ class SessionSetParams(TypedDict):
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
     approval: NotRequired[SessionSetParamsApproval | None]
+
+    #: renames the session (C8), recorded in its log; an empty name clears it
+    name: NotRequired[str | None]
+
+    #: false stops automatic compaction before model calls (S4) in this session (a provider's
+    #: context-overflow error still compacts); true turns it on again
+    auto_compact: NotRequired[bool | None]
+
+    #: false makes a failed model call end the turn without retries in this session; true turns
+    #: retries on again
+    auto_retry: NotRequired[bool | None]
 
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call

@@ -245,6 +245,11 @@ export interface ModelInfo {
    * the context window in tokens
    */
   context_window: number;
+  /**
+   * whether the model can be used now: its provider needs no key, or the key is set (e always
+   * sends it)
+   */
+  available?: boolean;
 }
 
 /**
@@ -559,6 +564,14 @@ export interface SessionCompactResult {
   tokens_after: number;
   summary_chars: number;
   /**
+   * the summary that now stands for the earlier history
+   */
+  summary: string;
+  /**
+   * the id of the first entry kept after the summary; null when the compaction keeps none
+   */
+  first_kept: string | null;
+  /**
    * the compaction call's usage
    */
   usage: Usage;
@@ -815,9 +828,9 @@ export interface SessionPromptParams {
 export type SessionPromptResult = Result;
 
 /**
- * session.set params: Changes model and effort for the following turns (M10, T1). Unknown
- * fields are accepted (V2); null means the default for every optional field (V1).
- * (methods/session.set.params.json)
+ * session.set params: Changes model and effort for the following turns (M10, T1), the name,
+ * and the automatic compaction and retry switches. Unknown fields are accepted (V2); null
+ * means the default for every optional field (V1). (methods/session.set.params.json)
  */
 export interface SessionSetParams {
   session: SessionID;
@@ -828,6 +841,20 @@ export interface SessionSetParams {
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
   approval?: SessionSetParamsApproval | null;
+  /**
+   * renames the session (C8), recorded in its log; an empty name clears it
+   */
+  name?: string | null;
+  /**
+   * false stops automatic compaction before model calls (S4) in this session (a provider's
+   * context-overflow error still compacts); true turns it on again
+   */
+  auto_compact?: boolean | null;
+  /**
+   * false makes a failed model call end the turn without retries in this session; true turns
+   * retries on again
+   */
+  auto_retry?: boolean | null;
   /**
    * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
    * interrupted; an unanswered ask denies its call

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/e-agent/e/internal/extension"
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+)
+
+// runDoctor is e doctor: what e would use here, and whether it works. It
+// reads; it starts no extension and calls no model. Key values are never
+// printed, only whether their variables are set.
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("doctor", stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) > 0 {
+		return usageError(stderr, fmt.Errorf("doctor takes no arguments, got %q", pos[0]))
+	}
+	d := &doctor{w: stdout}
+	d.run()
+	if d.problems > 0 {
+		fmt.Fprintf(stdout, "\n%d problem(s) found.\n", d.problems)
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nno problems found.")
+	return 0
+}
+
+type doctor struct {
+	w        io.Writer
+	problems int
+}
+
+func (d *doctor) say(format string, a ...any) { fmt.Fprintf(d.w, format+"\n", a...) }
+
+func (d *doctor) problem(format string, a ...any) {
+	d.problems++
+	fmt.Fprintf(d.w, "  PROBLEM: "+format+"\n", a...)
+}
+
+func (d *doctor) run() {
+	d.say("e %s (%s, commit %s)", version, channel(), commit())
+	home, err := store.Home()
+	if err != nil {
+		d.say("home:")
+		d.problem("%v", err)
+		return
+	}
+	from := "default ~/.e"
+	if os.Getenv("E_HOME") != "" {
+		from = "from E_HOME"
+	}
+	d.say("home:      %s (%s)", home, from)
+	if f, err := os.CreateTemp(home, ".doctor-*"); err != nil {
+		d.problem("home is not writable: %v", err)
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+	}
+
+	path := filepath.Join(home, "settings.json")
+	settings, err := store.LoadSettings(home)
+	switch {
+	case err != nil:
+		d.say("settings:  %s", path)
+		d.problem("%v", err)
+	case fileExists(path):
+		d.say("settings:  %s", path)
+	default:
+		d.say("settings:  %s (absent: the defaults)", path)
+	}
+
+	providers, err := model.ParseProviders(settings.Providers)
+	if err != nil {
+		d.problem("%v", err)
+	}
+	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers})
+	if err != nil {
+		d.problem("%v", err)
+		return
+	}
+	d.say("providers:")
+	for _, p := range cat.Providers() {
+		key := "no key needed"
+		switch {
+		case p.KeyEnv != "" && p.KeySet:
+			key = p.KeyEnv + " is set"
+		case p.KeyEnv != "":
+			key = p.KeyEnv + " is not set"
+		}
+		d.say("  %-12s %-17s %-32s %s (%d models)", p.Name, p.API, p.BaseURL, key, p.Models)
+	}
+	def, warning := cat.Default()
+	d.say("default model: %s", def)
+	if warning != "" {
+		d.say("  note: %s", warning)
+	}
+	if settings.DefaultModel != "" {
+		if _, err := cat.Lookup(settings.DefaultModel); err != nil {
+			d.problem("default_model %q: %v", settings.DefaultModel, err)
+		} else if _, err := cat.Provider(settings.DefaultModel); err != nil {
+			d.problem("%v", err)
+		}
+	}
+
+	d.trust(home)
+	d.extensions(home, settings)
+}
+
+func (d *doctor) trust(home string) {
+	dirs, err := store.Trusted(home)
+	d.say("trusted directories:")
+	if err != nil {
+		d.problem("%v", err)
+	}
+	for _, dir := range dirs {
+		d.say("  %s", dir)
+	}
+	if len(dirs) == 0 && err == nil {
+		d.say("  (none)")
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	_, needTrust, err := store.Instructions(home, cwd)
+	switch {
+	case err != nil:
+		d.problem("instructions of %s: %v", cwd, err)
+	case needTrust:
+		d.say("this directory: %s has an AGENTS.md but is not trusted: sessions here are refused (run e trust %s)", cwd, cwd)
+	case store.IsTrusted(home, cwd):
+		d.say("this directory: %s is trusted", cwd)
+	default:
+		d.say("this directory: %s (no AGENTS.md)", cwd)
+	}
+}
+
+func (d *doctor) extensions(home string, settings store.Settings) {
+	cfgs, err := extension.Configs(home, settings.Extensions)
+	d.say("extensions:")
+	if err != nil {
+		d.problem("%v", err)
+		return
+	}
+	if len(cfgs) == 0 {
+		d.say("  (none)")
+	}
+	for _, c := range cfgs {
+		line := strings.TrimSpace(c.Command + " " + strings.Join(c.Args, " "))
+		if _, err := exec.LookPath(c.Command); err != nil {
+			d.say("  %-12s %s", c.Name, line)
+			d.problem("extension %s: %v", c.Name, err)
+			continue
+		}
+		d.say("  %-12s %s", c.Name, line)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package reaper
+
+func becomeSubreaper() bool { return false }
