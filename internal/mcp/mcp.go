@@ -14,6 +14,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/e-agent/e/internal/reaper"
 )
 
 // Config is one MCP server to start (settings' and session.create's
@@ -41,7 +43,7 @@ const ConnectTimeout = 10 * time.Second
 // Client is one running MCP server.
 type Client struct {
 	cfg   Config
-	cmd   *exec.Cmd
+	stop  func() // kills the process group and waits for the server to be reaped
 	cs    *sdk.ClientSession
 	tools []Tool
 
@@ -93,19 +95,42 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Close ends its children too
-	client := sdk.NewClient(&sdk.Implementation{Name: "e", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
+	}
+	// e's own child, never taken for an adopted orphan by a shutdown's
+	// sweep; exited is closed once it is reaped.
+	if err := reaper.Start(cmd); err != nil {
+		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		reaper.Forget(cmd.Process.Pid)
+		close(exited)
+	}()
+	stop := func() {
 		killGroup(cmd)
+		<-exited
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		stop()
 		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
 	}
 	goneCtx, goneCancel := context.WithCancel(context.Background())
-	c := &Client{cfg: cfg, cmd: cmd, cs: cs, gone: make(chan struct{}), goneCtx: goneCtx}
+	c := &Client{cfg: cfg, cs: cs, stop: stop, gone: make(chan struct{}), goneCtx: goneCtx}
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		goneCancel()
 		cs.Close()
-		killGroup(cmd)
+		stop()
 		return nil, fmt.Errorf("mcp: server %q: tools/list: %w", cfg.Name, err)
 	}
 	for _, t := range res.Tools {
@@ -204,7 +229,7 @@ func (c *Client) Close() {
 	}
 	c.mu.Unlock()
 	c.cs.Close()
-	killGroup(c.cmd)
+	c.stop()
 	<-c.gone
 }
 
