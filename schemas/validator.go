@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -115,6 +116,10 @@ func pointer(v any, ptr string) (any, error) {
 		return v, nil
 	}
 	for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		// A pointer in a $ref is a URI fragment: percent-decoded first.
+		if u, err := url.PathUnescape(seg); err == nil {
+			seg = u
+		}
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 		switch x := v.(type) {
 		case map[string]any:
@@ -250,11 +255,19 @@ func (c *compiler) compile(n *node, file string, v any) error {
 	return nil
 }
 
+// intOf reads a size keyword's value: a non-negative integer, which JSON
+// Schema lets a schema write as 2.0 or 2e0 too.
 func intOf(v any) *int {
-	if num, ok := v.(json.Number); ok {
-		if i, err := strconv.Atoi(string(num)); err == nil {
-			return &i
-		}
+	num, ok := v.(json.Number)
+	if !ok {
+		return nil
+	}
+	if i, err := strconv.Atoi(string(num)); err == nil {
+		return &i
+	}
+	if d, ok := parseDecimal(string(num)); ok && d.isInt() && !d.neg && d.exp <= 18 {
+		i, _ := strconv.Atoi(d.digits + strings.Repeat("0", int(d.exp)-len(d.digits)))
+		return &i
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func clientCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "usage: e-conformance client --command \"CLIENT ARGS\" [flags] [scenario-glob …]\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	scenarios, err := conformance.LoadScenarios(*dir)

@@ -14,7 +14,7 @@ func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	fs := flag.NewFlagSet("e-conformance coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("cases", "", "directory of *.txtar cases (default: the built-in golden cases)")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	cases, err := loadCases(*dir)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/e-agent/e/conformance"
 	"github.com/e-agent/e/golden"
+	"github.com/e-agent/e/internal/cli"
 )
 
 func main() {
@@ -50,8 +51,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	if len(args) > 0 {
 		if sub, ok := subcommands[args[0]]; ok {
+			if cli.WantsHelp(args[1:]) {
+				fmt.Fprint(stdout, helpPages[args[0]])
+				return 0
+			}
 			return sub(ctx, args[1:], stdin, stdout, stderr)
 		}
+		if args[0] == "help" && len(args) == 2 {
+			if page, ok := helpPages[args[1]]; ok {
+				fmt.Fprint(stdout, page)
+				return 0
+			}
+		}
+		if unknownCommand(args[0], stderr) {
+			return 2
+		}
+	}
+	if cli.WantsHelp(args) || len(args) == 1 && args[0] == "help" {
+		fmt.Fprint(stdout, helpPages[""])
+		return 0
 	}
 	return runCases(ctx, args, stdout, stderr)
 }
@@ -80,7 +98,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "usage: e-conformance [flags] [case-glob …]\n       e-conformance record --out FILE -- CMD ARGS\n       e-conformance coverage [--cases DIR]\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	argv, err := serverCommand(*server)
@@ -112,6 +130,10 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	opts := conformance.Options{Server: argv, TimeoutScale: *scale, Validator: conformance.SchemaValidator{Strict: *strict}}
 
 	results := make([]*conformance.Result, len(cases))
+	var prog *caseProgress // the status line on a terminal
+	if !*jsonOut {
+		prog = newCaseProgress(stderr, len(cases))
+	}
 	var mu sync.Mutex // serialises printing
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, *jobs))
@@ -121,6 +143,9 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			mu.Lock()
+			prog.start(c.ID)
+			mu.Unlock()
 			var r *conformance.Result
 			if !wantLevel[c.Level] {
 				r = &conformance.Result{ID: c.ID, File: c.File, Level: c.Level, Requirements: c.Requirements, Verdict: conformance.Skip,
@@ -132,14 +157,17 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				r.Repro = repro(argv, *dir, c.ID)
 			}
 			results[i] = r
+			mu.Lock()
+			prog.finished(r)
 			if !*jsonOut {
-				mu.Lock()
 				r.Report(stdout)
-				mu.Unlock()
 			}
+			prog.show()
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	prog.clear()
 
 	if *jsonOut {
 		if err := conformance.WriteJSON(stdout, results); err != nil {

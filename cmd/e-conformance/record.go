@@ -22,7 +22,7 @@ func record(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "usage: e-conformance record --out FILE [--model M] [--upstream URL] -- CMD ARGS")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	if *out == "" || fs.NArg() == 0 {

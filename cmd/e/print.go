@@ -12,6 +12,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/statusline"
 )
 
 // printUI refuses every question at once (X5: e -p has no one to ask) and
@@ -159,7 +160,7 @@ func printProgress(stderr io.Writer, jsonOut, verbose, quiet bool, model string)
 	mode, width := progressNone, 0
 	if f, ok := stderr.(*os.File); ok {
 		var term bool
-		if term, width = terminalWidth(f); term {
+		if term, width = statusline.Terminal(f); term {
 			mode = progressStatus
 		}
 	}

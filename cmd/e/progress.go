@@ -5,9 +5,9 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/statusline"
 )
 
 // progress shows what a text-mode e -p turn is doing, on stderr only
@@ -18,18 +18,15 @@ import (
 // must say (warnings, the error) go through say, so they never land in the
 // middle of the status line.
 type progress struct {
-	w       io.Writer
-	mode    progressMode
-	width   int  // of the terminal, for the status line
-	escapes bool // the terminal understands erase-line and dim (not TERM=dumb)
-	dim     bool // NO_COLOR unset
-	now     func() time.Time
+	w    io.Writer
+	mode progressMode
+	bar  *statusline.Line
+	now  func() time.Time
 
 	model   string
 	calls   map[int]agent.Call
 	started map[int]time.Time
 	pending int  // tool calls of the batch not ended yet
-	shown   int  // width of the status line on screen, 0 when none
 	texting bool // reply text is streaming: no status line over it
 	began   time.Time
 	tools   int
@@ -45,10 +42,7 @@ const (
 )
 
 func newProgress(w io.Writer, mode progressMode, width int, term string, noColor bool, model string) *progress {
-	if width <= 0 {
-		width = 80
-	}
-	return &progress{w: w, mode: mode, width: width, escapes: term != "dumb", dim: !noColor && term != "dumb",
+	return &progress{w: w, mode: mode, bar: statusline.New(w, width, term, noColor),
 		now: time.Now, model: model, calls: map[int]agent.Call{}, started: map[int]time.Time{}}
 }
 
@@ -128,34 +122,13 @@ func (p *progress) line(s string) {
 
 // status rewrites the status line, unless reply text is streaming.
 func (p *progress) status(s string) {
-	if p.mode != progressStatus || p.texting {
-		return
+	if p.mode == progressStatus && !p.texting {
+		p.bar.Show("e: " + s + "…")
 	}
-	s = "e: " + s + "…"
-	if n := p.width - 1; utf8.RuneCountInString(s) > n {
-		s = string([]rune(s)[:n-1]) + "…"
-	}
-	p.clear()
-	if p.dim {
-		fmt.Fprint(p.w, "\x1b[2m"+s+"\x1b[0m")
-	} else {
-		fmt.Fprint(p.w, s)
-	}
-	p.shown = utf8.RuneCountInString(s)
 }
 
 // clear erases the status line.
-func (p *progress) clear() {
-	if p.shown == 0 {
-		return
-	}
-	if p.escapes {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	} else {
-		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.shown)+"\r")
-	}
-	p.shown = 0
-}
+func (p *progress) clear() { p.bar.Clear() }
 
 // say writes a whole line to stderr, the status line erased first (the
 // next event shows it again).

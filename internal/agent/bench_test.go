@@ -13,29 +13,34 @@ import (
 	"github.com/e-agent/e/internal/tool"
 )
 
-// BenchmarkLongTurn streams a 20000-word answer through a sink that
-// encodes every event as the server would, and reports events per second.
+// BenchmarkLongTurn streams offline answers of 2,000, 20,000 and 200,000
+// words through a sink that encodes every event as the server does, and
+// reports the cost per event: flat with the size when nothing is quadratic.
 func BenchmarkLongTurn(b *testing.B) {
-	eng := testEngine(b)
-	var events int
-	var buf []byte
-	sink := func(ev Event) {
-		buf = AppendEvent(buf[:0], ev)
-		events++
+	for _, n := range []int{2000, 20000, 200000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			eng := testEngine(b)
+			var events int
+			st := NewStamp("0193a0b2-5b9e-7c1e-9f00-0123456789ab", json.RawMessage(`"p1"`))
+			var buf []byte
+			sink := func(ev Event) {
+				buf = st.Append(buf[:0], ev)
+				events++
+			}
+			for b.Loop() {
+				s := eng.NewSession(Options{ID: "bench", Cwd: b.TempDir(), Model: "e/offline", Effort: "medium"})
+				if err := s.Begin(); err != nil {
+					b.Fatal(err)
+				}
+				res := s.Prompt(context.Background(), "/long "+strconv.Itoa(n), nil, sink)
+				if res.Error != nil {
+					b.Fatal(*res.Error)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+		})
 	}
-	start := time.Now()
-	for b.Loop() {
-		s := eng.NewSession(Options{ID: "bench", Cwd: b.TempDir(), Model: "e/offline", Effort: "medium"})
-		if err := s.Begin(); err != nil {
-			b.Fatal(err)
-		}
-		res := s.Prompt(context.Background(), "/long 20000", nil, sink)
-		if res.Error != nil {
-			b.Fatal(*res.Error)
-		}
-		s.Close()
-	}
-	b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
 }
 
 // BenchmarkInterruptBash measures how long Interrupt takes to end a turn

@@ -52,14 +52,29 @@ func piHome(t *testing.T, dir, mockURL string) string {
 }
 
 // TestPiRpcClient drives e --mode rpc with pi's own RpcClient from the npm
-// package (testdata/rpcclient.mjs), through every command and event family.
+// package (testdata/rpcclient.mjs), through every command and event
+// family: pi 1.6.0's, and the older 0.73.1 client that prime-agent's
+// dialect keeps (it waits for agent_end and has no dispositions).
 func TestPiRpcClient(t *testing.T) {
 	cache := piCache()
-	node := filepath.Join(cache, "node", "bin", "node")
-	client := filepath.Join(cache, "pi", "node_modules", "@earendil-works", "pi-coding-agent", "dist", "modes", "rpc", "rpc-client.js")
+	for _, c := range []struct {
+		name, client string
+		legacy       bool
+	}{
+		{"1.6.0", filepath.Join(cache, "pi", "node_modules", "@earendil-works", "pi-coding-agent"), false},
+		{"0.73.1", filepath.Join(filepath.Dir(cache), "pi-0.73.1", "node_modules", "@mariozechner", "pi-coding-agent"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runClient(t, filepath.Join(cache, "node", "bin", "node"),
+				filepath.Join(c.client, "dist", "modes", "rpc", "rpc-client.js"), c.legacy)
+		})
+	}
+}
+
+func runClient(t *testing.T, node, client string, legacy bool) {
 	for _, p := range []string{node, client} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("pi 1.6.0 and Node 22 are not installed (%s is missing): run scripts/pi-client-setup.sh", p)
+			t.Skipf("Node 22 and pi's packages are not installed (%s is missing): run scripts/pi-client-setup.sh", p)
 		}
 	}
 	if testing.Short() {
@@ -89,6 +104,9 @@ func TestPiRpcClient(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"E_PI_CLI="+cli, "E_BIN="+bin, "REAL_NODE="+node, "PI_RPC_CLIENT="+client, "WORK="+work,
 		"E_HOME="+ehome, "PI_CODING_AGENT_DIR="+piHome(t, dir, mock.URL), "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	if legacy {
+		cmd.Env = append(cmd.Env, "PI_CLIENT_LEGACY=1")
+	}
 	out, err := cmd.CombinedOutput()
 	t.Logf("rpcclient.mjs:\n%s", out)
 	if err != nil || !strings.Contains(string(out), "\nPASS") {

@@ -38,7 +38,9 @@ func newRig(t *testing.T, args []string, files map[string]string) *rig {
 		os.Mkdir(filepath.Join(dir, d), 0o700)
 	}
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+		path := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, []byte(body), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,6 +36,14 @@ type Spec struct {
 	// MCP are MCP servers for this session, started beside the settings'
 	// (mcp_servers) when it opens and stopped when it closes.
 	MCP []MCPServer
+	// Dir is the folder a new saved session's log goes into; "" is e's
+	// own layout under the home (sessions/<cwd slug>/).
+	Dir string
+	// History is a new session's starting history (a fork or clone point,
+	// oldest first); saved, it is copied into the new log. Parent is the
+	// log it came from, recorded in the new log's header.
+	History []Entry
+	Parent  string
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -274,12 +282,17 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		hd, name = *c.header, c.header.Name
 		hd.ID = id
 	case c.save:
-		if log, err = store.Create(h.env.Home, hd); err != nil {
+		hd.Parent = c.spec.Parent
+		if log, err = h.newLog(c.spec.Dir, hd, c.spec.History); err != nil {
 			for _, s := range servers {
 				s.Close()
 			}
 			return nil, wrap(CodeInternal, "", err)
 		}
+		c.entries = relinked(c.spec.History)
+	default:
+		hd.Parent = c.spec.Parent
+		c.entries = relinked(c.spec.History)
 	}
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
@@ -309,6 +322,29 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		slog.String("model", c.model), slog.String("effort", c.effort), slog.String("path", s.path),
 		slog.Bool("resumed", c.header != nil), slog.Int("tools", len(c.tools)))
 	return s, nil
+}
+
+// newLog creates the log of a new saved session in dir ("" = e's layout),
+// holding copies of history relinked into one chain.
+func (h *Host) newLog(dir string, hd store.Header, history []Entry) (*store.Log, error) {
+	if dir == "" {
+		dir = store.SessionsDir(h.env.Home, hd.Cwd)
+	}
+	if len(history) > 0 {
+		return store.ForkIn(dir, hd, history)
+	}
+	return store.CreateIn(dir, hd)
+}
+
+// relinked copies history into one chain, as store.ForkIn writes it.
+func relinked(history []Entry) []Entry {
+	out := make([]Entry, len(history))
+	prev := ""
+	for i, e := range history {
+		e.Parent = prev
+		out[i], prev = e, e.ID
+	}
+	return out
 }
 
 // approval returns the approval settings asked for, on top of cur.

@@ -1,4 +1,4 @@
-package main
+package statusline
 
 import (
 	"os"
@@ -6,10 +6,10 @@ import (
 	"unsafe"
 )
 
-// terminalWidth reports whether f is a terminal and its width in columns
+// Terminal reports whether f is a terminal and its width in columns
 // (0 when unknown). /dev/null is a character device but no terminal: the
 // TCGETS ioctl tells them apart.
-func terminalWidth(f *os.File) (bool, int) {
+func Terminal(f *os.File) (bool, int) {
 	var t syscall.Termios
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t))); e != 0 {
 		return false, 0

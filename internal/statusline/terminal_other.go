@@ -1,12 +1,12 @@
 //go:build !linux
 
-package main
+package statusline
 
 import "os"
 
-// terminalWidth reports whether f is a terminal (a character device, here)
+// Terminal reports whether f is a terminal (a character device, here)
 // and its width, 0: unknown.
-func terminalWidth(f *os.File) (bool, int) {
+func Terminal(f *os.File) (bool, int) {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0, 0
 }

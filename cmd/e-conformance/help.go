@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/e-agent/e/internal/cli"
+	"github.com/e-agent/e/internal/suggest"
+)
+
+// helpPages are the help of e-conformance ("") and of each subcommand;
+// testdata/help holds their golden copies (go test ./cmd/e-conformance
+// -run TestHelp -update). A subcommand without a page fails that test.
+var helpPages = map[string]string{
+	"": `e-conformance runs the golden conformance cases (golden/*.txtar, built into this binary)
+against any implementation of e rpc and e -p, and reports PASS, FAIL, SKIP or ERROR per
+case with the divergence and a command that reproduces it. On a terminal a status line
+shows the cases done, failed and running.
+
+usage:
+  e-conformance [flags] [CASE-GLOB …]   run the cases (all by default)
+  e-conformance COMMAND --help          the help of a command
+
+commands:
+  record     record a client session against a server as a draft case
+  coverage   the requirements and the cases that cite them
+  client     judge a client of e rpc against scripted scenarios
+
+flags:
+  --server CMD          server command, e.g. "./e rpc" (default: e next to this binary or
+                        on PATH, with rpc); print cases run it with rpc replaced by -p …
+  --cases DIR           a directory of *.txtar cases instead of the built-in ones
+  -j N                  cases run in parallel (default: the CPUs)
+  --level LIST          levels to run, e.g. MUST,SHOULD (default MUST,SHOULD,MAY)
+  --strict              fail fields and event types no schema describes (default: notes)
+  --json                one JSON object per case on stdout, with its transcript
+  --junit FILE          also write a JUnit XML report
+  --known-failing FILE  case ids expected to fail; such a case passing fails the run
+  --timeout-scale F     multiply every case's timeout (slow machines, -race builds)
+
+environment:
+  NO_COLOR              no dimmed status line (TERM=dumb: no escape sequences)
+  Each case runs the server with a fresh E_HOME and cwd, E_TAPE_API_KEY and the case's env.
+
+exit status:
+  0  every case passed (or failed as listed in --known-failing)
+  1  a case failed, or a known-failing case passed
+  2  a usage problem, a broken case, or a case the runner could not judge (ERROR)
+
+examples:
+  e-conformance --server "./e rpc"
+  e-conformance --server "./e rpc" 'session-create-*' --level MUST
+  e-conformance --junit report.xml golden/prompt-text.txtar
+`,
+	"record": `e-conformance record proxies a client session to a fresh server (cwd/ and home/ like a
+case, the tape provider of spec/conformance.md §4) and writes it as a draft case: the
+client lines, the server's lines as expectations, the model calls as a tape. Model calls
+go to --upstream (recorded) or to the offline model.
+
+usage:
+  e-conformance record --out FILE [--model M] [--upstream URL] -- CMD ARGS
+
+flags:
+  --out FILE            the case file to write, e.g. golden/new-case.txtar (required)
+  --model M             the default model when there is no upstream (default e/offline)
+  --upstream URL        an OpenAI-compatible base URL to forward model calls to
+
+environment:
+  E_RECORD_API_KEY      the upstream's key (sent upstream, never written to the case)
+
+exit status:
+  0  recorded
+  1  the session or the server failed
+  2  a usage problem
+
+examples:
+  e-conformance record --out golden/my-case.txtar -- ./e rpc
+  E_RECORD_API_KEY=… e-conformance record --out golden/real.txtar --upstream https://api.openai.com/v1 -- ./e rpc
+`,
+	"coverage": `e-conformance coverage lists every requirement of REQUIREMENTS.md with the cases that
+cite it, and UNCOVERED for those no case cites; the count of uncovered ones goes to stderr.
+
+usage:
+  e-conformance coverage [--cases DIR]
+
+flags:
+  --cases DIR           a directory of *.txtar cases instead of the built-in ones
+
+exit status:
+  0  listed
+  2  a usage problem, or a case that does not load
+
+examples:
+  e-conformance coverage
+  e-conformance coverage --cases golden | grep UNCOVERED
+`,
+	"client": `e-conformance client judges a client of e rpc: the kit plays the server through scripted
+scenarios (a client started with E_RPC set spawns it) and checks what the client sends
+and how it handles what it gets (spec/conformance.md §6).
+
+usage:
+  e-conformance client --command "CLIENT ARGS" [flags] [SCENARIO-GLOB …]
+
+flags:
+  --command CMD         the client's command line (required)
+  --cases DIR           *.json scenarios added to (or replacing by id) the built-in ones
+  --list                list the scenarios and the client bugs each catches
+  -j N                  scenarios run in parallel
+  --json                one JSON object per scenario
+  --junit FILE          also write a JUnit XML report
+  --timeout-scale F     multiply every timeout
+
+environment:
+  E_RPC                 set for the client: the server command it must start
+
+exit status:
+  0  every scenario passed
+  1  a scenario failed
+  2  a usage problem
+
+examples:
+  e-conformance client --list
+  e-conformance client --command "python3 -m e_client.task"
+`,
+	"client-relay": `e-conformance client-relay is the server command a client under test starts (E_RPC): it
+relays the client's lines to the kit's socket and back. e-conformance client starts it;
+people do not.
+
+usage:
+  e-conformance client-relay SOCKET
+
+exit status:
+  0  the client closed its stdin
+  2  a usage problem
+
+examples:
+  (started by e-conformance client)
+`,
+}
+
+// parseFlags parses args into fs; on an error it says so in one line,
+// with the nearest flag for an unknown one, and reports false.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	// One line of our own instead of flag's usage dump; the command's
+	// Usage stays for its other usage errors.
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err == nil {
+		return true
+	}
+	msg := cli.FlagMessage(fs, err)
+	if errors.Is(err, flag.ErrHelp) {
+		msg = "bad help flag"
+	}
+	fmt.Fprintf(stderr, "%s: %s (see %s --help)\n", fs.Name(), msg, fs.Name())
+	return false
+}
+
+// unknownCommand reports a first word that is no command but nearly one,
+// before it is taken for a case glob that matches nothing.
+func unknownCommand(word string, stderr io.Writer) bool {
+	if strings.ContainsAny(word, "-*?[/.") {
+		return false // a flag, a glob or a path
+	}
+	var names []string
+	for name := range subcommands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	near, ok := suggest.Nearest(word, names)
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(stderr, "e-conformance: unknown command %q (did you mean e-conformance %s?)\n", word, near)
+	return true
+}
