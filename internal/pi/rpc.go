@@ -1010,7 +1010,7 @@ func (fr *front) getState(*command) (any, error) {
 func (fr *front) available() []model.Info {
 	var out []model.Info
 	for _, m := range fr.eng.Catalog.Models() {
-		if _, err := fr.eng.Catalog.Provider(m.ID); err == nil {
+		if m.Available != nil && *m.Available {
 			out = append(out, m)
 		}
 	}
