@@ -361,3 +361,43 @@ func TestEOFStopsOneShot(t *testing.T) {
 		t.Errorf("one-shot answer %q, want aborted", answer)
 	}
 }
+
+// M8, issue 12.1: the next prompt sent as soon as an interrupted prompt's
+// response arrives, before the interrupt's own response, is served; every
+// request is answered once, the interrupt after the turn it ended. Under
+// -race this caught the turn WaitGroup reused while interrupt waited on it.
+func TestPromptRightAfterInterrupt(t *testing.T) {
+	c := startServer(t, serverSetup{opts: Options{NoTools: true}})
+	sid := c.create(nil)
+	for i := range 40 {
+		p, in, next := fmt.Sprintf(`"p%d"`, i), fmt.Sprintf(`"i%d"`, i), fmt.Sprintf(`"n%d"`, i)
+		c.call(p[1:len(p)-1], "session.prompt", map[string]any{"session": sid, "prompt": "/delay 100000\n/text never"})
+		for gjson.Get(c.next(), "type").String() != "turn_start" {
+		}
+		c.call(in[1:len(in)-1], "session.interrupt", map[string]any{"session": sid})
+		got := map[string]string{}
+		for len(got) < 1 {
+			line := c.next()
+			if id := gjson.Get(line, "id"); id.Exists() && !gjson.Get(line, "type").Exists() {
+				got[id.Raw] = line
+			}
+		}
+		if _, ok := got[p]; !ok {
+			t.Fatalf("round %d: first response %v, want the interrupted prompt's (before the interrupt's)", i, got)
+		}
+		c.call(next[1:len(next)-1], "session.prompt", map[string]any{"session": sid, "prompt": "/text again"})
+		for len(got) < 3 {
+			line := c.next()
+			if id := gjson.Get(line, "id"); id.Exists() && !gjson.Get(line, "type").Exists() {
+				if _, dup := got[id.Raw]; dup {
+					t.Fatalf("round %d: second response to %s: %s", i, id.Raw, line)
+				}
+				got[id.Raw] = line
+			}
+		}
+		if !gjson.Get(got[p], "result.aborted").Bool() || gjson.Get(got[in], "error").Exists() ||
+			gjson.Get(got[next], "result.output").String() != "again" {
+			t.Fatalf("round %d: responses %v", i, got)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/e-agent/e/internal/cli"
 	"github.com/e-agent/e/internal/suggest"
 )
 
@@ -141,19 +142,6 @@ examples:
 `,
 }
 
-// wantsHelp reports whether args ask for help before any "--".
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
-}
-
 // parseFlags parses args into fs; on an error it says so in one line,
 // with the nearest flag for an unknown one, and reports false.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
@@ -168,28 +156,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
 	if err == nil {
 		return true
 	}
-	msg := err.Error()
-	const undefined = "flag provided but not defined: "
-	if name, ok := strings.CutPrefix(msg, undefined); ok {
-		name = strings.TrimLeft(name, "-")
-		msg = "unknown flag " + dashes(name)
-		var names []string
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		if near, ok := suggest.Nearest(name, names); ok {
-			msg += " (did you mean " + dashes(near) + "?)"
-		}
-	} else if errors.Is(err, flag.ErrHelp) {
+	msg := cli.FlagMessage(fs, err)
+	if errors.Is(err, flag.ErrHelp) {
 		msg = "bad help flag"
 	}
 	fmt.Fprintf(stderr, "%s: %s (see %s --help)\n", fs.Name(), msg, fs.Name())
 	return false
-}
-
-func dashes(name string) string {
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
 }
 
 // unknownCommand reports a first word that is no command but nearly one,

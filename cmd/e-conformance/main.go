@@ -32,6 +32,7 @@ import (
 
 	"github.com/e-agent/e/conformance"
 	"github.com/e-agent/e/golden"
+	"github.com/e-agent/e/internal/cli"
 )
 
 func main() {
@@ -50,7 +51,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	if len(args) > 0 {
 		if sub, ok := subcommands[args[0]]; ok {
-			if wantsHelp(args[1:]) {
+			if cli.WantsHelp(args[1:]) {
 				fmt.Fprint(stdout, helpPages[args[0]])
 				return 0
 			}
@@ -66,7 +67,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if wantsHelp(args) || len(args) == 1 && args[0] == "help" {
+	if cli.WantsHelp(args) || len(args) == 1 && args[0] == "help" {
 		fmt.Fprint(stdout, helpPages[""])
 		return 0
 	}

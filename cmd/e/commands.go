@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/e-agent/e/internal/cli"
 	"github.com/e-agent/e/internal/suggest"
 )
 
@@ -79,7 +80,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return printVersion(stdout)
 	}
 	if c, ok := lookup(args[0]); ok {
-		if wantsHelp(args[1:]) {
+		if cli.WantsHelp(args[1:]) {
 			fmt.Fprint(stdout, c.help)
 			return 0
 		}
@@ -93,24 +94,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s; run e --help for the commands\n", msg)
 		return 2
 	}
-	if wantsHelp(args) {
+	if cli.WantsHelp(args) {
 		fmt.Fprint(stdout, printHelp)
 		return 0
 	}
 	return runPrint(args, stdin, stdout, stderr)
-}
-
-// wantsHelp reports whether args ask for help before any "--".
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
 }
 
 func runHelp(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -154,31 +142,7 @@ func (e *flagError) Unwrap() error { return e.err }
 // explainFlagError turns the flag package's error into one that names the
 // nearest flag fs defines.
 func explainFlagError(fs *flag.FlagSet, err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	cmd := fs.Name()
-	const undefined = "flag provided but not defined: "
-	msg := err.Error()
-	if !strings.HasPrefix(msg, undefined) {
-		return &flagError{cmd: cmd, err: err}
-	}
-	name := strings.TrimLeft(strings.TrimPrefix(msg, undefined), "-")
-	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	out := fmt.Sprintf("unknown flag %s", dashes(name))
-	if near, ok := suggest.Nearest(name, names); ok {
-		out += fmt.Sprintf(" (did you mean %s?)", dashes(near))
-	}
-	return &flagError{cmd: cmd, err: errors.New(out)}
-}
-
-// dashes writes a flag as the help pages do: -p, --json.
-func dashes(name string) string {
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
+	return &flagError{cmd: fs.Name(), err: errors.New(cli.FlagMessage(fs, err))}
 }
 
 // helpName is how a usage error points at the right help page.

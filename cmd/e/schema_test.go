@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/e-agent/e/protocol"
+	"github.com/e-agent/e/schemas"
 )
 
 // refs returns every $ref in a decoded schema.
@@ -176,5 +179,87 @@ func TestSchemaGenerators(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The generated Go types (package protocol) hold every line e rpc prints:
+// each decodes with DisallowUnknownFields into its type, and re-encoded it
+// still validates. A field e prints that the schemas (and so the types)
+// lack fails here.
+func TestProtocolTypesHoldRPCOutput(t *testing.T) {
+	r := startRPC(t)
+	r.send(`{"id":1,"method":"hello","params":{"ask":true}}`)
+	r.until(`"id":1`)
+	r.send(`{"id":2,"method":"session.create","params":{}}`)
+	var created struct {
+		Result protocol.SessionCreateResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.until(`"id":2`)), &created); err != nil {
+		t.Fatal(err)
+	}
+	sid := created.Result.Session
+	r.send(`{"id":3,"method":"session.prompt","params":{"session":"` + sid + `","prompt":"/think hmm\n/tool ls {\"path\":\".\"}\n/then\n/text done"}}`)
+	r.until(`"id":3,"result"`)
+	r.send(`{"id":4,"method":"session.info","params":{"session":"` + sid + `"}}`)
+	r.until(`"id":4`)
+	r.send(`{"id":5,"method":"session.messages","params":{"session":"` + sid + `"}}`)
+	r.until(`"id":5`)
+	r.send(`{"id":6,"method":"models.list"}`)
+	r.until(`"id":6`)
+	r.send(`{"id":7,"method":"session.info","params":{"session":"nope"}}`)
+	r.until(`"id":7`)
+	results := map[string]func() any{
+		"1": func() any { return new(protocol.HelloResult) }, "2": func() any { return new(protocol.SessionCreateResult) },
+		"3": func() any { return new(protocol.SessionPromptResult) }, "4": func() any { return new(protocol.SessionInfoResult) },
+		"5": func() any { return new(protocol.SessionMessagesResult) }, "6": func() any { return new(protocol.ModelsListResult) },
+	}
+	seen := map[string]bool{}
+	for _, l := range r.seen {
+		var head struct {
+			Type   string          `json:"type"`
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &head); err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch {
+		case head.Type != "":
+			ev, ok := protocol.NewEvent(head.Type)
+			if !ok {
+				t.Errorf("event type %q has no generated type", head.Type)
+				continue
+			}
+			v = ev
+			seen[head.Type] = true
+		case head.Result != nil:
+			v = new(protocol.Response)
+		default:
+			v = new(protocol.ErrorResponse)
+			seen["error response"] = true
+		}
+		strict(t, []byte(l), v)
+		b, _ := json.Marshal(v)
+		if err := schemas.ValidateLine(b); err != nil {
+			t.Errorf("%T re-encoded does not validate: %v\n%s", v, err, b)
+		}
+		if head.Result != nil {
+			strict(t, head.Result, results[string(head.ID)]())
+		}
+	}
+	for _, want := range []string{"turn_start", "reasoning", "tool_batch", "tool_start", "tool_end", "text", "usage", "turn_end", "error response"} {
+		if !seen[want] {
+			t.Errorf("no %s line seen: the test no longer covers it", want)
+		}
+	}
+}
+
+func strict(t *testing.T, b []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Errorf("%T: %v\n%s", v, err, b)
 	}
 }

@@ -131,7 +131,7 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		return CompactResult{}, fmt.Errorf("agent: compaction: %w", err)
 	}
 	sum := strings.TrimSpace(resp.Message.Text())
-	if err := t.s.append(store.Entry{Type: "compaction", Summary: sum, Kept: keep, Tokens: before}); err != nil {
+	if err := t.s.append(store.Entry{Type: store.TypeCompaction, Summary: sum, Kept: keep, Tokens: before}); err != nil {
 		return CompactResult{}, err
 	}
 	t.s.mu.Lock()

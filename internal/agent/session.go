@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,10 +125,10 @@ func (e *Engine) NewSession(opts Options) *Session {
 		s.approval.Policy = ApproveNever
 	}
 	for _, en := range s.entries {
-		if en.Type == "title" {
+		if en.Type == store.TypeTitle {
 			s.title = en.Name
 		}
-		if en.Type == "name" {
+		if en.Type == store.TypeName {
 			s.name = en.Name
 		}
 	}
@@ -170,7 +168,7 @@ func (s *Session) Info() Info {
 		in.Path = s.log.Path()
 	}
 	for _, en := range s.entries {
-		if en.Type == "message" {
+		if en.Type == store.TypeMessage {
 			in.Messages++
 		}
 	}
@@ -243,7 +241,7 @@ func (s *Session) Set(modelID, effort *string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if err := s.appendLocked(store.Entry{Type: "settings", Model: m, Effort: ef}); err != nil {
+	if err := s.appendLocked(store.Entry{Type: store.TypeSettings, Model: m, Effort: ef}); err != nil {
 		return "", "", err
 	}
 	s.modelID, s.effort = m, ef
@@ -388,7 +386,7 @@ func (s *Session) takeSteers() []string {
 func (s *Session) appendLocked(entries ...store.Entry) error {
 	for i := range entries {
 		if entries[i].ID == "" {
-			entries[i].ID = newEntryID()
+			entries[i].ID = store.NewEntryID()
 		}
 		if entries[i].Parent == "" && len(s.entries) > 0 {
 			entries[i].Parent = s.entries[len(s.entries)-1].ID
@@ -429,24 +427,18 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	return s.append(e)
 }
 
-func newEntryID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // History returns the messages a model call sees: after the last
 // compaction, its summary, the messages it kept, and everything since.
 func History(entries []store.Entry) []model.Message {
 	last := -1
 	for i, en := range entries {
-		if en.Type == "compaction" {
+		if en.Type == store.TypeCompaction {
 			last = i
 		}
 	}
 	var out []model.Message
 	add := func(en store.Entry) {
-		if en.Type != "message" {
+		if en.Type != store.TypeMessage {
 			return
 		}
 		var m model.Message

@@ -173,7 +173,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 		title := Title(prompt)
 		s.mu.Lock()
 		s.title = title
-		err := s.appendLocked(store.Entry{Type: "title", Name: title})
+		err := s.appendLocked(store.Entry{Type: store.TypeTitle, Name: title})
 		s.mu.Unlock()
 		if err != nil {
 			return false, err

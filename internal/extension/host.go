@@ -19,9 +19,14 @@ const Protocol = 1
 type Options struct {
 	Version          string        // e's version for initialize; "" = the module version of the binary
 	Stderr           io.Writer     // where extension stderr lines go, prefixed with the name; nil = os.Stderr
-	HandshakeTimeout time.Duration // 0 = 2 s
+	HandshakeTimeout time.Duration // 0 = defaultHandshake
 	GateTimeout      time.Duration // silence a gate may keep while none of its questions is pending; 0 = 10 s
 }
+
+// defaultHandshake bounds the wait for initialize. An interpreter that
+// imports a few libraries on a loaded machine can take seconds to start, and
+// an extension left out is worse than a slower start.
+const defaultHandshake = 10 * time.Second
 
 // Host runs the extension processes of one e process (X1).
 type Host struct {
@@ -64,7 +69,7 @@ func StartWith(ctx context.Context, cfgs []Config, ui UI, opts Options) *Host {
 		opts.Stderr = os.Stderr
 	}
 	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = 2 * time.Second
+		opts.HandshakeTimeout = defaultHandshake
 	}
 	if opts.GateTimeout <= 0 {
 		opts.GateTimeout = 10 * time.Second

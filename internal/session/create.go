@@ -32,6 +32,14 @@ type Spec struct {
 	// process's); ApprovalTimeout bounds each question (nil: none).
 	Approval        *string
 	ApprovalTimeout *time.Duration
+	// Dir is the folder a new saved session's log goes into; "" is e's
+	// own layout under the home (sessions/<cwd slug>/).
+	Dir string
+	// History is a new session's starting history (a fork or clone point,
+	// oldest first); saved, it is copied into the new log. Parent is the
+	// log it came from, recorded in the new log's header.
+	History []Entry
+	Parent  string
 }
 
 // Create makes a session from spec and registers it with the host.
@@ -225,10 +233,15 @@ func (h *Host) open(c *creation) (*Session, error) {
 		hd, name = *c.header, c.header.Name
 		hd.ID = id
 	case c.save:
+		hd.Parent = c.spec.Parent
 		var err error
-		if log, err = store.Create(h.env.Home, hd); err != nil {
+		if log, err = h.newLog(c.spec.Dir, hd, c.spec.History); err != nil {
 			return nil, wrap(CodeInternal, "", err)
 		}
+		c.entries = relinked(c.spec.History)
+	default:
+		hd.Parent = c.spec.Parent
+		c.entries = relinked(c.spec.History)
 	}
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
@@ -257,6 +270,29 @@ func (h *Host) open(c *creation) (*Session, error) {
 		slog.String("model", c.model), slog.String("effort", c.effort), slog.String("path", s.path),
 		slog.Bool("resumed", c.header != nil), slog.Int("tools", len(c.tools)))
 	return s, nil
+}
+
+// newLog creates the log of a new saved session in dir ("" = e's layout),
+// holding copies of history relinked into one chain.
+func (h *Host) newLog(dir string, hd store.Header, history []Entry) (*store.Log, error) {
+	if dir == "" {
+		dir = store.SessionsDir(h.env.Home, hd.Cwd)
+	}
+	if len(history) > 0 {
+		return store.ForkIn(dir, hd, history)
+	}
+	return store.CreateIn(dir, hd)
+}
+
+// relinked copies history into one chain, as store.ForkIn writes it.
+func relinked(history []Entry) []Entry {
+	out := make([]Entry, len(history))
+	prev := ""
+	for i, e := range history {
+		e.Parent = prev
+		out[i], prev = e, e.ID
+	}
+	return out
 }
 
 // approval returns the approval settings asked for, on top of cur.

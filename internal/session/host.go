@@ -69,6 +69,7 @@ type (
 	ModelInfo = model.Info    // one entry of models.list
 	Summary   = store.Summary // one saved session of session.list
 	Entry     = store.Entry   // one entry of a session's history
+	Header    = store.Header  // the first line of a session log
 	Part      = model.Part    // one part of a message's content
 )
 

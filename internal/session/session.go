@@ -53,6 +53,10 @@ func (s *Session) ID() string { return s.a.ID() }
 // Cwd returns the session's working directory.
 func (s *Session) Cwd() string { return s.a.Cwd() }
 
+// Header returns the session's log header (as it would be written for a
+// memory-only session).
+func (s *Session) Header() Header { return s.header }
+
 // Path returns the session's log, "" when it is memory-only.
 func (s *Session) Path() string { return s.path }
 

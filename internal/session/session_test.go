@@ -244,3 +244,39 @@ func TestPathSurvivesClose(t *testing.T) {
 		t.Errorf("result path %v, want %s", p, s.Path())
 	}
 }
+
+// TestCreateFromHistory: a session can start from a given history, saved
+// into a folder of the front end's choosing (pi's sessions folder).
+func TestCreateFromHistory(t *testing.T) {
+	h := startHost(t, Options{})
+	src := create(t, h, Spec{})
+	turn, err := src.Prompt(context.Background(), "/text one", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	dir := filepath.Join(t.TempDir(), "pi-sessions")
+	s := create(t, h, Spec{Save: true, Dir: dir, History: src.Entries(), Parent: "/elsewhere/parent.jsonl"})
+	if got := filepath.Dir(s.Path()); got != dir {
+		t.Errorf("log in %s, want %s", got, dir)
+	}
+	if s.Header().Parent != "/elsewhere/parent.jsonl" {
+		t.Errorf("header parent %q", s.Header().Parent)
+	}
+	msgs := s.Messages()
+	if len(msgs) != 2 || msgs[0].Parent != "" || msgs[1].Parent == "" {
+		t.Fatalf("messages %+v: want the two of the source, relinked from a root", msgs)
+	}
+	turn, err = s.Prompt(context.Background(), "/text two", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := create(t, h, Spec{Resume: s.Path()})
+	if got := len(r.Messages()); got != 4 {
+		t.Errorf("resumed copy has %d messages, want 4", got)
+	}
+}

@@ -42,13 +42,18 @@ type ReadResult struct {
 // (file 0600, directories 0700), writes and syncs the header, and takes the
 // writer lock. Empty Type, Version, ID and Created are filled in.
 func Create(home string, h Header) (*Log, error) {
-	return CreateIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h)
+	return CreateIn(SessionsDir(home, h.Cwd), h)
+}
+
+// SessionsDir is the folder of cwd's session logs under home.
+func SessionsDir(home, cwd string) string {
+	return filepath.Join(home, "sessions", Slug(filepath.Clean(cwd)))
 }
 
 // CreateIn is Create with the log's folder given: dir/<h.ID>.jsonl. Front
 // ends that keep their sessions elsewhere (pi's sessions folder) use it.
 func CreateIn(dir string, h Header) (*Log, error) {
-	h.Type = "session"
+	h.Type = TypeSession
 	h.Version = Version
 	if h.ID == "" {
 		h.ID = NewID()
@@ -243,7 +248,7 @@ func parse(path string, data []byte) (*parsed, error) {
 		if err := json.Unmarshal(line, &p.Header); err != nil {
 			return nil, fmt.Errorf("store: %s:%d: bad header: %w", path, lineNo, err)
 		}
-		if p.Header.Type != "session" {
+		if p.Header.Type != TypeSession {
 			return nil, fmt.Errorf("store: %s:%d: not a session log (type %q)", path, lineNo, p.Header.Type)
 		}
 		if p.Header.Version != Version {
@@ -375,8 +380,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		return e, fmt.Errorf("store: append %s: message entry without a valid JSON message", l.path)
 	}
 	if e.ID == "" {
-		for e.ID = shortID(); l.has(e.ID); e.ID = shortID() {
-		}
+		e.ID = NewEntryID()
 	} else if l.has(e.ID) {
 		return e, fmt.Errorf("store: append %s: duplicate entry id %q", l.path, e.ID)
 	}
@@ -565,16 +569,23 @@ func validID(id string) bool {
 // Branch returns the entries on the branch that ends at the last entry,
 // oldest first, following Parent links. Where a parent is missing (its line
 // was corrupt and skipped) the branch continues with the entry just before
-// in the file, so one bad line never drops the history before it.
+// in the file, so one bad line never drops the history before it. Where an
+// id occurs twice (logs written before ids had 128 bits), a parent link
+// means the nearest earlier entry with that id.
 func Branch(entries []Entry) []Entry {
 	if len(entries) == 0 {
 		return nil
 	}
-	at := make(map[string]int, len(entries))
+	// last[id] is the latest index of id; prev[i] the index of the
+	// occurrence of entries[i].ID before i, or -1.
+	last := make(map[string]int, len(entries))
+	prev := make([]int, len(entries))
 	for i, e := range entries {
-		if _, dup := at[e.ID]; !dup {
-			at[e.ID] = i
+		prev[i] = -1
+		if j, dup := last[e.ID]; dup {
+			prev[i] = j
 		}
+		last[e.ID] = i
 	}
 	var rev []int
 	for i := len(entries) - 1; ; {
@@ -583,8 +594,12 @@ func Branch(entries []Entry) []Entry {
 		if p == "" {
 			break
 		}
-		j, ok := at[p]
-		if !ok || j >= i { // missing, or a forward link that could loop
+		j, ok := last[p]
+		for ok && j >= i { // a later duplicate, or a forward link that could loop
+			j = prev[j]
+			ok = j >= 0
+		}
+		if !ok {
 			j = i - 1
 		}
 		if j < 0 {
@@ -604,7 +619,7 @@ func Branch(entries []Entry) []Entry {
 // copies keep their ids, so compaction entries still name the entry they
 // kept, and are relinked into one chain.
 func Fork(home string, h Header, branch []Entry) (*Log, error) {
-	return ForkIn(filepath.Join(home, "sessions", Slug(filepath.Clean(h.Cwd))), h, branch)
+	return ForkIn(SessionsDir(home, h.Cwd), h, branch)
 }
 
 // ForkIn is Fork with the new log's folder given, as CreateIn.

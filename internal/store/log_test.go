@@ -82,8 +82,8 @@ func TestRoundTrip(t *testing.T) {
 		store.Entry{Type: store.TypeInterrupted},
 	)
 	for i, e := range want {
-		if len(e.ID) != 8 || e.Time.IsZero() {
-			t.Errorf("entry %d: id %q time %v: want 8 hex digits and a time", i, e.ID, e.Time)
+		if len(e.ID) != 32 || e.Time.IsZero() {
+			t.Errorf("entry %d: id %q time %v: want 32 hex digits (128 bits) and a time", i, e.ID, e.Time)
 		}
 		wantParent := ""
 		if i > 0 {
@@ -463,6 +463,10 @@ func TestBranch(t *testing.T) {
 		{name: "rewound", entries: []store.Entry{e("a", ""), e("b", "a"), e("c", "b"), e("d", "a")}, want: []string{"a", "d"}},
 		{name: "missing parent falls back to the previous line", entries: []store.Entry{e("a", ""), e("c", "lost")}, want: []string{"a", "c"}},
 		{name: "forward link cannot loop", entries: []store.Entry{e("a", "b"), e("b", "a")}, want: []string{"a", "b"}},
+		{name: "a duplicate id means the nearest earlier entry", entries: []store.Entry{
+			e("x", ""), e("a", "x"), e("x", "a"), e("b", "x")}, want: []string{"x", "a", "x", "b"}},
+		{name: "a later duplicate is never a parent", entries: []store.Entry{
+			e("a", ""), e("b", "a"), e("a", "b")}, want: []string{"a", "b", "a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ package store
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -158,9 +159,10 @@ func increment(r *[10]byte) {
 	}
 }
 
-// shortID returns 8 hex digits for an entry id.
-func shortID() string {
-	var b [4]byte
+// NewEntryID returns a new entry id: 128 random bits as 32 hex digits, so
+// ids never collide across logs, forks and processes (issue 12.8).
+func NewEntryID() string {
+	var b [16]byte
 	rand.Read(b[:])
-	return fmt.Sprintf("%08x", binary.BigEndian.Uint32(b[:]))
+	return hex.EncodeToString(b[:])
 }
