@@ -490,8 +490,8 @@ type SessionEntriesResult struct {
 }
 
 // SessionEntriesResultEntriesItem is one history entry, in the shape of the session log's
-// lines (schemas/store/entry.json). Schema:
-// methods/session.entries.result.json#/properties/entries/items.
+// lines: schemas/store/entry.json describes its other fields, which grow with the log
+// format. Schema: methods/session.entries.result.json#/properties/entries/items.
 type SessionEntriesResultEntriesItem struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`

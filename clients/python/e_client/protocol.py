@@ -609,7 +609,8 @@ class SessionEntriesResult(TypedDict):
 
 class SessionEntriesResultEntriesItem(TypedDict):
     """
-    one history entry, in the shape of the session log's lines (schemas/store/entry.json)
+    one history entry, in the shape of the session log's lines: schemas/store/entry.json
+    describes its other fields, which grow with the log format
     (methods/session.entries.result.json#/properties/entries/items)
     """
 
