@@ -12,12 +12,14 @@ type Call struct {
 	Name string `json:"name"`
 	// the arguments the model sent; a JSON object when they parsed as one
 	Arguments json.RawMessage `json:"arguments"`
-	Category  CallCategory    `json:"category"`
-	// the path or command the call acts on; empty when none
+	// mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+	Category CallCategory `json:"category"`
+	// the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
 	Target string `json:"target"`
 }
 
-// CallCategory is a wire type. Schema: defs.json#/$defs/call/properties/category.
+// CallCategory is mcp: a tool of an MCP server (session.create mcp_servers, settings
+// mcp_servers). Schema: defs.json#/$defs/call/properties/category.
 type CallCategory string
 
 const (
@@ -27,6 +29,7 @@ const (
 	CallCategorySearch    CallCategory = "search"
 	CallCategoryWait      CallCategory = "wait"
 	CallCategoryExtension CallCategory = "extension"
+	CallCategoryMcp       CallCategory = "mcp"
 )
 
 // ErrorCode is the kind of an error response, stable for clients to branch on; the message
@@ -156,6 +159,18 @@ const (
 	PartTypeToolCall   PartType = "tool_call"
 	PartTypeToolResult PartType = "tool_result"
 )
+
+// McpServer is an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL.
+// Schema: defs.json#/$defs/mcp_server.
+type McpServer struct {
+	// unique among a session's servers; no "__"
+	Name string `json:"name"`
+	// the program; relative names are looked up in PATH
+	Command string    `json:"command"`
+	Args    *[]string `json:"args,omitzero"`
+	// variables added to e's environment
+	Env json.RawMessage `json:"env,omitzero"`
+}
 
 // Message is one message of a conversation. Schema: defs.json#/$defs/message.
 type Message struct {
@@ -420,6 +435,9 @@ type SessionCreateParams struct {
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
 	Approval *SessionCreateParamsApproval `json:"approval,omitzero"`
+	// MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+	// start fails session.create naming it
+	McpServers *[]McpServer `json:"mcp_servers,omitzero"`
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`

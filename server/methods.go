@@ -106,6 +106,9 @@ func createSpec(p SessionCreateParams) session.Spec {
 	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
 		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
 		Approval: p.Approval, ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
+	if p.MCPServers != nil {
+		spec.MCP = *p.MCPServers
+	}
 	if p.Cwd != nil {
 		spec.Cwd = *p.Cwd
 	}

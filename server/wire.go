@@ -47,6 +47,8 @@ type SessionCreateParams struct {
 	// Approval is the approval policy; ApprovalTimeoutMS bounds each question.
 	Approval          *string `json:"approval"`
 	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
+	// MCPServers are MCP servers for this session (stdio).
+	MCPServers *[]session.MCPServer `json:"mcp_servers"`
 }
 
 type SessionCreateResult struct {

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
 
-#: CallCategory (defs.json#/$defs/call/properties/category)
-CallCategory = Literal["read", "write", "execute", "search", "wait", "extension"]
+#: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+#: (defs.json#/$defs/call/properties/category)
+CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
 
 #: the kind of an error response, stable for clients to branch on; the message beside it is
 #: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
@@ -88,9 +89,10 @@ class Call(TypedDict):
     #: the arguments the model sent; a JSON object when they parsed as one
     arguments: Any
 
+    #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
     category: CallCategory
 
-    #: the path or command the call acts on; empty when none
+    #: the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
     target: str
 
 
@@ -190,6 +192,24 @@ class Part(TypedDict):
 
     #: tool_result: the call failed
     is_error: NotRequired[bool]
+
+
+class McpServer(TypedDict):
+    """
+    an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL
+    (defs.json#/$defs/mcp_server)
+    """
+
+    #: unique among a session's servers; no "__"
+    name: str
+
+    #: the program; relative names are looked up in PATH
+    command: str
+
+    args: NotRequired[list[str] | None]
+
+    #: variables added to e's environment
+    env: NotRequired[dict[str, Any] | None]
 
 
 class Message(TypedDict):
@@ -554,6 +574,10 @@ class SessionCreateParams(TypedDict):
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
     approval: NotRequired[SessionCreateParamsApproval | None]
+
+    #: MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+    #: start fails session.create naming it
+    mcp_servers: NotRequired[list[McpServer] | None]
 
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call

@@ -17,17 +17,21 @@ export interface Call {
    * the arguments the model sent; a JSON object when they parsed as one
    */
   arguments: unknown;
+  /**
+   * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+   */
   category: CallCategory;
   /**
-   * the path or command the call acts on; empty when none
+   * the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
    */
   target: string;
 }
 
 /**
- * CallCategory. (defs.json#/$defs/call/properties/category)
+ * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+ * (defs.json#/$defs/call/properties/category)
  */
-export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension";
+export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension" | "mcp";
 
 /**
  * the kind of an error response, stable for clients to branch on; the message beside it is
@@ -174,6 +178,26 @@ export interface Part {
  * PartType. (defs.json#/$defs/part/properties/type)
  */
 export type PartType = "text" | "reasoning" | "image" | "tool_call" | "tool_result";
+
+/**
+ * an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL
+ * (defs.json#/$defs/mcp_server)
+ */
+export interface McpServer {
+  /**
+   * unique among a session's servers; no "__"
+   */
+  name: string;
+  /**
+   * the program; relative names are looked up in PATH
+   */
+  command: string;
+  args?: string[] | null;
+  /**
+   * variables added to e's environment
+   */
+  env?: { [key: string]: unknown } | null;
+}
 
 /**
  * one message of a conversation (defs.json#/$defs/message)
@@ -596,6 +620,11 @@ export interface SessionCreateParams {
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
   approval?: SessionCreateParamsApproval | null;
+  /**
+   * MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+   * start fails session.create naming it
+   */
+  mcp_servers?: McpServer[] | null;
   /**
    * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
    * interrupted; an unanswered ask denies its call
