@@ -487,6 +487,37 @@ const (
 	SessionCreateResultApprovalAll    SessionCreateResultApproval = "all"
 )
 
+// SessionEntriesParams is the session.entries params. Returns the session's history entries
+// in append order, as its log holds them (issue 13). Unknown fields are accepted (V2); null
+// means the default for every optional field (V1). Schema:
+// methods/session.entries.params.json.
+type SessionEntriesParams struct {
+	Session SessionID `json:"session"`
+	// an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+	// the session lacks is an error
+	Since *string `json:"since,omitzero"`
+}
+
+// SessionEntriesResult is the session.entries result. The entries (each with id and parent,
+// so the tree can be rebuilt) and the id of the newest, the leaf. Schema:
+// methods/session.entries.result.json.
+type SessionEntriesResult struct {
+	Entries []SessionEntriesResultEntriesItem `json:"entries"`
+	// the id of the newest entry; null when the session has none
+	Leaf *string `json:"leaf"`
+}
+
+// SessionEntriesResultEntriesItem is one history entry, in the shape of the session log's
+// lines: schemas/store/entry.json describes its other fields, which grow with the log
+// format. Schema: methods/session.entries.result.json#/properties/entries/items.
+type SessionEntriesResultEntriesItem struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// the previous entry's id on its branch; empty for a root
+	Parent string `json:"parent"`
+	Time   string `json:"time"`
+}
+
 // SessionExportParams is the session.export params. Writes the conversation as one HTML page
 // (M13). Unknown fields are accepted (V2); null means the default for every optional field
 // (V1). Schema: methods/session.export.params.json.
@@ -668,6 +699,20 @@ type SessionSteerParams struct {
 type SessionSteerResult struct {
 	// the message is held for the running turn
 	Held json.RawMessage `json:"held"`
+}
+
+// SessionUnsteerParams is the session.unsteer params. Withdraws the steers held for the
+// running turn that it has not delivered yet (issue 13). Unknown fields are accepted (V2).
+// Schema: methods/session.unsteer.params.json.
+type SessionUnsteerParams struct {
+	Session SessionID `json:"session"`
+}
+
+// SessionUnsteerResult is the session.unsteer result. The texts withdrawn, oldest first;
+// empty when none was held (an idle session holds none). Schema:
+// methods/session.unsteer.result.json.
+type SessionUnsteerResult struct {
+	Withdrawn []string `json:"withdrawn"`
 }
 
 // ShutdownParams is the shutdown params. Stops every session and exits 0 (M16, D1). Unknown
@@ -1365,6 +1410,7 @@ const (
 	MethodSessionClose     = "session.close"
 	MethodSessionCompact   = "session.compact"
 	MethodSessionCreate    = "session.create"
+	MethodSessionEntries   = "session.entries"
 	MethodSessionExport    = "session.export"
 	MethodSessionFork      = "session.fork"
 	MethodSessionInfo      = "session.info"
@@ -1374,6 +1420,7 @@ const (
 	MethodSessionPrompt    = "session.prompt"
 	MethodSessionSet       = "session.set"
 	MethodSessionSteer     = "session.steer"
+	MethodSessionUnsteer   = "session.unsteer"
 	MethodShutdown         = "shutdown"
 )
 

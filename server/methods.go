@@ -27,6 +27,8 @@ func init() {
 		"session.info":      (*Server).sessionInfo,
 		"session.prompt":    (*Server).sessionPrompt,
 		"session.steer":     (*Server).sessionSteer,
+		"session.unsteer":   (*Server).sessionUnsteer,
+		"session.entries":   (*Server).sessionEntries,
 		"session.interrupt": (*Server).sessionInterrupt,
 		"session.compact":   (*Server).sessionCompact,
 		"session.set":       (*Server).sessionSet,
@@ -61,6 +63,7 @@ func (p SessionSteerParams) sessionID() string   { return p.Session }
 func (p SessionCompactParams) sessionID() string { return p.Session }
 func (p SessionSetParams) sessionID() string     { return p.Session }
 func (p SessionExportParams) sessionID() string  { return p.Session }
+func (p SessionEntriesParams) sessionID() string { return p.Session }
 
 // sessionOf decodes the params and finds the session they name.
 func sessionOf[T interface{ sessionID() string }](s *Server, r *request) (T, *session.Session, error) {
@@ -234,6 +237,42 @@ func (s *Server) sessionSteer(r *request) (any, error) {
 		return nil, err
 	}
 	return SessionSteerResult{Held: true}, nil
+}
+
+func (s *Server) sessionUnsteer(r *request) (any, error) {
+	_, ss, err := sessionOf[SessionParams](s, r)
+	if err != nil {
+		return nil, err
+	}
+	w := ss.WithdrawSteers()
+	if w == nil {
+		w = []string{}
+	}
+	return SessionUnsteerResult{Withdrawn: w}, nil
+}
+
+func (s *Server) sessionEntries(r *request) (any, error) {
+	p, ss, err := sessionOf[SessionEntriesParams](s, r)
+	if err != nil {
+		return nil, err
+	}
+	all := ss.Entries()
+	res := SessionEntriesResult{Entries: all}
+	if len(all) > 0 {
+		res.Leaf = &all[len(all)-1].ID
+	}
+	if p.Since != nil {
+		i := slices.IndexFunc(all, func(e session.Entry) bool { return e.ID == *p.Since })
+		if i < 0 {
+			return nil, &session.Error{Code: session.CodeInvalidParams, Param: "since",
+				Err: fmt.Errorf("the session has no entry %q", *p.Since)}
+		}
+		res.Entries = all[i+1:]
+	}
+	if res.Entries == nil {
+		res.Entries = []session.Entry{}
+	}
+	return res, nil
 }
 
 func (s *Server) sessionInterrupt(r *request) (any, error) {

@@ -104,6 +104,20 @@ type SessionSteerResult struct {
 	Held bool `json:"held"`
 }
 
+type SessionUnsteerResult struct {
+	Withdrawn []string `json:"withdrawn"`
+}
+
+type SessionEntriesParams struct {
+	Session string  `json:"session"`
+	Since   *string `json:"since"`
+}
+
+type SessionEntriesResult struct {
+	Entries []session.Entry `json:"entries"`
+	Leaf    *string         `json:"leaf"`
+}
+
 type SessionCompactParams struct {
 	Session string  `json:"session"`
 	Focus   *string `json:"focus"`

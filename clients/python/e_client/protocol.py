@@ -605,6 +605,49 @@ class SessionCreateResult(TypedDict):
     approval: NotRequired[SessionCreateResultApproval]
 
 
+class SessionEntriesParams(TypedDict):
+    """
+    session.entries params: Returns the session's history entries in append order, as its log
+    holds them (issue 13). Unknown fields are accepted (V2); null means the default for every
+    optional field (V1). (methods/session.entries.params.json)
+    """
+
+    session: SessionID
+
+    #: an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+    #: the session lacks is an error
+    since: NotRequired[str | None]
+
+
+class SessionEntriesResult(TypedDict):
+    """
+    session.entries result: The entries (each with id and parent, so the tree can be rebuilt)
+    and the id of the newest, the leaf. (methods/session.entries.result.json)
+    """
+
+    entries: list[SessionEntriesResultEntriesItem]
+
+    #: the id of the newest entry; null when the session has none
+    leaf: str | None
+
+
+class SessionEntriesResultEntriesItem(TypedDict):
+    """
+    one history entry, in the shape of the session log's lines: schemas/store/entry.json
+    describes its other fields, which grow with the log format
+    (methods/session.entries.result.json#/properties/entries/items)
+    """
+
+    type: str
+
+    id: str
+
+    #: the previous entry's id on its branch; empty for a root
+    parent: str
+
+    time: str
+
+
 class SessionExportParams(TypedDict):
     """
     session.export params: Writes the conversation as one HTML page (M13). Unknown fields are
@@ -827,6 +870,25 @@ class SessionSteerResult(TypedDict):
 
     #: the message is held for the running turn
     held: Any
+
+
+class SessionUnsteerParams(TypedDict):
+    """
+    session.unsteer params: Withdraws the steers held for the running turn that it has not
+    delivered yet (issue 13). Unknown fields are accepted (V2).
+    (methods/session.unsteer.params.json)
+    """
+
+    session: SessionID
+
+
+class SessionUnsteerResult(TypedDict):
+    """
+    session.unsteer result: The texts withdrawn, oldest first; empty when none was held (an
+    idle session holds none). (methods/session.unsteer.result.json)
+    """
+
+    withdrawn: list[str]
 
 
 class ShutdownParams(TypedDict):
@@ -1665,6 +1727,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.close": (SessionCloseParams, SessionCloseResult),
     "session.compact": (SessionCompactParams, SessionCompactResult),
     "session.create": (SessionCreateParams, SessionCreateResult),
+    "session.entries": (SessionEntriesParams, SessionEntriesResult),
     "session.export": (SessionExportParams, SessionExportResult),
     "session.fork": (SessionForkParams, SessionForkResult),
     "session.info": (SessionInfoParams, SessionInfoResult),
@@ -1674,5 +1737,6 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.prompt": (SessionPromptParams, SessionPromptResult),
     "session.set": (SessionSetParams, SessionSetResult),
     "session.steer": (SessionSteerParams, SessionSteerResult),
+    "session.unsteer": (SessionUnsteerParams, SessionUnsteerResult),
     "shutdown": (ShutdownParams, ShutdownResult),
 }

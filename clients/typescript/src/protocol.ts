@@ -671,6 +671,47 @@ export interface SessionCreateResult {
 export type SessionCreateResultApproval = "never" | "writes" | "all";
 
 /**
+ * session.entries params: Returns the session's history entries in append order, as its log
+ * holds them (issue 13). Unknown fields are accepted (V2); null means the default for every
+ * optional field (V1). (methods/session.entries.params.json)
+ */
+export interface SessionEntriesParams {
+  session: SessionID;
+  /**
+   * an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+   * the session lacks is an error
+   */
+  since?: string | null;
+}
+
+/**
+ * session.entries result: The entries (each with id and parent, so the tree can be rebuilt)
+ * and the id of the newest, the leaf. (methods/session.entries.result.json)
+ */
+export interface SessionEntriesResult {
+  entries: SessionEntriesResultEntriesItem[];
+  /**
+   * the id of the newest entry; null when the session has none
+   */
+  leaf: string | null;
+}
+
+/**
+ * one history entry, in the shape of the session log's lines: schemas/store/entry.json
+ * describes its other fields, which grow with the log format
+ * (methods/session.entries.result.json#/properties/entries/items)
+ */
+export interface SessionEntriesResultEntriesItem {
+  type: string;
+  id: string;
+  /**
+   * the previous entry's id on its branch; empty for a root
+   */
+  parent: string;
+  time: string;
+}
+
+/**
  * session.export params: Writes the conversation as one HTML page (M13). Unknown fields are
  * accepted (V2); null means the default for every optional field (V1).
  * (methods/session.export.params.json)
@@ -907,6 +948,23 @@ export interface SessionSteerResult {
    * the message is held for the running turn
    */
   held: unknown;
+}
+
+/**
+ * session.unsteer params: Withdraws the steers held for the running turn that it has not
+ * delivered yet (issue 13). Unknown fields are accepted (V2).
+ * (methods/session.unsteer.params.json)
+ */
+export interface SessionUnsteerParams {
+  session: SessionID;
+}
+
+/**
+ * session.unsteer result: The texts withdrawn, oldest first; empty when none was held (an
+ * idle session holds none). (methods/session.unsteer.result.json)
+ */
+export interface SessionUnsteerResult {
+  withdrawn: string[];
 }
 
 /**
@@ -1781,6 +1839,7 @@ export interface Methods {
   "session.close": { params: SessionCloseParams; result: SessionCloseResult };
   "session.compact": { params: SessionCompactParams; result: SessionCompactResult };
   "session.create": { params: SessionCreateParams; result: SessionCreateResult };
+  "session.entries": { params: SessionEntriesParams; result: SessionEntriesResult };
   "session.export": { params: SessionExportParams; result: SessionExportResult };
   "session.fork": { params: SessionForkParams; result: SessionForkResult };
   "session.info": { params: SessionInfoParams; result: SessionInfoResult };
@@ -1790,6 +1849,7 @@ export interface Methods {
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
   "session.set": { params: SessionSetParams; result: SessionSetResult };
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };
+  "session.unsteer": { params: SessionUnsteerParams; result: SessionUnsteerResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };
 }
 
