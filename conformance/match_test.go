@@ -280,7 +280,7 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	for _, want := range []string{`id="case-b"`, "&lt;bad&gt; &amp; wrong", "+5 ms received", "<td>M7</td>", "1 passed", "1 failed"} {
+	for _, want := range []string{`id="case-b"`, "&lt;bad&gt; &amp; wrong", "5 ms received", "<td>M7</td>", "1 passed", "1 failed"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
