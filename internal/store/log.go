@@ -307,13 +307,26 @@ func parseLines(path string, data []byte, first int) ([]Entry, []string) {
 		}
 		wg.Wait()
 	}
-	n := 0
+	n, size := 0, 0
 	var warnings []string
 	for _, c := range chunks {
 		n += copy(entries[n:], entries[c.at:c.at+c.n])
 		warnings = append(warnings, c.warnings...)
 	}
-	return entries[:n], warnings
+	entries = entries[:n]
+	// The scanned messages are views of data; copied into one block they
+	// keep only their own bytes alive, not the whole file.
+	for _, e := range entries {
+		size += len(e.Message)
+	}
+	block := make([]byte, 0, size)
+	for i := range entries {
+		if m := entries[i].Message; m != nil {
+			block = append(block, m...)
+			entries[i].Message = block[len(block)-len(m) : len(block) : len(block)]
+		}
+	}
+	return entries, warnings
 }
 
 // parseChunk decodes the lines of data into dst, which has room for one
