@@ -36,6 +36,7 @@ type Case struct {
 	Skip         string            `json:"skip,omitempty"`
 	Requires     []string          `json:"requires,omitempty"`  // commands the case's fixtures run, e.g. "python3"
 	Untrusted    bool              `json:"untrusted,omitempty"` // do not run "e trust CWD" first (cases about trust, C9)
+	Dialect      string            `json:"dialect,omitempty"`   // the front end spoken: "e-rpc" (default), "pi-rpc", "acp"
 	Mode         string            `json:"mode,omitempty"`      // "rpc" (default) or "print"
 	Args         []string          `json:"args,omitempty"`      // print mode: the arguments replacing "rpc"
 
@@ -64,7 +65,7 @@ func (c *Case) jsonOutput() bool { return c.printMode() && c.expect != nil }
 // step is one line of the client section.
 type step struct {
 	line   int    // line in the case file
-	kind   string // "send", "raw", "pad", "wait", "close", "signal"
+	kind   string // "send", "raw", "pad", "wait", "close", "exit", "signal"
 	text   []byte // send: the line without LF; raw: exact bytes; pad: the template
 	size   int    // pad: total line length without LF
 	labels []string
@@ -372,7 +373,7 @@ func parseClient(f archiveFile) ([]step, error) {
 				return nil, fmt.Errorf("line %d: #pad SIZE LINE: LINE must contain $pad once and be shorter than SIZE", n)
 			}
 			s.text = []byte(tmpl)
-		case "close":
+		case "close", "exit":
 		case "signal":
 			if signals[rest] == nil {
 				return nil, fmt.Errorf("line %d: #signal wants TERM, HUP, INT or KILL", n)

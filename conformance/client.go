@@ -28,14 +28,39 @@ func (r *run) play(p *pump, stdin io.Writer, closeStdin func()) *Divergence {
 		case "close":
 			closeStdin()
 			continue
+		case "exit":
+			// The server must end on its own (shutdown), stdin still open.
+			if div := p.until("the server to exit with stdin still open (M16)", func() bool { return r.eof }); div != nil {
+				return div
+			}
+			r.mu.Lock()
+			eof := r.eof
+			r.mu.Unlock()
+			if !eof {
+				return &Divergence{Step: step, Message: "the server did not exit with stdin still open (M16)"}
+			}
+			r.exited = true
+			continue
 		case "signal":
 			if err := r.cmd.Process.Signal(signals[string(s.text)]); err != nil {
 				return &Divergence{Step: step, Message: "signalling the server: " + err.Error()}
 			}
 			r.signalled = true
+			r.mu.Lock()
+			r.transcript = append(r.transcript, Exchange{At: time.Now(), Dir: "signal", Line: string(s.text)})
+			r.mu.Unlock()
 			continue
 		case "raw":
-			data = s.text
+			r.mu.Lock()
+			raw, err := substitute(s.text, r.m.bindings)
+			r.mu.Unlock()
+			if err != nil {
+				return &Divergence{Step: step, Message: err.Error()}
+			}
+			for _, l := range bytes.Split(raw, []byte("\n")) {
+				r.noteRequest(l)
+			}
+			data = raw
 		case "pad":
 			data = append(bytes.Replace(s.text, []byte("$pad"), bytes.Repeat([]byte("x"), s.size-len(s.text)+4), 1), '\n')
 		case "send":

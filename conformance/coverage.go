@@ -2,8 +2,11 @@ package conformance
 
 import (
 	"bufio"
+	"bytes"
 	_ "embed"
 	"strings"
+
+	"github.com/e-agent/e/schemas"
 )
 
 //go:embed requirements.txt
@@ -52,6 +55,137 @@ func CoverageOf(cases []*Case) []Coverage {
 			uncovered = append(uncovered, cv)
 		} else {
 			covered = append(covered, cv)
+		}
+	}
+	return append(uncovered, covered...)
+}
+
+// PropertyCoverage is one schema property (or, with an empty Path, one
+// event type) with the cases that exercise it: a client line that sends
+// it, or an expected line that checks it.
+type PropertyCoverage struct {
+	Schema string   // "session.create.params", "events/retry", "session.prompt.result", "oneshot/request" …
+	Path   string   // "tools/[]", "details/stage"; "" for the event type itself
+	Cases  []string // sorted
+}
+
+// Name is how reports write the property: "events/retry#delay_ms".
+func (p PropertyCoverage) Name() string {
+	if p.Path == "" {
+		return p.Schema
+	}
+	return p.Schema + "#" + p.Path
+}
+
+// coveredSchemas are the schemas whose properties coverage lists: every
+// method's params and result, every event, the v1 one-shot lines, and the
+// ask, notice and e -p result lines.
+func coveredSchemas() []string {
+	var out []string
+	for _, m := range schemas.Methods() {
+		out = append(out, m+".params", m+".result")
+	}
+	for _, t := range eventTypes() {
+		out = append(out, "events/"+t)
+	}
+	return append(out, "oneshot/request", "oneshot/answer", "lines/ask", "lines/notice", "lines/result")
+}
+
+// PropertyCoverageOf lists every event type and every property of the
+// covered schemas (derived from the schemas, not from a list) with the
+// cases exercising it, unexercised ones first, each group sorted.
+func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
+	hits := map[string]map[string]bool{} // name → case ids
+	hit := func(schema, path, id string) {
+		k := schema + "#" + path
+		if hits[k] == nil {
+			hits[k] = map[string]bool{}
+		}
+		hits[k][id] = true
+	}
+	walk := func(schema string, v any, id string) {
+		n, ok := schemaNamed(schema)
+		if !ok {
+			return
+		}
+		for _, p := range presentPaths(v, n) {
+			hit(schema, p, id)
+		}
+	}
+	for _, c := range cases {
+		methods := map[string]string{} // canonical id → method
+		for _, s := range c.client {
+			var texts [][]byte
+			switch s.kind {
+			case "send", "pad":
+				texts = [][]byte{s.text}
+			case "raw":
+				texts = bytes.Split(s.text, []byte("\n"))
+			}
+			for _, t := range texts {
+				obj := jsonObject(t)
+				if obj == nil {
+					continue
+				}
+				id, hasID := obj["id"]
+				m, isStr := obj["method"].(string)
+				if _, has := obj["method"]; !has {
+					walk("oneshot/request", obj, c.ID)
+					m, isStr = "oneshot", true
+				} else if isStr {
+					if p, ok := obj["params"].(map[string]any); ok {
+						walk(m+".params", p, c.ID)
+					}
+				}
+				if hasID && isStr {
+					methods[canon(id)] = m
+				}
+			}
+		}
+		for _, e := range c.expect {
+			t, typed := e.value["type"].(string)
+			switch {
+			case typed && (t == "ask" || t == "notice"):
+				walk("lines/"+t, e.value, c.ID)
+			case typed && t == "result" && c.printMode():
+				walk("lines/result", e.value, c.ID)
+			case typed:
+				if _, known := schemaNamed("events/" + t); known {
+					hit("events/"+t, "", c.ID)
+					walk("events/"+t, e.value, c.ID)
+				}
+			default:
+				m := methods[canon(e.value["id"])]
+				switch {
+				case m == "oneshot":
+					walk("oneshot/answer", e.value, c.ID)
+				case m != "":
+					if r, ok := e.value["result"]; ok {
+						walk(m+".result", r, c.ID)
+					}
+				}
+			}
+		}
+	}
+	var uncovered, covered []PropertyCoverage
+	add := func(schema, path string) {
+		pc := PropertyCoverage{Schema: schema, Path: path, Cases: sortedKeys(hits[schema+"#"+path])}
+		if len(pc.Cases) == 0 {
+			uncovered = append(uncovered, pc)
+		} else {
+			covered = append(covered, pc)
+		}
+	}
+	for _, t := range eventTypes() {
+		add("events/"+t, "")
+	}
+	for _, s := range coveredSchemas() {
+		n, ok := schemaNamed(s)
+		if !ok {
+			continue
+		}
+		for _, p := range propertyPaths(n) {
+			add(s, p)
 		}
 	}
 	return append(uncovered, covered...)

@@ -104,10 +104,20 @@ func goldenServer(t *testing.T) []string {
 	}
 	trackSources(t)
 	bin := filepath.Join(t.TempDir(), "e")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/e")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race") // a -race test binary tests a -race server
+	}
+	cmd := exec.Command("go", append(args, "./cmd/e")...)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("conformance: E_CONFORMANCE_SERVER is unset and building ./cmd/e failed, so there is no server to test: %v\n%s", err, out)
+	}
+	if raceEnabled {
+		out, err := exec.Command("go", "version", "-m", bin).Output()
+		if err != nil || !strings.Contains(string(out), "-race=true") {
+			t.Fatalf("the server built for a -race test binary is not a -race build: %v\n%s", err, out)
+		}
 	}
 	return []string{bin, "rpc"}
 }
@@ -134,5 +144,22 @@ func trackSources(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("reading the sources: %v", err)
+	}
+}
+
+// Every event type and every property of every params, result and event
+// schema is exercised by some golden case (the list is derived from the
+// schemas: a new field needs a case). Requirement IDs without a case are
+// reported by e-conformance coverage; new front ends add theirs with
+// their cases.
+func TestGoldenCoverage(t *testing.T) {
+	cases, err := LoadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range PropertyCoverageOf(cases) {
+		if len(p.Cases) == 0 {
+			t.Errorf("%s: no case sends or checks it", p.Name())
+		}
 	}
 }

@@ -109,11 +109,15 @@ func writeFixtures(c *Case, cwd, home, baseURL string) error {
 			continue
 		}
 		p := filepath.Join(root, filepath.FromSlash(rel))
+		if strings.HasSuffix(rel, "/") {
+			// An empty directory (Join dropped the slash: p is the directory).
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return fmt.Errorf("conformance: %w", err)
+			}
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("conformance: %w", err)
-		}
-		if strings.HasSuffix(rel, "/") {
-			continue // an empty directory
 		}
 		perm := os.FileMode(0o644)
 		if dir == "home" && strings.HasPrefix(rel, "extensions/") {

@@ -71,7 +71,7 @@ type Result struct {
 // Exchange is one line of a transcript.
 type Exchange struct {
 	At   time.Time `json:"at"`
-	Dir  string    `json:"dir"` // "sent" (client → server), "received" (server stdout), "model" (a model call's body)
+	Dir  string    `json:"dir"` // "sent" (client → server), "received" (server stdout), "model" (a model call's body), "signal"
 	Line string    `json:"line"`
 }
 
@@ -142,6 +142,9 @@ func SplitCommand(s string) ([]string, error) {
 	return args, nil
 }
 
+// DialectERPC is the dialect of cases without one: e rpc (and e -p).
+const DialectERPC = "e-rpc"
+
 // DefaultTimeout applies to cases without timeout_ms.
 const DefaultTimeout = 10 * time.Second
 
@@ -151,6 +154,10 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	res := &Result{ID: c.ID, File: c.File, Level: c.Level, Requirements: c.Requirements}
 	if c.Skip != "" {
 		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: c.Skip}
+		return res
+	}
+	if c.Dialect != "" && c.Dialect != DialectERPC {
+		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: "dialect " + c.Dialect + " is not implemented by this runner yet (spec/conformance.md 1.5)"}
 		return res
 	}
 	for _, cmd := range c.Requires {
@@ -199,6 +206,7 @@ type run struct {
 	cmd       *exec.Cmd
 	readers   sync.WaitGroup // the stdout reader, waited for by teardown
 	signalled bool           // the client section sent a #signal
+	exited    bool           // the client section waited for the exit (#exit)
 	c         *Case
 	o         Options
 	stderr    tailBuffer
@@ -325,7 +333,9 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 		return div, nil
 	}
 	what := "the server to exit after stdin was closed (D1)"
-	if r.signalled {
+	if r.exited {
+		what = "the server to exit (#exit)"
+	} else if r.signalled {
 		// Closing stdin now would race the signal: let the signal end it.
 		what = "the server to exit after the signal (D2)"
 	} else {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,14 @@ func TestMain(m *testing.M) {
 			os.Exit(fakeServer(os.Args[2]))
 		}
 		os.Exit(2)
+	}
+	// Re-run as the mutation proxy: conformance-proxy --mutant NAME -- CMD…
+	if len(os.Args) >= 5 && os.Args[1] == "conformance-proxy" && os.Args[2] == "--mutant" && os.Args[4] == "--" {
+		code, err := Proxy(context.Background(), os.Args[3], os.Args[5:], os.Stdin, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -120,8 +129,8 @@ func TestTimeoutKillsServer(t *testing.T) {
 
 // timeoutScale lets slow CI (-race) stretch case timeouts.
 func timeoutScale() float64 {
-	if os.Getenv("E_CONFORMANCE_TIMEOUT_SCALE") != "" {
-		return 3
+	if os.Getenv("E_CONFORMANCE_TIMEOUT_SCALE") != "" || raceEnabled {
+		return 3 // a -race server is several times slower
 	}
 	return 1
 }

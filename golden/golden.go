@@ -8,5 +8,5 @@ import "embed"
 // Cases holds every *.txtar case and known-failing.txt (when present) at
 // its root.
 //
-//go:embed *.txtar
+//go:embed *.txtar *.txt
 var Cases embed.FS

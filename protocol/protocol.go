@@ -12,12 +12,14 @@ type Call struct {
 	Name string `json:"name"`
 	// the arguments the model sent; a JSON object when they parsed as one
 	Arguments json.RawMessage `json:"arguments"`
-	Category  CallCategory    `json:"category"`
-	// the path or command the call acts on; empty when none
+	// mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+	Category CallCategory `json:"category"`
+	// the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
 	Target string `json:"target"`
 }
 
-// CallCategory is a wire type. Schema: defs.json#/$defs/call/properties/category.
+// CallCategory is mcp: a tool of an MCP server (session.create mcp_servers, settings
+// mcp_servers). Schema: defs.json#/$defs/call/properties/category.
 type CallCategory string
 
 const (
@@ -27,6 +29,7 @@ const (
 	CallCategorySearch    CallCategory = "search"
 	CallCategoryWait      CallCategory = "wait"
 	CallCategoryExtension CallCategory = "extension"
+	CallCategoryMcp       CallCategory = "mcp"
 )
 
 // ErrorCode is the kind of an error response, stable for clients to branch on; the message
@@ -156,6 +159,18 @@ const (
 	PartTypeToolCall   PartType = "tool_call"
 	PartTypeToolResult PartType = "tool_result"
 )
+
+// McpServer is an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL.
+// Schema: defs.json#/$defs/mcp_server.
+type McpServer struct {
+	// unique among a session's servers; no "__"
+	Name string `json:"name"`
+	// the program; relative names are looked up in PATH
+	Command string    `json:"command"`
+	Args    *[]string `json:"args,omitzero"`
+	// variables added to e's environment
+	Env json.RawMessage `json:"env,omitzero"`
+}
 
 // Message is one message of a conversation. Schema: defs.json#/$defs/message.
 type Message struct {
@@ -420,6 +435,9 @@ type SessionCreateParams struct {
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
 	Approval *SessionCreateParamsApproval `json:"approval,omitzero"`
+	// MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+	// start fails session.create naming it
+	McpServers *[]McpServer `json:"mcp_servers,omitzero"`
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
@@ -468,6 +486,37 @@ const (
 	SessionCreateResultApprovalWrites SessionCreateResultApproval = "writes"
 	SessionCreateResultApprovalAll    SessionCreateResultApproval = "all"
 )
+
+// SessionEntriesParams is the session.entries params. Returns the session's history entries
+// in append order, as its log holds them (issue 13). Unknown fields are accepted (V2); null
+// means the default for every optional field (V1). Schema:
+// methods/session.entries.params.json.
+type SessionEntriesParams struct {
+	Session SessionID `json:"session"`
+	// an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+	// the session lacks is an error
+	Since *string `json:"since,omitzero"`
+}
+
+// SessionEntriesResult is the session.entries result. The entries (each with id and parent,
+// so the tree can be rebuilt) and the id of the newest, the leaf. Schema:
+// methods/session.entries.result.json.
+type SessionEntriesResult struct {
+	Entries []SessionEntriesResultEntriesItem `json:"entries"`
+	// the id of the newest entry; null when the session has none
+	Leaf *string `json:"leaf"`
+}
+
+// SessionEntriesResultEntriesItem is one history entry, in the shape of the session log's
+// lines: schemas/store/entry.json describes its other fields, which grow with the log
+// format. Schema: methods/session.entries.result.json#/properties/entries/items.
+type SessionEntriesResultEntriesItem struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// the previous entry's id on its branch; empty for a root
+	Parent string `json:"parent"`
+	Time   string `json:"time"`
+}
 
 // SessionExportParams is the session.export params. Writes the conversation as one HTML page
 // (M13). Unknown fields are accepted (V2); null means the default for every optional field
@@ -650,6 +699,20 @@ type SessionSteerParams struct {
 type SessionSteerResult struct {
 	// the message is held for the running turn
 	Held json.RawMessage `json:"held"`
+}
+
+// SessionUnsteerParams is the session.unsteer params. Withdraws the steers held for the
+// running turn that it has not delivered yet (issue 13). Unknown fields are accepted (V2).
+// Schema: methods/session.unsteer.params.json.
+type SessionUnsteerParams struct {
+	Session SessionID `json:"session"`
+}
+
+// SessionUnsteerResult is the session.unsteer result. The texts withdrawn, oldest first;
+// empty when none was held (an idle session holds none). Schema:
+// methods/session.unsteer.result.json.
+type SessionUnsteerResult struct {
+	Withdrawn []string `json:"withdrawn"`
 }
 
 // ShutdownParams is the shutdown params. Stops every session and exits 0 (M16, D1). Unknown
@@ -1347,6 +1410,7 @@ const (
 	MethodSessionClose     = "session.close"
 	MethodSessionCompact   = "session.compact"
 	MethodSessionCreate    = "session.create"
+	MethodSessionEntries   = "session.entries"
 	MethodSessionExport    = "session.export"
 	MethodSessionFork      = "session.fork"
 	MethodSessionInfo      = "session.info"
@@ -1356,6 +1420,7 @@ const (
 	MethodSessionPrompt    = "session.prompt"
 	MethodSessionSet       = "session.set"
 	MethodSessionSteer     = "session.steer"
+	MethodSessionUnsteer   = "session.unsteer"
 	MethodShutdown         = "shutdown"
 )
 

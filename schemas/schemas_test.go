@@ -42,8 +42,8 @@ func TestIndexFile(t *testing.T) {
 
 func TestMethods(t *testing.T) {
 	want := []string{"ask.reply", "hello", "models.list", "session.close", "session.compact", "session.create",
-		"session.export", "session.fork", "session.info", "session.interrupt", "session.list", "session.messages",
-		"session.prompt", "session.set", "session.steer", "shutdown"} // M1–M16
+		"session.entries", "session.export", "session.fork", "session.info", "session.interrupt", "session.list",
+		"session.messages", "session.prompt", "session.set", "session.steer", "session.unsteer", "shutdown"} // M1–M16, issue 13
 	if diff := cmp.Diff(want, Methods()); diff != "" {
 		t.Errorf("Methods() (-want +got):\n%s", diff)
 	}

@@ -28,6 +28,8 @@ func init() {
 		"session.info":      (*Server).sessionInfo,
 		"session.prompt":    (*Server).sessionPrompt,
 		"session.steer":     (*Server).sessionSteer,
+		"session.unsteer":   (*Server).sessionUnsteer,
+		"session.entries":   (*Server).sessionEntries,
 		"session.interrupt": (*Server).sessionInterrupt,
 		"session.compact":   (*Server).sessionCompact,
 		"session.set":       (*Server).sessionSet,
@@ -100,6 +102,9 @@ func createSpec(p protocol.SessionCreateParams) session.Spec {
 	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
 		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
 		Approval: (*string)(p.Approval), ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
+	if p.McpServers != nil {
+		spec.MCP = mcpServers(*p.McpServers)
+	}
 	if p.Cwd != nil {
 		spec.Cwd = *p.Cwd
 	}
@@ -113,6 +118,23 @@ func createSpec(p protocol.SessionCreateParams) session.Spec {
 		}
 	}
 	return spec
+}
+
+// mcpServers converts session.create's mcp_servers for the session layer.
+func mcpServers(list []protocol.McpServer) []session.MCPServer {
+	out := make([]session.MCPServer, 0, len(list))
+	for _, m := range list {
+		c := session.MCPServer{Name: m.Name, Command: m.Command}
+		if m.Args != nil {
+			c.Args = *m.Args
+		}
+		if len(m.Env) > 0 {
+			// The schema accepted it: an object of strings, or null.
+			_ = json.Unmarshal(m.Env, &c.Env)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func (s *Server) sessionCreate(r *request) (any, error) {
@@ -225,6 +247,42 @@ func (s *Server) sessionSteer(r *request) (any, error) {
 		return nil, err
 	}
 	return SessionSteerResult{Held: true}, nil
+}
+
+func (s *Server) sessionUnsteer(r *request) (any, error) {
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionUnsteerParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	w := ss.WithdrawSteers()
+	if w == nil {
+		w = []string{}
+	}
+	return SessionUnsteerResult{Withdrawn: w}, nil
+}
+
+func (s *Server) sessionEntries(r *request) (any, error) {
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionEntriesParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	all := ss.Entries()
+	res := SessionEntriesResult{Entries: all}
+	if len(all) > 0 {
+		res.Leaf = &all[len(all)-1].ID
+	}
+	if p.Since != nil {
+		i := slices.IndexFunc(all, func(e session.Entry) bool { return e.ID == *p.Since })
+		if i < 0 {
+			return nil, &session.Error{Code: session.CodeInvalidParams, Param: "since",
+				Err: fmt.Errorf("the session has no entry %q", *p.Since)}
+		}
+		res.Entries = all[i+1:]
+	}
+	if res.Entries == nil {
+		res.Entries = []session.Entry{}
+	}
+	return res, nil
 }
 
 func (s *Server) sessionInterrupt(r *request) (any, error) {

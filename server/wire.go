@@ -62,6 +62,15 @@ type SessionSteerResult struct {
 	Held bool `json:"held"`
 }
 
+type SessionUnsteerResult struct {
+	Withdrawn []string `json:"withdrawn"`
+}
+
+type SessionEntriesResult struct {
+	Entries []session.Entry `json:"entries"`
+	Leaf    *string         `json:"leaf"`
+}
+
 type SessionCompactResult struct {
 	TokensBefore int64       `json:"tokens_before"`
 	TokensAfter  int64       `json:"tokens_after"`

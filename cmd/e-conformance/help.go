@@ -27,7 +27,10 @@ usage:
 
 commands:
   record     record a client session against a server as a draft case
-  coverage   the requirements and the cases that cite them
+  coverage   the requirements, event types and schema properties, and the cases covering them
+  selftest   the mutation self-test: every planted defect caught, every control passing
+  proxy      a server behind the mutation proxy, with one planted defect
+  mutants    the self-test's mutants and controls
   client     judge a client of e rpc against scripted scenarios
 
 flags:
@@ -82,21 +85,88 @@ examples:
   E_RECORD_API_KEY=… e-conformance record --out golden/real.txtar --upstream https://api.openai.com/v1 -- ./e rpc
 `,
 	"coverage": `e-conformance coverage lists every requirement of REQUIREMENTS.md with the cases that
-cite it, and UNCOVERED for those no case cites; the count of uncovered ones goes to stderr.
+cite it, then every event type and every property of every params, result and event
+schema (derived from the schemas) with the cases that send or check it, UNCOVERED first;
+the counts of uncovered ones go to stderr.
 
 usage:
-  e-conformance coverage [--cases DIR]
+  e-conformance coverage [--cases DIR] [--fail-uncovered KINDS]
 
 flags:
-  --cases DIR           a directory of *.txtar cases instead of the built-in ones
+  --cases DIR             a directory of *.txtar cases instead of the built-in ones
+  --fail-uncovered KINDS  exit 1 when something of these kinds has no case: a comma-separated
+                          list of requirements, events, properties, or all
 
 exit status:
-  0  listed
+  0  listed (and nothing of --fail-uncovered's kinds is uncovered)
+  1  something of --fail-uncovered's kinds has no case
   2  a usage problem, or a case that does not load
 
 examples:
   e-conformance coverage
+  e-conformance coverage --fail-uncovered events,properties
   e-conformance coverage --cases golden | grep UNCOVERED
+`,
+	"selftest": `e-conformance selftest proves the suite's strength: it runs the cases against a reference
+server as it is (all must pass), then through a byte-transparent proxy with each control
+(unknown fields, unknown event types, re-encoded JSON, slow chunked lines: all must still
+pass), then with each mutant, one planted defect at a time (every event type dropped,
+every field dropped or falsified, every method answered without being performed, every
+optional parameter ignored, lines duplicated or reordered, wrong stamps, noise on stdout,
+wrong exit status), on the cases the mutant changes, until one fails. It prints the
+survivors and the mutation score.
+
+usage:
+  e-conformance selftest [flags]
+
+flags:
+  --server CMD          the reference server (default: e next to this binary or on PATH, with rpc)
+  --cases DIR           a directory of *.txtar cases instead of the built-in ones
+  --survivors FILE      mutants no case can catch, NAME # reason per line (default: the
+                        built-in golden/survivors.txt)
+  --only PREFIXES       comma-separated prefixes of the mutants to try (default: all)
+  -j N                  mutants tried at once (default: the CPUs)
+  --timeout-scale F     multiply every case's timeout
+  --json                the report as JSON
+  -v                    a line per mutant on stderr as it is judged
+
+exit status:
+  0  every mutant caught (or listed), every control passing
+  1  a mutant survives unlisted, a listed one is caught, a control fails, or a case fails
+     without any mutant
+  2  a usage problem
+
+examples:
+  e-conformance selftest --server "./e rpc" -j 2
+  e-conformance selftest --server "./e rpc" --only drop-event/,noop/ -v
+`,
+	"proxy": `e-conformance proxy runs a server behind the mutation proxy with one planted defect (or
+none: identity). Lines the mutant leaves alone pass byte for byte; SIGTERM, SIGHUP and
+SIGINT are forwarded; the server's exit status (or killing signal) becomes the proxy's.
+
+usage:
+  e-conformance proxy [--mutant NAME] -- CMD ARGS
+
+flags:
+  --mutant NAME         the defect to plant (e-conformance mutants lists them; default identity)
+
+exit status:
+  the server's, unless the mutant changes it; 2 a usage problem
+
+examples:
+  e-conformance --server "e-conformance proxy --mutant drop-event/steered -- ./e rpc" 'steer-*'
+`,
+	"mutants": `e-conformance mutants lists the self-test's controls and mutants, one per line: kind,
+class and name.
+
+usage:
+  e-conformance mutants
+
+exit status:
+  0  listed
+
+examples:
+  e-conformance mutants | grep noop/
 `,
 	"client": `e-conformance client judges a client of e rpc: the kit plays the server through scripted
 scenarios (a client started with E_RPC set spawns it) and checks what the client sends

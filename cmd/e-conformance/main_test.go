@@ -126,8 +126,18 @@ func TestCoverageCommand(t *testing.T) {
 		t.Fatalf("status %d: %s", got, errOut.String())
 	}
 	lines := strings.Split(out.String(), "\n")
-	if !strings.Contains(lines[0], "UNCOVERED") || !strings.Contains(out.String(), "F2    2 cases") {
+	if !strings.Contains(lines[0], "UNCOVERED") || !strings.Contains(out.String(), "F2    2 cases") ||
+		!strings.Contains(out.String(), "UNCOVERED  events/steered") || !strings.Contains(out.String(), "UNCOVERED  session.create.params#tools") {
 		t.Errorf("coverage output:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), " event types, ") {
+		t.Errorf("coverage summary: %s", errOut.String())
+	}
+	if got := run([]string{"coverage", "--cases", dir, "--fail-uncovered", "all"}, nil, &out, &errOut); got != 1 {
+		t.Errorf("--fail-uncovered with gaps: status %d, want 1", got)
+	}
+	if got := run([]string{"coverage", "--fail-uncovered", "events,properties"}, nil, &out, &errOut); got != 0 {
+		t.Errorf("--fail-uncovered on the golden cases: status %d, want 0: %s", got, errOut.String())
 	}
 }
 

@@ -69,7 +69,7 @@ const environmentHelp = `environment:
 `
 
 const settingsHelp = `settings:
-  $E_HOME/settings.json: default_model, providers, extensions, tool_concurrency,
+  $E_HOME/settings.json: default_model, providers, extensions, mcp_servers, tool_concurrency,
   compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
   append_system_prompt (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
 `

@@ -278,18 +278,31 @@ func (a *Agent) initialize(params json.RawMessage) (any, *Error) {
 	}, nil
 }
 
-// checkSetup validates what session/new, load and resume share.
-func checkSetup(method, cwd string, servers []MCPServer) *Error {
+// checkSetup validates what session/new, load and resume share, and
+// returns the MCP servers to start: stdio ones only (mcpCapabilities
+// advertises neither http nor sse).
+func checkSetup(method, cwd string, servers []MCPServer) ([]session.MCPServer, *Error) {
 	if cwd == "" {
-		return invalid(method, "cwd: required")
+		return nil, invalid(method, "cwd: required")
 	}
 	if !filepath.IsAbs(cwd) {
-		return invalid(method, "cwd: %q is not an absolute path", cwd)
+		return nil, invalid(method, "cwd: %q is not an absolute path", cwd)
 	}
-	if len(servers) > 0 {
-		return invalid(method, "mcpServers: e acp does not connect to MCP servers yet")
+	var out []session.MCPServer
+	for i, s := range servers {
+		if s.Type != "" && s.Type != "stdio" {
+			return nil, invalid(method, "mcpServers[%d]: transport %q is not supported (mcpCapabilities.%s is false)", i, s.Type, s.Type)
+		}
+		cfg := session.MCPServer{Name: s.Name, Command: s.Command, Args: s.Args}
+		for _, e := range s.Env {
+			if cfg.Env == nil {
+				cfg.Env = map[string]string{}
+			}
+			cfg.Env[e.Name] = e.Value
+		}
+		out = append(out, cfg)
 	}
-	return nil
+	return out, nil
 }
 
 // fail maps a session-layer error onto an ACP error of method.
@@ -324,10 +337,11 @@ func (a *Agent) newSession(params json.RawMessage) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
+	servers, err := checkSetup(method, p.Cwd, p.MCPServers)
+	if err != nil {
 		return nil, err
 	}
-	s, err := a.create(method, session.Spec{Cwd: p.Cwd})
+	s, err := a.create(method, session.Spec{Cwd: p.Cwd, MCP: servers})
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +367,8 @@ func (a *Agent) find(method, id string) (string, *Error) {
 
 // open returns the live session id, or opens its saved log.
 func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
-	if err := checkSetup(method, p.Cwd, p.MCPServers); err != nil {
+	servers, err := checkSetup(method, p.Cwd, p.MCPServers)
+	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
@@ -366,7 +381,7 @@ func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.create(method, session.Spec{Cwd: p.Cwd, Resume: path})
+	return a.create(method, session.Spec{Cwd: p.Cwd, Resume: path, MCP: servers})
 }
 
 func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
@@ -645,7 +660,7 @@ func (a *Agent) configOptions(s *acpSession) []ConfigOption {
 	in := s.Info()
 	mo := ConfigOption{ID: optModel, Name: "Model", Category: "model", Type: "select", CurrentValue: in.Model}
 	for _, m := range a.host.Models() {
-		if m.ID == in.Model || a.host.Usable(m.ID) {
+		if m.ID == in.Model || m.Available == nil || *m.Available {
 			mo.Options = append(mo.Options, ConfigChoice{Value: m.ID, Name: m.ID})
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 // waitLimit bounds every wait for a message, so a broken agent fails the
 // test instead of hanging it. It is never used to let time pass.
-const waitLimit = 10 * time.Second
+const waitLimit = 30 * time.Second
 
 var (
 	schemaOnce sync.Once

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e-agent/e/internal/mcp/mcptest"
 )
 
 // TestMain fails the package when goroutines outlive the tests.
 func TestMain(m *testing.M) {
+	mcptest.MaybeServe() // the binary is the transcripts' MCP server too
 	code := m.Run()
 	if code == 0 {
 		if leaked := leakedGoroutines(); leaked != "" {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/e-agent/e/internal/mcp/mcptest"
 )
 
 // TestTranscripts replays the ACP transcripts in testdata/transcripts: each
@@ -72,7 +74,11 @@ func runTranscript(t *testing.T, a map[string][]string) {
 		}
 		expect = append(expect, e)
 	}
-	bound := map[string]any{"cwd": p.cwd}
+	exe, _, err := mcptest.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]any{"cwd": p.cwd, "mcptest": exe}
 	next := 0      // the next expected line to meet
 	var none []any // lines that may no longer come
 	// take checks one received line against the expectations.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
@@ -62,6 +63,10 @@ type Options struct {
 	Entries []store.Entry // history to start from (resume, fork)
 	Name    string
 	System  string // instructions (trusted AGENTS.md)
+	// MCP are the session's MCP servers: their tools are offered beside the
+	// built-in ones whenever the session offers tools. The session owns
+	// them: Close closes them.
+	MCP []*mcp.Client
 	// Approval is the approval policy (ApproveNever, ApproveWrites,
 	// ApproveAll; "" means never) and the time a question waits.
 	Approval Approval
@@ -89,6 +94,7 @@ type Session struct {
 	nextCall int
 	warned   bool
 	approval Approval
+	mcp      []*mcp.Client
 	// alwaysAllowed holds the tools the client allowed for the session.
 	alwaysAllowed map[string]bool
 	pending       []string // warnings for the first turn
@@ -119,7 +125,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: append([]store.Entry(nil), opts.Entries...),
-		pending: opts.Warnings, approval: opts.Approval,
+		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP,
 	}
 	if s.approval.Policy == "" {
 		s.approval.Policy = ApproveNever
@@ -328,6 +334,10 @@ func (s *Session) Close() error {
 	s.Interrupt()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, c := range s.mcp {
+		c.Close()
+	}
+	s.mcp = nil
 	if s.log == nil {
 		return nil
 	}

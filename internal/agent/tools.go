@@ -35,6 +35,9 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 	s.mu.Lock()
 	for i, p := range parts {
 		cat, target := Describe(p.Name, p.Arguments)
+		if m, ok := t.mcp[p.Name]; ok {
+			cat, target = "mcp", m.client.Server()+"/"+m.remote
+		}
 		c := Call{ID: s.nextCall, Name: p.Name, Arguments: jsonOr(p.Arguments), Category: cat, Target: target}
 		s.nextCall++
 		batch[i] = &pending{call: c, part: p, paths: tool.Paths(s.cwd, p.Name, p.Arguments)}
@@ -145,8 +148,15 @@ func (t *turn) runOne(p *pending) {
 		s.eng.Ext.Notify("tool.call", map[string]any{"session": s.id, "id": p.call.ID, "name": p.part.Name,
 			"arguments": p.call.Arguments})
 	}
-	if t.extension[p.part.Name] {
-		content, failed := s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments)
+	// Tools e did not build: an MCP server's, or an extension's.
+	var call func() (string, bool)
+	if m, ok := t.mcp[p.part.Name]; ok {
+		call = func() (string, bool) { return m.client.Call(t.ctx, m.remote, p.part.Arguments) }
+	} else if t.extension[p.part.Name] {
+		call = func() (string, bool) { return s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments) }
+	}
+	if call != nil {
+		content, failed := call()
 		outcome := "completed"
 		switch {
 		case t.ctx.Err() != nil:

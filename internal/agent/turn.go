@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
@@ -36,9 +37,10 @@ type turn struct {
 	toolDefs  []model.ToolDef
 	offered   map[string]bool
 	extension map[string]bool
-	lastCall  store.ModelCall // the last successful model call, for its message's entry
-	prompted  bool            // the prompt is in the history
-	system    string          // the system prompt, once built
+	mcp       map[string]mcpTool // e's name → the server and its name there
+	lastCall  store.ModelCall    // the last successful model call, for its message's entry
+	prompted  bool               // the prompt is in the history
+	system    string             // the system prompt, once built
 }
 
 func (t *turn) emit(ev Event) {
@@ -274,8 +276,9 @@ func (t *turn) interrupted(partial string) (aborted bool, err error) {
 func (t *turn) offerTools(info model.Info) {
 	t.offered = map[string]bool{}
 	t.extension = map[string]bool{}
+	t.mcp = map[string]mcpTool{}
 	t.s.mu.Lock()
-	names := t.s.tools
+	names, servers := t.s.tools, t.s.mcp
 	t.s.mu.Unlock()
 	if !info.Tools {
 		return
@@ -299,6 +302,25 @@ func (t *turn) offerTools(info model.Info) {
 			}
 		}
 	}
+	if len(names) == 0 {
+		return // no tools in this session: MCP ones neither (C3, L1)
+	}
+	for _, c := range servers {
+		for _, tl := range c.Tools() {
+			if !t.offered[tl.Name] {
+				t.offered[tl.Name] = true
+				t.extension[tl.Name] = true // its description is its guide
+				t.mcp[tl.Name] = mcpTool{c, tl.Remote}
+				t.toolDefs = append(t.toolDefs, model.ToolDef{Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters})
+			}
+		}
+	}
+}
+
+// mcpTool is an offered tool of an MCP server.
+type mcpTool struct {
+	client *mcp.Client
+	remote string
 }
 
 func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDef) *model.Request {

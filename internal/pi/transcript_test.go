@@ -29,6 +29,7 @@ type rig struct {
 	lines [][]byte
 	more  chan struct{} // signalled after each line
 	code  chan int
+	read  chan struct{} // closed when stdout has been read to EOF
 }
 
 func newRig(t *testing.T, args []string, files map[string]string) *rig {
@@ -55,6 +56,7 @@ func newRig(t *testing.T, args []string, files map[string]string) *rig {
 		outW.Close()
 	}()
 	readDone := make(chan struct{})
+	r.read = readDone
 	go func() {
 		defer close(readDone)
 		rd := jsonl.NewReader(outR, jsonl.MaxLine)
@@ -133,6 +135,7 @@ func (r *rig) close() (int, []string) {
 	case <-time.After(20 * time.Second):
 		r.t.Fatalf("e did not exit 20 s after EOF")
 	}
+	<-r.read // the last lines may still be in the pipe when Main returns
 	all := strings.TrimSpace(r.all())
 	if all == "" {
 		return code, nil

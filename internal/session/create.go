@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -32,6 +33,9 @@ type Spec struct {
 	// process's); ApprovalTimeout bounds each question (nil: none).
 	Approval        *string
 	ApprovalTimeout *time.Duration
+	// MCP are MCP servers for this session, started beside the settings'
+	// (mcp_servers) when it opens and stopped when it closes.
+	MCP []MCPServer
 	// Dir is the folder a new saved session's log goes into; "" is e's
 	// own layout under the home (sessions/<cwd slug>/).
 	Dir string
@@ -42,13 +46,16 @@ type Spec struct {
 	Parent  string
 }
 
+// MCPServer is one MCP server to start (stdio transport).
+type MCPServer = mcp.Config
+
 // Create makes a session from spec and registers it with the host.
 func (h *Host) Create(ctx context.Context, spec Spec) (*Session, error) {
 	c, err := h.prepare(spec)
 	if err != nil {
 		return nil, err
 	}
-	s, err := h.open(c)
+	s, err := h.open(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +219,50 @@ func (h *Host) chooseTools(c *creation) error {
 	return nil
 }
 
+// connectMCP starts the settings' MCP servers and the spec's for a session
+// in cwd. A server that cannot start fails the session, naming it; one
+// that exits later is reported as a notice (its calls fail at once).
+func (h *Host) connectMCP(ctx context.Context, cwd string, spec []MCPServer) ([]*mcp.Client, error) {
+	all := append(slices.Clone(h.mcp), spec...)
+	var clients []*mcp.Client
+	seen := map[string]bool{}
+	for i, cfg := range all {
+		param := fmt.Sprintf("mcp_servers[%d]", i-len(h.mcp))
+		if i < len(h.mcp) {
+			param = "settings mcp_servers"
+		}
+		var err error
+		if seen[cfg.Name] {
+			err = fmt.Errorf("two MCP servers are named %q", cfg.Name)
+		}
+		seen[cfg.Name] = true
+		var c *mcp.Client
+		if err == nil {
+			name := cfg.Name
+			c, err = mcp.Connect(ctx, cfg, cwd, func(why string) {
+				h.ui.Notice(Notice{Extension: "mcp:" + name, Level: "error", Message: why + "; its tools fail from now on"})
+			})
+		}
+		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
+			return nil, paramErr(CodeInvalidParams, param, "%v", err)
+		}
+		clients = append(clients, c)
+	}
+	return clients, nil
+}
+
 // open makes the session of a prepared creation; it takes c.log.
-func (h *Host) open(c *creation) (*Session, error) {
+func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
+	servers, err := h.connectMCP(ctx, c.cwd, c.spec.MCP)
+	if err != nil {
+		if c.log != nil {
+			c.log.Close()
+		}
+		return nil, err
+	}
 	hd := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: c.cwd,
 		Created: time.Now().UTC(), Model: c.model, Effort: c.effort}
 	if c.spec.Name != nil {
@@ -234,8 +283,10 @@ func (h *Host) open(c *creation) (*Session, error) {
 		hd.ID = id
 	case c.save:
 		hd.Parent = c.spec.Parent
-		var err error
 		if log, err = h.newLog(c.spec.Dir, hd, c.spec.History); err != nil {
+			for _, s := range servers {
+				s.Close()
+			}
 			return nil, wrap(CodeInternal, "", err)
 		}
 		c.entries = relinked(c.spec.History)
@@ -246,6 +297,7 @@ func (h *Host) open(c *creation) (*Session, error) {
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
 		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
+		MCP: servers,
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd)

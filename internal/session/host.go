@@ -95,6 +95,8 @@ type Host struct {
 	settings store.Settings
 	engine   *agent.Engine
 	ext      *extension.Host // nil when no extension runs
+	ui       UI              // the front end's client: notices about MCP servers go there too
+	mcp      []MCPServer     // settings' mcp_servers, started for every session
 	def      string          // the model a session gets unless told otherwise
 
 	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
@@ -145,8 +147,19 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
 		return nil, fmt.Errorf("--approval: %w", err)
 	}
+	var servers []MCPServer
+	if len(settings.MCPServers) > 0 {
+		if err := json.Unmarshal(settings.MCPServers, &servers); err != nil {
+			return nil, fmt.Errorf("session: settings mcp_servers: %w", err)
+		}
+		for i, s := range servers {
+			if err := s.Check(); err != nil {
+				return nil, fmt.Errorf("session: settings mcp_servers[%d]: %w", i, err)
+			}
+		}
+	}
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel,
+	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel, ui: ui, mcp: servers,
 		sessions: map[string]*Session{}, engine: &agent.Engine{
 			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
@@ -199,13 +212,6 @@ func (h *Host) Models() []ModelInfo { return h.engine.Catalog.Models() }
 
 // Model returns the catalog entry of id (a full or bare name).
 func (h *Host) Model(id string) (ModelInfo, error) { return h.engine.Catalog.Lookup(id) }
-
-// Usable reports whether a session could run on model id now: its
-// provider has what it needs (a key), so choosing it would not fail.
-func (h *Host) Usable(id string) bool {
-	_, err := h.engine.Catalog.Provider(id)
-	return err == nil
-}
 
 // List returns the saved sessions of cwd ("" = the process's), or of
 // every directory with all (C5).

@@ -308,6 +308,10 @@ func (s *Session) SetAutoCompact(on bool) { s.a.SetAutoCompact(on) }
 // SetAutoRetry turns retries of failed model calls on or off.
 func (s *Session) SetAutoRetry(on bool) { s.a.SetAutoRetry(on) }
 
+// WithdrawSteers takes back the steers held for the running turn that it
+// has not delivered yet, oldest first.
+func (s *Session) WithdrawSteers() []string { return s.a.WithdrawSteers() }
+
 // LastCompaction returns the newest compaction's summary and the id of the
 // first entry it kept ("" when it keeps none); ok is false when the
 // session has none.

@@ -287,6 +287,11 @@ func peek(m json.RawMessage) (role, text string, ok bool) {
 	if role, text, ok, sure := peekScan(m); sure {
 		return role, text, ok
 	}
+	return peekJSON(m)
+}
+
+// peekJSON is peek by encoding/json, for any message.
+func peekJSON(m json.RawMessage) (role, text string, ok bool) {
 	var msg struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`

@@ -23,6 +23,7 @@ type Settings struct {
 	DefaultModel     string          `json:"default_model"`        // "" = the model package's default
 	Providers        json.RawMessage `json:"providers"`            // parsed by the model package
 	Extensions       json.RawMessage `json:"extensions"`           // parsed by the extension package
+	MCPServers       json.RawMessage `json:"mcp_servers"`          // parsed by the session package
 	CompactThreshold float64         `json:"compact_threshold"`    // fraction of the context window, (0,1], default 0.8
 	StallTimeoutMS   int             `json:"stall_timeout_ms"`     // a stream silent this long is a transient failure; 0 = the model package's 60 s
 	MaxAttempts      int             `json:"max_attempts"`         // attempts per model call, retries included, 1..20; 0 = the agent's 5
@@ -101,6 +102,7 @@ func LoadSettings(home string) (Settings, error) {
 	}
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
+	s.MCPServers = nonNull(raw.MCPServers)
 	return s, nil
 }
 
@@ -110,6 +112,7 @@ type rawSettings struct {
 	DefaultModel     *string         `json:"default_model"`
 	Providers        json.RawMessage `json:"providers"`
 	Extensions       json.RawMessage `json:"extensions"`
+	MCPServers       json.RawMessage `json:"mcp_servers"`
 	CompactThreshold *float64        `json:"compact_threshold"`
 	StallTimeoutMS   *int            `json:"stall_timeout_ms"`
 	MaxAttempts      *int            `json:"max_attempts"`

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
 
-#: CallCategory (defs.json#/$defs/call/properties/category)
-CallCategory = Literal["read", "write", "execute", "search", "wait", "extension"]
+#: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+#: (defs.json#/$defs/call/properties/category)
+CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
 
 #: the kind of an error response, stable for clients to branch on; the message beside it is
 #: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
@@ -88,9 +89,10 @@ class Call(TypedDict):
     #: the arguments the model sent; a JSON object when they parsed as one
     arguments: Any
 
+    #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
     category: CallCategory
 
-    #: the path or command the call acts on; empty when none
+    #: the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
     target: str
 
 
@@ -190,6 +192,24 @@ class Part(TypedDict):
 
     #: tool_result: the call failed
     is_error: NotRequired[bool]
+
+
+class McpServer(TypedDict):
+    """
+    an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL
+    (defs.json#/$defs/mcp_server)
+    """
+
+    #: unique among a session's servers; no "__"
+    name: str
+
+    #: the program; relative names are looked up in PATH
+    command: str
+
+    args: NotRequired[list[str] | None]
+
+    #: variables added to e's environment
+    env: NotRequired[dict[str, Any] | None]
 
 
 class Message(TypedDict):
@@ -555,6 +575,10 @@ class SessionCreateParams(TypedDict):
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
     approval: NotRequired[SessionCreateParamsApproval | None]
 
+    #: MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+    #: start fails session.create naming it
+    mcp_servers: NotRequired[list[McpServer] | None]
+
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call
     approval_timeout_ms: NotRequired[int | None]
@@ -579,6 +603,49 @@ class SessionCreateResult(TypedDict):
 
     #: the session's approval policy
     approval: NotRequired[SessionCreateResultApproval]
+
+
+class SessionEntriesParams(TypedDict):
+    """
+    session.entries params: Returns the session's history entries in append order, as its log
+    holds them (issue 13). Unknown fields are accepted (V2); null means the default for every
+    optional field (V1). (methods/session.entries.params.json)
+    """
+
+    session: SessionID
+
+    #: an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+    #: the session lacks is an error
+    since: NotRequired[str | None]
+
+
+class SessionEntriesResult(TypedDict):
+    """
+    session.entries result: The entries (each with id and parent, so the tree can be rebuilt)
+    and the id of the newest, the leaf. (methods/session.entries.result.json)
+    """
+
+    entries: list[SessionEntriesResultEntriesItem]
+
+    #: the id of the newest entry; null when the session has none
+    leaf: str | None
+
+
+class SessionEntriesResultEntriesItem(TypedDict):
+    """
+    one history entry, in the shape of the session log's lines: schemas/store/entry.json
+    describes its other fields, which grow with the log format
+    (methods/session.entries.result.json#/properties/entries/items)
+    """
+
+    type: str
+
+    id: str
+
+    #: the previous entry's id on its branch; empty for a root
+    parent: str
+
+    time: str
 
 
 class SessionExportParams(TypedDict):
@@ -803,6 +870,25 @@ class SessionSteerResult(TypedDict):
 
     #: the message is held for the running turn
     held: Any
+
+
+class SessionUnsteerParams(TypedDict):
+    """
+    session.unsteer params: Withdraws the steers held for the running turn that it has not
+    delivered yet (issue 13). Unknown fields are accepted (V2).
+    (methods/session.unsteer.params.json)
+    """
+
+    session: SessionID
+
+
+class SessionUnsteerResult(TypedDict):
+    """
+    session.unsteer result: The texts withdrawn, oldest first; empty when none was held (an
+    idle session holds none). (methods/session.unsteer.result.json)
+    """
+
+    withdrawn: list[str]
 
 
 class ShutdownParams(TypedDict):
@@ -1641,6 +1727,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.close": (SessionCloseParams, SessionCloseResult),
     "session.compact": (SessionCompactParams, SessionCompactResult),
     "session.create": (SessionCreateParams, SessionCreateResult),
+    "session.entries": (SessionEntriesParams, SessionEntriesResult),
     "session.export": (SessionExportParams, SessionExportResult),
     "session.fork": (SessionForkParams, SessionForkResult),
     "session.info": (SessionInfoParams, SessionInfoResult),
@@ -1650,5 +1737,6 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.prompt": (SessionPromptParams, SessionPromptResult),
     "session.set": (SessionSetParams, SessionSetResult),
     "session.steer": (SessionSteerParams, SessionSteerResult),
+    "session.unsteer": (SessionUnsteerParams, SessionUnsteerResult),
     "shutdown": (ShutdownParams, ShutdownResult),
 }

@@ -17,17 +17,21 @@ export interface Call {
    * the arguments the model sent; a JSON object when they parsed as one
    */
   arguments: unknown;
+  /**
+   * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+   */
   category: CallCategory;
   /**
-   * the path or command the call acts on; empty when none
+   * the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
    */
   target: string;
 }
 
 /**
- * CallCategory. (defs.json#/$defs/call/properties/category)
+ * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+ * (defs.json#/$defs/call/properties/category)
  */
-export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension";
+export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension" | "mcp";
 
 /**
  * the kind of an error response, stable for clients to branch on; the message beside it is
@@ -174,6 +178,26 @@ export interface Part {
  * PartType. (defs.json#/$defs/part/properties/type)
  */
 export type PartType = "text" | "reasoning" | "image" | "tool_call" | "tool_result";
+
+/**
+ * an MCP server e starts over stdio; its tools are offered as mcp__NAME__TOOL
+ * (defs.json#/$defs/mcp_server)
+ */
+export interface McpServer {
+  /**
+   * unique among a session's servers; no "__"
+   */
+  name: string;
+  /**
+   * the program; relative names are looked up in PATH
+   */
+  command: string;
+  args?: string[] | null;
+  /**
+   * variables added to e's environment
+   */
+  env?: { [key: string]: unknown } | null;
+}
 
 /**
  * one message of a conversation (defs.json#/$defs/message)
@@ -597,6 +621,11 @@ export interface SessionCreateParams {
    */
   approval?: SessionCreateParamsApproval | null;
   /**
+   * MCP servers for this session, started beside the settings' mcp_servers; one that cannot
+   * start fails session.create naming it
+   */
+  mcp_servers?: McpServer[] | null;
+  /**
    * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
    * interrupted; an unanswered ask denies its call
    */
@@ -640,6 +669,47 @@ export interface SessionCreateResult {
  * the session's approval policy (methods/session.create.result.json#/properties/approval)
  */
 export type SessionCreateResultApproval = "never" | "writes" | "all";
+
+/**
+ * session.entries params: Returns the session's history entries in append order, as its log
+ * holds them (issue 13). Unknown fields are accepted (V2); null means the default for every
+ * optional field (V1). (methods/session.entries.params.json)
+ */
+export interface SessionEntriesParams {
+  session: SessionID;
+  /**
+   * an entry id: only the entries after it are returned, so an id is a durable cursor; an id
+   * the session lacks is an error
+   */
+  since?: string | null;
+}
+
+/**
+ * session.entries result: The entries (each with id and parent, so the tree can be rebuilt)
+ * and the id of the newest, the leaf. (methods/session.entries.result.json)
+ */
+export interface SessionEntriesResult {
+  entries: SessionEntriesResultEntriesItem[];
+  /**
+   * the id of the newest entry; null when the session has none
+   */
+  leaf: string | null;
+}
+
+/**
+ * one history entry, in the shape of the session log's lines: schemas/store/entry.json
+ * describes its other fields, which grow with the log format
+ * (methods/session.entries.result.json#/properties/entries/items)
+ */
+export interface SessionEntriesResultEntriesItem {
+  type: string;
+  id: string;
+  /**
+   * the previous entry's id on its branch; empty for a root
+   */
+  parent: string;
+  time: string;
+}
 
 /**
  * session.export params: Writes the conversation as one HTML page (M13). Unknown fields are
@@ -878,6 +948,23 @@ export interface SessionSteerResult {
    * the message is held for the running turn
    */
   held: unknown;
+}
+
+/**
+ * session.unsteer params: Withdraws the steers held for the running turn that it has not
+ * delivered yet (issue 13). Unknown fields are accepted (V2).
+ * (methods/session.unsteer.params.json)
+ */
+export interface SessionUnsteerParams {
+  session: SessionID;
+}
+
+/**
+ * session.unsteer result: The texts withdrawn, oldest first; empty when none was held (an
+ * idle session holds none). (methods/session.unsteer.result.json)
+ */
+export interface SessionUnsteerResult {
+  withdrawn: string[];
 }
 
 /**
@@ -1752,6 +1839,7 @@ export interface Methods {
   "session.close": { params: SessionCloseParams; result: SessionCloseResult };
   "session.compact": { params: SessionCompactParams; result: SessionCompactResult };
   "session.create": { params: SessionCreateParams; result: SessionCreateResult };
+  "session.entries": { params: SessionEntriesParams; result: SessionEntriesResult };
   "session.export": { params: SessionExportParams; result: SessionExportResult };
   "session.fork": { params: SessionForkParams; result: SessionForkResult };
   "session.info": { params: SessionInfoParams; result: SessionInfoResult };
@@ -1761,6 +1849,7 @@ export interface Methods {
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
   "session.set": { params: SessionSetParams; result: SessionSetResult };
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };
+  "session.unsteer": { params: SessionUnsteerParams; result: SessionUnsteerResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };
 }
 

@@ -1,0 +1,239 @@
+//go:build unix
+
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proxy runs argv as a child with this process's stderr, and stands
+// between it and the client on stdin and stdout, planting the defect the
+// mutant names (see Mutants); "identity" plants none. Lines a mutant leaves
+// alone pass byte for byte; SIGTERM, SIGHUP and SIGINT are forwarded; the
+// child's exit status (or its killing signal) becomes the proxy's, so that
+// the proxy only ever adds the one defect. It returns the exit status.
+func Proxy(ctx context.Context, mutant string, argv []string, stdin io.Reader, stdout io.Writer) (int, error) {
+	mu, ok := MutantNamed(mutant)
+	if !ok {
+		return 2, fmt.Errorf("conformance: proxy: no mutant %q", mutant)
+	}
+	if len(argv) == 0 {
+		return 2, errors.New("conformance: proxy: no command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	dieWithParent(cmd)
+	childIn, err := cmd.StdinPipe()
+	if err != nil {
+		return 2, err
+	}
+	childOut, err := cmd.StdoutPipe()
+	if err != nil {
+		return 2, err
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 2, fmt.Errorf("conformance: proxy: %w", err)
+	}
+	p := &proxy{m: mu, out: stdout, child: childIn, sessions: map[string]bool{}, methods: map[string]string{}}
+	done := make(chan struct{})
+	drained := make(chan struct{})
+	// The client side ends with the process: it may block reading a
+	// stdin the client never closes.
+	go p.clientSide(stdin)
+	go func() {
+		defer close(drained)
+		p.serverSide(childOut)
+	}()
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if !mu.noSignals {
+					cmd.Process.Signal(s)
+				}
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	<-drained // Wait closes the stdout pipe: read it to EOF first
+	werr := cmd.Wait()
+	close(done)
+	p.finish()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			if mu.exit == nil {
+				// Die the way the child died.
+				signal.Reset(ws.Signal())
+				syscall.Kill(os.Getpid(), ws.Signal())
+				time.Sleep(time.Second)
+			}
+			code = 128 + int(ws.Signal())
+		} else {
+			code = ee.ExitCode()
+		}
+	} else if werr != nil {
+		return 2, werr
+	}
+	if mu.exit != nil {
+		code = mu.exit(code)
+	}
+	return code, nil
+}
+
+// proxy is the state one mutant may keep across lines.
+type proxy struct {
+	m     *Mutant
+	mu    sync.Mutex // serialises writes to out and the state below
+	out   io.Writer
+	child io.WriteCloser
+
+	sessions map[string]bool   // ids seen in results: the live sessions
+	methods  map[string]string // request id (canonical JSON) → method
+	held     map[string][]byte
+	timer    *time.Timer
+	lastSess string
+}
+
+// write sends whole lines to the client; p.mu is held.
+func (p *proxy) write(lines ...[]byte) {
+	for _, l := range lines {
+		p.out.Write(l)
+	}
+	if f, ok := p.out.(interface{ Flush() error }); ok {
+		f.Flush()
+	}
+}
+
+func (p *proxy) clientSide(stdin io.Reader) {
+	defer func() {
+		if p.m.keepStdin {
+			return // the defect: EOF never reaches the server
+		}
+		p.child.Close()
+	}()
+	// Lines, not bytes: the proxy learns each request's method (for the
+	// mutants of results); what it forwards unchanged is the exact bytes.
+	br := bufio.NewReaderSize(stdin, 1<<16)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			fwd, reply := line, [][]byte(nil)
+			if obj := jsonObject(line); obj != nil {
+				p.mu.Lock()
+				if id, ok := obj["id"]; ok {
+					m, isStr := obj["method"].(string)
+					if _, has := obj["method"]; !has {
+						m, isStr = "oneshot", true
+					}
+					if isStr {
+						p.methods[canon(id)] = m
+					}
+				}
+				if p.m.client != nil {
+					fwd, reply = p.m.client(p, line, obj)
+					p.write(reply...)
+				}
+				p.mu.Unlock()
+			}
+			if fwd != nil {
+				if _, werr := p.child.Write(fwd); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *proxy) serverSide(out io.Reader) {
+	br := bufio.NewReaderSize(out, 1<<16)
+	p.mu.Lock()
+	if p.m.start != nil {
+		p.write(p.m.start...)
+	}
+	p.mu.Unlock()
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			p.mu.Lock()
+			obj := jsonObject(line)
+			p.track(obj)
+			if p.m.server == nil || obj == nil || line[len(line)-1] != '\n' {
+				p.write(line)
+			} else {
+				p.write(p.m.server(p, line, obj)...)
+			}
+			p.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// finish writes what a mutant still holds when the server is done.
+func (p *proxy) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	for _, k := range sortedKeys(p.held) {
+		p.write(p.held[k])
+	}
+	p.held = nil
+}
+
+// track remembers the sessions the server has created or named.
+func (p *proxy) track(obj map[string]any) {
+	if obj == nil {
+		return
+	}
+	if res, ok := obj["result"].(map[string]any); ok {
+		if s, ok := res["session"].(string); ok {
+			p.sessions[s] = true
+		}
+	}
+	if s, ok := obj["session"].(string); ok {
+		if !p.sessions[s] && len(p.sessions) > 0 {
+			p.lastSess = s
+		}
+		p.sessions[s] = true
+	}
+}
+
+// jsonObject decodes a line holding one JSON object (numbers kept as
+// written), or returns nil.
+func jsonObject(line []byte) map[string]any {
+	t := bytes.TrimRight(line, "\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	v, err := decode(t)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(map[string]any)
+	return m
+}

@@ -1,0 +1,113 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// proxyPrefix runs this test binary as the mutation proxy (TestMain).
+func proxyPrefix() []string { return []string{os.Args[0], "conformance-proxy"} }
+
+// The proxy is transparent: with the identity mutant and every control, a
+// sample of golden cases (framing, signals, exit codes, print mode) passes
+// against the real server as it does without the proxy; and a sample of
+// mutants is caught. The whole self-test (every mutant, every case) is
+// `e-conformance selftest`, which .ci/run runs.
+func TestSelfTestSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the server many times")
+	}
+	all, err := LoadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"framing-crlf": true, "framing-id-exact-text": true, "framing-u2028-in-strings": true,
+		"sigterm-during-bash": true, "print-json-result": true,
+		"oneshot-basic": true, "steer-reaches-next-model-call": true, "event-error-details-400": true,
+		"shutdown-exits-without-eof": true, "framing-oversized-line": true}
+	var cases []*Case
+	for _, c := range all {
+		if want[c.ID] {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) != len(want) {
+		t.Fatalf("found %d of the %d sample cases", len(cases), len(want))
+	}
+	var ms []*Mutant
+	for _, m := range Mutants() {
+		switch {
+		case m.Control,
+			m.Name == "drop-event/steered", m.Name == "falsify/steered/text", m.Name == "noop/session.steer",
+			m.Name == "drop/error_details/details/request_id", m.Name == "exit/zero-becomes-one",
+			m.Name == "noop/shutdown", m.Name == "noise/log-line-at-start", m.Name == "dup/response",
+			m.Name == "stamp/response-id-as-string", m.Name == "exit/signals-ignored", m.Name == "falsify/oneshot/output",
+			m.Name == "reorder/swap-adjacent-events":
+			ms = append(ms, m)
+		}
+	}
+	rep, err := SelfTest(context.Background(), SelfTestOptions{Server: goldenServer(t), Proxy: proxyPrefix(),
+		Cases: cases, Jobs: 2, TimeoutScale: timeoutScale(), Mutants: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.Write(&b)
+	t.Log("\n" + b.String())
+	for _, p := range rep.Problems {
+		t.Error(p)
+	}
+	if rep.Controls < 5 || rep.Mutants < 12 {
+		t.Errorf("%d controls, %d mutants: the sample lost members", rep.Controls, rep.Mutants)
+	}
+}
+
+// The survivors file parses, every entry names a mutant and gives a reason.
+func TestSurvivorsFile(t *testing.T) {
+	surv, err := ReadSurvivors(goldenDir + "/survivors.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range surv {
+		if _, ok := MutantNamed(name); !ok {
+			t.Errorf("survivors.txt lists %s, which is no mutant", name)
+		}
+	}
+	if _, err := ParseSurvivors(strings.NewReader("drop-event/text\n"), "x"); err == nil {
+		t.Error("a survivor without a reason was accepted")
+	}
+}
+
+// Every canned answer of the noop mutants passes its method's result
+// schema, so a noop mutant is caught for not performing, never for its
+// shape.
+func TestCannedResults(t *testing.T) {
+	for m, f := range cannedResults {
+		line := canonNoEscape(map[string]any{"id": 1, "result": f(map[string]any{"session": "s1", "path": "/tmp/x.html"})})
+		if _, err := (SchemaValidator{Strict: true}).ValidateLine([]byte(line), m); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+}
+
+// re-encoding keeps the value: a control must change bytes, not meaning.
+func TestReencode(t *testing.T) {
+	in := `{"a":"x/y é 😀 \"q\" \\ \u0001","n":[1,1.5,-0,1e400],"o":{"k":null,"t":true}}`
+	v, err := decode([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := reencode(v)
+	if string(out) == in || !strings.Contains(string(out), `\/`) || !strings.Contains(string(out), `\ud83d\ude00`) {
+		t.Errorf("reencode did not change the spelling: %s", out)
+	}
+	back, err := decode(out)
+	if err != nil {
+		t.Fatalf("reencoded line does not parse: %v\n%s", err, out)
+	}
+	if canon(back) != canon(v) {
+		t.Errorf("value changed:\n%s\n%s", canon(back), canon(v))
+	}
+}
