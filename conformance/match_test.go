@@ -181,8 +181,14 @@ func TestWriteJUnitIsXML(t *testing.T) {
 		t.Fatalf("not XML: %v\n%s", err, b.String())
 	}
 	s := got.Suites[0]
-	if s.Tests != 4 || s.Failures != 1 || s.Errors != 1 || s.Skipped != 1 || s.Cases[1].Failure == nil {
+	if s.Tests != 4 || s.Failures != 1 || s.Errors != 1 || s.Cases[1].Failure == nil || !strings.Contains(s.SystemOut, "SKIP d: case: later") {
 		t.Errorf("counts wrong: %+v", s)
+	}
+	// The strict Ant schema's required attributes and failure type.
+	for _, attr := range []string{`package="golden"`, `id="0"`, `timestamp="`, `hostname="`, `type="MUST expect"`, "<properties>", "<system-out>", "<system-err>"} {
+		if !strings.Contains(b.String(), attr) {
+			t.Errorf("JUnit report lacks %s:\n%s", attr, b.String())
+		}
 	}
 }
 

@@ -37,14 +37,22 @@ func (r *run) command() ([]string, error) {
 // server refusing every untrusted directory can run the cases. Cases about
 // trust opt out with "untrusted". A failure is left for the case to show.
 func (r *run) trust(cwd, home string) {
-	srv := r.o.Server
-	if r.o.NoTrust || r.c.Untrusted || srv[len(srv)-1] != "rpc" {
+	if r.o.NoTrust || r.c.Untrusted {
+		return
+	}
+	trustDir(r.o.Server, cwd, home, r.c.Env)
+}
+
+// trustDir runs the server command with its trailing rpc replaced by
+// "trust CWD"; a server command not ending in rpc has no such command.
+func trustDir(srv []string, cwd, home string, env map[string]string) {
+	if len(srv) == 0 || srv[len(srv)-1] != "rpc" {
 		return
 	}
 	argv := append(append([]string{}, srv[:len(srv)-1]...), "trust", cwd)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
-	cmd.Env = serverEnv(home, r.c.Env)
+	cmd.Env = serverEnv(home, env)
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Second
 	_ = cmd.Run()

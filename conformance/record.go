@@ -73,6 +73,7 @@ func Record(ctx context.Context, o RecordOptions) error {
 		return err
 	}
 
+	trustDir(o.Server, cwd, home, nil)
 	cmd := exec.CommandContext(ctx, o.Server[0], o.Server[1:]...)
 	cmd.Dir, cmd.Env = cwd, serverEnv(home, nil)
 	ownGroup(cmd)
@@ -115,23 +116,37 @@ func Record(ctx context.Context, o RecordOptions) error {
 			}
 		}
 	}()
-	br := bufio.NewReaderSize(o.Stdin, 1<<16)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			mu.Lock()
-			log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n")})
-			mu.Unlock()
-			if _, werr := stdin.Write(line); werr != nil {
-				break
+	// The client's lines go to the server until the client closes stdin
+	// or the server exits (shutdown): the recorder exits with the server.
+	clientDone := make(chan struct{})
+	go func() {
+		defer close(clientDone)
+		br := bufio.NewReaderSize(o.Stdin, 1<<16)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				mu.Lock()
+				log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n")})
+				mu.Unlock()
+				if _, werr := stdin.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
 			}
 		}
-		if err != nil {
-			break
-		}
+	}()
+	serverDone := make(chan struct{})
+	go func() { copier.Wait(); close(serverDone) }()
+	exitedAlone := false
+	select {
+	case <-clientDone:
+	case <-serverDone:
+		exitedAlone = true
 	}
 	stdin.Close()
-	copier.Wait() // until the server closes stdout
+	<-serverDone // until the server closes stdout
 	werr := cmd.Wait()
 	mu.Lock()
 	defer mu.Unlock()
@@ -139,7 +154,7 @@ func Record(ctx context.Context, o RecordOptions) error {
 	if werr != nil {
 		c.Exit = "nonzero"
 	}
-	out, err := draftCase(c, log, rec.tape(), cwd, home)
+	out, err := draftCase(c, log, rec.tape(), cwd, home, exitedAlone)
 	if err != nil {
 		return err
 	}
@@ -155,7 +170,7 @@ type recorded struct {
 }
 
 // draftCase writes the recorded session as a case file.
-func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string) ([]byte, error) {
+func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string, exitedAlone bool) ([]byte, error) {
 	n := newNormalizer(map[string]any{"cwd": cwd, "home": home})
 	var b expectBuilder
 	var client strings.Builder
@@ -186,6 +201,9 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string)
 		}
 		b.add(n.value("", obj).(map[string]any))
 		pending = true
+	}
+	if exitedAlone {
+		client.WriteString("#exit\n") // it ended with stdin open (shutdown)
 	}
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -259,8 +277,10 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := map[string]any{}
 	if resp.StatusCode >= 400 {
 		hs := map[string]any{}
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			hs["retry-after"] = ra
+		for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Request-Id"} {
+			if v := resp.Header.Get(h); v != "" {
+				hs[strings.ToLower(h)] = v
+			}
 		}
 		entry["error"] = map[string]any{"status": resp.StatusCode, "headers": hs, "body": copy.String()}
 	} else {

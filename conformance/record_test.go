@@ -87,3 +87,74 @@ func TestUpdate(t *testing.T) {
 		t.Fatalf("updated case fails:\n%s", b.String())
 	}
 }
+
+// A session against the real server, recorded and replayed in another
+// temp dir: saves, tool writes, sleeps, an error quoting an id, a fork,
+// an export, messages, a resume by the log path, a list, a one-shot line,
+// and shutdown, after which the recorder exits with the server (#exit).
+// Every volatile value (ids, entry ids, log paths and their slug, times,
+// durations, token estimates) must have become a placeholder or matcher.
+func TestRecordReplayRealServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the server")
+	}
+	server := goldenServer(t)
+	out := filepath.Join(t.TempDir(), "replayed.txtar")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Record(context.Background(), RecordOptions{Server: server, Out: out, Stdin: inR, Stdout: outW, Stderr: io.Discard})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	wait := func(id string) map[string]any {
+		t.Helper()
+		for lines.Scan() {
+			if obj := jsonObject(lines.Bytes()); obj != nil && obj["id"] == id {
+				return obj
+			}
+		}
+		t.Fatalf("no response to %s", id)
+		return nil
+	}
+	send := func(line string) { io.WriteString(inW, line+"\n") }
+	send(`{"id":"c","method":"session.create","params":{"save":true}}`)
+	res := wait("c")["result"].(map[string]any)
+	sid, path := res["session"].(string), res["path"].(string)
+	for _, l := range []string{
+		`{"id":"p","method":"session.prompt","params":{"session":"SID","prompt":"/tool write {\"path\":\"f.txt\",\"content\":\"x\"}\n/then\n/text written"}}`,
+		`{"id":"p2","method":"session.prompt","params":{"session":"SID","prompt":"/tool sleep {\"ms\":3}"}}`,
+		`{"id":"bad","method":"session.info","params":{"session":"nope-SID"}}`,
+		`{"id":"f","method":"session.fork","params":{"session":"SID"}}`,
+		`{"id":"x","method":"session.export","params":{"session":"SID"}}`,
+		`{"id":"m","method":"session.messages","params":{"session":"SID"}}`,
+		`{"id":"k","method":"session.compact","params":{"session":"SID"}}`,
+		`{"id":"q","method":"session.close","params":{"session":"SID"}}`,
+		`{"id":"r","method":"session.create","params":{"resume":"PATH","save":true}}`,
+		`{"id":"l","method":"session.list","params":{}}`,
+		`{"id":"o","prompt":"/text one shot","save":true}`,
+		`{"id":"bye","method":"shutdown"}`,
+	} {
+		l = strings.ReplaceAll(strings.ReplaceAll(l, "SID", sid), "PATH", path)
+		send(l)
+		wait(jsonObject([]byte(l))["id"].(string))
+	}
+	if err := <-done; err != nil { // the server exited: Record returns with stdin still open
+		t.Fatal(err)
+	}
+	inW.Close()
+	c, err := LoadCase(out)
+	if err != nil {
+		b, _ := os.ReadFile(out)
+		t.Fatalf("%v\n%s", err, b)
+	}
+	r := Run(context.Background(), c, Options{Server: server, Validator: SchemaValidator{Strict: true}, TimeoutScale: timeoutScale()})
+	if r.Verdict != Pass {
+		var b strings.Builder
+		r.Report(&b)
+		data, _ := os.ReadFile(out)
+		t.Fatalf("the recording does not replay:\n%s\n%s", b.String(), data)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Report writes r as human-readable text: one line per passing case,
@@ -66,14 +67,30 @@ type junitSuites struct {
 	Suites  []junitSuite `xml:"testsuite"`
 }
 
+// junitSuite follows the strict Ant JUnit schema (JUnit.xsd): package,
+// id, name, timestamp, hostname, tests, failures, errors, time;
+// properties first; system-out and system-err last. That schema knows no
+// skipped cases: a SKIP is a testcase without failure, its reason in
+// system-out.
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Package    string          `xml:"package,attr"`
+	ID         int             `xml:"id,attr"`
+	Name       string          `xml:"name,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Hostname   string          `xml:"hostname,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out"`
+	SystemErr  string          `xml:"system-err"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -82,17 +99,23 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
-	Skipped   *junitProblem `xml:"skipped,omitempty"`
 }
 
 type junitProblem struct {
 	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"` // failures and errors: the requirement level and step
 	Body    string `xml:",chardata"`
 }
 
 // WriteJUnit writes results as a JUnit XML report, one testcase per case.
 func WriteJUnit(w io.Writer, results []*Result) error {
-	s := junitSuite{Name: "e-conformance", Tests: len(results)}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	s := junitSuite{Package: "golden", Name: "e-conformance", Tests: len(results), Hostname: host,
+		Timestamp:  time.Now().UTC().Format("2006-01-02T15:04:05"),
+		Properties: []junitProperty{{Name: "suite", Value: "golden"}, {Name: "protocol", Value: "e rpc"}}}
 	var total float64
 	for _, r := range results {
 		total += r.Duration.Seconds()
@@ -105,6 +128,9 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 				msg = r.Divergence.Step + ": " + r.Divergence.Message
 			}
 			p := &junitProblem{Message: msg, Body: xmlSafe(b.String())}
+			if r.Verdict != Skip && r.Divergence != nil {
+				p.Type = r.Level + " " + strings.Fields(r.Divergence.Step + " x")[0]
+			}
 			p.Message = xmlSafe(p.Message)
 			switch r.Verdict {
 			case Fail:
@@ -112,7 +138,7 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 			case Error:
 				jc.Error, s.Errors = p, s.Errors+1
 			case Skip:
-				jc.Skipped, s.Skipped = p, s.Skipped+1
+				s.SystemOut += "SKIP " + r.ID + ": " + p.Message + "\n"
 			}
 		}
 		s.Cases = append(s.Cases, jc)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +16,6 @@ import (
 type normalizer struct {
 	names map[string]string // a bound string value → its placeholder name
 	paths []string          // bound path values, longest first
-	next  int               // for new session names s1, s2 …
 }
 
 func newNormalizer(bindings map[string]any) *normalizer {
@@ -36,6 +36,11 @@ func newNormalizer(bindings map[string]any) *normalizer {
 	return n
 }
 
+// volatileNumber are the fields whose numbers differ between runs of the
+// same session: measured durations, and token estimates over a system
+// prompt that names the temp dir.
+var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "tokens_before": true, "tokens_after": true}
+
 // value normalises v; key is the name of the field holding it.
 func (n *normalizer) value(key string, v any) any {
 	switch x := v.(type) {
@@ -53,6 +58,10 @@ func (n *normalizer) value(key string, v any) any {
 		return out
 	case string:
 		return n.str(key, x)
+	case json.Number:
+		if volatileNumber[key] {
+			return "$int>=0"
+		}
 	}
 	return v
 }
@@ -61,30 +70,109 @@ func (n *normalizer) str(key, s string) string {
 	if name, ok := n.names[s]; ok {
 		return "{{" + name + "}}"
 	}
-	if key == "session" && s != "" && !strings.HasPrefix(s, "/") {
-		for {
-			n.next++
-			name := fmt.Sprintf("s%d", n.next)
-			if !n.bound(name) {
-				n.names[s] = name
-				return "{{" + name + "}}"
-			}
-		}
-	}
-	for _, p := range n.paths {
-		if strings.Contains(s, p) {
-			s = strings.ReplaceAll(s, p, "{{"+n.names[p]+"}}")
-		}
+	switch {
+	case key == "session" && s != "" && !strings.HasPrefix(s, "/"):
+		return "{{" + n.bind(s, "s") + "}}"
+	case (key == "id" || key == "parent") && entryIDRE.MatchString(s):
+		return "{{" + n.bind(s, "e") + "}}" // a log entry's random id
 	}
 	if len(s) >= 20 && strings.Contains(s, "T") {
 		if _, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			return "$datetime"
 		}
 	}
+	orig := s
+	for _, p := range n.paths {
+		if strings.Contains(s, p) {
+			s = strings.ReplaceAll(s, p, "{{"+n.names[p]+"}}")
+		}
+	}
+	// Ids quoted inside longer strings (errors, warnings) become
+	// placeholders too.
+	for _, v := range sortedKeys(n.names) {
+		if name := n.names[v]; len(v) >= 8 && !strings.HasPrefix(v, "/") && strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "{{"+name+"}}")
+		}
+	}
+	if logPathRE.MatchString(s) && strings.HasPrefix(s, "{{home}}/sessions/") && !strings.ContainsAny(s, " \n") {
+		// A whole log path: its directory is the cwd's slug, which
+		// differs on every run; bind the path so later lines and
+		// client requests can name it.
+		return "{{" + n.bindRaw(orig, "path") + "}}"
+	}
+	if volatileRE.MatchString(s) {
+		return "$regexp:" + volatilePattern(s)
+	}
 	if strings.HasPrefix(s, "$") {
 		return "$" + s
 	}
 	return s
+}
+
+var (
+	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
+	logPathRE = regexp.MustCompile(`^\{\{home\}\}/sessions/[^/]+/`)
+	// volatileRE finds what differs between runs inside a string: the
+	// slug of a log directory, a date-time, a duration in ms.
+	volatileRE = regexp.MustCompile(`\{\{home\}\}/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b`)
+)
+
+// volatilePattern is an anchored regular expression for s with its
+// volatile parts made wildcards; placeholders stay, to be expanded (and
+// quoted) when matched.
+func volatilePattern(s string) string {
+	var b strings.Builder
+	b.WriteString("^")
+	last := 0
+	for _, loc := range volatileRE.FindAllStringIndex(s, -1) {
+		b.WriteString(quoteKeepingPlaceholders(s[last:loc[0]]))
+		switch v := s[loc[0]:loc[1]]; {
+		case strings.HasPrefix(v, "{{home}}"):
+			b.WriteString("{{home}}/sessions/[^/]+/")
+		case strings.HasSuffix(v, " ms"):
+			b.WriteString("[0-9]+ ms")
+		default:
+			b.WriteString(`[0-9T:.Z+-]+`)
+		}
+		last = loc[1]
+	}
+	b.WriteString(quoteKeepingPlaceholders(s[last:]))
+	b.WriteString("$")
+	return b.String()
+}
+
+func quoteKeepingPlaceholders(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, loc := range placeholderRE.FindAllStringIndex(s, -1) {
+		b.WriteString(regexp.QuoteMeta(s[last:loc[0]]))
+		b.WriteString(s[loc[0]:loc[1]])
+		last = loc[1]
+	}
+	b.WriteString(regexp.QuoteMeta(s[last:]))
+	return b.String()
+}
+
+// bind gives v a new placeholder name prefix1, prefix2 … not yet used.
+func (n *normalizer) bind(v, prefix string) string {
+	if name, ok := n.names[v]; ok {
+		return name
+	}
+	for i := 1; ; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		if !n.bound(name) {
+			n.names[v] = name
+			return name
+		}
+	}
+}
+
+// bindRaw binds a path value (longest-first replacement in client lines).
+func (n *normalizer) bindRaw(v, prefix string) string {
+	name := n.bind(v, prefix)
+	n.paths = append(n.paths, v)
+	sort.Slice(n.paths, func(i, j int) bool { return len(n.paths[i]) > len(n.paths[j]) })
+	return name
 }
 
 func (n *normalizer) bound(name string) bool {
@@ -105,7 +193,8 @@ func (n *normalizer) rawLine(line string) string {
 		q, _ := json.Marshal(v)
 		name := n.names[v]
 		line = strings.ReplaceAll(line, string(q), `"{{`+name+`}}"`)
-		if strings.HasPrefix(v, "/") {
+		if strings.HasPrefix(v, "/") || len(v) >= 8 {
+			// Inside longer strings too: paths, ids quoted in text.
 			line = strings.ReplaceAll(line, string(q[1:len(q)-1]), "{{"+name+"}}")
 		}
 	}

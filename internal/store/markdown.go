@@ -8,8 +8,6 @@ import (
 
 	"github.com/alecthomas/chroma/v2"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
-	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -24,7 +22,6 @@ import (
 
 var (
 	codeFormatter = chromahtml.New(chromahtml.WithClasses(true))
-	codeStyle     = styles.Get("github")
 	markdown      = goldmark.New(
 		goldmark.WithExtensions(extension.GFM),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(exportNodes{}, 100))),
@@ -46,14 +43,14 @@ func renderMarkdown(src string) template.HTML {
 	return template.HTML(b.String())
 }
 
-// highlight renders code in lang (a chroma lexer name or alias; "" or an
-// unknown one means plain text) as a highlighted <pre>.
+// highlight renders code in lang (a lexer name or alias of highlight.go;
+// "" or an unknown one means plain text) as a highlighted <pre>.
 func highlight(code, lang string) template.HTML {
-	lexer := lexers.Get(lang)
-	if lang == "" || lexer == nil {
-		lexer = lexers.Fallback
+	lx := lexer(lang)
+	if lang == "" || lx == nil {
+		return template.HTML(`<pre class="chroma"><code>` + template.HTMLEscapeString(code) + "</code></pre>")
 	}
-	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
+	it, err := chroma.Coalesce(lx).Tokenise(nil, code)
 	var b bytes.Buffer
 	if err == nil {
 		err = codeFormatter.Format(&b, codeStyle, it)
