@@ -264,3 +264,28 @@ func TestSchemaValidator(t *testing.T) {
 		})
 	}
 }
+
+// The HTML report is one page without external resources, with the
+// verdicts by requirement and each failure's divergence and transcript.
+func TestWriteHTML(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	results := []*Result{
+		{ID: "a", Level: "MUST", Requirements: []string{"M7"}, Verdict: Pass},
+		{ID: "b", Level: "MUST", Requirements: []string{"M7", "S2"}, Verdict: Fail, Repro: "e-conformance b",
+			Divergence: &Divergence{Step: "expect line 3", Message: "<bad> & wrong"},
+			Transcript: []Exchange{{At: now, Dir: "sent", Line: `{"id":1}`}, {At: now.Add(5 * time.Millisecond), Dir: "received", Line: `{"id":1,"result":{}}`}}},
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`id="case-b"`, "&lt;bad&gt; &amp; wrong", "5 ms received", "<td>M7</td>", "1 passed", "1 failed"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "src=") || strings.Contains(page, "href=") {
+		t.Error("the page refers to external resources")
+	}
+}

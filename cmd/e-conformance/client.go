@@ -97,7 +97,7 @@ func clientCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}
 	}
 	if *junit != "" {
-		if err := writeJUnit(*junit, results); err != nil {
+		if err := writeReport(*junit, results, conformance.WriteJUnit); err != nil {
 			fmt.Fprintln(stderr, "e-conformance client:", err)
 			return 2
 		}

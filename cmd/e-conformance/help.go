@@ -41,7 +41,9 @@ flags:
   --level LIST          levels to run, e.g. MUST,SHOULD (default MUST,SHOULD,MAY)
   --strict              fail fields and event types no schema describes (default: notes)
   --json                one JSON object per case on stdout, with its transcript
-  --junit FILE          also write a JUnit XML report
+  --junit FILE          also write a JUnit XML report (strict Ant schema)
+  --html FILE           also write a self-contained HTML report: verdicts by requirement,
+                        each failure's first divergence and transcript
   --known-failing FILE  case ids expected to fail; such a case passing fails the run
   --timeout-scale F     multiply every case's timeout (slow machines, -race builds)
 

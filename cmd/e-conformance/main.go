@@ -90,6 +90,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "cases run in parallel")
 	jsonOut := fs.Bool("json", false, "print one JSON object per case instead of text")
 	junit := fs.String("junit", "", "also write a JUnit XML report to this file")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	known := fs.String("known-failing", "", "file of case ids expected to fail; such a case passing fails the run")
 	scale := fs.Float64("timeout-scale", 1, "multiply every case's timeout (slow machines, -race builds)")
 	levels := fs.String("level", "MUST,SHOULD,MAY", "levels to run; others are skipped")
@@ -175,8 +176,14 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 	}
+	if *htmlOut != "" {
+		if err := writeReport(*htmlOut, results, conformance.WriteHTML); err != nil {
+			fmt.Fprintln(stderr, "e-conformance:", err)
+			return 2
+		}
+	}
 	if *junit != "" {
-		if err := writeJUnit(*junit, results); err != nil {
+		if err := writeReport(*junit, results, conformance.WriteJUnit); err != nil {
 			fmt.Fprintln(stderr, "e-conformance:", err)
 			return 2
 		}
@@ -347,12 +354,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func writeJUnit(path string, results []*conformance.Result) error {
+func writeReport(path string, results []*conformance.Result, write func(io.Writer, []*conformance.Result) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := conformance.WriteJUnit(f, results); err != nil {
+	if err := write(f, results); err != nil {
 		f.Close()
 		return err
 	}

@@ -244,7 +244,8 @@ func (p *Procs) scan(match func(call string) bool, adoptedSince uint64) []int {
 	prefix := []byte(p.key + "=")
 	self := os.Getpid()
 	stats := map[int]procStat{}
-	take := map[int]bool{} // marked, then adopted roots
+	take := map[int]bool{}   // marked, then adopted roots
+	others := map[int]bool{} // marked by another call: never taken as adopted
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
@@ -260,15 +261,21 @@ func (p *Procs) scan(match func(call string) bool, adoptedSince uint64) []int {
 			continue // gone, or not ours to read
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, prefix); ok && match(string(v)) {
-				take[pid] = true
+			if v, ok := bytes.CutPrefix(kv, prefix); ok {
+				if match(string(v)) {
+					take[pid] = true
+				} else {
+					others[pid] = true
+				}
 				break
 			}
 		}
 	}
 	reaper.Classify(func(own func(int) bool) {
 		for pid, st := range stats {
-			if st.ppid == self && !own(pid) && !st.dead() && st.start >= adoptedSince {
+			// Start times tick every 10 ms, so a finished call's background
+			// job can look as young as this call: its marker tells them apart.
+			if st.ppid == self && !own(pid) && !others[pid] && !st.dead() && st.start >= adoptedSince {
 				take[pid] = true
 			}
 		}
