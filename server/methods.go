@@ -10,6 +10,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -57,26 +58,18 @@ func decode[T any](r *request) (T, error) {
 	return v, nil
 }
 
-func (p SessionParams) sessionID() string        { return p.Session }
-func (p SessionPromptParams) sessionID() string  { return p.Session }
-func (p SessionSteerParams) sessionID() string   { return p.Session }
-func (p SessionCompactParams) sessionID() string { return p.Session }
-func (p SessionSetParams) sessionID() string     { return p.Session }
-func (p SessionExportParams) sessionID() string  { return p.Session }
-func (p SessionEntriesParams) sessionID() string { return p.Session }
-
-// sessionOf decodes the params and finds the session they name.
-func sessionOf[T interface{ sessionID() string }](s *Server, r *request) (T, *session.Session, error) {
+// sessionOf decodes the params and finds the session that id names in them.
+func sessionOf[T any](s *Server, r *request, id func(T) string) (T, *session.Session, error) {
 	p, err := decode[T](r)
 	if err != nil {
 		return p, nil, err
 	}
-	ss, err := s.host.Get(p.sessionID())
+	ss, err := s.host.Get(id(p))
 	return p, ss, err
 }
 
 func (s *Server) hello(r *request) (any, error) {
-	p, err := decode[HelloParams](r)
+	p, err := decode[protocol.HelloParams](r)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +98,12 @@ func (s *Server) modelsList(r *request) (any, error) {
 }
 
 // createSpec builds the session spec of session.create and one-shot lines.
-func createSpec(p SessionCreateParams) session.Spec {
+func createSpec(p protocol.SessionCreateParams) session.Spec {
 	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
 		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
-		Approval: p.Approval, ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
-	if p.MCPServers != nil {
-		spec.MCP = *p.MCPServers
+		Approval: (*string)(p.Approval), ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
+	if p.McpServers != nil {
+		spec.MCP = mcpServers(*p.McpServers)
 	}
 	if p.Cwd != nil {
 		spec.Cwd = *p.Cwd
@@ -127,8 +120,25 @@ func createSpec(p SessionCreateParams) session.Spec {
 	return spec
 }
 
+// mcpServers converts session.create's mcp_servers for the session layer.
+func mcpServers(list []protocol.McpServer) []session.MCPServer {
+	out := make([]session.MCPServer, 0, len(list))
+	for _, m := range list {
+		c := session.MCPServer{Name: m.Name, Command: m.Command}
+		if m.Args != nil {
+			c.Args = *m.Args
+		}
+		if len(m.Env) > 0 {
+			// The schema accepted it: an object of strings, or null.
+			_ = json.Unmarshal(m.Env, &c.Env)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func (s *Server) sessionCreate(r *request) (any, error) {
-	p, err := decode[SessionCreateParams](r)
+	p, err := decode[protocol.SessionCreateParams](r)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +167,7 @@ func strPtr(s string) *string {
 }
 
 func (s *Server) sessionList(r *request) (any, error) {
-	p, err := decode[SessionListParams](r)
+	p, err := decode[protocol.SessionListParams](r)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +183,7 @@ func (s *Server) sessionList(r *request) (any, error) {
 }
 
 func (s *Server) sessionInfo(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionInfoParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +223,7 @@ func (s *Server) afterAnswer(t *session.Turn, result func() (any, error)) later 
 }
 
 func (s *Server) sessionPrompt(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionPromptParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionPromptParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +239,7 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 }
 
 func (s *Server) sessionSteer(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionSteerParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionSteerParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +250,7 @@ func (s *Server) sessionSteer(r *request) (any, error) {
 }
 
 func (s *Server) sessionUnsteer(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionUnsteerParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +262,7 @@ func (s *Server) sessionUnsteer(r *request) (any, error) {
 }
 
 func (s *Server) sessionEntries(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionEntriesParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionEntriesParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +286,7 @@ func (s *Server) sessionEntries(r *request) (any, error) {
 }
 
 func (s *Server) sessionInterrupt(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionInterruptParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +296,7 @@ func (s *Server) sessionInterrupt(r *request) (any, error) {
 }
 
 func (s *Server) sessionCompact(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionCompactParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionCompactParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +320,7 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 }
 
 func (s *Server) sessionSet(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionSetParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionSetParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +329,7 @@ func (s *Server) sessionSet(r *request) (any, error) {
 		return nil, err
 	}
 	// The schema bounds both, so this cannot fail after Set succeeded.
-	policy, err := ss.SetApproval(p.Approval, millis(p.ApprovalTimeoutMS))
+	policy, err := ss.SetApproval((*string)(p.Approval), millis(p.ApprovalTimeoutMS))
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +348,7 @@ func (s *Server) sessionSet(r *request) (any, error) {
 }
 
 func (s *Server) sessionMessages(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionMessagesParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +360,7 @@ func (s *Server) sessionMessages(r *request) (any, error) {
 }
 
 func (s *Server) sessionFork(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +372,7 @@ func (s *Server) sessionFork(r *request) (any, error) {
 }
 
 func (s *Server) sessionExport(r *request) (any, error) {
-	p, ss, err := sessionOf[SessionExportParams](s, r)
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionExportParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +388,7 @@ func (s *Server) sessionExport(r *request) (any, error) {
 }
 
 func (s *Server) sessionClose(r *request) (any, error) {
-	_, ss, err := sessionOf[SessionParams](s, r)
+	_, ss, err := sessionOf(s, r, func(p protocol.SessionCloseParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +403,7 @@ func (s *Server) sessionClose(r *request) (any, error) {
 }
 
 func (s *Server) askReply(r *request) (any, error) {
-	p, err := decode[AskReplyParams](r)
+	p, err := decode[protocol.AskReplyParams](r)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +428,7 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		s.writeError(id, err.Error(), "")
 		return
 	}
-	var o OneShot
+	var o protocol.OneShotRequest
 	if err := schemas.Decode(line, &o); err != nil {
 		var de *schemas.DecodeError
 		if errors.As(err, &de) {
@@ -429,8 +439,8 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		s.reply(r, nil, err)
 		return
 	}
-	ss, err := s.host.Create(s.ctx, createSpec(SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
-		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+	ss, err := s.host.Create(s.ctx, createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
+		ToolMode: (*protocol.SessionCreateParamsToolMode)(o.ToolMode), Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
 	if err != nil {
 		s.reply(r, nil, err)
 		return

@@ -8,14 +8,11 @@ import (
 	"github.com/e-agent/e/internal/session"
 )
 
-// Wire shapes of e rpc. Each params type is decoded only after its schema
-// (schemas/methods/<method>.params.json) accepted the line, so pointer
-// fields mean "omitted or null" (V1). Results are checked against
-// schemas/methods/<method>.result.json by the tests.
-
-type HelloParams struct {
-	Ask *bool `json:"ask"`
-}
+// Wire shapes of e rpc. Params are the generated types of package protocol,
+// decoded only after their schema (schemas/methods/<method>.params.json)
+// accepted the line, so pointer fields mean "omitted or null" (V1). The
+// results below are checked against schemas/methods/<method>.result.json
+// by the tests.
 
 type HelloResult struct {
 	Protocol int      `json:"protocol"`
@@ -28,27 +25,9 @@ type HelloResult struct {
 	Ask      bool     `json:"ask"`
 }
 
-type ModelsListParams struct{}
-
 type ModelsListResult struct {
 	Default string              `json:"default"`
 	Models  []session.ModelInfo `json:"models"`
-}
-
-type SessionCreateParams struct {
-	Cwd      *string   `json:"cwd"`
-	Model    *string   `json:"model"`
-	Effort   *string   `json:"effort"`
-	Tools    *[]string `json:"tools"`
-	ToolMode *string   `json:"tool_mode"`
-	Save     *bool     `json:"save"`
-	Resume   *string   `json:"resume"`
-	Name     *string   `json:"name"`
-	// Approval is the approval policy; ApprovalTimeoutMS bounds each question.
-	Approval          *string `json:"approval"`
-	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
-	// MCPServers are MCP servers for this session (stdio).
-	MCPServers *[]session.MCPServer `json:"mcp_servers"`
 }
 
 type SessionCreateResult struct {
@@ -60,18 +39,8 @@ type SessionCreateResult struct {
 	Approval string  `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
 }
 
-type SessionListParams struct {
-	Cwd *string `json:"cwd"`
-	All *bool   `json:"all"`
-}
-
 type SessionListResult struct {
 	Sessions []session.Summary `json:"sessions"`
-}
-
-// SessionParams is the params of methods that name only a session.
-type SessionParams struct {
-	Session string `json:"session"`
 }
 
 type SessionInfoResult struct {
@@ -86,19 +55,8 @@ type SessionInfoResult struct {
 	Running  bool    `json:"running"`
 }
 
-type SessionPromptParams struct {
-	Session string    `json:"session"`
-	Prompt  string    `json:"prompt"`
-	Images  *[]string `json:"images"`
-}
-
 // SessionPromptResult is the turn result.
 type SessionPromptResult = agent.Result
-
-type SessionSteerParams struct {
-	Session string `json:"session"`
-	Text    string `json:"text"`
-}
 
 type SessionSteerResult struct {
 	Held bool `json:"held"`
@@ -108,19 +66,9 @@ type SessionUnsteerResult struct {
 	Withdrawn []string `json:"withdrawn"`
 }
 
-type SessionEntriesParams struct {
-	Session string  `json:"session"`
-	Since   *string `json:"since"`
-}
-
 type SessionEntriesResult struct {
 	Entries []session.Entry `json:"entries"`
 	Leaf    *string         `json:"leaf"`
-}
-
-type SessionCompactParams struct {
-	Session string  `json:"session"`
-	Focus   *string `json:"focus"`
 }
 
 type SessionCompactResult struct {
@@ -130,17 +78,6 @@ type SessionCompactResult struct {
 	Summary      string      `json:"summary"`
 	FirstKept    *string     `json:"first_kept"`
 	Usage        agent.Usage `json:"usage"`
-}
-
-type SessionSetParams struct {
-	Session           string  `json:"session"`
-	Model             *string `json:"model"`
-	Effort            *string `json:"effort"`
-	Approval          *string `json:"approval"`
-	ApprovalTimeoutMS *int64  `json:"approval_timeout_ms"`
-	Name              *string `json:"name"`
-	AutoCompact       *bool   `json:"auto_compact"`
-	AutoRetry         *bool   `json:"auto_retry"`
 }
 
 type SessionSetResult struct {
@@ -168,38 +105,13 @@ type SessionForkResult struct {
 	Path    *string `json:"path"`
 }
 
-type SessionExportParams struct {
-	Session string  `json:"session"`
-	Path    *string `json:"path"`
-}
-
 type SessionExportResult struct {
 	Path  string `json:"path"`
 	Title string `json:"title"`
 }
 
-type AskReplyParams struct {
-	Ask    int64           `json:"ask"`
-	Result json.RawMessage `json:"result"`
-}
-
 // Empty is the result of methods that return nothing.
 type Empty struct{}
-
-// OneShot is a version-1 line: a request without "method" (O1–O5).
-type OneShot struct {
-	ID       json.RawMessage `json:"id"`
-	Prompt   string          `json:"prompt"`
-	Cwd      *string         `json:"cwd"`
-	Model    *string         `json:"model"`
-	Effort   *string         `json:"effort"`
-	Tools    *[]string       `json:"tools"`
-	ToolMode *string         `json:"tool_mode"`
-	Save     *bool           `json:"save"`
-	Resume   *string         `json:"resume"`
-	Name     *string         `json:"name"`
-	Images   *[]string       `json:"images"`
-}
 
 // Notice is a process line about extensions (X6, X7).
 type Notice struct {

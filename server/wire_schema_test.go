@@ -14,6 +14,7 @@ import (
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -35,9 +36,8 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // jsonField is one member a struct marshals to.
 type jsonField struct {
-	name     string
-	always   bool // emitted whatever the value: no omitempty
-	optional bool // a params field that may be omitted or null: pointer or raw JSON
+	name   string
+	always bool // emitted whatever the value: no omitempty
 }
 
 // jsonFields lists the members typ marshals to, flattening embedded
@@ -57,11 +57,9 @@ func jsonFields(typ reflect.Type) []jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		raw := f.Type == reflect.TypeFor[json.RawMessage]()
 		out = append(out, jsonField{
-			name:     name,
-			always:   !slices.Contains(strings.Split(opts, ","), "omitempty"),
-			optional: f.Type.Kind() == reflect.Pointer || raw,
+			name:   name,
+			always: !slices.Contains(strings.Split(opts, ","), "omitempty"),
 		})
 	}
 	return out
@@ -98,34 +96,16 @@ type shape struct {
 	schema string // schema name
 	def    string // a $defs entry of it, or ""
 	value  any    // a value of the Go type
-	params bool   // decoded by the server: required = the fields that are not optional
 	extra  []string
 }
 
 // TestRequiredMatchesStructs: each schema's required list equals the
-// struct's always-emitted fields (for params: its non-optional fields), and
-// every field the struct has is a property of the schema.
+// struct's always-emitted fields, and every field the struct has is a
+// property of the schema. The params types are generated from the schemas
+// (package protocol; internal/gen TestFresh keeps them current), so only
+// the hand-written result and line types are checked here.
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
-		{schema: "hello.params", value: HelloParams{}, params: true},
-		{schema: "models.list.params", value: ModelsListParams{}, params: true},
-		{schema: "session.create.params", value: SessionCreateParams{}, params: true},
-		{schema: "session.list.params", value: SessionListParams{}, params: true},
-		{schema: "session.info.params", value: SessionParams{}, params: true},
-		{schema: "session.prompt.params", value: SessionPromptParams{}, params: true},
-		{schema: "session.steer.params", value: SessionSteerParams{}, params: true},
-		{schema: "session.unsteer.params", value: SessionParams{}, params: true},
-		{schema: "session.entries.params", value: SessionEntriesParams{}, params: true},
-		{schema: "session.interrupt.params", value: SessionParams{}, params: true},
-		{schema: "session.compact.params", value: SessionCompactParams{}, params: true},
-		{schema: "session.set.params", value: SessionSetParams{}, params: true},
-		{schema: "session.messages.params", value: SessionParams{}, params: true},
-		{schema: "session.fork.params", value: SessionParams{}, params: true},
-		{schema: "session.export.params", value: SessionExportParams{}, params: true},
-		{schema: "session.close.params", value: SessionParams{}, params: true},
-		{schema: "ask.reply.params", value: AskReplyParams{}, params: true},
-		{schema: "shutdown.params", value: Empty{}, params: true},
-		{schema: "oneshot/request", value: OneShot{}, params: true},
 
 		{schema: "hello.result", value: HelloResult{}},
 		{schema: "models.list.result", value: ModelsListResult{}},
@@ -169,7 +149,7 @@ func TestRequiredMatchesStructs(t *testing.T) {
 				if _, ok := properties[f.name]; !ok {
 					t.Errorf("field %q is not a property of the schema", f.name)
 				}
-				if s.params && !f.optional || !s.params && f.always {
+				if f.always {
 					want = append(want, f.name)
 				}
 			}
@@ -292,51 +272,51 @@ func TestWireValuesValidate(t *testing.T) {
 		{Type: model.PartToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)},
 		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
 	}
-	create := SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
-		ToolMode: ptr("none"), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+	create := protocol.SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
+		ToolMode: ptr(protocol.SessionCreateParamsToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
 	tests := []struct {
 		method string
 		params any
 		result any
 	}{
-		{"hello", HelloParams{}, HelloResult{Protocol: 2, Version: "0.1.0", Channel: "dev", Commit: "abc", Cwd: "/w", Home: "/h/.e", Methods: schemas.Methods(), Ask: false}},
-		{"hello", HelloParams{Ask: ptr(true)}, HelloResult{Protocol: 2, Methods: []string{}, Ask: true}},
-		{"models.list", ModelsListParams{}, ModelsListResult{Default: "e/offline", Models: []model.Info{info, effort}}},
-		{"session.create", SessionCreateParams{}, SessionCreateResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"hello", protocol.HelloParams{}, HelloResult{Protocol: 2, Version: "0.1.0", Channel: "dev", Commit: "abc", Cwd: "/w", Home: "/h/.e", Methods: schemas.Methods(), Ask: false}},
+		{"hello", protocol.HelloParams{Ask: ptr(true)}, HelloResult{Protocol: 2, Methods: []string{}, Ask: true}},
+		{"models.list", protocol.ModelsListParams{}, ModelsListResult{Default: "e/offline", Models: []model.Info{info, effort}}},
+		{"session.create", protocol.SessionCreateParams{}, SessionCreateResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
 		{"session.create", create, SessionCreateResult{Session: "01J0", Model: "e/offline", Effort: "high", Cwd: "/w", Path: ptr("/h/x.jsonl")}},
-		{"session.list", SessionListParams{}, SessionListResult{Sessions: []store.Summary{}}},
-		{"session.list", SessionListParams{Cwd: ptr("/w"), All: ptr(true)}, SessionListResult{Sessions: []store.Summary{
+		{"session.list", protocol.SessionListParams{}, SessionListResult{Sessions: []store.Summary{}}},
+		{"session.list", protocol.SessionListParams{Cwd: ptr("/w"), All: ptr(true)}, SessionListResult{Sessions: []store.Summary{
 			{Path: "/h/x.jsonl", Title: "what does this repo do", Name: "", Modified: when, Messages: 4, Turns: 2, Cwd: "/w"}}}},
-		{"session.info", SessionParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
-		{"session.info", SessionParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w",
+		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w",
 			Path: ptr("/h/x.jsonl"), Name: ptr("ci"), Title: ptr("t"), Messages: 3, Running: true}},
-		{"session.prompt", SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(false)},
-		{"session.prompt", SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(true)},
-		{"session.steer", SessionSteerParams{Session: "01J0", Text: "also"}, SessionSteerResult{Held: true}},
-		{"session.interrupt", SessionParams{Session: "01J0"}, Empty{}},
-		{"session.unsteer", SessionParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{}}},
-		{"session.unsteer", SessionParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{"also", "and this"}}},
-		{"session.entries", SessionEntriesParams{Session: "01J0"}, SessionEntriesResult{Entries: []store.Entry{}}},
-		{"session.entries", SessionEntriesParams{Session: "01J0", Since: ptr("e1")}, SessionEntriesResult{Leaf: ptr("e2"),
+		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(false)},
+		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(true)},
+		{"session.steer", protocol.SessionSteerParams{Session: "01J0", Text: "also"}, SessionSteerResult{Held: true}},
+		{"session.interrupt", protocol.SessionInterruptParams{Session: "01J0"}, Empty{}},
+		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{}}},
+		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{"also", "and this"}}},
+		{"session.entries", protocol.SessionEntriesParams{Session: "01J0"}, SessionEntriesResult{Entries: []store.Entry{}}},
+		{"session.entries", protocol.SessionEntriesParams{Session: "01J0", Since: ptr("e1")}, SessionEntriesResult{Leaf: ptr("e2"),
 			Entries: []store.Entry{{Type: store.TypeName, ID: "e2", Parent: "e1", Time: when, Name: "ci"}}}},
-		{"session.compact", SessionCompactParams{Session: "01J0"}, SessionCompactResult{TokensBefore: 9, TokensAfter: 3, SummaryChars: 40, Usage: agent.NewUsage(model.Usage{Input: 9})}},
-		{"session.compact", SessionCompactParams{Session: "01J0", Focus: ptr("tests")}, SessionCompactResult{}},
-		{"session.set", SessionSetParams{Session: "01J0"}, SessionSetResult{Model: "e/offline"}},
-		{"session.set", SessionSetParams{Session: "01J0", Model: ptr("openai/gpt-5.5"), Effort: ptr("low")}, SessionSetResult{Model: "openai/gpt-5.5", Effort: "low"}},
-		{"session.messages", SessionParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{}}},
-		{"session.messages", SessionParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{
+		{"session.compact", protocol.SessionCompactParams{Session: "01J0"}, SessionCompactResult{TokensBefore: 9, TokensAfter: 3, SummaryChars: 40, Usage: agent.NewUsage(model.Usage{Input: 9})}},
+		{"session.compact", protocol.SessionCompactParams{Session: "01J0", Focus: ptr("tests")}, SessionCompactResult{}},
+		{"session.set", protocol.SessionSetParams{Session: "01J0"}, SessionSetResult{Model: "e/offline"}},
+		{"session.set", protocol.SessionSetParams{Session: "01J0", Model: ptr("openai/gpt-5.5"), Effort: ptr("low")}, SessionSetResult{Model: "openai/gpt-5.5", Effort: "low"}},
+		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{}}},
+		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{
 			{ID: "e1", Parent: "", Time: when, Role: model.RoleUser, Content: parts[:1]},
 			{ID: "e2", Parent: "e1", Time: when, Role: model.RoleAssistant, Content: parts[1:4]},
 			{ID: "e3", Parent: "e2", Time: when, Role: model.RoleTool, Content: parts[4:]},
 		}}},
-		{"session.fork", SessionParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
-		{"session.fork", SessionParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
-		{"session.export", SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
-		{"session.export", SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},
-		{"session.close", SessionParams{Session: "01J0"}, Empty{}},
-		{"ask.reply", AskReplyParams{Ask: 1}, Empty{}},
-		{"ask.reply", AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, Empty{}},
-		{"shutdown", Empty{}, Empty{}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
+		{"session.export", protocol.SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
+		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},
+		{"session.close", protocol.SessionCloseParams{Session: "01J0"}, Empty{}},
+		{"ask.reply", protocol.AskReplyParams{Ask: 1}, Empty{}},
+		{"ask.reply", protocol.AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, Empty{}},
+		{"shutdown", protocol.ShutdownParams{}, Empty{}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -372,9 +352,9 @@ func TestLinesValidate(t *testing.T) {
 		line     []byte
 		validate func([]byte) error
 	}{
-		{"one-shot request, nulls", mustJSON(t, OneShot{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
-		{"one-shot request, set", mustJSON(t, OneShot{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
-			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr("all"), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
+		{"one-shot request, nulls", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
+		{"one-shot request, set", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
+			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.OneShotRequestToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
 			Name: ptr("n"), Images: ptr([]string{"a.png"})}), schemas.ValidateOneShot},
 		{"one-shot answer (O1)", flat(`"one"`, turnResult(false)), schemas.ValidateLine},
 		{"one-shot answer, failed", flat(`null`, turnResult(true)), schemas.ValidateLine},
