@@ -25,6 +25,7 @@ type tapeEntry struct {
 	Usage        *tapeUsage      `json:"usage"`
 	FinishReason string          `json:"finish_reason"`
 	Hold         bool            `json:"hold"`
+	Optional     bool            `json:"optional"`
 	DelayMS      int             `json:"delay_ms"`
 	Error        *tapeError      `json:"error"`
 	RawRequest   json.RawMessage `json:"request"`
@@ -146,11 +147,16 @@ func (t *tapeServer) close() {
 	t.wg.Wait()
 }
 
-// unused is the number of entries never requested.
+// unused is the number of entries never requested, less trailing optional
+// ones: a call an interrupt may stop before it is sent.
 func (t *tapeServer) unused() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.entries) - t.next
+	n := len(t.entries) - t.next
+	for i := len(t.entries) - 1; i >= t.next && t.entries[i].Optional; i-- {
+		n--
+	}
+	return n
 }
 
 func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -16,19 +16,27 @@ var sleepTool = &builtin{
 	params: []param{
 		{name: "ms", kind: kInteger, required: true, min: 1, max: 3_600_000, desc: "Milliseconds to wait (1 to 3600000)."},
 	},
-	run: runSleep,
+	run:         runSleep,
+	reportsStop: true,
 }
 
 func runSleep(ctx context.Context, env *Env, a args) Result {
 	ms := a.integer("ms", 0)
 	start := time.Now()
-	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		s := fmt.Sprintf("slept %d ms", ms)
-		return Result{Content: s, Summary: s}
-	case <-ctx.Done():
-		return stopped(fmt.Sprintf("stopped after %d ms", time.Since(start).Milliseconds()))
+	if ctx.Err() == nil {
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			s := fmt.Sprintf("slept %d ms", ms)
+			return Result{Content: s, Summary: s}
+		case <-ctx.Done():
+		}
 	}
+	// Stopped, perhaps before the wait began: the content and the event's
+	// ms are one measurement (spec/engine.md).
+	d := time.Since(start)
+	r := stopped(fmt.Sprintf("stopped after %d ms", d.Milliseconds()))
+	r.Elapsed, r.timed = d, true
+	return r
 }

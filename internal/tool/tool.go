@@ -34,6 +34,8 @@ type Result struct {
 	Failed  bool   // the call failed (bad arguments, missing file, non-zero exit, timeout, ...)
 	Stopped bool   // the call ended because ctx was cancelled (interrupt, or steer for sleep)
 	Elapsed time.Duration
+
+	timed bool // the tool measured Elapsed itself (sleep: its content names the same ms)
 }
 
 // builtin is a tool's definition: its spec, its parameters (from which the
@@ -44,6 +46,9 @@ type builtin struct {
 	// target names the parameter Describe reports; dflt is reported when it is absent.
 	target, dflt string
 	run          func(ctx context.Context, env *Env, a args) Result
+	// reportsStop: run itself answers an already ended ctx, in words the
+	// spec fixes (sleep: "stopped after N ms").
+	reportsStop bool
 }
 
 var builtins = map[string]*builtin{}
@@ -141,7 +146,9 @@ func Paths(cwd, name string, args json.RawMessage) []string {
 func Run(ctx context.Context, env *Env, name string, args json.RawMessage) Result {
 	start := time.Now()
 	r := run(ctx, env, name, args)
-	r.Elapsed = time.Since(start)
+	if !r.timed {
+		r.Elapsed = time.Since(start)
+	}
 	return r
 }
 
@@ -161,7 +168,7 @@ func run(ctx context.Context, env *Env, name string, raw json.RawMessage) Result
 		}
 		return failure("no working directory", "%s: the session directory %q is not an absolute path", name, cwd)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !b.reportsStop {
 		return Result{Content: name + ": stopped before it started", Summary: "stopped", Stopped: true}
 	}
 	return b.run(ctx, env, a)

@@ -180,3 +180,14 @@ func TestPaths(t *testing.T) {
 		})
 	}
 }
+
+// A sleep stopped before its wait began says so in the words the spec
+// fixes for every stopped sleep (engine.md §12).
+func TestSleepStoppedBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := Run(ctx, &Env{Cwd: t.TempDir()}, "sleep", json.RawMessage(`{"ms":600000}`))
+	if got.Content != "stopped after 0 ms" || !got.Stopped {
+		t.Errorf("Run(sleep) after cancel = %+v; want Stopped with content %q", got, "stopped after 0 ms")
+	}
+}
