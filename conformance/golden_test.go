@@ -95,6 +95,13 @@ func goldenKnownFailing() (map[string]bool, error) {
 
 func goldenServer(t *testing.T) []string {
 	t.Helper()
+	return buildServer(t, raceEnabled)
+}
+
+// buildServer builds ./cmd/e, with -race when race is set, unless
+// E_CONFORMANCE_SERVER names a server.
+func buildServer(t *testing.T, race bool) []string {
+	t.Helper()
 	if s := os.Getenv("E_CONFORMANCE_SERVER"); s != "" {
 		argv, err := SplitCommand(s)
 		if err != nil || len(argv) == 0 {
@@ -105,7 +112,7 @@ func goldenServer(t *testing.T) []string {
 	trackSources(t)
 	bin := filepath.Join(t.TempDir(), "e")
 	args := []string{"build", "-o", bin}
-	if raceEnabled {
+	if race {
 		args = append(args, "-race") // a -race test binary tests a -race server
 	}
 	cmd := exec.Command("go", append(args, "./cmd/e")...)
@@ -113,7 +120,7 @@ func goldenServer(t *testing.T) []string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("conformance: E_CONFORMANCE_SERVER is unset and building ./cmd/e failed, so there is no server to test: %v\n%s", err, out)
 	}
-	if raceEnabled {
+	if race {
 		out, err := exec.Command("go", "version", "-m", bin).Output()
 		if err != nil || !strings.Contains(string(out), "-race=true") {
 			t.Fatalf("the server built for a -race test binary is not a -race build: %v\n%s", err, out)
