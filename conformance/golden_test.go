@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/e-agent/e/internal/testbuild"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,49 +109,7 @@ func buildServer(t *testing.T, race bool) []string {
 		}
 		return argv
 	}
-	trackSources(t)
-	bin := filepath.Join(t.TempDir(), "e")
-	args := []string{"build", "-o", bin}
-	if race {
-		args = append(args, "-race") // a -race test binary tests a -race server
-	}
-	cmd := exec.Command("go", append(args, "./cmd/e")...)
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("conformance: E_CONFORMANCE_SERVER is unset and building ./cmd/e failed, so there is no server to test: %v\n%s", err, out)
-	}
-	if race {
-		out, err := exec.Command("go", "version", "-m", bin).Output()
-		if err != nil || !strings.Contains(string(out), "-race=true") {
-			t.Fatalf("the server built for a -race test binary is not a -race build: %v\n%s", err, out)
-		}
-	}
-	return []string{bin, "rpc"}
-}
-
-// trackSources reads the module's sources and schemas, so that go test's
-// cache, which records the files a test opens, reruns this test when the
-// server it builds changes (this package does not import the server).
-func trackSources(t *testing.T) {
-	t.Helper()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); name != ".." && (strings.HasPrefix(name, ".") || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, "go.mod") || strings.HasSuffix(path, "go.sum") {
-			_, err = os.ReadFile(path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("reading the sources: %v", err)
-	}
+	return []string{testbuild.Command(t, "github.com/e-agent/e/cmd/e", race), "rpc"}
 }
 
 // Every event type and every property of every params, result and event

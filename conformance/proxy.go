@@ -76,22 +76,12 @@ func Proxy(ctx context.Context, mutant string, argv []string, stdin io.Reader, s
 	werr := cmd.Wait()
 	close(done)
 	p.finish()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			if mu.exit == nil {
-				// Die the way the child died.
-				signal.Reset(ws.Signal())
-				syscall.Kill(os.Getpid(), ws.Signal())
-				time.Sleep(time.Second)
-			}
-			code = 128 + int(ws.Signal())
-		} else {
-			code = ee.ExitCode()
-		}
-	} else if werr != nil {
+	code, sig := exitStatus(werr)
+	if code < 0 {
 		return 2, werr
+	}
+	if sig != 0 && mu.exit == nil {
+		dieBy(sig)
 	}
 	if mu.exit != nil {
 		code = mu.exit(code)
@@ -236,4 +226,43 @@ func jsonObject(line []byte) map[string]any {
 	}
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// exitStatus is the status a process ended with: its exit code, or
+// 128+N and the signal when signal N killed it; -1 when it could not be
+// waited for.
+func exitStatus(werr error) (int, syscall.Signal) {
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return 0, 0
+	case !errors.As(werr, &ee):
+		return -1, 0
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), ws.Signal()
+	}
+	return ee.ExitCode(), 0
+}
+
+// dieBy ends this process by sig, the way its child died, so that whoever
+// waits for it sees what it would have seen without it in between.
+func dieBy(sig syscall.Signal) {
+	signal.Reset(sig)
+	syscall.Kill(os.Getpid(), sig)
+	time.Sleep(time.Second)
+}
+
+// ExitLike returns the exit status of a child that ended as ps says
+// (Record's server), or ends this process by the same signal when one
+// killed it, so that whoever waits sees what it would see without it.
+func ExitLike(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		dieBy(ws.Signal())
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
 }

@@ -11,9 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +31,21 @@ type RecordOptions struct {
 	Stdin    io.Reader // the client's lines
 	Stdout   io.Writer // the server's lines, passed through
 	Stderr   io.Writer // the server's stderr, passed through
+
+	// Here records in the current directory and $E_HOME as they are
+	// instead of fresh ones: the runner has set them up, so a golden
+	// case can be re-recorded through e-conformance record as its
+	// server. The model calls go to the tape provider of
+	// $E_HOME/settings.json, which now points at the recorder, and the
+	// server gets this process's environment.
+	Here bool
+	// NoTrust skips "e trust CWD" before the server starts (cases about
+	// trust).
+	NoTrust bool
+	// Like is a case file whose description, header and sections other
+	// than client, expect and tape.json (fixtures, files, stderr.re) the
+	// recording takes, so a re-recorded golden case runs as the original.
+	Like string
 }
 
 // Record proxies one client session to a fresh server (as a case would
@@ -34,24 +53,17 @@ type RecordOptions struct {
 // with waits, the server's lines as expectations, and the model calls as
 // a tape, volatile values replaced by placeholders (spec/conformance.md,
 // section 5).
-func Record(ctx context.Context, o RecordOptions) error {
+//
+// It returns how the server ended, so that the recorder can end the same
+// way (ExitLike).
+func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if len(o.Server) == 0 || o.Out == "" {
-		return fmt.Errorf("conformance: record needs a server command and an output file")
+		return nil, fmt.Errorf("conformance: record needs a server command and an output file")
 	}
-	tmp, err := os.MkdirTemp("", "e-conformance-record-")
-	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
-		return fmt.Errorf("conformance: %w", err)
-	}
-	cwd, home := filepath.Join(tmp, "cwd"), filepath.Join(tmp, "home")
-
 	rec := &recorder{upstream: strings.TrimSuffix(o.Upstream, "/"), key: o.APIKey}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	srv := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
@@ -64,40 +76,80 @@ func Record(ctx context.Context, o RecordOptions) error {
 		srv.Close()
 		wg.Wait()
 	}()
+	baseURL := "http://" + ln.Addr().String() + "/v1"
 	model := o.Model
-	if model == "" && o.Upstream == "" {
+	if model == "" && o.Upstream == "" && !o.Here {
 		model = "e/offline"
 	}
 	c := &Case{ID: strings.TrimSuffix(filepath.Base(o.Out), ".txtar"), Level: "MUST", Requirements: []string{"F2"}, Model: model}
-	if err := writeFixtures(c, cwd, home, "http://"+ln.Addr().String()+"/v1"); err != nil {
-		return err
+	var cwd, home string
+	env := []string(nil)
+	if o.Here {
+		var restore func()
+		if cwd, home, restore, err = recordHere(rec, baseURL); err != nil {
+			return nil, err
+		}
+		defer restore()
+		env = os.Environ()
+	} else {
+		tmp, err := os.MkdirTemp("", "e-conformance-record-")
+		if err != nil {
+			return nil, fmt.Errorf("conformance: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
+			return nil, fmt.Errorf("conformance: %w", err)
+		}
+		cwd, home = filepath.Join(tmp, "cwd"), filepath.Join(tmp, "home")
+		if err := writeFixtures(c, cwd, home, baseURL); err != nil {
+			return nil, err
+		}
+		env = serverEnv(home, nil)
+	}
+	var like *archive
+	var likeCase *Case
+	if o.Like != "" {
+		data, err := os.ReadFile(o.Like)
+		if err != nil {
+			return nil, fmt.Errorf("conformance: record: %w", err)
+		}
+		if likeCase, err = parseCase(data); err != nil {
+			return nil, fmt.Errorf("conformance: record: %s: %w", o.Like, err)
+		}
+		like = parseArchive(data)
 	}
 
-	trustDir(o.Server, cwd, home, nil)
+	if !o.NoTrust {
+		trustDir(uptoRPC(o.Server), cwd, home, nil)
+	}
 	cmd := exec.CommandContext(ctx, o.Server[0], o.Server[1:]...)
-	cmd.Dir, cmd.Env = cwd, serverEnv(home, nil)
+	cmd.Dir, cmd.Env = cwd, env
 	ownGroup(cmd)
 	cmd.Stderr = o.Stderr
 	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	stdout, pw, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	defer stdout.Close()
 	cmd.Stdout = pw
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
-		return fmt.Errorf("conformance: starting %q: %w", strings.Join(o.Server, " "), err)
+		return nil, fmt.Errorf("conformance: starting %q: %w", strings.Join(o.Server, " "), err)
 	}
 	defer killGroup(cmd)
 
 	var mu sync.Mutex
 	var log []recorded
+	eofAt := -1 // where in log the client closed stdin
 	var copier sync.WaitGroup
 	copier.Add(1)
 	go func() {
@@ -126,52 +178,212 @@ func Record(ctx context.Context, o RecordOptions) error {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
 				mu.Lock()
-				log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n")})
+				log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n"), noLF: !bytes.HasSuffix(line, []byte("\n"))})
 				mu.Unlock()
 				if _, werr := stdin.Write(line); werr != nil {
 					return
 				}
 			}
 			if err != nil {
+				mu.Lock()
+				eofAt = len(log)
+				mu.Unlock()
 				return
 			}
 		}
 	}()
 	serverDone := make(chan struct{})
 	go func() { copier.Wait(); close(serverDone) }()
+	// A signal the client sends the recorder is the server's, and a
+	// #signal in the case.
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				mu.Lock()
+				log = append(log, recorded{client: true, directive: "#signal " + signalName(sig)})
+				mu.Unlock()
+				cmd.Process.Signal(sig)
+			case <-serverDone:
+				return
+			}
+		}
+	}()
 	exitedAlone := false
 	select {
 	case <-clientDone:
 	case <-serverDone:
-		exitedAlone = true
+		exitedAlone = true // with stdin open (shutdown, a signal)
 	}
 	stdin.Close()
 	<-serverDone // until the server closes stdout
 	werr := cmd.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	c.Exit = "0"
-	if werr != nil {
-		c.Exit = "nonzero"
+	c.Exit = strconv.Itoa(cmd.ProcessState.ExitCode())
+	if code, sig := exitStatus(werr); sig != 0 || code < 0 {
+		c.Exit = "any" // killed: exec reports no exit status
 	}
-	out, err := draftCase(c, log, rec.tape(), cwd, home, exitedAlone)
+	if exitedAlone {
+		log = append(log, recorded{client: true, directive: "#exit"})
+	} else if eofAt >= 0 {
+		// EOF while the server still ran: lines after it came after EOF.
+		log = append(log[:eofAt], append([]recorded{{client: true, directive: "#close"}}, log[eofAt:]...)...)
+	}
+	bindings := map[string]any{"cwd": cwd, "home": home}
+	if likeCase != nil {
+		learnNames(likeCase, log, bindings)
+	}
+	out, err := draftCase(c, log, rec.tape(), bindings)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if like != nil {
+		out = takeFrom(like, parseArchive(out))
 	}
 	if err := os.WriteFile(o.Out, out, 0o644); err != nil {
-		return fmt.Errorf("conformance: %w", err)
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
-	return nil
+	return cmd.ProcessState, nil
+}
+
+// recordHere points the tape provider of $E_HOME/settings.json at the
+// recorder, forwarding to where it pointed; it returns the current
+// directory, $E_HOME, and what puts the settings back.
+func recordHere(rec *recorder, baseURL string) (cwd, home string, restore func(), err error) {
+	if cwd, err = os.Getwd(); err == nil {
+		cwd, err = filepath.EvalSymlinks(cwd)
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("conformance: record --here: %w", err)
+	}
+	if home = os.Getenv("E_HOME"); home == "" {
+		return "", "", nil, fmt.Errorf("conformance: record --here: E_HOME is not set")
+	}
+	p := filepath.Join(home, "settings.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("conformance: record --here: %w", err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(data, &settings); err != nil {
+		return "", "", nil, fmt.Errorf("conformance: record --here: %s: %w", p, err)
+	}
+	tape, _ := settings["providers"].(map[string]any)["tape"].(map[string]any)
+	if tape == nil {
+		return "", "", nil, fmt.Errorf("conformance: record --here: %s declares no tape provider", p)
+	}
+	if rec.upstream == "" {
+		rec.upstream, _ = tape["base_url"].(string)
+		rec.upstream = strings.TrimSuffix(rec.upstream, "/")
+	}
+	if rec.key == "" {
+		env, _ := tape["api_key_env"].(string)
+		rec.key = os.Getenv(env)
+	}
+	tape["base_url"] = baseURL
+	mine, err := json.Marshal(settings)
+	if err == nil {
+		err = os.WriteFile(p, mine, 0o644)
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("conformance: record --here: %w", err)
+	}
+	return cwd, home, func() { os.WriteFile(p, data, 0o644) }, nil
+}
+
+// learnNames adds to bindings the values that like's sent lines bind to
+// their placeholders, reading them from the client lines recorded, so
+// that the recording keeps like's names (its files section uses them).
+// The n-th line sent is the n-th recorded; a line that does not match
+// its template teaches nothing.
+func learnNames(like *Case, log []recorded, bindings map[string]any) {
+	var sent []string
+	for _, l := range log {
+		if l.client && l.directive == "" {
+			sent = append(sent, l.line)
+		}
+	}
+	i := 0
+	for _, st := range like.client {
+		if st.kind != "send" && st.kind != "pad" {
+			continue
+		}
+		if i >= len(sent) {
+			return
+		}
+		line := sent[i]
+		i++
+		if st.kind == "pad" {
+			continue
+		}
+		tmpl := string(st.text)
+		var names []string
+		var re strings.Builder
+		re.WriteString("^")
+		last := 0
+		for _, m := range placeholderRE.FindAllStringSubmatchIndex(tmpl, -1) {
+			re.WriteString(regexp.QuoteMeta(tmpl[last:m[0]]))
+			re.WriteString("(.*?)")
+			names = append(names, tmpl[m[2]:m[3]])
+			last = m[1]
+		}
+		re.WriteString(regexp.QuoteMeta(tmpl[last:]) + "$")
+		if len(names) == 0 {
+			continue
+		}
+		m := regexp.MustCompile(re.String()).FindStringSubmatch(line)
+		for j := 1; j < len(m); j++ {
+			var v string // the capture is inside a JSON string, escaped
+			if json.Unmarshal([]byte(`"`+m[j]+`"`), &v) == nil && bindings[names[j-1]] == nil {
+				bindings[names[j-1]] = v
+			}
+		}
+	}
+}
+
+// uptoRPC is the server command up to its last "rpc" argument, without
+// the server arguments after it, from which "e trust" is derived.
+func uptoRPC(argv []string) []string {
+	for i := len(argv) - 1; i >= 0; i-- {
+		if argv[i] == "rpc" {
+			return argv[:i+1]
+		}
+	}
+	return argv
+}
+
+// takeFrom is a recording with the description, header and other
+// sections of like, and the client, expect and tape.json of rec.
+func takeFrom(like, rec *archive) []byte {
+	out := &archive{comment: like.comment}
+	recorded := map[string]bool{"client": true, "expect": true, "tape.json": true}
+	for _, f := range like.files {
+		if f.name == "case.json" {
+			out.files = append(out.files, f)
+			for _, r := range rec.files {
+				if recorded[r.name] {
+					out.files = append(out.files, r)
+				}
+			}
+		} else if !recorded[f.name] {
+			out.files = append(out.files, f)
+		}
+	}
+	return formatArchive(out)
 }
 
 type recorded struct {
-	client bool
-	line   string
+	client    bool
+	line      string
+	noLF      bool   // a client line that ended without LF (at EOF)
+	directive string // a client directive instead of a line: #signal
 }
 
 // draftCase writes the recorded session as a case file.
-func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string, exitedAlone bool) ([]byte, error) {
-	n := newNormalizer(map[string]any{"cwd": cwd, "home": home})
+// bindings name the values that become placeholders from the start.
+func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[string]any) ([]byte, error) {
+	n := newNormalizer(bindings)
 	var b expectBuilder
 	var client strings.Builder
 	pending := false // server lines arrived since the last wait
@@ -186,12 +398,19 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string,
 				client.WriteString("#wait " + b.labels[b.latest] + "\n")
 				pending = false
 			}
-			if strings.TrimSpace(l.line) == "" || strings.HasPrefix(l.line, "#") || strings.HasSuffix(l.line, "\r") {
-				q, _ := json.Marshal(l.line + "\n")
+			switch {
+			case l.directive != "":
+				client.WriteString(l.directive + "\n")
+			case l.noLF || strings.TrimSpace(l.line) == "" || strings.HasPrefix(l.line, "#") || strings.HasPrefix(l.line, "-- ") || strings.HasSuffix(l.line, "\r"):
+				raw := l.line
+				if !l.noLF {
+					raw += "\n"
+				}
+				q, _ := json.Marshal(n.rawLine(raw))
 				client.WriteString("#raw " + string(q) + "\n")
-				continue
+			default:
+				client.WriteString(padded(n.rawLine(l.line)) + "\n")
 			}
-			client.WriteString(n.rawLine(l.line) + "\n")
 			continue
 		}
 		v, err := decode([]byte(l.line))
@@ -201,9 +420,6 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string,
 		}
 		b.add(n.value("", obj).(map[string]any))
 		pending = true
-	}
-	if exitedAlone {
-		client.WriteString("#exit\n") // it ended with stdin open (shutdown)
 	}
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -221,7 +437,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, cwd, home string,
 			if i > 0 {
 				t.WriteString(",\n")
 			}
-			t.WriteString(canonNoEscape(n.value("", e)))
+			t.WriteString(canonNoEscape(e)) // the model's answers, sent as they are: no matchers there
 		}
 		t.WriteString("\n]\n")
 		a.files = append(a.files, archiveFile{name: "tape.json", data: t.Bytes()})
@@ -260,7 +476,17 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+rc.key)
+	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
+	waited := time.Since(start)
+	if err != nil && r.Context().Err() != nil {
+		// The server cancelled the call before the answer began (an
+		// interrupt): in the replay it is held until cancelled.
+		rc.mu.Lock()
+		rc.entries = append(rc.entries, map[string]any{"hold": true})
+		rc.mu.Unlock()
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -273,8 +499,14 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	var copy bytes.Buffer
-	io.Copy(io.MultiWriter(flushWriter{w}, &copy), resp.Body)
+	_, cerr := io.Copy(io.MultiWriter(flushWriter{w}, &copy), resp.Body)
 	entry := map[string]any{}
+	if waited >= minDelay {
+		entry["delay_ms"] = waited.Milliseconds() // the answer came late: keep the timing a case may rely on
+	}
+	if cerr != nil && r.Context().Err() != nil && !bytes.Contains(copy.Bytes(), []byte("[DONE]")) {
+		entry["hold"] = true // the server cancelled the call before it ended (an interrupt)
+	}
 	if resp.StatusCode >= 400 {
 		hs := map[string]any{}
 		for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Request-Id"} {
@@ -290,6 +522,10 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.entries = append(rc.entries, entry)
 	rc.mu.Unlock()
 }
+
+// minDelay is how late an answer must come for the recording to keep its
+// delay: below it, the time is the machine's, not the model's.
+const minDelay = 50 * time.Millisecond
 
 type flushWriter struct{ w http.ResponseWriter }
 
@@ -382,4 +618,38 @@ func parseStream(data []byte, entry map[string]any) {
 	if tcs != nil {
 		entry["tool_calls"] = tcs
 	}
+}
+
+// signalName is the #signal name of sig.
+func signalName(sig os.Signal) string {
+	for name, s := range signals {
+		if s == sig {
+			return name
+		}
+	}
+	return sig.String()
+}
+
+// minPad is the shortest run of x that a recorded client line keeps as a
+// #pad directive rather than verbatim (the size tests of F6 send MiBs).
+const minPad = 4096
+
+// padded writes a client line holding a long run of x as "#pad SIZE LINE"
+// with the run replaced by $pad, so a recording stays readable.
+func padded(line string) string {
+	best, at := 0, 0
+	for i := 0; i < len(line); {
+		j := i
+		for j < len(line) && line[j] == 'x' {
+			j++
+		}
+		if j-i > best {
+			best, at = j-i, i
+		}
+		i = j + 1
+	}
+	if best < minPad || strings.Contains(line, "$pad") {
+		return line
+	}
+	return fmt.Sprintf("#pad %d %s$pad%s", len(line), line[:at], line[at+best:])
 }

@@ -27,10 +27,11 @@ func TestRecordRoundTrip(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- Record(context.Background(), RecordOptions{
+		_, err := Record(context.Background(), RecordOptions{
 			Server: fakeOptions(fakeGood).Server, Out: out, Upstream: url, APIKey: tapeKey,
 			Stdin: inR, Stdout: outW, Stderr: io.Discard,
 		})
+		done <- err
 		outW.Close()
 	}()
 	lines := bufio.NewScanner(outR)
@@ -104,7 +105,8 @@ func TestRecordReplayRealServer(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- Record(context.Background(), RecordOptions{Server: server, Out: out, Stdin: inR, Stdout: outW, Stderr: io.Discard})
+		_, err := Record(context.Background(), RecordOptions{Server: server, Out: out, Stdin: inR, Stdout: outW, Stderr: io.Discard})
+		done <- err
 		outW.Close()
 	}()
 	lines := bufio.NewScanner(outR)

@@ -113,8 +113,9 @@ var (
 	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
 	logPathRE = regexp.MustCompile(`^\{\{home\}\}/sessions/[^/]+/`)
 	// volatileRE finds what differs between runs inside a string: the
-	// slug of a log directory, a date-time, a duration in ms.
-	volatileRE = regexp.MustCompile(`\{\{home\}\}/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b`)
+	// slug of a log directory, a date-time, a duration in ms, a process id
+	// (the holder of a lock).
+	volatileRE = regexp.MustCompile(`\{\{home\}\}/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
 )
 
 // volatilePattern is an anchored regular expression for s with its
@@ -131,6 +132,8 @@ func volatilePattern(s string) string {
 			b.WriteString("{{home}}/sessions/[^/]+/")
 		case strings.HasSuffix(v, " ms"):
 			b.WriteString("[0-9]+ ms")
+		case strings.HasPrefix(v, "pid "):
+			b.WriteString("pid [0-9]+")
 		default:
 			b.WriteString(`[0-9T:.Z+-]+`)
 		}

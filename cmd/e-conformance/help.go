@@ -64,26 +64,31 @@ examples:
 	"record": `e-conformance record proxies a client session to a fresh server (cwd/ and home/ like a
 case, the tape provider of spec/conformance.md §4) and writes it as a draft case: the
 client lines, the server's lines as expectations, the model calls as a tape. Model calls
-go to --upstream (recorded) or to the offline model.
+go to --upstream (recorded) or to the offline model. Signals it gets (TERM, HUP, INT) go
+to the server and into the case as #signal; it exits as the server did.
 
 usage:
-  e-conformance record --out FILE [--model M] [--upstream URL] -- CMD ARGS
+  e-conformance record --out FILE [--model M] [--upstream URL] [--here] [--no-trust] [--like CASE] -- CMD ARGS
 
 flags:
   --out FILE            the case file to write, e.g. golden/new-case.txtar (required)
   --model M             the default model when there is no upstream (default e/offline)
   --upstream URL        an OpenAI-compatible base URL to forward model calls to
+  --here                record in the current directory and $E_HOME as they are, model calls
+                        forwarded to the tape provider of $E_HOME/settings.json: the recorder
+                        as a case's server re-records it
+  --no-trust            do not run "e trust CWD" first
+  --like CASE           take the description, header, fixtures and checks of CASE
 
 environment:
   E_RECORD_API_KEY      the upstream's key (sent upstream, never written to the case)
 
 exit status:
-  0  recorded
-  1  the session or the server failed
-  2  a usage problem
+  the server's (its signal's, when one ended it); 1 when the recording failed; 2 a usage problem
 
 examples:
   e-conformance record --out golden/my-case.txtar -- ./e rpc
+  e-conformance --server "e-conformance record --here --no-trust --like golden/prompt-text.txtar --out /tmp/re.txtar -- ./e rpc" prompt-text
   E_RECORD_API_KEY=… e-conformance record --out golden/real.txtar --upstream https://api.openai.com/v1 -- ./e rpc
 `,
 	"coverage": `e-conformance coverage lists every requirement of REQUIREMENTS.md with the cases that

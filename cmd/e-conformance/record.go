@@ -18,8 +18,11 @@ func record(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	out := fs.String("out", "", "case file to write, e.g. golden/new-case.txtar")
 	model := fs.String("model", "", "default model when there is no upstream (default e/offline)")
 	upstream := fs.String("upstream", "", "OpenAI-compatible base URL that model calls are forwarded to; key from $E_RECORD_API_KEY")
+	here := fs.Bool("here", false, "record in the current directory and $E_HOME as they are, model calls forwarded to the tape provider of $E_HOME/settings.json (to re-record a case with e-conformance record as its server)")
+	noTrust := fs.Bool("no-trust", false, "do not run \"e trust CWD\" before the server starts")
+	like := fs.String("like", "", "a case file whose description, header, fixtures and checks the recording takes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: e-conformance record --out FILE [--model M] [--upstream URL] -- CMD ARGS")
+		fmt.Fprintln(stderr, "usage: e-conformance record --out FILE [--model M] [--upstream URL] [--here] [--no-trust] [--like CASE] -- CMD ARGS")
 		fs.PrintDefaults()
 	}
 	if !parseFlags(fs, args, stderr) {
@@ -29,14 +32,18 @@ func record(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fs.Usage()
 		return 2
 	}
-	err := conformance.Record(ctx, conformance.RecordOptions{
+	// SIGINT and SIGTERM are the server's: Record forwards them and ends
+	// as the server does, so they must not cancel it.
+	ps, err := conformance.Record(context.WithoutCancel(ctx), conformance.RecordOptions{
 		Server: fs.Args(), Out: *out, Model: *model, Upstream: *upstream, APIKey: os.Getenv("E_RECORD_API_KEY"),
-		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Here: *here, NoTrust: *noTrust, Like: *like,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "e-conformance:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "e-conformance: wrote %s; fill in its description, requirements and level\n", *out)
-	return 0
+	if *like == "" {
+		fmt.Fprintf(stderr, "e-conformance: wrote %s; fill in its description, requirements and level\n", *out)
+	}
+	return conformance.ExitLike(ps) // the recorder ends as the server did
 }
