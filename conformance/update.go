@@ -73,7 +73,7 @@ func (n *normalizer) str(key, s string) string {
 	switch {
 	case key == "session" && s != "" && !strings.HasPrefix(s, "/"):
 		return "{{" + n.bind(s, "s") + "}}"
-	case (key == "id" || key == "parent") && entryIDRE.MatchString(s):
+	case entryIDKey[key] && entryIDRE.MatchString(s):
 		return "{{" + n.bind(s, "e") + "}}" // a log entry's random id
 	}
 	if len(s) >= 20 && strings.Contains(s, "T") {
@@ -108,6 +108,9 @@ func (n *normalizer) str(key, s string) string {
 	}
 	return s
 }
+
+// entryIDKey are the fields that hold a log entry's id.
+var entryIDKey = map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true}
 
 var (
 	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
