@@ -535,11 +535,14 @@ type SessionExportResult struct {
 	Title string `json:"title"`
 }
 
-// SessionForkParams is the session.fork params. Copies the session into a new one (M12, T2).
-// Unknown fields are accepted (V2); null means the default for every optional field (V1).
-// Schema: methods/session.fork.params.json.
+// SessionForkParams is the session.fork params. Copies the session, or the beginning of its
+// history, into a new one (M12, M19, T2). Unknown fields are accepted (V2); null means the
+// default for every optional field (V1). Schema: methods/session.fork.params.json.
 type SessionForkParams struct {
 	Session SessionID `json:"session"`
+	// an entry id of the session's branch (session.entries): the fork's history ends at that
+	// entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+	At *string `json:"at,omitzero"`
 }
 
 // SessionForkResult is the session.fork result. M12. Schema:
@@ -684,6 +687,39 @@ const (
 	SessionSetResultApprovalWrites SessionSetResultApproval = "writes"
 	SessionSetResultApprovalAll    SessionSetResultApproval = "all"
 )
+
+// SessionShellParams is the session.shell params. Runs a shell command of the user's in the
+// session's cwd and records it in the session's history, so the next model call sees the
+// command and its output (M18). Unknown fields are accepted (V2); null means the default for
+// every optional field (V1). Schema: methods/session.shell.params.json.
+type SessionShellParams struct {
+	Session SessionID `json:"session"`
+	// the command line, run with /bin/bash -c
+	Command string `json:"command"`
+	// true: record the command and its output in the log but leave them out of the model's
+	// context (default false)
+	Exclude *bool `json:"exclude,omitzero"`
+	// kill the command after this many milliseconds (default 120000)
+	TimeoutMS *int64 `json:"timeout_ms,omitzero"`
+}
+
+// SessionShellResult is the session.shell result. How the command ended (M18), and the
+// history entry that records it. Schema: methods/session.shell.result.json.
+type SessionShellResult struct {
+	// the id of the shell entry recorded in the history
+	Entry string `json:"entry"`
+	// the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+	Output string `json:"output"`
+	// the exit status; null when the command did not exit by itself (interrupted, timed out,
+	// killed by a signal)
+	ExitCode *int64 `json:"exit_code"`
+	// session.interrupt (or session.close) killed it
+	Cancelled bool `json:"cancelled"`
+	// it ran past timeout_ms and was killed
+	TimedOut bool `json:"timed_out"`
+	// earlier output was dropped
+	Truncated bool `json:"truncated"`
+}
 
 // SessionSteerParams is the session.steer params. Sends a message into the running turn
 // (M7). Unknown fields are accepted (V2); null means the default for every optional field
@@ -881,6 +917,21 @@ type SessionNameEvent struct {
 
 // EventType returns "session_name".
 func (SessionNameEvent) EventType() string { return "session_name" }
+
+// ShellOutputEvent is the shell_output event. A streamed chunk of the output of a
+// session.shell command, stamped with that request (M18). Schema: events/shell_output.json.
+type ShellOutputEvent struct {
+	// Always "shell_output".
+	Type  string `json:"type"`
+	Delta string `json:"delta"`
+	// stamped by e rpc: the session the event belongs to (S2)
+	Session SessionID `json:"session,omitzero"`
+	// stamped by e rpc: the id of the request the event serves (S2)
+	Request json.RawMessage `json:"request,omitzero"`
+}
+
+// EventType returns "shell_output".
+func (ShellOutputEvent) EventType() string { return "shell_output" }
 
 // SleepStoppedEvent is the sleep_stopped event. A sleep call was stopped by a steer or an
 // interrupt. Schema: events/sleep_stopped.json.
@@ -1419,6 +1470,7 @@ const (
 	MethodSessionMessages  = "session.messages"
 	MethodSessionPrompt    = "session.prompt"
 	MethodSessionSet       = "session.set"
+	MethodSessionShell     = "session.shell"
 	MethodSessionSteer     = "session.steer"
 	MethodSessionUnsteer   = "session.unsteer"
 	MethodShutdown         = "shutdown"
@@ -1435,6 +1487,7 @@ const (
 	EventTypeRecovered    = "recovered"
 	EventTypeRetry        = "retry"
 	EventTypeSessionName  = "session_name"
+	EventTypeShellOutput  = "shell_output"
 	EventTypeSleepStopped = "sleep_stopped"
 	EventTypeSlept        = "slept"
 	EventTypeSteered      = "steered"
@@ -1471,6 +1524,8 @@ func NewEvent(t string) (ev any, ok bool) {
 		return new(RetryEvent), true
 	case "session_name":
 		return new(SessionNameEvent), true
+	case "shell_output":
+		return new(ShellOutputEvent), true
 	case "sleep_stopped":
 		return new(SleepStoppedEvent), true
 	case "slept":

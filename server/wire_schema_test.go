@@ -194,6 +194,7 @@ func events() []agent.Event {
 		agent.SleepStopped{ID: 3, MS: 200, Reason: "interrupt"},
 		agent.Discarded{Reason: "steer", Text: "too late"},
 		agent.TurnEnd{Aborted: false},
+		agent.ShellOutput{Delta: "a\nb\n"},
 	}
 }
 
@@ -309,7 +310,11 @@ func TestWireValuesValidate(t *testing.T) {
 			{ID: "e2", Parent: "e1", Time: when, Role: model.RoleAssistant, Content: parts[1:4]},
 			{ID: "e3", Parent: "e2", Time: when, Role: model.RoleTool, Content: parts[4:]},
 		}}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "ls"}, protocol.SessionShellResult{Entry: "e1", Output: "a\n", ExitCode: ptr(int64(0))}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "sleep 9", Exclude: ptr(true), TimeoutMS: ptr(int64(5))},
+			protocol.SessionShellResult{Entry: "e1", TimedOut: true}},
 		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0", At: ptr("e1")}, SessionForkResult{Session: "01J1"}},
 		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},

@@ -674,12 +674,16 @@ class SessionExportResult(TypedDict):
 
 class SessionForkParams(TypedDict):
     """
-    session.fork params: Copies the session into a new one (M12, T2). Unknown fields are
-    accepted (V2); null means the default for every optional field (V1).
-    (methods/session.fork.params.json)
+    session.fork params: Copies the session, or the beginning of its history, into a new one
+    (M12, M19, T2). Unknown fields are accepted (V2); null means the default for every
+    optional field (V1). (methods/session.fork.params.json)
     """
 
     session: SessionID
+
+    #: an entry id of the session's branch (session.entries): the fork's history ends at that
+    #: entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+    at: NotRequired[str | None]
 
 
 class SessionForkResult(TypedDict):
@@ -848,6 +852,53 @@ class SessionSetResult(TypedDict):
 
     #: the session's approval policy
     approval: NotRequired[SessionSetResultApproval]
+
+
+class SessionShellParams(TypedDict):
+    """
+    session.shell params: Runs a shell command of the user's in the session's cwd and records
+    it in the session's history, so the next model call sees the command and its output (M18).
+    Unknown fields are accepted (V2); null means the default for every optional field (V1).
+    (methods/session.shell.params.json)
+    """
+
+    session: SessionID
+
+    #: the command line, run with /bin/bash -c
+    command: str
+
+    #: true: record the command and its output in the log but leave them out of the model's
+    #: context (default false)
+    exclude: NotRequired[bool | None]
+
+    #: kill the command after this many milliseconds (default 120000)
+    timeout_ms: NotRequired[int | None]
+
+
+class SessionShellResult(TypedDict):
+    """
+    session.shell result: How the command ended (M18), and the history entry that records it.
+    (methods/session.shell.result.json)
+    """
+
+    #: the id of the shell entry recorded in the history
+    entry: str
+
+    #: the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+    output: str
+
+    #: the exit status; null when the command did not exit by itself (interrupted, timed out,
+    #: killed by a signal)
+    exit_code: int | None
+
+    #: session.interrupt (or session.close) killed it
+    cancelled: bool
+
+    #: it ran past timeout_ms and was killed
+    timed_out: bool
+
+    #: earlier output was dropped
+    truncated: bool
 
 
 class SessionSteerParams(TypedDict):
@@ -1063,6 +1114,23 @@ class SessionNameEvent(TypedDict):
     type: Literal["session_name"]
 
     name: str
+
+    #: stamped by e rpc: the session the event belongs to (S2)
+    session: NotRequired[SessionID]
+
+    #: stamped by e rpc: the id of the request the event serves (S2)
+    request: NotRequired[Any]
+
+
+class ShellOutputEvent(TypedDict):
+    """
+    shell_output event: A streamed chunk of the output of a session.shell command, stamped
+    with that request (M18). (events/shell_output.json)
+    """
+
+    type: Literal["shell_output"]
+
+    delta: str
 
     #: stamped by e rpc: the session the event belongs to (S2)
     session: NotRequired[SessionID]
@@ -1683,7 +1751,7 @@ class WriteToolCallArguments(TypedDict):
 SessionPromptResult = Result
 
 #: Every event, discriminated by type. A client must skip types it does not know.
-Event = Union[CompactedEvent, CompactingEvent, DiscardedEvent, ErrorDetailsEvent, ErrorEvent, ReasoningEvent, RecoveredEvent, RetryEvent, SessionNameEvent, SleepStoppedEvent, SleptEvent, SteeredEvent, TextEvent, ToolBatchEvent, ToolEndEvent, ToolOutputEvent, ToolStartEvent, TurnEndEvent, TurnStartEvent, UsageEvent, WarningEvent]
+Event = Union[CompactedEvent, CompactingEvent, DiscardedEvent, ErrorDetailsEvent, ErrorEvent, ReasoningEvent, RecoveredEvent, RetryEvent, SessionNameEvent, ShellOutputEvent, SleepStoppedEvent, SleptEvent, SteeredEvent, TextEvent, ToolBatchEvent, ToolEndEvent, ToolOutputEvent, ToolStartEvent, TurnEndEvent, TurnStartEvent, UsageEvent, WarningEvent]
 
 #: The event TypedDict of each event type.
 EVENT_TYPES: dict[str, type] = {
@@ -1696,6 +1764,7 @@ EVENT_TYPES: dict[str, type] = {
     "recovered": RecoveredEvent,
     "retry": RetryEvent,
     "session_name": SessionNameEvent,
+    "shell_output": ShellOutputEvent,
     "sleep_stopped": SleepStoppedEvent,
     "slept": SleptEvent,
     "steered": SteeredEvent,
@@ -1736,6 +1805,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.messages": (SessionMessagesParams, SessionMessagesResult),
     "session.prompt": (SessionPromptParams, SessionPromptResult),
     "session.set": (SessionSetParams, SessionSetResult),
+    "session.shell": (SessionShellParams, SessionShellResult),
     "session.steer": (SessionSteerParams, SessionSteerResult),
     "session.unsteer": (SessionUnsteerParams, SessionUnsteerResult),
     "shutdown": (ShutdownParams, ShutdownResult),

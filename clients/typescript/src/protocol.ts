@@ -736,12 +736,17 @@ export interface SessionExportResult {
 }
 
 /**
- * session.fork params: Copies the session into a new one (M12, T2). Unknown fields are
- * accepted (V2); null means the default for every optional field (V1).
- * (methods/session.fork.params.json)
+ * session.fork params: Copies the session, or the beginning of its history, into a new one
+ * (M12, M19, T2). Unknown fields are accepted (V2); null means the default for every
+ * optional field (V1). (methods/session.fork.params.json)
  */
 export interface SessionForkParams {
   session: SessionID;
+  /**
+   * an entry id of the session's branch (session.entries): the fork's history ends at that
+   * entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+   */
+  at?: string | null;
 }
 
 /**
@@ -926,6 +931,61 @@ export interface SessionSetResult {
  * the session's approval policy (methods/session.set.result.json#/properties/approval)
  */
 export type SessionSetResultApproval = "never" | "writes" | "all";
+
+/**
+ * session.shell params: Runs a shell command of the user's in the session's cwd and records
+ * it in the session's history, so the next model call sees the command and its output (M18).
+ * Unknown fields are accepted (V2); null means the default for every optional field (V1).
+ * (methods/session.shell.params.json)
+ */
+export interface SessionShellParams {
+  session: SessionID;
+  /**
+   * the command line, run with /bin/bash -c
+   */
+  command: string;
+  /**
+   * true: record the command and its output in the log but leave them out of the model's
+   * context (default false)
+   */
+  exclude?: boolean | null;
+  /**
+   * kill the command after this many milliseconds (default 120000)
+   */
+  timeout_ms?: number | null;
+}
+
+/**
+ * session.shell result: How the command ended (M18), and the history entry that records it.
+ * (methods/session.shell.result.json)
+ */
+export interface SessionShellResult {
+  /**
+   * the id of the shell entry recorded in the history
+   */
+  entry: string;
+  /**
+   * the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+   */
+  output: string;
+  /**
+   * the exit status; null when the command did not exit by itself (interrupted, timed out,
+   * killed by a signal)
+   */
+  exit_code: number | null;
+  /**
+   * session.interrupt (or session.close) killed it
+   */
+  cancelled: boolean;
+  /**
+   * it ran past timeout_ms and was killed
+   */
+  timed_out: boolean;
+  /**
+   * earlier output was dropped
+   */
+  truncated: boolean;
+}
 
 /**
  * session.steer params: Sends a message into the running turn (M7). Unknown fields are
@@ -1139,6 +1199,23 @@ export interface RetryEvent {
 export interface SessionNameEvent {
   type: "session_name";
   name: string;
+  /**
+   * stamped by e rpc: the session the event belongs to (S2)
+   */
+  session?: SessionID;
+  /**
+   * stamped by e rpc: the id of the request the event serves (S2)
+   */
+  request?: unknown;
+}
+
+/**
+ * shell_output event: A streamed chunk of the output of a session.shell command, stamped
+ * with that request (M18). (events/shell_output.json)
+ */
+export interface ShellOutputEvent {
+  type: "shell_output";
+  delta: string;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
    */
@@ -1809,6 +1886,7 @@ export type Event =
   | RecoveredEvent
   | RetryEvent
   | SessionNameEvent
+  | ShellOutputEvent
   | SleepStoppedEvent
   | SleptEvent
   | SteeredEvent
@@ -1848,6 +1926,7 @@ export interface Methods {
   "session.messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
   "session.set": { params: SessionSetParams; result: SessionSetResult };
+  "session.shell": { params: SessionShellParams; result: SessionShellResult };
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };
   "session.unsteer": { params: SessionUnsteerParams; result: SessionUnsteerResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };
