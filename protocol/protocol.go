@@ -4,6 +4,17 @@ package protocol
 
 import "encoding/json"
 
+// Approval is an approval policy: which tool calls wait for the client's answer to a
+// tool.approve ask before they run (never; writes: write, execute, extension and mcp calls;
+// all). Schema: defs.json#/$defs/approval.
+type Approval string
+
+const (
+	ApprovalNever  Approval = "never"
+	ApprovalWrites Approval = "writes"
+	ApprovalAll    Approval = "all"
+)
+
 // Call is one tool call as announced in tool_batch. Schema: defs.json#/$defs/call.
 type Call struct {
 	// unique within the session, from 1
@@ -240,6 +251,14 @@ type ToolCounts struct {
 	Failures int64 `json:"failures"`
 }
 
+// ToolMode is all or none (C3). Schema: defs.json#/$defs/tool_mode.
+type ToolMode string
+
+const (
+	ToolModeAll  ToolMode = "all"
+	ToolModeNone ToolMode = "none"
+)
+
 // Usage is token usage; the categories are disjoint (U1). Schema: defs.json#/$defs/usage.
 type Usage struct {
 	// input tokens, excluding cache reads and writes (U1)
@@ -425,7 +444,7 @@ type SessionCreateParams struct {
 	// tool list
 	Tools *[]string `json:"tools,omitzero"`
 	// all or none (C3)
-	ToolMode *SessionCreateParamsToolMode `json:"tool_mode,omitzero"`
+	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
 	// the path of a saved session to continue (C6, C7)
@@ -434,7 +453,7 @@ type SessionCreateParams struct {
 	Name *string `json:"name,omitzero"`
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
-	Approval *SessionCreateParamsApproval `json:"approval,omitzero"`
+	Approval *Approval `json:"approval,omitzero"`
 	// MCP servers for this session, started beside the settings' mcp_servers; one that cannot
 	// start fails session.create naming it
 	McpServers *[]McpServer `json:"mcp_servers,omitzero"`
@@ -442,26 +461,6 @@ type SessionCreateParams struct {
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
-
-// SessionCreateParamsToolMode is all or none (C3). Schema:
-// methods/session.create.params.json#/properties/tool_mode.
-type SessionCreateParamsToolMode string
-
-const (
-	SessionCreateParamsToolModeAll  SessionCreateParamsToolMode = "all"
-	SessionCreateParamsToolModeNone SessionCreateParamsToolMode = "none"
-)
-
-// SessionCreateParamsApproval is the approval policy: which tool calls wait for the client's
-// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
-// mcp calls; all). Schema: methods/session.create.params.json#/properties/approval.
-type SessionCreateParamsApproval string
-
-const (
-	SessionCreateParamsApprovalNever  SessionCreateParamsApproval = "never"
-	SessionCreateParamsApprovalWrites SessionCreateParamsApproval = "writes"
-	SessionCreateParamsApprovalAll    SessionCreateParamsApproval = "all"
-)
 
 // SessionCreateResult is the session.create result. M3. Schema:
 // methods/session.create.result.json.
@@ -474,18 +473,8 @@ type SessionCreateResult struct {
 	// the session log's path, null when memory-only (C5)
 	Path *string `json:"path"`
 	// the session's approval policy
-	Approval SessionCreateResultApproval `json:"approval,omitzero"`
+	Approval Approval `json:"approval,omitzero"`
 }
-
-// SessionCreateResultApproval is the session's approval policy. Schema:
-// methods/session.create.result.json#/properties/approval.
-type SessionCreateResultApproval string
-
-const (
-	SessionCreateResultApprovalNever  SessionCreateResultApproval = "never"
-	SessionCreateResultApprovalWrites SessionCreateResultApproval = "writes"
-	SessionCreateResultApprovalAll    SessionCreateResultApproval = "all"
-)
 
 // SessionEntriesParams is the session.entries params. Returns the session's history entries
 // in append order, as its log holds them (issue 13). Unknown fields are accepted (V2); null
@@ -645,7 +634,7 @@ type SessionSetParams struct {
 	Effort  *string   `json:"effort,omitzero"`
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
-	Approval *SessionSetParamsApproval `json:"approval,omitzero"`
+	Approval *Approval `json:"approval,omitzero"`
 	// renames the session (C8), recorded in its log; an empty name clears it
 	Name *string `json:"name,omitzero"`
 	// false stops automatic compaction before model calls (S4) in this session (a provider's
@@ -659,34 +648,13 @@ type SessionSetParams struct {
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
 
-// SessionSetParamsApproval is the approval policy: which tool calls wait for the client's
-// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
-// mcp calls; all). Schema: methods/session.set.params.json#/properties/approval.
-type SessionSetParamsApproval string
-
-const (
-	SessionSetParamsApprovalNever  SessionSetParamsApproval = "never"
-	SessionSetParamsApprovalWrites SessionSetParamsApproval = "writes"
-	SessionSetParamsApprovalAll    SessionSetParamsApproval = "all"
-)
-
 // SessionSetResult is the session.set result. M10. Schema: methods/session.set.result.json.
 type SessionSetResult struct {
 	Model  string `json:"model"`
 	Effort string `json:"effort"`
 	// the session's approval policy
-	Approval SessionSetResultApproval `json:"approval,omitzero"`
+	Approval Approval `json:"approval,omitzero"`
 }
-
-// SessionSetResultApproval is the session's approval policy. Schema:
-// methods/session.set.result.json#/properties/approval.
-type SessionSetResultApproval string
-
-const (
-	SessionSetResultApprovalNever  SessionSetResultApproval = "never"
-	SessionSetResultApprovalWrites SessionSetResultApproval = "writes"
-	SessionSetResultApprovalAll    SessionSetResultApproval = "all"
-)
 
 // SessionShellParams is the session.shell params. Runs a shell command of the user's in the
 // session's cwd and records it in the session's history, so the next model call sees the
@@ -1246,7 +1214,7 @@ type OneShotRequest struct {
 	// tool list
 	Tools *[]string `json:"tools,omitzero"`
 	// all or none (C3)
-	ToolMode *OneShotRequestToolMode `json:"tool_mode,omitzero"`
+	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
 	// the path of a saved session to continue (C6, C7)
@@ -1256,15 +1224,6 @@ type OneShotRequest struct {
 	// PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
 	Images *[]string `json:"images,omitzero"`
 }
-
-// OneShotRequestToolMode is all or none (C3). Schema:
-// oneshot/request.json#/properties/tool_mode.
-type OneShotRequestToolMode string
-
-const (
-	OneShotRequestToolModeAll  OneShotRequestToolMode = "all"
-	OneShotRequestToolModeNone OneShotRequestToolMode = "none"
-)
 
 // BashToolCall is the bash tool call. A well-formed call of the built-in tool bash as
 // tool_batch announces it (generated from internal/tool by go generate). Run a command with

@@ -473,7 +473,7 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		return
 	}
 	ss, err := s.host.Create(s.ctx, createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
-		ToolMode: (*protocol.SessionCreateParamsToolMode)(o.ToolMode), Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
 	if err != nil {
 		s.reply(r, nil, err)
 		return

@@ -274,7 +274,7 @@ func TestWireValuesValidate(t *testing.T) {
 		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
 	}
 	create := protocol.SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
-		ToolMode: ptr(protocol.SessionCreateParamsToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+		ToolMode: ptr(protocol.ToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
 	tests := []struct {
 		method string
 		params any
@@ -359,7 +359,7 @@ func TestLinesValidate(t *testing.T) {
 	}{
 		{"one-shot request, nulls", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
 		{"one-shot request, set", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
-			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.OneShotRequestToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
+			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.ToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
 			Name: ptr("n"), Images: ptr([]string{"a.png"})}), schemas.ValidateOneShot},
 		{"one-shot answer (O1)", flat(`"one"`, turnResult(false)), schemas.ValidateLine},
 		{"one-shot answer, failed", flat(`null`, turnResult(true)), schemas.ValidateLine},

@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
 
+#: an approval policy: which tool calls wait for the client's answer to a tool.approve ask
+#: before they run (never; writes: write, execute, extension and mcp calls; all)
+#: (defs.json#/$defs/approval)
+Approval = Literal["never", "writes", "all"]
+
 #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
 #: (defs.json#/$defs/call/properties/category)
 CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
@@ -37,24 +42,8 @@ MessageRole = Literal["user", "assistant", "tool"]
 #: a session id, as returned by session.create or session.fork (defs.json#/$defs/session_id)
 SessionID = str
 
-#: all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
-SessionCreateParamsToolMode = Literal["all", "none"]
-
-#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
-#: before they run (never; writes: write, execute, extension and mcp calls; all)
-#: (methods/session.create.params.json#/properties/approval)
-SessionCreateParamsApproval = Literal["never", "writes", "all"]
-
-#: the session's approval policy (methods/session.create.result.json#/properties/approval)
-SessionCreateResultApproval = Literal["never", "writes", "all"]
-
-#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
-#: before they run (never; writes: write, execute, extension and mcp calls; all)
-#: (methods/session.set.params.json#/properties/approval)
-SessionSetParamsApproval = Literal["never", "writes", "all"]
-
-#: the session's approval policy (methods/session.set.result.json#/properties/approval)
-SessionSetResultApproval = Literal["never", "writes", "all"]
+#: all or none (C3) (defs.json#/$defs/tool_mode)
+ToolMode = Literal["all", "none"]
 
 #: CompactingEventReason (events/compacting.json#/properties/reason)
 CompactingEventReason = Literal["manual", "auto"]
@@ -70,9 +59,6 @@ ToolEndEventOutcome = Literal["completed", "failed", "denied", "interrupted"]
 
 #: AskLineMethod (lines/ask.json#/properties/method)
 AskLineMethod = Literal["ui.confirm", "ui.select", "ui.input", "ui.editor", "tool.approve"]
-
-#: all or none (C3) (oneshot/request.json#/properties/tool_mode)
-OneShotRequestToolMode = Literal["all", "none"]
 
 
 class Call(TypedDict):
@@ -560,7 +546,7 @@ class SessionCreateParams(TypedDict):
     tools: NotRequired[list[str] | None]
 
     #: all or none (C3)
-    tool_mode: NotRequired[SessionCreateParamsToolMode | None]
+    tool_mode: NotRequired[ToolMode | None]
 
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]
@@ -573,7 +559,7 @@ class SessionCreateParams(TypedDict):
 
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
-    approval: NotRequired[SessionCreateParamsApproval | None]
+    approval: NotRequired[Approval | None]
 
     #: MCP servers for this session, started beside the settings' mcp_servers; one that cannot
     #: start fails session.create naming it
@@ -602,7 +588,7 @@ class SessionCreateResult(TypedDict):
     path: str | None
 
     #: the session's approval policy
-    approval: NotRequired[SessionCreateResultApproval]
+    approval: NotRequired[Approval]
 
 
 class SessionEntriesParams(TypedDict):
@@ -823,7 +809,7 @@ class SessionSetParams(TypedDict):
 
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
-    approval: NotRequired[SessionSetParamsApproval | None]
+    approval: NotRequired[Approval | None]
 
     #: renames the session (C8), recorded in its log; an empty name clears it
     name: NotRequired[str | None]
@@ -851,7 +837,7 @@ class SessionSetResult(TypedDict):
     effort: str
 
     #: the session's approval policy
-    approval: NotRequired[SessionSetResultApproval]
+    approval: NotRequired[Approval]
 
 
 class SessionShellParams(TypedDict):
@@ -1483,7 +1469,7 @@ class OneShotRequest(TypedDict):
     tools: NotRequired[list[str] | None]
 
     #: all or none (C3)
-    tool_mode: NotRequired[OneShotRequestToolMode | None]
+    tool_mode: NotRequired[ToolMode | None]
 
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]

@@ -2,6 +2,13 @@
 // The wire types of e's automation protocol (e rpc), for TypeScript clients.
 
 /**
+ * an approval policy: which tool calls wait for the client's answer to a tool.approve ask
+ * before they run (never; writes: write, execute, extension and mcp calls; all)
+ * (defs.json#/$defs/approval)
+ */
+export type Approval = "never" | "writes" | "all";
+
+/**
  * one tool call as announced in tool_batch (defs.json#/$defs/call)
  */
 export interface Call {
@@ -306,6 +313,11 @@ export interface ToolCounts {
 }
 
 /**
+ * all or none (C3) (defs.json#/$defs/tool_mode)
+ */
+export type ToolMode = "all" | "none";
+
+/**
  * token usage; the categories are disjoint (U1) (defs.json#/$defs/usage)
  */
 export interface Usage {
@@ -602,7 +614,7 @@ export interface SessionCreateParams {
   /**
    * all or none (C3)
    */
-  tool_mode?: SessionCreateParamsToolMode | null;
+  tool_mode?: ToolMode | null;
   /**
    * persist the session; default false (C5)
    */
@@ -619,7 +631,7 @@ export interface SessionCreateParams {
    * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
-  approval?: SessionCreateParamsApproval | null;
+  approval?: Approval | null;
   /**
    * MCP servers for this session, started beside the settings' mcp_servers; one that cannot
    * start fails session.create naming it
@@ -631,18 +643,6 @@ export interface SessionCreateParams {
    */
   approval_timeout_ms?: number | null;
 }
-
-/**
- * all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
- */
-export type SessionCreateParamsToolMode = "all" | "none";
-
-/**
- * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
- * before they run (never; writes: write, execute, extension and mcp calls; all)
- * (methods/session.create.params.json#/properties/approval)
- */
-export type SessionCreateParamsApproval = "never" | "writes" | "all";
 
 /**
  * session.create result: M3 (methods/session.create.result.json)
@@ -662,13 +662,8 @@ export interface SessionCreateResult {
   /**
    * the session's approval policy
    */
-  approval?: SessionCreateResultApproval;
+  approval?: Approval;
 }
-
-/**
- * the session's approval policy (methods/session.create.result.json#/properties/approval)
- */
-export type SessionCreateResultApproval = "never" | "writes" | "all";
 
 /**
  * session.entries params: Returns the session's history entries in append order, as its log
@@ -886,7 +881,7 @@ export interface SessionSetParams {
    * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
-  approval?: SessionSetParamsApproval | null;
+  approval?: Approval | null;
   /**
    * renames the session (C8), recorded in its log; an empty name clears it
    */
@@ -909,13 +904,6 @@ export interface SessionSetParams {
 }
 
 /**
- * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
- * before they run (never; writes: write, execute, extension and mcp calls; all)
- * (methods/session.set.params.json#/properties/approval)
- */
-export type SessionSetParamsApproval = "never" | "writes" | "all";
-
-/**
  * session.set result: M10 (methods/session.set.result.json)
  */
 export interface SessionSetResult {
@@ -924,13 +912,8 @@ export interface SessionSetResult {
   /**
    * the session's approval policy
    */
-  approval?: SessionSetResultApproval;
+  approval?: Approval;
 }
-
-/**
- * the session's approval policy (methods/session.set.result.json#/properties/approval)
- */
-export type SessionSetResultApproval = "never" | "writes" | "all";
 
 /**
  * session.shell params: Runs a shell command of the user's in the session's cwd and records
@@ -1600,7 +1583,7 @@ export interface OneShotRequest {
   /**
    * all or none (C3)
    */
-  tool_mode?: OneShotRequestToolMode | null;
+  tool_mode?: ToolMode | null;
   /**
    * persist the session; default false (C5)
    */
@@ -1618,11 +1601,6 @@ export interface OneShotRequest {
    */
   images?: string[] | null;
 }
-
-/**
- * all or none (C3) (oneshot/request.json#/properties/tool_mode)
- */
-export type OneShotRequestToolMode = "all" | "none";
 
 /**
  * bash tool call: A well-formed call of the built-in tool bash as tool_batch announces it
