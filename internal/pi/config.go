@@ -26,7 +26,7 @@ type Config struct {
 	// MaxTokens holds models.json's maxTokens by catalog id (provider/id).
 	MaxTokens map[string]int
 	Settings  Settings
-	Warnings []string // models.json entries e cannot use, one line each
+	Warnings  []string // models.json entries e cannot use, one line each
 }
 
 // Settings are the keys of pi's settings.json that e honours.

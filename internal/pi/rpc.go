@@ -48,9 +48,9 @@ type front struct {
 	out   *jsonl.Writer
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
-	ctx   context.Context
-	stop  context.CancelFunc
-	work  sync.WaitGroup // command goroutines and runs: each writes its lines before Done
+	ctx      context.Context
+	stop     context.CancelFunc
+	work     sync.WaitGroup // command goroutines and runs: each writes its lines before Done
 
 	mu           sync.Mutex
 	cur          *made
