@@ -46,9 +46,11 @@ type front struct {
 	eng   *agent.Engine
 	b     *backend
 	out   *jsonl.Writer
-	ctx   context.Context
-	stop  context.CancelFunc
-	work  sync.WaitGroup // command goroutines and runs: each writes its lines before Done
+	// baseURLs are the providers' endpoints by name (get_state's model).
+	baseURLs map[string]string
+	ctx      context.Context
+	stop     context.CancelFunc
+	work     sync.WaitGroup // command goroutines and runs: each writes its lines before Done
 
 	mu           sync.Mutex
 	cur          *made
@@ -163,6 +165,10 @@ func start(f Flags, env Env) (*front, error) {
 		return fail(err)
 	}
 	fr.eng = fr.h.Engine()
+	fr.baseURLs = map[string]string{}
+	for _, p := range fr.eng.Catalog.Providers() {
+		fr.baseURLs[p.Name] = p.BaseURL
+	}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		fr.eng.MaxAttempts = *n + 1
 	}
@@ -974,8 +980,12 @@ func (fr *front) lastAssistantText(*command) (any, error) {
 	return map[string]any{"text": text}, nil
 }
 
-// piModel is a model object (rpc-commands.md: Model object).
-func piModel(info model.Info) map[string]any {
+// defaultMaxTokens is pi's maxTokens of a model that declares none.
+const defaultMaxTokens = 16384
+
+// piModel is a model object (rpc-commands.md: Model object): baseUrl is
+// its provider's, maxTokens models.json's.
+func (fr *front) piModel(info model.Info) map[string]any {
 	input := []string{"text"}
 	if info.ImageInput {
 		input = append(input, "image")
@@ -984,16 +994,20 @@ func piModel(info model.Info) map[string]any {
 	if p := info.Price; p != nil {
 		cost = map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite5m}
 	}
+	maxTokens := defaultMaxTokens
+	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
+		maxTokens = n
+	}
 	return map[string]any{"id": info.Name, "name": info.Name, "api": piAPI(info.API), "provider": info.Provider,
-		"baseUrl": "", "reasoning": len(info.Efforts) > 0, "input": input, "contextWindow": info.ContextWindow,
-		"maxTokens": 16384, "cost": cost}
+		"baseUrl": fr.baseURLs[info.Provider], "reasoning": len(info.Efforts) > 0, "input": input,
+		"contextWindow": info.ContextWindow, "maxTokens": maxTokens, "cost": cost}
 }
 
 func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.sess.Info()
-	st := map[string]any{"model": piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
+	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
 		"isCompacting": fr.compacting, "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
 		"sessionId": fr.cur.sess.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": in.Messages,
 		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
@@ -1020,7 +1034,7 @@ func (fr *front) available() []model.Info {
 func (fr *front) availableModels(*command) (any, error) {
 	ms := []any{}
 	for _, m := range fr.available() {
-		ms = append(ms, piModel(m))
+		ms = append(ms, fr.piModel(m))
 	}
 	return map[string]any{"models": ms}, nil
 }
@@ -1043,11 +1057,31 @@ func (fr *front) switchModel(info model.Info, level string) error {
 }
 
 func (fr *front) setModel(c *command) (any, error) {
-	info, err := fr.eng.Catalog.Lookup(c.str("provider") + "/" + c.str("modelId"))
-	if err != nil {
+	cat := fr.eng.Catalog
+	var info model.Info
+	var err error
+	switch form := [3]bool{c.has("provider"), c.has("modelId"), c.has("model")}; form {
+	case [3]bool{true, true, false}, [3]bool{false, false, true}:
+	case [3]bool{true, false, false}:
+		return nil, errors.New("set_model: modelId: required")
+	case [3]bool{false, true, false}:
+		return nil, errors.New("set_model: provider: required")
+	case [3]bool{false, false, false}:
+		return nil, errors.New("set_model: provider and modelId (or the older model): required")
+	default:
+		return nil, errors.New("set_model: model: give either provider and modelId, or model")
+	}
+	if c.has("model") {
+		// The older form (prime-agent, pi 0.73.1's guide): one pattern, as --model takes it.
+		usable := func(m model.Info) bool { _, err := cat.Provider(m.ID); return err == nil }
+		info, _, err = ResolveModel(cat.Models(), "", c.str("model"), usable)
+		if err != nil {
+			return nil, fmt.Errorf("Model not found: %s", c.str("model"))
+		}
+	} else if info, err = cat.Lookup(c.str("provider") + "/" + c.str("modelId")); err != nil {
 		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
 	}
-	if _, err := fr.eng.Catalog.Provider(info.ID); err != nil {
+	if _, err := cat.Provider(info.ID); err != nil {
 		return nil, err
 	}
 	fr.mu.Lock()
@@ -1056,7 +1090,7 @@ func (fr *front) setModel(c *command) (any, error) {
 	if err := fr.switchModel(info, level); err != nil {
 		return nil, err
 	}
-	return piModel(info), nil
+	return fr.piModel(info), nil
 }
 
 func (fr *front) cycleModel(*command) (any, error) {
@@ -1075,7 +1109,7 @@ func (fr *front) cycleModel(*command) (any, error) {
 	fr.mu.Lock()
 	level = fr.level
 	fr.mu.Unlock()
-	return map[string]any{"model": piModel(next), "thinkingLevel": level, "isScoped": false}, nil
+	return map[string]any{"model": fr.piModel(next), "thinkingLevel": level, "isScoped": false}, nil
 }
 
 func (fr *front) setThinking(c *command) (any, error) {
