@@ -33,6 +33,7 @@ func init() {
 		"session.interrupt": (*Server).sessionInterrupt,
 		"session.compact":   (*Server).sessionCompact,
 		"session.set":       (*Server).sessionSet,
+		"session.shell":     (*Server).sessionShell,
 		"session.messages":  (*Server).sessionMessages,
 		"session.fork":      (*Server).sessionFork,
 		"session.export":    (*Server).sessionExport,
@@ -347,6 +348,34 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
 }
 
+func (s *Server) sessionShell(r *request) (any, error) {
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionShellParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	spec := session.ShellSpec{Command: p.Command, Exclude: p.Exclude != nil && *p.Exclude}
+	if d := millis(p.TimeoutMS); d != nil {
+		spec.Timeout = *d
+	}
+	t, err := ss.Shell(s.ctx, spec, s.events(ss.ID(), r.id))
+	if err != nil {
+		return nil, err
+	}
+	return s.started(r, t, func() (any, error) {
+		res, err := t.Shell()
+		if err != nil {
+			return nil, err
+		}
+		out := protocol.SessionShellResult{Entry: res.Entry, Output: res.Output, Cancelled: res.Cancelled,
+			TimedOut: res.TimedOut, Truncated: res.Truncated}
+		if res.ExitCode != nil {
+			code := int64(*res.ExitCode)
+			out.ExitCode = &code
+		}
+		return out, nil
+	}), nil
+}
+
 func (s *Server) sessionMessages(r *request) (any, error) {
 	_, ss, err := sessionOf(s, r, func(p protocol.SessionMessagesParams) string { return p.Session })
 	if err != nil {
@@ -360,11 +389,15 @@ func (s *Server) sessionMessages(r *request) (any, error) {
 }
 
 func (s *Server) sessionFork(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
-	fork, err := ss.Fork(s.ctx)
+	at := ""
+	if p.At != nil {
+		at = *p.At
+	}
+	fork, err := ss.Fork(s.ctx, at)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +473,7 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		return
 	}
 	ss, err := s.host.Create(s.ctx, createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
-		ToolMode: (*protocol.SessionCreateParamsToolMode)(o.ToolMode), Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
 	if err != nil {
 		s.reply(r, nil, err)
 		return

@@ -194,6 +194,7 @@ func events() []agent.Event {
 		agent.SleepStopped{ID: 3, MS: 200, Reason: "interrupt"},
 		agent.Discarded{Reason: "steer", Text: "too late"},
 		agent.TurnEnd{Aborted: false},
+		agent.ShellOutput{Delta: "a\nb\n"},
 	}
 }
 
@@ -273,7 +274,7 @@ func TestWireValuesValidate(t *testing.T) {
 		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
 	}
 	create := protocol.SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
-		ToolMode: ptr(protocol.SessionCreateParamsToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+		ToolMode: ptr(protocol.ToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
 	tests := []struct {
 		method string
 		params any
@@ -309,7 +310,11 @@ func TestWireValuesValidate(t *testing.T) {
 			{ID: "e2", Parent: "e1", Time: when, Role: model.RoleAssistant, Content: parts[1:4]},
 			{ID: "e3", Parent: "e2", Time: when, Role: model.RoleTool, Content: parts[4:]},
 		}}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "ls"}, protocol.SessionShellResult{Entry: "e1", Output: "a\n", ExitCode: ptr(int64(0))}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "sleep 9", Exclude: ptr(true), TimeoutMS: ptr(int64(5))},
+			protocol.SessionShellResult{Entry: "e1", TimedOut: true}},
 		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0", At: ptr("e1")}, SessionForkResult{Session: "01J1"}},
 		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},
@@ -354,7 +359,7 @@ func TestLinesValidate(t *testing.T) {
 	}{
 		{"one-shot request, nulls", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
 		{"one-shot request, set", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
-			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.OneShotRequestToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
+			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.ToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
 			Name: ptr("n"), Images: ptr([]string{"a.png"})}), schemas.ValidateOneShot},
 		{"one-shot answer (O1)", flat(`"one"`, turnResult(false)), schemas.ValidateLine},
 		{"one-shot answer, failed", flat(`null`, turnResult(true)), schemas.ValidateLine},
