@@ -13,7 +13,8 @@ import (
 // ended in an error or was aborted.
 func (fr *front) oneShot() int {
 	fr.mu.Lock()
-	sess, h := fr.cur.sess, fr.cur.header
+	sess := fr.cur
+	h := sess.Header()
 	fr.mu.Unlock()
 	header := map[string]any{"type": "session", "version": 3, "id": sess.ID(),
 		"timestamp": h.Created.UTC().Format(time.RFC3339Nano), "cwd": sess.Cwd()}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/session"
 )
 
 // Entry is a pi session entry (session-format.md) made from one of e's.
@@ -35,7 +35,7 @@ type converter struct {
 	names  map[string]string // tool call id → tool name
 }
 
-func newConverter(lookup func(string) (model.Info, bool), h store.Header) *converter {
+func newConverter(lookup func(string) (model.Info, bool), h session.Header) *converter {
 	c := &converter{cat: lookup, names: map[string]string{}, effort: h.Effort}
 	c.info, _ = lookup(h.Model)
 	return c
@@ -97,7 +97,7 @@ func levelOf(effort string) string {
 // entries converts e's log entries, in append order, to pi's. An e entry
 // that holds several pi messages becomes several entries: the first keeps
 // its id, the others get "ID.N" and chain after it.
-func (c *converter) entries(es []store.Entry) []Entry {
+func (c *converter) entries(es []session.Entry) []Entry {
 	var out []Entry
 	last := map[string]string{} // e entry id → id of the last pi entry made from it
 	for _, en := range es {
@@ -113,7 +113,7 @@ func (c *converter) entries(es []store.Entry) []Entry {
 		}
 		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(time.RFC3339Nano)}
 		switch en.Type {
-		case store.TypeMessage:
+		case session.EntryMessage:
 			var m model.Message
 			if json.Unmarshal(en.Message, &m) != nil {
 				continue
@@ -129,7 +129,7 @@ func (c *converter) entries(es []store.Entry) []Entry {
 				last[en.ID] = e.ID
 			}
 			continue
-		case store.TypeSettings:
+		case session.EntrySettings:
 			if info, ok := c.cat(en.Model); ok {
 				c.info = info
 			}
@@ -141,14 +141,14 @@ func (c *converter) entries(es []store.Entry) []Entry {
 			out = append(out, e, t)
 			last[en.ID] = t.ID
 			continue
-		case store.TypeCompaction:
+		case session.EntryCompaction:
 			base.Type, base.Summary, base.FirstKeptEntryID = "compaction", en.Summary, en.Kept
 			if en.Kept == "" {
 				base.FirstKeptEntryID = en.ID // retains nothing: its own id (session-format.md)
 			}
 			tok := en.Tokens
 			base.TokensBefore = &tok
-		case store.TypeName:
+		case session.EntryName:
 			name := en.Name
 			base.Type, base.Name = "session_info", &name
 		default:
