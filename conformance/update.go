@@ -39,7 +39,7 @@ func newNormalizer(bindings map[string]any) *normalizer {
 // volatileNumber are the fields whose numbers differ between runs of the
 // same session: measured durations, and token estimates over a system
 // prompt that names the temp dir.
-var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "tokens_before": true, "tokens_after": true}
+var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "first_byte_ms": true, "tokens_before": true, "tokens_after": true}
 
 // value normalises v; key is the name of the field holding it.
 func (n *normalizer) value(key string, v any) any {
@@ -110,7 +110,7 @@ func (n *normalizer) str(key, s string) string {
 }
 
 // entryIDKey are the fields that hold a log entry's id.
-var entryIDKey = map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true}
+var entryIDKey = map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true, "entry": true}
 
 var (
 	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
