@@ -217,7 +217,7 @@ type ModelInfo struct {
 	ContextWindow int64 `json:"context_window"`
 	// whether the model can be used now: its provider needs no key, or the key is set (e always
 	// sends it)
-	Available bool `json:"available,omitzero"`
+	Available bool `json:"available"`
 }
 
 // SessionID is a session id, as returned by session.create or session.fork. Schema:
@@ -702,7 +702,7 @@ type SessionSteerParams struct {
 // methods/session.steer.result.json.
 type SessionSteerResult struct {
 	// the message is held for the running turn
-	Held json.RawMessage `json:"held"`
+	Held bool `json:"held"`
 }
 
 // SessionUnsteerParams is the session.unsteer params. Withdraws the steers held for the

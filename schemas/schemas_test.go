@@ -297,8 +297,8 @@ func TestValidateResult(t *testing.T) {
 		{"steer", "session.steer", `{"held":true}`, ""},
 		{"steer not held", "session.steer", `{"held":false}`, "session.steer: result.held: expected true, got false"},
 		{"empty", "session.close", `{}`, ""},
-		{"models", "models.list", `{"default":"e/offline","models":[{"id":"e/offline","provider":"e","model":"offline","effort":[],"image_input":true,"tools":true,"context_window":200000}]}`, ""},
-		{"models item", "models.list", `{"default":"e/offline","models":[{"id":"e/offline"}]}`, "models.list: result.models[0].context_window: required"},
+		{"models", "models.list", `{"default":"e/offline","models":[{"id":"e/offline","provider":"e","model":"offline","effort":[],"image_input":true,"tools":true,"context_window":200000,"available":true}]}`, ""},
+		{"models item", "models.list", `{"default":"e/offline","models":[{"id":"e/offline"}]}`, "models.list: result.models[0].available: required"},
 		{"unknown method", "foo", `{}`, `schemas: unknown method "foo"`},
 	}
 	for _, tt := range tests {

@@ -22,6 +22,7 @@ import (
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -54,8 +55,8 @@ type Server struct {
 	mu      sync.Mutex
 	greeted bool
 	ask     bool
-	held    []Notice // notices that came before hello (X7)
-	closing bool     // no goroutine starts any more
+	held    []protocol.NoticeLine // notices that came before hello (X7)
+	closing bool                  // no goroutine starts any more
 	// replies are every goroutine that may still write a line; Add only
 	// while !closing, under mu, so Wait never races an Add.
 	replies sync.WaitGroup
@@ -82,7 +83,7 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 			}
 			why = who + " no longer waits for an answer"
 		}
-		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
+		s.writeJSON(protocol.NoticeLine{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
 			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
 	h, err := session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv}, ui{s})

@@ -237,7 +237,7 @@ class ModelInfo(TypedDict):
 
     #: whether the model can be used now: its provider needs no key, or the key is set (e always
     #: sends it)
-    available: NotRequired[bool]
+    available: bool
 
 
 class SessionSummary(TypedDict):
@@ -906,7 +906,7 @@ class SessionSteerResult(TypedDict):
     """
 
     #: the message is held for the running turn
-    held: Any
+    held: bool
 
 
 class SessionUnsteerParams(TypedDict):

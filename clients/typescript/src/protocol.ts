@@ -256,7 +256,7 @@ export interface ModelInfo {
    * whether the model can be used now: its provider needs no key, or the key is set (e always
    * sends it)
    */
-  available?: boolean;
+  available: boolean;
 }
 
 /**
@@ -990,7 +990,7 @@ export interface SessionSteerResult {
   /**
    * the message is held for the running turn
    */
-  held: unknown;
+  held: boolean;
 }
 
 /**
