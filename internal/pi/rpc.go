@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,8 +67,9 @@ type front struct {
 	abortReq     bool // abort asked for while the run is open: no follow-up starts
 	runDone      chan struct{}
 	compacting   bool
-	failed       bool // the last e turn ended in an error or aborted
-	bashCancel   context.CancelFunc
+	failed       bool           // the last e turn ended in an error or aborted
+	bashCancels  map[int]func() // the running bash commands' stops
+	bashNext     int
 	usage        Usage // of this process's model calls in the current session
 	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
 	tr           *Translator
@@ -134,6 +136,7 @@ func start(f Flags, env Env) (*front, error) {
 	getenv := cfg.Getenv(env.Getenv)
 	ctx, stop := context.WithCancel(context.Background())
 	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop, uiWait: map[string]chan json.RawMessage{},
+		bashCancels:  map[int]func(){},
 		steeringMode: cmpOr(cfg.Settings.SteeringMode, "one-at-a-time"),
 		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
 		autoCompact:  cfg.Settings.Compaction.Enabled == nil || *cfg.Settings.Compaction.Enabled,
@@ -315,9 +318,10 @@ func (fr *front) serve() int {
 // flushes the output.
 func (fr *front) shutdown() {
 	fr.mu.Lock()
-	cur, cancel := fr.cur, fr.bashCancel
+	cur := fr.cur
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	if cur != nil {
@@ -912,17 +916,27 @@ func (fr *front) contextMessages() []any {
 	conv := fr.converter()
 	out := []any{}
 	branch := session.Branch(fr.session().Entries())
-	var ts int64
-	if len(branch) > 0 {
-		ts = branch[0].Time.UnixMilli()
-	}
 	for _, e := range branch {
 		if e.Type == session.EntrySettings {
 			conv.entries([]session.Entry{e}) // follow the model in force
 		}
 	}
-	for _, m := range agent.History(branch) {
-		out = append(out, conv.messages(m, ts)...)
+	for _, en := range visible(branch) {
+		ts := en.Time.UnixMilli()
+		switch en.Type {
+		case session.EntryCompaction:
+			out = append(out, CompactionSummaryMessage{Role: "compactionSummary", Summary: en.Summary,
+				TokensBefore: en.Tokens, Timestamp: ts})
+		case session.EntryShell:
+			if en.Shell != nil {
+				out = append(out, bashMessage(en))
+			}
+		case session.EntryMessage:
+			var m model.Message
+			if json.Unmarshal(en.Message, &m) == nil {
+				out = append(out, conv.messages(m, ts)...)
+			}
+		}
 	}
 	return out
 }
@@ -1181,24 +1195,63 @@ func (fr *front) compact(c *command) {
 // bashMax is how much output a bash response carries; the rest is cut.
 const bashMax = 64 << 10
 
+// bash runs a user shell command (rpc-commands.md: bash). Idle, it is the
+// session layer's shell: recorded in the history as a shell entry (pi's
+// bashExecution message), excluded output included. While a run streams,
+// pi runs it at once and records it when the run has ended: so does e,
+// with its bash tool, recording non-excluded output as a user message.
 func (fr *front) bash(c *command) {
 	command := c.str("command")
 	exclude := gjson.GetBytes(c.line, "excludeFromContext").Bool()
-	ctx, cancel := context.WithCancel(fr.ctx)
-	fr.mu.Lock()
-	if fr.bashCancel != nil {
-		fr.mu.Unlock()
-		cancel()
-		fr.respond(c.id, c.typ, nil, errors.New("a bash command is already running: abort_bash first"))
-		return
-	}
-	fr.bashCancel = cancel
-	cwd := fr.cur.Cwd()
-	fr.mu.Unlock()
 	id := ""
 	if c.id != nil {
 		id = *c.id
 	}
+	update := func(chunk string) { fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk}) }
+	fr.mu.Lock()
+	if fr.running || fr.compacting || len(fr.bashCancels) > 0 {
+		fr.bashDuringRun(c, command, exclude, update)
+		return
+	}
+	sess := fr.cur
+	turn, err := sess.Shell(fr.ctx, session.ShellSpec{Command: command, Exclude: exclude}, func(ev agent.Event) {
+		if o, ok := ev.(agent.ShellOutput); ok {
+			update(o.Delta)
+		}
+	})
+	if err != nil {
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = func() { sess.Stop() }
+	fr.mu.Unlock()
+	fr.async(func() {
+		<-turn.Done()
+		fr.mu.Lock()
+		delete(fr.bashCancels, n)
+		fr.mu.Unlock()
+		r, err := turn.Shell()
+		if err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		fr.respond(c.id, c.typ, map[string]any{"output": r.Output, "exitCode": r.ExitCode,
+			"cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}, nil)
+	})
+}
+
+// bashDuringRun is bash while a run, a compaction or another bash
+// command runs: pi runs them side by side. fr.mu is held and released.
+func (fr *front) bashDuringRun(c *command, command string, exclude bool, update func(string)) {
+	ctx, cancel := context.WithCancel(fr.ctx)
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = cancel
+	cwd := fr.cur.Cwd()
+	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
 		var out strings.Builder
@@ -1208,10 +1261,10 @@ func (fr *front) bash(c *command) {
 			outMu.Lock()
 			out.WriteString(chunk)
 			outMu.Unlock()
-			fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk})
+			update(chunk)
 		}}, "bash", args)
 		fr.mu.Lock()
-		fr.bashCancel = nil
+		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
 		outMu.Lock()
 		text := out.String()
@@ -1242,11 +1295,12 @@ func (fr *front) addContext(text string) {
 	}
 }
 
+// abortBash stops every running bash command, as pi's does.
 func (fr *front) abortBash(*command) (any, error) {
 	fr.mu.Lock()
-	cancel := fr.bashCancel
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	return noData{}, nil

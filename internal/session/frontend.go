@@ -16,6 +16,7 @@ const (
 	EntrySettings   = store.TypeSettings
 	EntryCompaction = store.TypeCompaction
 	EntryName       = store.TypeName
+	EntryShell      = store.TypeShell
 )
 
 // Branch returns the active branch of a history, oldest first.
