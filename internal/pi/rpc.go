@@ -9,18 +9,17 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/tool"
@@ -44,7 +43,8 @@ type front struct {
 	cfg   *Config
 	h     *session.Host
 	b     *backend
-	out   *jsonl.Writer
+	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
+	out   *jsonl.Writer    // the loop's stdout
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
 	ctx      context.Context
@@ -141,7 +141,8 @@ func start(f Flags, env Env) (*front, error) {
 		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
 		autoCompact:  cfg.Settings.Compaction.Enabled == nil || *cfg.Settings.Compaction.Enabled,
 		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
-	fr.out = jsonl.NewWriter(env.Stdout)
+	fr.loop = lineserver.New("e --mode "+f.Mode, env.Stdin, env.Stdout, env.Stderr)
+	fr.out = fr.loop.Out()
 	fail := func(err error) (*front, error) {
 		stop()
 		fr.out.Close()
@@ -284,52 +285,17 @@ func (fr *front) write(v any) {
 	_ = fr.out.Write(context.Background(), b)
 }
 
-// serve reads commands until EOF or a signal (rpc.md: Shutdown).
+// serve reads commands until EOF or a signal (rpc.md: Shutdown). EOF is an
+// orderly shutdown: the run in progress, its follow-ups and every command
+// finish first, unless a signal comes. A signal stops them at once; a
+// second one exits at once.
 func (fr *front) serve() int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	lines := make(chan []byte)
-	readDone := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(fr.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readDone <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-fr.ctx.Done():
-				return
-			}
-		}
-	}()
-	code, graceful := 0, false
-loop:
-	for {
-		select {
-		case line := <-lines:
-			fr.handle(line)
-		case err := <-readDone:
-			if errors.Is(err, jsonl.ErrTooLong) {
-				fmt.Fprintf(fr.env.Stderr, "e --mode rpc: %v; exiting\n", err)
-				code = 1
-			}
-			// EOF is an orderly shutdown (rpc.md): the run in progress, its
-			// follow-ups and every command finish first; a signal still
-			// stops them.
-			graceful = err == io.EOF
-			break loop
-		case <-fr.out.Failed():
-			break loop
-		case <-sigs:
-			go func() { <-sigs; os.Exit(143) }() // a second signal exits at once
-			break loop
-		}
-	}
-	if graceful {
+	end := fr.loop.Run(fr.ctx, func(_ int, line []byte) bool {
+		fr.handle(line)
+		return false
+	})
+	switch end.Reason {
+	case lineserver.EOF:
 		finished := make(chan struct{})
 		go func() {
 			fr.work.Wait()
@@ -337,11 +303,15 @@ loop:
 		}()
 		select {
 		case <-finished:
-		case <-sigs:
+		case sig := <-fr.loop.Signals():
+			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
 		}
 	}
+	if end.Reason == lineserver.Signalled {
+		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
+	}
 	fr.shutdown()
-	return code
+	return fr.loop.Close(end.Code())
 }
 
 // shutdown stops the run and every command, closes the session and
