@@ -67,7 +67,7 @@ func sameRun(a, b map[string]any) bool {
 		return false
 	}
 	switch ta {
-	case "text", "reasoning":
+	case "text", "reasoning", "shell_output":
 		return true
 	case "tool_output":
 		return canon(a["id"]) == canon(b["id"])
@@ -75,7 +75,9 @@ func sameRun(a, b map[string]any) bool {
 	return false
 }
 
-func mergeable(t string) bool { return t == "text" || t == "reasoning" || t == "tool_output" }
+func mergeable(t string) bool {
+	return t == "text" || t == "reasoning" || t == "tool_output" || t == "shell_output"
+}
 
 func (r *run) signal() {
 	select {

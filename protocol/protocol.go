@@ -4,6 +4,17 @@ package protocol
 
 import "encoding/json"
 
+// Approval is an approval policy: which tool calls wait for the client's answer to a
+// tool.approve ask before they run (never; writes: write, execute, extension and mcp calls;
+// all). Schema: defs.json#/$defs/approval.
+type Approval string
+
+const (
+	ApprovalNever  Approval = "never"
+	ApprovalWrites Approval = "writes"
+	ApprovalAll    Approval = "all"
+)
+
 // Call is one tool call as announced in tool_batch. Schema: defs.json#/$defs/call.
 type Call struct {
 	// unique within the session, from 1
@@ -206,7 +217,7 @@ type ModelInfo struct {
 	ContextWindow int64 `json:"context_window"`
 	// whether the model can be used now: its provider needs no key, or the key is set (e always
 	// sends it)
-	Available bool `json:"available,omitzero"`
+	Available bool `json:"available"`
 }
 
 // SessionID is a session id, as returned by session.create or session.fork. Schema:
@@ -239,6 +250,14 @@ type ToolCounts struct {
 	// calls that did not complete
 	Failures int64 `json:"failures"`
 }
+
+// ToolMode is all or none (C3). Schema: defs.json#/$defs/tool_mode.
+type ToolMode string
+
+const (
+	ToolModeAll  ToolMode = "all"
+	ToolModeNone ToolMode = "none"
+)
 
 // Usage is token usage; the categories are disjoint (U1). Schema: defs.json#/$defs/usage.
 type Usage struct {
@@ -425,7 +444,7 @@ type SessionCreateParams struct {
 	// tool list
 	Tools *[]string `json:"tools,omitzero"`
 	// all or none (C3)
-	ToolMode *SessionCreateParamsToolMode `json:"tool_mode,omitzero"`
+	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
 	// the path of a saved session to continue (C6, C7)
@@ -434,7 +453,7 @@ type SessionCreateParams struct {
 	Name *string `json:"name,omitzero"`
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
-	Approval *SessionCreateParamsApproval `json:"approval,omitzero"`
+	Approval *Approval `json:"approval,omitzero"`
 	// MCP servers for this session, started beside the settings' mcp_servers; one that cannot
 	// start fails session.create naming it
 	McpServers *[]McpServer `json:"mcp_servers,omitzero"`
@@ -442,26 +461,6 @@ type SessionCreateParams struct {
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
-
-// SessionCreateParamsToolMode is all or none (C3). Schema:
-// methods/session.create.params.json#/properties/tool_mode.
-type SessionCreateParamsToolMode string
-
-const (
-	SessionCreateParamsToolModeAll  SessionCreateParamsToolMode = "all"
-	SessionCreateParamsToolModeNone SessionCreateParamsToolMode = "none"
-)
-
-// SessionCreateParamsApproval is the approval policy: which tool calls wait for the client's
-// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
-// mcp calls; all). Schema: methods/session.create.params.json#/properties/approval.
-type SessionCreateParamsApproval string
-
-const (
-	SessionCreateParamsApprovalNever  SessionCreateParamsApproval = "never"
-	SessionCreateParamsApprovalWrites SessionCreateParamsApproval = "writes"
-	SessionCreateParamsApprovalAll    SessionCreateParamsApproval = "all"
-)
 
 // SessionCreateResult is the session.create result. M3. Schema:
 // methods/session.create.result.json.
@@ -474,18 +473,8 @@ type SessionCreateResult struct {
 	// the session log's path, null when memory-only (C5)
 	Path *string `json:"path"`
 	// the session's approval policy
-	Approval SessionCreateResultApproval `json:"approval,omitzero"`
+	Approval Approval `json:"approval,omitzero"`
 }
-
-// SessionCreateResultApproval is the session's approval policy. Schema:
-// methods/session.create.result.json#/properties/approval.
-type SessionCreateResultApproval string
-
-const (
-	SessionCreateResultApprovalNever  SessionCreateResultApproval = "never"
-	SessionCreateResultApprovalWrites SessionCreateResultApproval = "writes"
-	SessionCreateResultApprovalAll    SessionCreateResultApproval = "all"
-)
 
 // SessionEntriesParams is the session.entries params. Returns the session's history entries
 // in append order, as its log holds them (issue 13). Unknown fields are accepted (V2); null
@@ -535,11 +524,14 @@ type SessionExportResult struct {
 	Title string `json:"title"`
 }
 
-// SessionForkParams is the session.fork params. Copies the session into a new one (M12, T2).
-// Unknown fields are accepted (V2); null means the default for every optional field (V1).
-// Schema: methods/session.fork.params.json.
+// SessionForkParams is the session.fork params. Copies the session, or the beginning of its
+// history, into a new one (M12, M19, T2). Unknown fields are accepted (V2); null means the
+// default for every optional field (V1). Schema: methods/session.fork.params.json.
 type SessionForkParams struct {
 	Session SessionID `json:"session"`
+	// an entry id of the session's branch (session.entries): the fork's history ends at that
+	// entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+	At *string `json:"at,omitzero"`
 }
 
 // SessionForkResult is the session.fork result. M12. Schema:
@@ -642,7 +634,7 @@ type SessionSetParams struct {
 	Effort  *string   `json:"effort,omitzero"`
 	// the approval policy: which tool calls wait for the client's answer to a tool.approve ask
 	// before they run (never; writes: write, execute, extension and mcp calls; all)
-	Approval *SessionSetParamsApproval `json:"approval,omitzero"`
+	Approval *Approval `json:"approval,omitzero"`
 	// renames the session (C8), recorded in its log; an empty name clears it
 	Name *string `json:"name,omitzero"`
 	// false stops automatic compaction before model calls (S4) in this session (a provider's
@@ -656,34 +648,46 @@ type SessionSetParams struct {
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
 }
 
-// SessionSetParamsApproval is the approval policy: which tool calls wait for the client's
-// answer to a tool.approve ask before they run (never; writes: write, execute, extension and
-// mcp calls; all). Schema: methods/session.set.params.json#/properties/approval.
-type SessionSetParamsApproval string
-
-const (
-	SessionSetParamsApprovalNever  SessionSetParamsApproval = "never"
-	SessionSetParamsApprovalWrites SessionSetParamsApproval = "writes"
-	SessionSetParamsApprovalAll    SessionSetParamsApproval = "all"
-)
-
 // SessionSetResult is the session.set result. M10. Schema: methods/session.set.result.json.
 type SessionSetResult struct {
 	Model  string `json:"model"`
 	Effort string `json:"effort"`
 	// the session's approval policy
-	Approval SessionSetResultApproval `json:"approval,omitzero"`
+	Approval Approval `json:"approval,omitzero"`
 }
 
-// SessionSetResultApproval is the session's approval policy. Schema:
-// methods/session.set.result.json#/properties/approval.
-type SessionSetResultApproval string
+// SessionShellParams is the session.shell params. Runs a shell command of the user's in the
+// session's cwd and records it in the session's history, so the next model call sees the
+// command and its output (M18). Unknown fields are accepted (V2); null means the default for
+// every optional field (V1). Schema: methods/session.shell.params.json.
+type SessionShellParams struct {
+	Session SessionID `json:"session"`
+	// the command line, run with /bin/bash -c
+	Command string `json:"command"`
+	// true: record the command and its output in the log but leave them out of the model's
+	// context (default false)
+	Exclude *bool `json:"exclude,omitzero"`
+	// kill the command after this many milliseconds (default 120000)
+	TimeoutMS *int64 `json:"timeout_ms,omitzero"`
+}
 
-const (
-	SessionSetResultApprovalNever  SessionSetResultApproval = "never"
-	SessionSetResultApprovalWrites SessionSetResultApproval = "writes"
-	SessionSetResultApprovalAll    SessionSetResultApproval = "all"
-)
+// SessionShellResult is the session.shell result. How the command ended (M18), and the
+// history entry that records it. Schema: methods/session.shell.result.json.
+type SessionShellResult struct {
+	// the id of the shell entry recorded in the history
+	Entry string `json:"entry"`
+	// the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+	Output string `json:"output"`
+	// the exit status; null when the command did not exit by itself (interrupted, timed out,
+	// killed by a signal)
+	ExitCode *int64 `json:"exit_code"`
+	// session.interrupt (or session.close) killed it
+	Cancelled bool `json:"cancelled"`
+	// it ran past timeout_ms and was killed
+	TimedOut bool `json:"timed_out"`
+	// earlier output was dropped
+	Truncated bool `json:"truncated"`
+}
 
 // SessionSteerParams is the session.steer params. Sends a message into the running turn
 // (M7). Unknown fields are accepted (V2); null means the default for every optional field
@@ -698,7 +702,7 @@ type SessionSteerParams struct {
 // methods/session.steer.result.json.
 type SessionSteerResult struct {
 	// the message is held for the running turn
-	Held json.RawMessage `json:"held"`
+	Held bool `json:"held"`
 }
 
 // SessionUnsteerParams is the session.unsteer params. Withdraws the steers held for the
@@ -881,6 +885,21 @@ type SessionNameEvent struct {
 
 // EventType returns "session_name".
 func (SessionNameEvent) EventType() string { return "session_name" }
+
+// ShellOutputEvent is the shell_output event. A streamed chunk of the output of a
+// session.shell command, stamped with that request (M18). Schema: events/shell_output.json.
+type ShellOutputEvent struct {
+	// Always "shell_output".
+	Type  string `json:"type"`
+	Delta string `json:"delta"`
+	// stamped by e rpc: the session the event belongs to (S2)
+	Session SessionID `json:"session,omitzero"`
+	// stamped by e rpc: the id of the request the event serves (S2)
+	Request json.RawMessage `json:"request,omitzero"`
+}
+
+// EventType returns "shell_output".
+func (ShellOutputEvent) EventType() string { return "shell_output" }
 
 // SleepStoppedEvent is the sleep_stopped event. A sleep call was stopped by a steer or an
 // interrupt. Schema: events/sleep_stopped.json.
@@ -1195,7 +1214,7 @@ type OneShotRequest struct {
 	// tool list
 	Tools *[]string `json:"tools,omitzero"`
 	// all or none (C3)
-	ToolMode *OneShotRequestToolMode `json:"tool_mode,omitzero"`
+	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
 	// the path of a saved session to continue (C6, C7)
@@ -1205,15 +1224,6 @@ type OneShotRequest struct {
 	// PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
 	Images *[]string `json:"images,omitzero"`
 }
-
-// OneShotRequestToolMode is all or none (C3). Schema:
-// oneshot/request.json#/properties/tool_mode.
-type OneShotRequestToolMode string
-
-const (
-	OneShotRequestToolModeAll  OneShotRequestToolMode = "all"
-	OneShotRequestToolModeNone OneShotRequestToolMode = "none"
-)
 
 // BashToolCall is the bash tool call. A well-formed call of the built-in tool bash as
 // tool_batch announces it (generated from internal/tool by go generate). Run a command with
@@ -1419,6 +1429,7 @@ const (
 	MethodSessionMessages  = "session.messages"
 	MethodSessionPrompt    = "session.prompt"
 	MethodSessionSet       = "session.set"
+	MethodSessionShell     = "session.shell"
 	MethodSessionSteer     = "session.steer"
 	MethodSessionUnsteer   = "session.unsteer"
 	MethodShutdown         = "shutdown"
@@ -1435,6 +1446,7 @@ const (
 	EventTypeRecovered    = "recovered"
 	EventTypeRetry        = "retry"
 	EventTypeSessionName  = "session_name"
+	EventTypeShellOutput  = "shell_output"
 	EventTypeSleepStopped = "sleep_stopped"
 	EventTypeSlept        = "slept"
 	EventTypeSteered      = "steered"
@@ -1471,6 +1483,8 @@ func NewEvent(t string) (ev any, ok bool) {
 		return new(RetryEvent), true
 	case "session_name":
 		return new(SessionNameEvent), true
+	case "shell_output":
+		return new(ShellOutputEvent), true
 	case "sleep_stopped":
 		return new(SleepStoppedEvent), true
 	case "slept":

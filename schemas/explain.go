@@ -48,6 +48,11 @@ func comparePaths(a, b []string) int {
 // path. null is left out of what was expected when there is something else:
 // an optional field's null means its default, not a value to suggest.
 func describe(fails []fail, got any) string {
+	// The null branch of a nullable $ref (anyOf [{$ref}, {type: null}])
+	// says only that null was allowed too: the other failure explains.
+	if i := slices.IndexFunc(fails, onlyNull); i >= 0 && len(fails) > 1 {
+		fails = slices.Delete(slices.Clone(fails), i, i+1)
+	}
 	var types []string
 	for _, f := range fails {
 		if f.kw != "type" {
@@ -124,6 +129,12 @@ func rank(kw string) int {
 		return 2
 	}
 	return 3
+}
+
+// onlyNull reports whether f is a type failure that wanted null alone.
+func onlyNull(f fail) bool {
+	want, _ := f.want.([]string)
+	return f.kw == "type" && len(want) == 1 && want[0] == "null"
 }
 
 func withoutNull(types []string) []string {

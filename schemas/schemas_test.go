@@ -43,7 +43,7 @@ func TestIndexFile(t *testing.T) {
 func TestMethods(t *testing.T) {
 	want := []string{"ask.reply", "hello", "models.list", "session.close", "session.compact", "session.create",
 		"session.entries", "session.export", "session.fork", "session.info", "session.interrupt", "session.list",
-		"session.messages", "session.prompt", "session.set", "session.steer", "session.unsteer", "shutdown"} // M1–M16, issue 13
+		"session.messages", "session.prompt", "session.set", "session.shell", "session.steer", "session.unsteer", "shutdown"} // M1–M18, issue 13
 	if diff := cmp.Diff(want, Methods()); diff != "" {
 		t.Errorf("Methods() (-want +got):\n%s", diff)
 	}
@@ -80,7 +80,7 @@ func TestSchemasCompile(t *testing.T) {
 func TestEveryEventType(t *testing.T) { // P8
 	want := []string{"turn_start", "text", "reasoning", "tool_batch", "tool_start", "tool_output", "tool_end",
 		"compacting", "compacted", "usage", "warning", "error", "error_details", "retry", "recovered",
-		"session_name", "steered", "slept", "sleep_stopped", "discarded", "turn_end"}
+		"session_name", "steered", "slept", "sleep_stopped", "discarded", "turn_end", "shell_output"}
 	for _, typ := range want {
 		if !theCatalog().events[typ] {
 			t.Errorf("no schema for event %q", typ)
@@ -297,8 +297,8 @@ func TestValidateResult(t *testing.T) {
 		{"steer", "session.steer", `{"held":true}`, ""},
 		{"steer not held", "session.steer", `{"held":false}`, "session.steer: result.held: expected true, got false"},
 		{"empty", "session.close", `{}`, ""},
-		{"models", "models.list", `{"default":"e/offline","models":[{"id":"e/offline","provider":"e","model":"offline","effort":[],"image_input":true,"tools":true,"context_window":200000}]}`, ""},
-		{"models item", "models.list", `{"default":"e/offline","models":[{"id":"e/offline"}]}`, "models.list: result.models[0].context_window: required"},
+		{"models", "models.list", `{"default":"e/offline","models":[{"id":"e/offline","provider":"e","model":"offline","effort":[],"image_input":true,"tools":true,"context_window":200000,"available":true}]}`, ""},
+		{"models item", "models.list", `{"default":"e/offline","models":[{"id":"e/offline"}]}`, "models.list: result.models[0].available: required"},
 		{"unknown method", "foo", `{}`, `schemas: unknown method "foo"`},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/protocol"
 )
 
 // ui is how extensions reach the client of e rpc (X2–X7).
@@ -31,7 +32,7 @@ func (u ui) Approve(ctx context.Context, session string, c agent.Call, timeout t
 // Notice writes a notice line after hello; before it, notices are held and
 // delivered right after the hello response, up to heldNotices (X7).
 func (u ui) Notice(n session.Notice) {
-	line := Notice{Type: "notice", Extension: n.Extension, Level: n.Level, Message: n.Message, Method: n.Method, Params: n.Params}
+	line := protocol.NoticeLine{Type: "notice", Extension: n.Extension, Level: n.Level, Message: n.Message, Method: n.Method, Params: n.Params}
 	u.s.mu.Lock()
 	if !u.s.greeted {
 		if len(u.s.held) < heldNotices {

@@ -33,6 +33,7 @@ func init() {
 		"session.interrupt": (*Server).sessionInterrupt,
 		"session.compact":   (*Server).sessionCompact,
 		"session.set":       (*Server).sessionSet,
+		"session.shell":     (*Server).sessionShell,
 		"session.messages":  (*Server).sessionMessages,
 		"session.fork":      (*Server).sessionFork,
 		"session.export":    (*Server).sessionExport,
@@ -89,12 +90,12 @@ func (s *Server) hello(r *request) (any, error) {
 		}
 	}
 	o := s.host.Options()
-	return HelloResult{Protocol: Protocol, Version: o.Version, Channel: o.Channel, Commit: o.Commit,
+	return protocol.HelloResult{Protocol: Protocol, Version: o.Version, Channel: o.Channel, Commit: o.Commit,
 		Cwd: s.host.Cwd(), Home: s.host.Home(), Methods: methods, Ask: ask}, nil
 }
 
 func (s *Server) modelsList(r *request) (any, error) {
-	return ModelsListResult{Default: s.host.DefaultModel(), Models: s.host.Models()}, nil
+	return protocol.ModelsListResult{Default: s.host.DefaultModel(), Models: modelInfos(s.host.Models())}, nil
 }
 
 // createSpec builds the session spec of session.create and one-shot lines.
@@ -147,8 +148,8 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		return nil, err
 	}
 	in := ss.Info()
-	return SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
-		Approval: in.Approval}, nil
+	return protocol.SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
+		Approval: protocol.Approval(in.Approval)}, nil
 }
 
 func millis(ms *int64) *time.Duration {
@@ -179,7 +180,7 @@ func (s *Server) sessionList(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SessionListResult{Sessions: list}, nil
+	return protocol.SessionListResult{Sessions: summaries(list)}, nil
 }
 
 func (s *Server) sessionInfo(r *request) (any, error) {
@@ -188,8 +189,8 @@ func (s *Server) sessionInfo(r *request) (any, error) {
 		return nil, err
 	}
 	in := ss.Info()
-	return SessionInfoResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
-		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: in.Messages, Running: in.Running}, nil
+	return protocol.SessionInfoResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
+		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: int64(in.Messages), Running: in.Running}, nil
 }
 
 // started records that r answers turn t, and returns the later that
@@ -235,7 +236,7 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.started(r, t, func() (any, error) { return t.Result(), nil }), nil
+	return s.started(r, t, func() (any, error) { return turnResult(t.Result()), nil }), nil
 }
 
 func (s *Server) sessionSteer(r *request) (any, error) {
@@ -246,7 +247,7 @@ func (s *Server) sessionSteer(r *request) (any, error) {
 	if err := ss.Steer(p.Text); err != nil {
 		return nil, err
 	}
-	return SessionSteerResult{Held: true}, nil
+	return protocol.SessionSteerResult{Held: true}, nil
 }
 
 func (s *Server) sessionUnsteer(r *request) (any, error) {
@@ -258,7 +259,7 @@ func (s *Server) sessionUnsteer(r *request) (any, error) {
 	if w == nil {
 		w = []string{}
 	}
-	return SessionUnsteerResult{Withdrawn: w}, nil
+	return protocol.SessionUnsteerResult{Withdrawn: w}, nil
 }
 
 func (s *Server) sessionEntries(r *request) (any, error) {
@@ -292,7 +293,7 @@ func (s *Server) sessionInterrupt(r *request) (any, error) {
 	}
 	// Stopped now, in request order; answered after the turn's own response.
 	t := ss.Stop()
-	return s.afterAnswer(t, func() (any, error) { return Empty{}, nil }), nil
+	return s.afterAnswer(t, func() (any, error) { return protocol.SessionInterruptResult{}, nil }), nil
 }
 
 func (s *Server) sessionCompact(r *request) (any, error) {
@@ -314,8 +315,8 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 			return nil, err
 		}
 		summary, kept, _ := ss.LastCompaction()
-		return SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
-			SummaryChars: res.SummaryChars, Summary: summary, FirstKept: strPtr(kept), Usage: agent.NewUsage(res.Usage)}, nil
+		return protocol.SessionCompactResult{TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter,
+			SummaryChars: int64(res.SummaryChars), Summary: summary, FirstKept: strPtr(kept), Usage: usage(agent.NewUsage(res.Usage))}, nil
 	}), nil
 }
 
@@ -344,7 +345,35 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	if p.AutoRetry != nil {
 		ss.SetAutoRetry(*p.AutoRetry)
 	}
-	return SessionSetResult{Model: m, Effort: ef, Approval: policy}, nil
+	return protocol.SessionSetResult{Model: m, Effort: ef, Approval: protocol.Approval(policy)}, nil
+}
+
+func (s *Server) sessionShell(r *request) (any, error) {
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionShellParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	spec := session.ShellSpec{Command: p.Command, Exclude: p.Exclude != nil && *p.Exclude}
+	if d := millis(p.TimeoutMS); d != nil {
+		spec.Timeout = *d
+	}
+	t, err := ss.Shell(s.ctx, spec, s.events(ss.ID(), r.id))
+	if err != nil {
+		return nil, err
+	}
+	return s.started(r, t, func() (any, error) {
+		res, err := t.Shell()
+		if err != nil {
+			return nil, err
+		}
+		out := protocol.SessionShellResult{Entry: res.Entry, Output: res.Output, Cancelled: res.Cancelled,
+			TimedOut: res.TimedOut, Truncated: res.Truncated}
+		if res.ExitCode != nil {
+			code := int64(*res.ExitCode)
+			out.ExitCode = &code
+		}
+		return out, nil
+	}), nil
 }
 
 func (s *Server) sessionMessages(r *request) (any, error) {
@@ -352,23 +381,23 @@ func (s *Server) sessionMessages(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs := []Message{}
-	for _, m := range ss.Messages() {
-		msgs = append(msgs, Message{ID: m.ID, Parent: m.Parent, Time: m.Time, Role: m.Role, Content: m.Content})
-	}
-	return SessionMessagesResult{Messages: msgs}, nil
+	return protocol.SessionMessagesResult{Messages: logMessages(ss.Messages())}, nil
 }
 
 func (s *Server) sessionFork(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
 	if err != nil {
 		return nil, err
 	}
-	fork, err := ss.Fork(s.ctx)
+	at := ""
+	if p.At != nil {
+		at = *p.At
+	}
+	fork, err := ss.Fork(s.ctx, at)
 	if err != nil {
 		return nil, err
 	}
-	return SessionForkResult{Session: fork.ID(), Path: strPtr(fork.Path())}, nil
+	return protocol.SessionForkResult{Session: fork.ID(), Path: strPtr(fork.Path())}, nil
 }
 
 func (s *Server) sessionExport(r *request) (any, error) {
@@ -384,7 +413,7 @@ func (s *Server) sessionExport(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SessionExportResult{Path: path, Title: title}, nil
+	return protocol.SessionExportResult{Path: path, Title: title}, nil
 }
 
 func (s *Server) sessionClose(r *request) (any, error) {
@@ -398,7 +427,7 @@ func (s *Server) sessionClose(r *request) (any, error) {
 		if err := ss.Close(s.ctx); err != nil {
 			return nil, err
 		}
-		return Empty{}, nil
+		return protocol.SessionCloseResult{}, nil
 	}), nil
 }
 
@@ -414,7 +443,7 @@ func (s *Server) askReply(r *request) (any, error) {
 	if err := s.relay.Reply(p.Ask, result); err != nil {
 		return nil, &session.Error{Code: session.CodeUnknownAsk, Err: err}
 	}
-	return Empty{}, nil
+	return protocol.AskReplyResult{}, nil
 }
 
 // oneShotMethod names a version-1 line in its errors.
@@ -440,7 +469,7 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		return
 	}
 	ss, err := s.host.Create(s.ctx, createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
-		ToolMode: (*protocol.SessionCreateParamsToolMode)(o.ToolMode), Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
 	if err != nil {
 		s.reply(r, nil, err)
 		return
@@ -460,7 +489,7 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		res := t.Result()
 		res.Session = res.Path // v1: the JSONL path when saved (O3)
 		ss.Close(s.ctx)
-		b, err := json.Marshal(res)
+		b, err := json.Marshal(turnResult(res))
 		if err != nil {
 			s.reply(r, nil, err)
 			return

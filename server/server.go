@@ -10,18 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -45,7 +43,8 @@ type Env struct {
 type Server struct {
 	env   Env
 	host  *session.Host
-	out   *jsonl.Writer
+	loop  *lineserver.Loop // stdin and stdout
+	out   *jsonl.Writer    // the loop's stdout
 	relay *extension.Relay
 
 	ctx    context.Context // cancelled when the process stops serving
@@ -54,8 +53,8 @@ type Server struct {
 	mu      sync.Mutex
 	greeted bool
 	ask     bool
-	held    []Notice // notices that came before hello (X7)
-	closing bool     // no goroutine starts any more
+	held    []protocol.NoticeLine // notices that came before hello (X7)
+	closing bool                  // no goroutine starts any more
 	// replies are every goroutine that may still write a line; Add only
 	// while !closing, under mu, so Wait never races an Add.
 	replies sync.WaitGroup
@@ -72,7 +71,8 @@ const heldNotices = 64
 func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{env: env, ctx: ctx, cancel: cancel, answered: map[*session.Turn]chan struct{}{}}
-	s.out = jsonl.NewWriter(env.Stdout)
+	s.loop = lineserver.New("e rpc", env.Stdin, env.Stdout, env.Stderr)
+	s.out = s.loop.Out()
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
 	s.relay.Cancelled = func(a extension.Ask, why string) {
 		if why == "" {
@@ -82,7 +82,7 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 			}
 			why = who + " no longer waits for an answer"
 		}
-		s.writeJSON(Notice{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
+		s.writeJSON(protocol.NoticeLine{Type: "notice", Extension: a.Extension, Session: a.Session, Level: "warning", Ask: a.Ask,
 			Message: fmt.Sprintf("ask %d (%s) was cancelled: %s", a.Ask, a.Method, why)})
 	}
 	h, err := session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv}, ui{s})
@@ -98,63 +98,26 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 // Serve reads requests until EOF, shutdown, a signal or a fatal framing
 // error, and returns the process exit status (D1, D2, F4).
 func (s *Server) Serve() int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(s.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-s.ctx.Done():
-				return
-			}
+	var shutdown []byte // the shutdown request, when one ended the loop
+	end := s.loop.Run(s.ctx, func(n int, line []byte) bool {
+		if s.handle(n, line) {
+			shutdown = line
+			return true
 		}
-	}()
-
-	n := 0
-	for {
-		select {
-		case line := <-lines:
-			n++
-			if s.handle(n, line) {
-				s.stop()
-				s.writeRaw([]byte(`{"id":` + shutdownID(line) + `,"result":{}}`))
-				return s.close(0)
-			}
-		case err := <-readErr:
-			var tl *jsonl.TooLongError
-			if errors.As(err, &tl) {
-				fmt.Fprintf(s.env.Stderr, "e rpc: line %d is longer than %d bytes: no safe point to resync; exiting\n", tl.Line, tl.Max)
-				s.stop()
-				return s.close(1)
-			}
-			if !errors.Is(err, io.EOF) {
-				fmt.Fprintf(s.env.Stderr, "e rpc: reading stdin: %v\n", err)
-			}
-			s.stop()
-			return s.close(0)
-		case <-s.out.Failed():
-			// The client went away; close says so on stderr.
-			s.stop()
-			return s.close(0)
-		case sig := <-sigs:
-			switch sig {
-			case syscall.SIGTERM:
-				return s.signalled(143)
-			case syscall.SIGHUP:
-				return s.signalled(129)
-			}
-		}
+		return false
+	})
+	switch end.Reason {
+	case lineserver.Signalled:
+		return s.signalled(end.Code())
+	case lineserver.Stopped:
+		s.stop()
+		s.writeRaw([]byte(`{"id":` + shutdownID(shutdown) + `,"result":{}}`))
+		return s.loop.Close(0)
 	}
+	// EOF, an oversized line (said on stderr), or the client went away
+	// (Close says so): every session stops as on EOF.
+	s.stop()
+	return s.loop.Close(end.Code())
 }
 
 func shutdownID(line []byte) string {
@@ -165,17 +128,12 @@ func shutdownID(line []byte) string {
 	return id.Raw
 }
 
-// signalGrace is how long turns get after a signal to write their
-// turn_end and response.
-const signalGrace = 2 * time.Second
-
 // signalled kills every bash process group first, then extensions (D2).
 func (s *Server) signalled(code int) int {
 	s.cancel()
-	ended := s.host.Kill(signalGrace)
-	if ended {
+	if s.host.Kill(lineserver.SignalGrace) {
 		s.stopReplies()
-		s.out.Close() // flush: no turn writes any more
+		return s.loop.Close(code) // flush: no turn writes any more
 	}
 	return code
 }
@@ -195,17 +153,6 @@ func (s *Server) stopReplies() {
 	s.closing = true
 	s.mu.Unlock()
 	s.replies.Wait()
-}
-
-// close flushes the writer and returns code, or 1 when stdout failed: the
-// client stopped reading, and e says so on stderr.
-func (s *Server) close(code int) int {
-	s.cancel()
-	if err := s.out.Close(); err != nil {
-		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
-		code = max(code, 1)
-	}
-	return code
 }
 
 // handle serves one input line; it reports whether the line was a valid
@@ -341,11 +288,11 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 
 // reply writes the one response of r: its result, or its error.
 func (s *Server) reply(r *request, result any, err error) {
-	if a, ok := result.(jsonAppender); ok && err == nil {
+	if res, ok := result.(protocol.Result); ok && err == nil {
 		// A long turn's result holds its whole text: encoded in place.
 		_ = s.out.Append(context.Background(), func(b []byte) []byte {
 			b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)
-			return append(a.AppendJSON(b), '}')
+			return append(appendResult(b, res), '}')
 		})
 	} else if err == nil {
 		var b []byte
@@ -370,10 +317,6 @@ func (s *Server) reply(r *request, result any, err error) {
 		s.mu.Unlock()
 	}
 }
-
-// jsonAppender is a result that encodes itself, valid UTF-8, without
-// reflection (agent.Result).
-type jsonAppender interface{ AppendJSON([]byte) []byte }
 
 // events returns the sink of one turn's events: each is stamped with its
 // session and request (S2) and encoded straight into the writer's queue.

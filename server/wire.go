@@ -1,126 +1,114 @@
 package server
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/protocol"
 )
 
-// Wire shapes of e rpc. Params are the generated types of package protocol,
-// decoded only after their schema (schemas/methods/<method>.params.json)
-// accepted the line, so pointer fields mean "omitted or null" (V1). The
-// results below are checked against schemas/methods/<method>.result.json
-// by the tests.
+// Wire shapes of e rpc are the generated types of package protocol:
+// params are decoded into them only after their schema
+// (schemas/methods/<method>.params.json) accepted the line, so pointer
+// fields mean "omitted or null" (V1); results are built from them. The
+// functions below convert the session layer's values at the boundary
+// (int to int64, time.Time to its RFC 3339 text) into the bytes
+// encoding/json wrote for the values themselves.
 
-type HelloResult struct {
-	Protocol int      `json:"protocol"`
-	Version  string   `json:"version"`
-	Channel  string   `json:"channel"`
-	Commit   string   `json:"commit"`
-	Cwd      string   `json:"cwd"`
-	Home     string   `json:"home"`
-	Methods  []string `json:"methods"`
-	Ask      bool     `json:"ask"`
-}
-
-type ModelsListResult struct {
-	Default string              `json:"default"`
-	Models  []session.ModelInfo `json:"models"`
-}
-
-type SessionCreateResult struct {
-	Session  string  `json:"session"`
-	Model    string  `json:"model"`
-	Effort   string  `json:"effort"`
-	Cwd      string  `json:"cwd"`
-	Path     *string `json:"path"`
-	Approval string  `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
-}
-
-type SessionListResult struct {
-	Sessions []session.Summary `json:"sessions"`
-}
-
-type SessionInfoResult struct {
-	Session  string  `json:"session"`
-	Model    string  `json:"model"`
-	Effort   string  `json:"effort"`
-	Cwd      string  `json:"cwd"`
-	Path     *string `json:"path"`
-	Name     *string `json:"name"`
-	Title    *string `json:"title"`
-	Messages int     `json:"messages"`
-	Running  bool    `json:"running"`
-}
-
-// SessionPromptResult is the turn result.
-type SessionPromptResult = agent.Result
-
-type SessionSteerResult struct {
-	Held bool `json:"held"`
-}
-
-type SessionUnsteerResult struct {
-	Withdrawn []string `json:"withdrawn"`
-}
-
+// SessionEntriesResult is the session.entries result. Its entries are
+// the log's lines (schemas/store/entry.json), which the result schema
+// leaves open, so the generated item type cannot hold them.
 type SessionEntriesResult struct {
 	Entries []session.Entry `json:"entries"`
 	Leaf    *string         `json:"leaf"`
 }
 
-type SessionCompactResult struct {
-	TokensBefore int64       `json:"tokens_before"`
-	TokensAfter  int64       `json:"tokens_after"`
-	SummaryChars int         `json:"summary_chars"`
-	Summary      string      `json:"summary"`
-	FirstKept    *string     `json:"first_kept"`
-	Usage        agent.Usage `json:"usage"`
+// rfc3339 is t as encoding/json writes a time.Time.
+func rfc3339(t time.Time) string { return t.Format(time.RFC3339Nano) }
+
+func modelInfos(ms []session.ModelInfo) []protocol.ModelInfo {
+	out := make([]protocol.ModelInfo, len(ms))
+	for i, m := range ms {
+		out[i] = protocol.ModelInfo{Model: m.ID, Provider: m.Provider, ID: m.Name, Effort: m.Efforts,
+			ImageInput: m.ImageInput, Tools: m.Tools, ContextWindow: int64(m.ContextWindow), Available: m.Available != nil && *m.Available}
+	}
+	return out
 }
 
-type SessionSetResult struct {
-	Model    string `json:"model"`
-	Effort   string `json:"effort"`
-	Approval string `json:"approval,omitempty"` // always set by e; optional in the schema (additive)
+func summaries(list []session.Summary) []protocol.SessionSummary {
+	out := make([]protocol.SessionSummary, len(list))
+	for i, s := range list {
+		out[i] = protocol.SessionSummary{Path: s.Path, Title: s.Title, Name: s.Name, Modified: rfc3339(s.Modified),
+			Messages: int64(s.Messages), Turns: int64(s.Turns), Cwd: s.Cwd}
+	}
+	return out
 }
 
-type SessionMessagesResult struct {
-	Messages []Message `json:"messages"`
+func logMessages(ms []session.Message) []protocol.LogMessage {
+	out := make([]protocol.LogMessage, len(ms))
+	for i, m := range ms {
+		out[i] = protocol.LogMessage{ID: m.ID, Parent: m.Parent, Time: rfc3339(m.Time), Role: protocol.LogMessageRole(m.Role),
+			Content: parts(m.Content)}
+	}
+	return out
 }
 
-// Message is one message of session.messages, in the persisted shape: the
-// log entry's id, parent and time beside the message itself.
-type Message struct {
-	ID      string         `json:"id"`
-	Parent  string         `json:"parent"`
-	Time    time.Time      `json:"time"`
-	Role    string         `json:"role"`
-	Content []session.Part `json:"content"`
+func parts(ps []session.Part) []protocol.Part {
+	out := make([]protocol.Part, len(ps))
+	for i, p := range ps {
+		out[i] = protocol.Part{Type: protocol.PartType(p.Type), Text: p.Text, Signature: p.Signature, MediaType: p.MediaType,
+			ID: p.ID, Name: p.Name, Arguments: p.Arguments, CallID: p.CallID, IsError: p.IsError}
+		if p.Data != nil {
+			out[i].Data = base64.StdEncoding.EncodeToString(p.Data)
+		}
+	}
+	return out
 }
 
-type SessionForkResult struct {
-	Session string  `json:"session"`
-	Path    *string `json:"path"`
+func usage(u agent.Usage) protocol.Usage {
+	return protocol.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
+		CacheWrite5MTokens: u.CacheWrite5m, CacheWrite1HTokens: u.CacheWrite1h, PromptTokens: u.PromptTokens}
 }
 
-type SessionExportResult struct {
-	Path  string `json:"path"`
-	Title string `json:"title"`
+// turnResult is a turn's result (§6) on the wire.
+func turnResult(r agent.Result) protocol.Result {
+	out := protocol.Result{Output: r.Output, FinalOutput: r.FinalOutput, Model: r.Model, Effort: r.Effort, Aborted: r.Aborted,
+		Error: r.Error, Warnings: r.Warnings, Usage: usage(r.Usage), CostUSD: r.CostUSD,
+		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path}
+	if d := r.ErrorDetails; d != nil {
+		out.ErrorDetails = &protocol.ErrorDetails{Stage: protocol.ErrorDetailsStage(d.Stage), Provider: d.Provider, Model: d.Model,
+			RequestID: d.RequestID, ErrorType: d.ErrorType, Retryable: d.Retryable,
+			RetryDecision: protocol.ErrorDetailsRetryDecision(d.Decision), Attempts: int64(d.Attempts), Message: d.Message,
+			Diagnostic: d.Diagnostic, Time: d.Time}
+		if d.Status != nil {
+			status := int64(*d.Status)
+			out.ErrorDetails.Status = &status
+		}
+	}
+	return out
 }
 
-// Empty is the result of methods that return nothing.
-type Empty struct{}
-
-// Notice is a process line about extensions (X6, X7).
-type Notice struct {
-	Type      string          `json:"type"`                // "notice"
-	Extension string          `json:"extension,omitempty"` // "" for a notice about an approval ask
-	Session   string          `json:"session,omitempty"`   // the approval ask's session
-	Level     string          `json:"level"`
-	Message   string          `json:"message"`
-	Method    string          `json:"method,omitempty"`
-	Params    json.RawMessage `json:"params,omitempty"`
-	Ask       int64           `json:"ask,omitempty"` // the ask this notice cancels
+// appendResult appends r encoded as encoding/json encodes it, valid UTF-8.
+// The turn's text, in output and final_output, is most of a long turn's
+// result: those two are encoded by hand, the rest by encoding/json.
+func appendResult(dst []byte, r protocol.Result) []byte {
+	rest := r
+	rest.Output, rest.FinalOutput = "", ""
+	b, err := json.Marshal(rest)
+	if err != nil {
+		// Result is plain data: a failure is a programming error.
+		panic("server: marshal result: " + err.Error())
+	}
+	const head = `{"output":"","final_output":""`
+	if !bytes.HasPrefix(b, []byte(head)) {
+		panic("server: result fields out of order: " + string(b[:min(len(b), len(head))]))
+	}
+	dst = append(jsonenc.AppendString(append(dst, `{"output":`...), r.Output), ',')
+	dst = jsonenc.AppendString(append(dst, `"final_output":`...), r.FinalOutput)
+	return append(dst, b[len(head):]...)
 }

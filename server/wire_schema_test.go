@@ -13,6 +13,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
@@ -101,32 +102,15 @@ type shape struct {
 
 // TestRequiredMatchesStructs: each schema's required list equals the
 // struct's always-emitted fields, and every field the struct has is a
-// property of the schema. The params types are generated from the schemas
-// (package protocol; internal/gen TestFresh keeps them current), so only
-// the hand-written result and line types are checked here.
+// property of the schema. Params, results and lines of e rpc are the
+// generated types of package protocol (internal/gen TestFresh keeps them
+// current), so only the hand-written types are checked here: the agent's
+// events and turn result, which e -p prints too, the ask line and the
+// session.entries result.
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
-
-		{schema: "hello.result", value: HelloResult{}},
-		{schema: "models.list.result", value: ModelsListResult{}},
-		{schema: "session.create.result", value: SessionCreateResult{}},
-		{schema: "session.list.result", value: SessionListResult{}},
-		{schema: "session.info.result", value: SessionInfoResult{}},
-		{schema: "result", value: SessionPromptResult{}}, // session.prompt.result is a $ref to it
-		{schema: "session.steer.result", value: SessionSteerResult{}},
-		{schema: "session.unsteer.result", value: SessionUnsteerResult{}},
 		{schema: "session.entries.result", value: SessionEntriesResult{}},
-		{schema: "session.interrupt.result", value: Empty{}},
-		{schema: "session.compact.result", value: SessionCompactResult{}},
-		{schema: "session.set.result", value: SessionSetResult{}},
-		{schema: "session.messages.result", value: SessionMessagesResult{}},
-		{schema: "session.fork.result", value: SessionForkResult{}},
-		{schema: "session.export.result", value: SessionExportResult{}},
-		{schema: "session.close.result", value: Empty{}},
-		{schema: "ask.reply.result", value: Empty{}},
-		{schema: "shutdown.result", value: Empty{}},
-
-		{schema: "lines/notice", value: Notice{}},
+		{schema: "result", value: agent.Result{}}, // e -p --json's last line
 		{schema: "lines/ask", value: extension.Ask{}},
 		{schema: "defs", def: "usage", value: agent.Usage{}},
 		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
@@ -134,9 +118,6 @@ func TestRequiredMatchesStructs(t *testing.T) {
 		{schema: "defs", def: "call", value: agent.Call{}},
 		{schema: "defs", def: "part", value: model.Part{}},
 		{schema: "defs", def: "message", value: model.Message{}},
-		{schema: "defs", def: "log_message", value: Message{}},
-		{schema: "defs", def: "model_info", value: model.Info{}},
-		{schema: "defs", def: "session_summary", value: store.Summary{}},
 	}
 	for _, ev := range events() {
 		shapes = append(shapes, shape{schema: "events/" + ev.EventType(), value: ev, extra: []string{"type"}})
@@ -194,6 +175,7 @@ func events() []agent.Event {
 		agent.SleepStopped{ID: 3, MS: 200, Reason: "interrupt"},
 		agent.Discarded{Reason: "steer", Text: "too late"},
 		agent.TurnEnd{Aborted: false},
+		agent.ShellOutput{Delta: "a\nb\n"},
 	}
 }
 
@@ -242,9 +224,9 @@ func TestEventsValidate(t *testing.T) {
 	}
 }
 
-// turnResult returns a result as the agent fills it; failed adds the
+// agentResult returns a result as the agent fills it; failed adds the
 // error fields.
-func turnResult(failed bool) agent.Result {
+func agentResult(failed bool) agent.Result {
 	r := agent.Result{
 		Output: "The repo is e.", FinalOutput: "The repo is e.", Model: "e/offline", Effort: "",
 		Warnings: []string{}, Usage: agent.NewUsage(model.Usage{Input: 10, Output: 5}),
@@ -273,50 +255,54 @@ func TestWireValuesValidate(t *testing.T) {
 		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
 	}
 	create := protocol.SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
-		ToolMode: ptr(protocol.SessionCreateParamsToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+		ToolMode: ptr(protocol.ToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
 	tests := []struct {
 		method string
 		params any
 		result any
 	}{
-		{"hello", protocol.HelloParams{}, HelloResult{Protocol: 2, Version: "0.1.0", Channel: "dev", Commit: "abc", Cwd: "/w", Home: "/h/.e", Methods: schemas.Methods(), Ask: false}},
-		{"hello", protocol.HelloParams{Ask: ptr(true)}, HelloResult{Protocol: 2, Methods: []string{}, Ask: true}},
-		{"models.list", protocol.ModelsListParams{}, ModelsListResult{Default: "e/offline", Models: []model.Info{info, effort}}},
-		{"session.create", protocol.SessionCreateParams{}, SessionCreateResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
-		{"session.create", create, SessionCreateResult{Session: "01J0", Model: "e/offline", Effort: "high", Cwd: "/w", Path: ptr("/h/x.jsonl")}},
-		{"session.list", protocol.SessionListParams{}, SessionListResult{Sessions: []store.Summary{}}},
-		{"session.list", protocol.SessionListParams{Cwd: ptr("/w"), All: ptr(true)}, SessionListResult{Sessions: []store.Summary{
-			{Path: "/h/x.jsonl", Title: "what does this repo do", Name: "", Modified: when, Messages: 4, Turns: 2, Cwd: "/w"}}}},
-		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
-		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w",
+		{"hello", protocol.HelloParams{}, protocol.HelloResult{Protocol: 2, Version: "0.1.0", Channel: "dev", Commit: "abc", Cwd: "/w", Home: "/h/.e", Methods: schemas.Methods(), Ask: false}},
+		{"hello", protocol.HelloParams{Ask: ptr(true)}, protocol.HelloResult{Protocol: 2, Methods: []string{}, Ask: true}},
+		{"models.list", protocol.ModelsListParams{}, protocol.ModelsListResult{Default: "e/offline", Models: modelInfos([]model.Info{info, effort})}},
+		{"session.create", protocol.SessionCreateParams{}, protocol.SessionCreateResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"session.create", create, protocol.SessionCreateResult{Session: "01J0", Model: "e/offline", Effort: "high", Cwd: "/w", Path: ptr("/h/x.jsonl")}},
+		{"session.list", protocol.SessionListParams{}, protocol.SessionListResult{Sessions: summaries([]store.Summary{})}},
+		{"session.list", protocol.SessionListParams{Cwd: ptr("/w"), All: ptr(true)}, protocol.SessionListResult{Sessions: summaries([]store.Summary{
+			{Path: "/h/x.jsonl", Title: "what does this repo do", Name: "", Modified: when, Messages: 4, Turns: 2, Cwd: "/w"}})}},
+		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, protocol.SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w"}},
+		{"session.info", protocol.SessionInfoParams{Session: "01J0"}, protocol.SessionInfoResult{Session: "01J0", Model: "e/offline", Cwd: "/w",
 			Path: ptr("/h/x.jsonl"), Name: ptr("ci"), Title: ptr("t"), Messages: 3, Running: true}},
-		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(false)},
-		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(true)},
-		{"session.steer", protocol.SessionSteerParams{Session: "01J0", Text: "also"}, SessionSteerResult{Held: true}},
-		{"session.interrupt", protocol.SessionInterruptParams{Session: "01J0"}, Empty{}},
-		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{}}},
-		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, SessionUnsteerResult{Withdrawn: []string{"also", "and this"}}},
+		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(agentResult(false))},
+		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(agentResult(true))},
+		{"session.steer", protocol.SessionSteerParams{Session: "01J0", Text: "also"}, protocol.SessionSteerResult{Held: true}},
+		{"session.interrupt", protocol.SessionInterruptParams{Session: "01J0"}, protocol.SessionInterruptResult{}},
+		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, protocol.SessionUnsteerResult{Withdrawn: []string{}}},
+		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, protocol.SessionUnsteerResult{Withdrawn: []string{"also", "and this"}}},
 		{"session.entries", protocol.SessionEntriesParams{Session: "01J0"}, SessionEntriesResult{Entries: []store.Entry{}}},
 		{"session.entries", protocol.SessionEntriesParams{Session: "01J0", Since: ptr("e1")}, SessionEntriesResult{Leaf: ptr("e2"),
 			Entries: []store.Entry{{Type: store.TypeName, ID: "e2", Parent: "e1", Time: when, Name: "ci"}}}},
-		{"session.compact", protocol.SessionCompactParams{Session: "01J0"}, SessionCompactResult{TokensBefore: 9, TokensAfter: 3, SummaryChars: 40, Usage: agent.NewUsage(model.Usage{Input: 9})}},
-		{"session.compact", protocol.SessionCompactParams{Session: "01J0", Focus: ptr("tests")}, SessionCompactResult{}},
-		{"session.set", protocol.SessionSetParams{Session: "01J0"}, SessionSetResult{Model: "e/offline"}},
-		{"session.set", protocol.SessionSetParams{Session: "01J0", Model: ptr("openai/gpt-5.5"), Effort: ptr("low")}, SessionSetResult{Model: "openai/gpt-5.5", Effort: "low"}},
-		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{}}},
-		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, SessionMessagesResult{Messages: []Message{
+		{"session.compact", protocol.SessionCompactParams{Session: "01J0"}, protocol.SessionCompactResult{TokensBefore: 9, TokensAfter: 3, SummaryChars: 40, Usage: usage(agent.NewUsage(model.Usage{Input: 9}))}},
+		{"session.compact", protocol.SessionCompactParams{Session: "01J0", Focus: ptr("tests")}, protocol.SessionCompactResult{}},
+		{"session.set", protocol.SessionSetParams{Session: "01J0"}, protocol.SessionSetResult{Model: "e/offline"}},
+		{"session.set", protocol.SessionSetParams{Session: "01J0", Model: ptr("openai/gpt-5.5"), Effort: ptr("low")}, protocol.SessionSetResult{Model: "openai/gpt-5.5", Effort: "low"}},
+		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, protocol.SessionMessagesResult{Messages: logMessages([]session.Message{})}},
+		{"session.messages", protocol.SessionMessagesParams{Session: "01J0"}, protocol.SessionMessagesResult{Messages: logMessages([]session.Message{
 			{ID: "e1", Parent: "", Time: when, Role: model.RoleUser, Content: parts[:1]},
 			{ID: "e2", Parent: "e1", Time: when, Role: model.RoleAssistant, Content: parts[1:4]},
 			{ID: "e3", Parent: "e2", Time: when, Role: model.RoleTool, Content: parts[4:]},
-		}}},
-		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1"}},
-		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
-		{"session.export", protocol.SessionExportParams{Session: "01J0"}, SessionExportResult{Path: "/h/x.html", Title: "t"}},
-		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, SessionExportResult{Path: "/tmp/x.html"}},
-		{"session.close", protocol.SessionCloseParams{Session: "01J0"}, Empty{}},
-		{"ask.reply", protocol.AskReplyParams{Ask: 1}, Empty{}},
-		{"ask.reply", protocol.AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, Empty{}},
-		{"shutdown", protocol.ShutdownParams{}, Empty{}},
+		})}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "ls"}, protocol.SessionShellResult{Entry: "e1", Output: "a\n", ExitCode: ptr(int64(0))}},
+		{"session.shell", protocol.SessionShellParams{Session: "01J0", Command: "sleep 9", Exclude: ptr(true), TimeoutMS: ptr(int64(5))},
+			protocol.SessionShellResult{Entry: "e1", TimedOut: true}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, protocol.SessionForkResult{Session: "01J1"}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0", At: ptr("e1")}, protocol.SessionForkResult{Session: "01J1"}},
+		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, protocol.SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
+		{"session.export", protocol.SessionExportParams{Session: "01J0"}, protocol.SessionExportResult{Path: "/h/x.html", Title: "t"}},
+		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, protocol.SessionExportResult{Path: "/tmp/x.html"}},
+		{"session.close", protocol.SessionCloseParams{Session: "01J0"}, protocol.SessionCloseResult{}},
+		{"ask.reply", protocol.AskReplyParams{Ask: 1}, protocol.AskReplyResult{}},
+		{"ask.reply", protocol.AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, protocol.AskReplyResult{}},
+		{"shutdown", protocol.ShutdownParams{}, protocol.ShutdownResult{}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -354,20 +340,20 @@ func TestLinesValidate(t *testing.T) {
 	}{
 		{"one-shot request, nulls", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`"one"`), Prompt: "hi"}), schemas.ValidateOneShot},
 		{"one-shot request, set", mustJSON(t, protocol.OneShotRequest{ID: json.RawMessage(`1`), Prompt: "hi", Cwd: ptr("/w"), Model: ptr("e/offline"),
-			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.OneShotRequestToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
+			Effort: ptr("high"), Tools: ptr([]string{}), ToolMode: ptr(protocol.ToolModeAll), Save: ptr(false), Resume: ptr("/h/x.jsonl"),
 			Name: ptr("n"), Images: ptr([]string{"a.png"})}), schemas.ValidateOneShot},
-		{"one-shot answer (O1)", flat(`"one"`, turnResult(false)), schemas.ValidateLine},
-		{"one-shot answer, failed", flat(`null`, turnResult(true)), schemas.ValidateLine},
-		{"e -p --json result line (P7)", []byte(`{"type":"result",` + string(mustJSON(t, turnResult(false))[1:])), schemas.ValidateResultLine},
-		{"notice (X6)", mustJSON(t, Notice{Type: "notice", Extension: "deploy", Level: "error", Message: "crashed"}), schemas.ValidateLine},
-		{"notice relaying ui.notify", mustJSON(t, Notice{Type: "notice", Extension: "deploy", Level: "info", Message: "hi",
+		{"one-shot answer (O1)", flat(`"one"`, agentResult(false)), schemas.ValidateLine},
+		{"one-shot answer, failed", flat(`null`, agentResult(true)), schemas.ValidateLine},
+		{"e -p --json result line (P7)", []byte(`{"type":"result",` + string(mustJSON(t, agentResult(false))[1:])), schemas.ValidateResultLine},
+		{"notice (X6)", mustJSON(t, protocol.NoticeLine{Type: "notice", Extension: "deploy", Level: "error", Message: "crashed"}), schemas.ValidateLine},
+		{"notice relaying ui.notify", mustJSON(t, protocol.NoticeLine{Type: "notice", Extension: "deploy", Level: "info", Message: "hi",
 			Method: "ui.notify", Params: json.RawMessage(`{"message":"hi"}`)}), schemas.ValidateLine},
 		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
 			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
 		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
 			Params: mustJSON(t, ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
 				Category: "execute", Target: "ls"}, TimeoutMS: ptr(int64(50))})}), schemas.ValidateLine},
-		{"notice of a cancelled approval (A3)", mustJSON(t, Notice{Type: "notice", Session: "s1", Ask: 2, Level: "warning", Message: "cancelled"}), schemas.ValidateLine},
+		{"notice of a cancelled approval (A3)", mustJSON(t, protocol.NoticeLine{Type: "notice", Session: "s1", Ask: 2, Level: "warning", Message: "cancelled"}), schemas.ValidateLine},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

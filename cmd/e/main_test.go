@@ -61,6 +61,7 @@ func TestPrint(t *testing.T) {
 		{name: "piped stdin only P2", args: []string{"-p"}, stdin: "/text piped", wantCode: 0, wantStdout: "piped\n"},
 		{name: "empty prompt is usage P2", args: []string{"-p"}, wantCode: 2, wantStderr: "empty prompt"},
 		{name: "bad flag is usage P4", args: []string{"-p", "x", "--bogus"}, wantCode: 2, wantStderr: "bogus"},
+		{name: "retried answer printed once P3 U2", args: []string{"-p", "/text done\n/error retryable"}, wantCode: 0, wantStdout: "done\n"},
 		{name: "model error exits 1 P4", args: []string{"-p", "/error fatal boom"}, wantCode: 1, wantStderr: "boom"},
 		{name: "unknown model exits 1", args: []string{"-p", "x", "-m", "nope/x"}, wantCode: 1, wantStderr: "unknown model"},
 		{name: "missing image is usage", args: []string{"-p", "x", "--image", "missing.png"}, wantCode: 2, wantStderr: "missing.png"},

@@ -115,6 +115,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		prog.say(fmt.Sprintf("e: writing stdout: %v; stopping the turn", err))
 		stopTurn()
 	}}
+	text := &reply{write: out.text, note: prog.say}
 	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
@@ -126,8 +127,15 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			out.line(b)
 			return
 		}
-		if t, ok := ev.(agent.Text); ok {
-			out.text(t.Delta)
+		switch ev := ev.(type) {
+		case agent.Text:
+			text.text(ev.Delta)
+		case agent.Discarded:
+			if ev.Reason == "retry" {
+				text.discard()
+			}
+		case agent.UsageEvent:
+			text.callDone()
 		}
 	})
 	if err != nil {

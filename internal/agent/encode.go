@@ -59,23 +59,3 @@ func (s Stamp) Append(dst []byte, ev Event) []byte {
 	dst = AppendEvent(dst, ev)
 	return append(dst[:len(dst)-1], s.tail...)
 }
-
-// AppendJSON appends r encoded as encoding/json encodes it. The turn's
-// text, in output and final_output, is most of a long turn's result: those
-// two are encoded by hand, the rest by encoding/json.
-func (r Result) AppendJSON(dst []byte) []byte {
-	rest := r
-	rest.Output, rest.FinalOutput = "", ""
-	b, err := json.Marshal(rest)
-	if err != nil {
-		// Result is plain data: a failure is a programming error.
-		panic("agent: marshal result: " + err.Error())
-	}
-	const head = `{"output":"","final_output":""`
-	if !bytes.HasPrefix(b, []byte(head)) {
-		panic("agent: result fields out of order: " + string(b[:min(len(b), len(head))]))
-	}
-	dst = append(jsonenc.AppendString(append(dst, `{"output":`...), r.Output), ',')
-	dst = jsonenc.AppendString(append(dst, `"final_output":`...), r.FinalOutput)
-	return append(dst, b[len(head):]...)
-}

@@ -25,30 +25,6 @@ func FuzzAppendEvent(f *testing.F) {
 	})
 }
 
-// Result.AppendJSON writes exactly what encoding/json writes.
-func FuzzResultAppendJSON(f *testing.F) {
-	for _, s := range []string{"", "hello", "a\"b\\c", "<&>", "\x00\x1f\x7f", "\u2028é😀", "\xff\xfe"} {
-		f.Add(s, s+"!", true)
-	}
-	f.Fuzz(func(t *testing.T, out, final string, b bool) {
-		msg, cost, path := "boom "+out, 0.25, "/p"
-		for _, r := range []Result{
-			{Output: out, FinalOutput: final, Warnings: []string{}},
-			{Output: out, FinalOutput: final, Model: "e/offline", Effort: "low", Aborted: b, Error: &msg,
-				ErrorDetails: &ErrorDetails{Message: final}, Warnings: []string{out}, CostUSD: &cost,
-				Tools: ToolCounts{Calls: 2, Failures: 1}, Session: &final, Path: &path},
-		} {
-			want, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := r.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
-				t.Errorf("AppendJSON = %s, want x%s", got, want)
-			}
-		}
-	})
-}
-
 // Stamped events are valid UTF-8 whatever the request id holds.
 func TestStampValidUTF8(t *testing.T) {
 	st := NewStamp("s", json.RawMessage("\"\xff\""))

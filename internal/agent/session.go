@@ -348,7 +348,7 @@ func (s *Session) Close() error {
 
 // Begin marks the session running, so a second prompt is refused at once
 // (S5) even before the turn's goroutine starts. Every successful Begin must
-// be followed by exactly one Prompt or Compact call, which ends the run.
+// be followed by exactly one Prompt, Compact or Shell call, which ends the run.
 func (s *Session) Begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -439,6 +439,7 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 
 // History returns the messages a model call sees: after the last
 // compaction, its summary, the messages it kept, and everything since.
+// A user's shell command is a user message, unless it was excluded.
 func History(entries []store.Entry) []model.Message {
 	last := -1
 	for i, en := range entries {
@@ -448,6 +449,9 @@ func History(entries []store.Entry) []model.Message {
 	}
 	var out []model.Message
 	add := func(en store.Entry) {
+		if en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude {
+			out = append(out, shellMessage(en.Shell))
+		}
 		if en.Type != store.TypeMessage {
 			return
 		}

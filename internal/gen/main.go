@@ -429,6 +429,9 @@ func (m *model) expr(file, ptr, name string, s map[string]any) (texpr, error) {
 	if c, ok := s["const"].(string); ok {
 		return texpr{kind: kString, constant: c}, nil
 	}
+	if _, ok := s["const"].(bool); ok {
+		return texpr{kind: kBool}, nil // a flag that is always true or false: a bool still holds it
+	}
 	if isEnum(s) {
 		vals, nullable := enumValues(s)
 		if len(vals) == 0 {

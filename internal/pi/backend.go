@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,25 +9,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
-	"github.com/e-agent/e/internal/store"
-	"github.com/e-agent/e/internal/tool"
 )
 
-// This file is the one place that knows how sessions are made: it builds
-// them from the Host's engine the way session.Host.Create does, with pi's
-// folder for their logs, pi's tool selection and a fork point's history. It moves onto Host.Create once the session
-// layer takes a sessions folder and a starting history.
+// This file is the one place that knows how pi's sessions are made: through
+// the session layer (Host.Create), with pi's folder for their logs, pi's
+// tool selection and a fork point's history.
 
 // spec describes one session to make.
 type spec struct {
 	cwd     string
-	model   string // catalog id
+	model   string // catalog id ("" with resume: the log's)
 	effort  string
-	resume  string        // a log to continue ("": a new session)
-	entries []store.Entry // a new session's starting history (fork, clone)
-	parent  string        // the parent log of a fork
+	resume  string          // a log to continue ("": a new session)
+	entries []session.Entry // a new session's starting history (fork, clone)
+	parent  string          // the parent log of a fork
 	name    string
 }
 
@@ -37,94 +34,27 @@ type backend struct {
 	tools       []string
 }
 
-// made is a session and the log header it was made with.
-type made struct {
-	sess   *agent.Session
-	header store.Header
-}
-
-func (b *backend) make(sp spec) (*made, error) {
-	var log *store.Log
-	var entries []store.Entry
-	var header *store.Header
-	var warnings []string
+func (b *backend) make(sp spec) (*session.Session, error) {
+	cwd := sp.cwd
 	if sp.resume != "" {
-		var err error
-		log, header, entries, err = store.OpenWritable(sp.resume)
-		if err != nil {
-			return nil, err
-		}
-		warnings = log.Warnings()
-		entries = store.Branch(entries)
-		sp.cwd = header.Cwd
-		if sp.model == "" {
-			sp.model, sp.effort = header.Model, header.Effort
-			for _, en := range entries {
-				if en.Type == store.TypeSettings {
-					sp.model, sp.effort = en.Model, en.Effort
-				}
-			}
-		}
+		cwd = "" // the log's
 	}
-	fail := func(err error) (*made, error) {
-		if log != nil {
-			log.Close()
-		}
-		return nil, err
+	ss := session.Spec{Cwd: cwd, Tools: b.tools, NoTools: len(b.tools) == 0, Save: b.sessionsDir != "",
+		Resume: sp.resume, History: sp.entries, Parent: sp.parent}
+	if sp.model != "" {
+		ss.Model, ss.Effort = &sp.model, &sp.effort
 	}
-	if st, err := os.Stat(sp.cwd); err != nil || !st.IsDir() {
-		return fail(fmt.Errorf("pi: working directory %s is not a directory", sp.cwd))
+	if sp.name != "" {
+		ss.Name = &sp.name
 	}
-	cat := b.h.Engine().Catalog
-	info, err := cat.Lookup(sp.model)
+	if ss.Save && sp.resume == "" {
+		ss.Dir = b.dir(sp.cwd)
+	}
+	s, err := b.h.Create(context.Background(), ss)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("pi: %w", err)
 	}
-	if _, err := cat.Provider(info.ID); err != nil {
-		return fail(err)
-	}
-	effort, err := cat.CheckEffort(info.ID, sp.effort)
-	if err != nil {
-		return fail(err)
-	}
-	instructions, needTrust, err := store.Instructions(b.h.Home(), sp.cwd)
-	if err != nil {
-		return fail(err)
-	}
-	if needTrust {
-		return fail(fmt.Errorf("pi: directory %s has an AGENTS.md but is not trusted: run `e trust %s` first", sp.cwd, sp.cwd))
-	}
-	h := store.Header{Type: "session", Version: store.Version, ID: store.NewID(), Cwd: sp.cwd, Created: time.Now().UTC(),
-		Model: info.ID, Effort: effort, Name: sp.name, Parent: sp.parent}
-	switch {
-	case header != nil:
-		h = *header
-	case b.sessionsDir != "" && len(sp.entries) > 0:
-		log, err = store.ForkIn(b.dir(sp.cwd), h, sp.entries)
-	case b.sessionsDir != "":
-		log, err = store.CreateIn(b.dir(sp.cwd), h)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if entries == nil {
-		entries = sp.entries
-		if log != nil {
-			// The fork's log gave its entries new parents: start from what it holds.
-			if rr, err := store.Read(log.Path()); err == nil {
-				entries = store.Branch(rr.Entries)
-			}
-		}
-	}
-	sess := b.h.Engine().NewSession(agent.Options{ID: h.ID, Cwd: sp.cwd, Model: info.ID, Effort: effort,
-		Tools: b.tools, Log: log, Entries: entries, System: instructions, Name: h.Name, Warnings: warnings})
-	if header != nil && (info.ID != header.Model || effort != header.Effort) {
-		if _, _, err := sess.Set(&info.ID, &effort); err != nil {
-			sess.Close()
-			return nil, err
-		}
-	}
-	return &made{sess: sess, header: h}, nil
+	return s, nil
 }
 
 // dir is the folder of cwd's sessions, named as pi names it
@@ -177,7 +107,7 @@ func toolSelection(all []string, f Flags) ([]string, error) {
 	}
 	sel := slices.Clone(all)
 	if f.NoBuiltin {
-		sel = slices.DeleteFunc(sel, func(n string) bool { _, ok := tool.Lookup(n); return ok })
+		sel = slices.DeleteFunc(sel, session.Builtin)
 	}
 	if f.Tools != nil {
 		edits := len(f.Tools) > 0

@@ -22,9 +22,11 @@ type Config struct {
 	Providers map[string]model.ProviderConfig
 	// Keys holds literal API keys of models.json by the variable name the
 	// provider's APIKeyEnv was given; Getenv serves them.
-	Keys     map[string]string
-	Settings Settings
-	Warnings []string // models.json entries e cannot use, one line each
+	Keys map[string]string
+	// MaxTokens holds models.json's maxTokens by catalog id (provider/id).
+	MaxTokens map[string]int
+	Settings  Settings
+	Warnings  []string // models.json entries e cannot use, one line each
 }
 
 // Settings are the keys of pi's settings.json that e honours.
@@ -75,6 +77,7 @@ type piModelConf struct {
 	Reasoning     bool     `json:"reasoning"`
 	Input         []string `json:"input"`
 	ContextWindow int      `json:"contextWindow"`
+	MaxTokens     int      `json:"maxTokens"`
 	Cost          *struct {
 		Input      float64 `json:"input"`
 		Output     float64 `json:"output"`
@@ -94,7 +97,7 @@ var eAPI = map[string]string{
 // missing. A file that is not valid JSON is an error naming it; an entry
 // e cannot serve is skipped with a warning.
 func LoadConfig(dir string) (*Config, error) {
-	c := &Config{Dir: dir, Providers: map[string]model.ProviderConfig{}, Keys: map[string]string{}}
+	c := &Config{Dir: dir, Providers: map[string]model.ProviderConfig{}, Keys: map[string]string{}, MaxTokens: map[string]int{}}
 	var mf piModels
 	if err := readJSON(filepath.Join(dir, "models.json"), &mf); err != nil {
 		return nil, err
@@ -111,6 +114,11 @@ func LoadConfig(dir string) (*Config, error) {
 			continue
 		}
 		c.Providers[name] = pc
+		for _, m := range mf.Providers[name].Models {
+			if m.MaxTokens > 0 {
+				c.MaxTokens[name+"/"+m.ID] = m.MaxTokens
+			}
+		}
 	}
 	if err := readJSON(filepath.Join(dir, "settings.json"), &c.Settings); err != nil {
 		return nil, err

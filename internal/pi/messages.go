@@ -3,11 +3,10 @@ package pi
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/session"
 )
 
 // Entry is a pi session entry (session-format.md) made from one of e's.
@@ -35,7 +34,7 @@ type converter struct {
 	names  map[string]string // tool call id → tool name
 }
 
-func newConverter(lookup func(string) (model.Info, bool), h store.Header) *converter {
+func newConverter(lookup func(string) (model.Info, bool), h session.Header) *converter {
 	c := &converter{cat: lookup, names: map[string]string{}, effort: h.Effort}
 	c.info, _ = lookup(h.Model)
 	return c
@@ -97,7 +96,7 @@ func levelOf(effort string) string {
 // entries converts e's log entries, in append order, to pi's. An e entry
 // that holds several pi messages becomes several entries: the first keeps
 // its id, the others get "ID.N" and chain after it.
-func (c *converter) entries(es []store.Entry) []Entry {
+func (c *converter) entries(es []session.Entry) []Entry {
 	var out []Entry
 	last := map[string]string{} // e entry id → id of the last pi entry made from it
 	for _, en := range es {
@@ -111,9 +110,9 @@ func (c *converter) entries(es []store.Entry) []Entry {
 			}
 			return &p
 		}
-		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(time.RFC3339Nano)}
+		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(isoMillis)}
 		switch en.Type {
-		case store.TypeMessage:
+		case session.EntryMessage:
 			var m model.Message
 			if json.Unmarshal(en.Message, &m) != nil {
 				continue
@@ -129,7 +128,7 @@ func (c *converter) entries(es []store.Entry) []Entry {
 				last[en.ID] = e.ID
 			}
 			continue
-		case store.TypeSettings:
+		case session.EntrySettings:
 			if info, ok := c.cat(en.Model); ok {
 				c.info = info
 			}
@@ -141,16 +140,21 @@ func (c *converter) entries(es []store.Entry) []Entry {
 			out = append(out, e, t)
 			last[en.ID] = t.ID
 			continue
-		case store.TypeCompaction:
+		case session.EntryCompaction:
 			base.Type, base.Summary, base.FirstKeptEntryID = "compaction", en.Summary, en.Kept
 			if en.Kept == "" {
 				base.FirstKeptEntryID = en.ID // retains nothing: its own id (session-format.md)
 			}
 			tok := en.Tokens
 			base.TokensBefore = &tok
-		case store.TypeName:
+		case session.EntryName:
 			name := en.Name
 			base.Type, base.Name = "session_info", &name
+		case session.EntryShell:
+			if en.Shell == nil {
+				continue
+			}
+			base.Type, base.Message = "message", bashMessage(en)
 		default:
 			// title and interrupted have no pi counterpart; keep the chain intact.
 			if p := parent(); p != nil {
@@ -197,3 +201,39 @@ func tree(es []Entry) []TreeNode {
 	}
 	return out
 }
+
+// bashMessage is a user shell command's entry as pi's bashExecution message.
+func bashMessage(en session.Entry) BashExecutionMessage {
+	r := en.Shell
+	return BashExecutionMessage{Role: "bashExecution", Command: r.Command, Output: r.Output, ExitCode: r.ExitCode,
+		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, ExcludeFromContext: r.Exclude,
+		Timestamp: en.Time.UnixMilli()}
+}
+
+// visible returns the entries of branch whose messages make the agent's
+// context, as agent.History picks them: after the last compaction, that
+// compaction (its summary), the entries it kept and everything since.
+func visible(branch []session.Entry) []session.Entry {
+	last := -1
+	for i, en := range branch {
+		if en.Type == session.EntryCompaction {
+			last = i
+		}
+	}
+	if last < 0 {
+		return branch
+	}
+	kept := len(branch[:last])
+	if k := branch[last].Kept; k != "" {
+		for i, en := range branch[:last] {
+			if en.ID == k {
+				kept = i
+				break
+			}
+		}
+	}
+	return append(append([]session.Entry{branch[last]}, branch[kept:last]...), branch[last+1:]...)
+}
+
+// isoMillis is JavaScript's Date.toISOString layout, pi's timestamps.
+const isoMillis = "2006-01-02T15:04:05.000Z"

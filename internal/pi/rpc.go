@@ -7,22 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
-	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 	"github.com/e-agent/e/schemas"
 )
@@ -43,15 +42,17 @@ type front struct {
 	flags Flags
 	cfg   *Config
 	h     *session.Host
-	eng   *agent.Engine
 	b     *backend
-	out   *jsonl.Writer
-	ctx   context.Context
-	stop  context.CancelFunc
-	work  sync.WaitGroup // command goroutines and runs: each writes its lines before Done
+	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
+	out   *jsonl.Writer    // the loop's stdout
+	// baseURLs are the providers' endpoints by name (get_state's model).
+	baseURLs map[string]string
+	ctx      context.Context
+	stop     context.CancelFunc
+	work     sync.WaitGroup // command goroutines and runs: each writes its lines before Done
 
 	mu           sync.Mutex
-	cur          *made
+	cur          *session.Session
 	info         model.Info
 	level        string
 	steeringMode string
@@ -63,10 +64,12 @@ type front struct {
 	autoCompact  bool
 	autoRetry    bool
 	running      bool
+	abortReq     bool // abort asked for while the run is open: no follow-up starts
 	runDone      chan struct{}
 	compacting   bool
-	failed       bool // the last e turn ended in an error or aborted
-	bashCancel   context.CancelFunc
+	failed       bool           // the last e turn ended in an error or aborted
+	bashCancels  map[int]func() // the running bash commands' stops
+	bashNext     int
 	usage        Usage // of this process's model calls in the current session
 	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
 	tr           *Translator
@@ -133,11 +136,13 @@ func start(f Flags, env Env) (*front, error) {
 	getenv := cfg.Getenv(env.Getenv)
 	ctx, stop := context.WithCancel(context.Background())
 	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop, uiWait: map[string]chan json.RawMessage{},
+		bashCancels:  map[int]func(){},
 		steeringMode: cmpOr(cfg.Settings.SteeringMode, "one-at-a-time"),
 		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
 		autoCompact:  cfg.Settings.Compaction.Enabled == nil || *cfg.Settings.Compaction.Enabled,
 		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
-	fr.out = jsonl.NewWriter(env.Stdout)
+	fr.loop = lineserver.New("e --mode "+f.Mode, env.Stdin, env.Stdout, env.Stderr)
+	fr.out = fr.loop.Out()
 	fail := func(err error) (*front, error) {
 		stop()
 		fr.out.Close()
@@ -145,6 +150,9 @@ func start(f Flags, env Env) (*front, error) {
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
+	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
+		opts.MaxAttempts = *n + 1
+	}
 	if f.SystemPrompt != nil {
 		opts.SystemPrompt = *f.SystemPrompt
 	}
@@ -162,17 +170,11 @@ func start(f Flags, env Env) (*front, error) {
 	if err != nil {
 		return fail(err)
 	}
-	fr.eng = fr.h.Engine()
-	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
-		fr.eng.MaxAttempts = *n + 1
+	fr.baseURLs = map[string]string{}
+	for _, p := range fr.h.Providers() {
+		fr.baseURLs[p.Name] = p.BaseURL
 	}
-	all := tool.Names()
-	if fr.eng.Ext != nil {
-		for _, d := range fr.eng.Ext.Tools() {
-			all = append(all, d.Name)
-		}
-	}
-	tools, err := toolSelection(all, f)
+	tools, err := toolSelection(fr.h.Tools(), f)
 	if err != nil {
 		return fail(err)
 	}
@@ -201,28 +203,21 @@ func start(f Flags, env Env) (*front, error) {
 		return fail(err)
 	}
 	fr.use(m)
-	if sp.resume != "" && f.Name != "" {
-		if err := m.sess.Rename(f.Name); err != nil {
-			return fail(err)
-		}
-	}
 	return fr, nil
 }
 
 // startModel resolves the model and thinking level of the first session.
 func (fr *front) startModel() (model.Info, string, error) {
-	cat := fr.eng.Catalog
-	usable := func(m model.Info) bool { _, err := cat.Provider(m.ID); return err == nil }
 	var info model.Info
 	level := ""
 	var err error
 	switch {
 	case fr.flags.Model != "":
-		info, level, err = ResolveModel(cat.Models(), fr.flags.Provider, fr.flags.Model, usable)
+		info, level, err = ResolveModel(fr.h.Models(), fr.flags.Provider, fr.flags.Model, usable)
 	case fr.cfg.Settings.DefaultModel != "":
-		info, level, err = ResolveModel(cat.Models(), fr.cfg.Settings.DefaultProvider, fr.cfg.Settings.DefaultModel, usable)
+		info, level, err = ResolveModel(fr.h.Models(), fr.cfg.Settings.DefaultProvider, fr.cfg.Settings.DefaultModel, usable)
 	default:
-		info, err = cat.Lookup(fr.h.DefaultModel())
+		info, err = fr.h.Model(fr.h.DefaultModel())
 	}
 	if err != nil {
 		return info, "", err
@@ -234,41 +229,51 @@ func (fr *front) startModel() (model.Info, string, error) {
 	return info, Clamp(info, level), nil
 }
 
-// use makes m the current session.
-func (fr *front) use(m *made) {
-	in := m.sess.Info()
-	info, _ := fr.eng.Catalog.Lookup(in.Model)
-	m.sess.SetAutoCompact(fr.autoCompact)
-	m.sess.SetAutoRetry(fr.autoRetry)
+// usable reports whether m's provider can be used now (its key is set):
+// models.list entries carry it.
+func usable(m model.Info) bool { return m.Available != nil && *m.Available }
+
+// use makes s the current session.
+func (fr *front) use(s *session.Session) {
+	in := s.Info()
+	info, _ := fr.h.Model(in.Model)
+	s.SetAutoCompact(fr.autoCompact)
+	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
-	fr.cur, fr.info, fr.level = m, info, Clamp(info, levelOf(in.Effort))
+	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
 	fr.usage, fr.lastPrompt = Usage{}, 0
-	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.eng.MaxAttempts, Recorded: recorder{m.sess}}
+	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
 	fr.mu.Unlock()
 }
 
 // recorder reads what the agent recorded in a session's history.
-type recorder struct{ s *agent.Session }
+type recorder struct{ s *session.Session }
 
 func (r recorder) LastAssistant() (model.Message, bool) {
-	es := r.s.Entries()
-	for i := len(es) - 1; i >= 0; i-- {
-		var m model.Message
-		if es[i].Type == store.TypeMessage && json.Unmarshal(es[i].Message, &m) == nil && m.Role == model.RoleAssistant {
-			return m, true
+	ms := r.s.Messages()
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == model.RoleAssistant {
+			return model.Message{Role: ms[i].Role, Content: ms[i].Content}, true
 		}
 	}
 	return model.Message{}, false
 }
 
 func (r recorder) LastCompaction() (string, string) {
-	es := r.s.Entries()
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].Type == store.TypeCompaction {
-			return es[i].Summary, cmpOr(es[i].Kept, es[i].ID)
+	summary, kept, ok := r.s.LastCompaction()
+	if !ok {
+		return "", ""
+	}
+	if kept == "" { // it keeps none: its own id, as pi's firstKeptEntryId
+		es := r.s.Entries()
+		for i := len(es) - 1; i >= 0; i-- {
+			if es[i].Type == session.EntryCompaction {
+				kept = es[i].ID
+				break
+			}
 		}
 	}
-	return "", ""
+	return summary, kept
 }
 
 // write queues one record.
@@ -280,52 +285,17 @@ func (fr *front) write(v any) {
 	_ = fr.out.Write(context.Background(), b)
 }
 
-// serve reads commands until EOF or a signal (rpc.md: Shutdown).
+// serve reads commands until EOF or a signal (rpc.md: Shutdown). EOF is an
+// orderly shutdown: the run in progress, its follow-ups and every command
+// finish first, unless a signal comes. A signal stops them at once; a
+// second one exits at once.
 func (fr *front) serve() int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	lines := make(chan []byte)
-	readDone := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(fr.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readDone <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-fr.ctx.Done():
-				return
-			}
-		}
-	}()
-	code, graceful := 0, false
-loop:
-	for {
-		select {
-		case line := <-lines:
-			fr.handle(line)
-		case err := <-readDone:
-			if errors.Is(err, jsonl.ErrTooLong) {
-				fmt.Fprintf(fr.env.Stderr, "e --mode rpc: %v; exiting\n", err)
-				code = 1
-			}
-			// EOF is an orderly shutdown (rpc.md): the run in progress, its
-			// follow-ups and every command finish first; a signal still
-			// stops them.
-			graceful = err == io.EOF
-			break loop
-		case <-fr.out.Failed():
-			break loop
-		case <-sigs:
-			go func() { <-sigs; os.Exit(143) }() // a second signal exits at once
-			break loop
-		}
-	}
-	if graceful {
+	end := fr.loop.Run(fr.ctx, func(_ int, line []byte) bool {
+		fr.handle(line)
+		return false
+	})
+	switch end.Reason {
+	case lineserver.EOF:
 		finished := make(chan struct{})
 		go func() {
 			fr.work.Wait()
@@ -333,29 +303,34 @@ loop:
 		}()
 		select {
 		case <-finished:
-		case <-sigs:
+		case sig := <-fr.loop.Signals():
+			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
 		}
 	}
+	if end.Reason == lineserver.Signalled {
+		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
+	}
 	fr.shutdown()
-	return code
+	return fr.loop.Close(end.Code())
 }
 
 // shutdown stops the run and every command, closes the session and
 // flushes the output.
 func (fr *front) shutdown() {
 	fr.mu.Lock()
-	cur, cancel := fr.cur, fr.bashCancel
+	cur := fr.cur
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	if cur != nil {
-		cur.sess.Interrupt()
+		cur.Stop()
 	}
 	fr.uiCancelAll()
 	fr.work.Wait()
 	if cur != nil {
-		cur.sess.Close()
+		cur.Close(context.Background())
 	}
 	fr.stop()
 	fr.h.Shutdown() // tool processes and extensions
@@ -570,40 +545,43 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	if fr.running || fr.compacting {
 		return errors.New("Agent is already processing")
 	}
-	sess := fr.cur.sess
+	sess := fr.cur
 	for _, t := range fr.pendingCtx {
 		if err := sess.AddUserText(t); err != nil {
 			return err
 		}
 	}
 	fr.pendingCtx = nil
-	if err := sess.Begin(); err != nil {
-		return err
-	}
-	fr.running = true
-	fr.runDone = make(chan struct{})
+	// The turn's events wait for the translator until the response is out.
 	fr.trMu.Lock()
+	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	fr.tr.Begin(text, blocks)
-	fr.trMu.Unlock()
+	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	if err != nil {
+		return err
+	}
+	fr.running, fr.abortReq = true, false
+	fr.runDone = make(chan struct{})
 	for _, s := range fr.steerHeld { // steers queued before the run go in after the prompt
 		sess.Steer(s)
 	}
 	accepted()
 	done := fr.runDone
-	fr.async(func() { fr.run(sess, text, parts, done) })
+	fr.async(func() { fr.run(sess, turn, done) })
 	return nil
 }
 
 // run drives e turns until the run settles: the prompt, then each
 // follow-up (pi delivers them when the agent would stop).
-func (fr *front) run(sess *agent.Session, text string, parts []model.Part, done chan struct{}) {
+func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct{}) {
 	for {
-		res := sess.Prompt(fr.ctx, text, parts, fr.sink)
+		<-turn.Done()
+		res := turn.Result()
 		fr.mu.Lock()
 		fr.failed = res.Error != nil || res.Aborted
 		var next []string
-		if !res.Aborted && fr.ctx.Err() == nil {
+		if !res.Aborted && !fr.abortReq && fr.ctx.Err() == nil {
 			// Steers the turn never used come first, then follow-ups.
 			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
 			fr.steerHeld, fr.steerWait = nil, nil
@@ -615,7 +593,11 @@ func (fr *front) run(sess *agent.Session, text string, parts []model.Part, done 
 		}
 		var err error
 		if len(next) > 0 {
-			err = sess.Begin()
+			fr.trMu.Lock()
+			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
+			fr.tr.Begin(next[0], nil)
+			turn, err = sess.PromptParts(fr.ctx, next[0], nil, fr.sink)
+			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
 			fr.running = false
@@ -629,14 +611,9 @@ func (fr *front) run(sess *agent.Session, text string, parts []model.Part, done 
 			close(done)
 			return
 		}
-		text, parts = next[0], nil
 		for _, s := range next[1:] {
 			sess.Steer(s)
 		}
-		fr.trMu.Lock()
-		fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-		fr.tr.Begin(text, nil)
-		fr.trMu.Unlock()
 		q := fr.queueLocked()
 		fr.mu.Unlock()
 		fr.write(q)
@@ -671,7 +648,7 @@ func (fr *front) sink(ev agent.Event) {
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
 			next := fr.steerWait[0]
 			fr.steerWait = fr.steerWait[1:]
-			if fr.cur.sess.Steer(next) == nil {
+			if fr.cur.Steer(next) == nil {
 				fr.steerHeld = append(fr.steerHeld, next)
 			}
 		}
@@ -698,7 +675,7 @@ func (fr *front) steer(c *command) (any, error) {
 	case fr.steeringMode == "one-at-a-time" && len(fr.steerHeld) > 0:
 		fr.steerWait = append(fr.steerWait, text)
 	default:
-		if err := fr.cur.sess.Steer(text); err != nil {
+		if err := fr.cur.Steer(text); err != nil {
 			fr.followUps = append(fr.followUps, text) // the turn is ending: it goes next
 		} else {
 			fr.steerHeld = append(fr.steerHeld, text)
@@ -732,7 +709,7 @@ func (fr *front) followUp(c *command) (any, error) {
 
 func (fr *front) clearQueue(*command) (any, error) {
 	fr.mu.Lock()
-	withdrawn := fr.cur.sess.WithdrawSteers()
+	withdrawn := fr.cur.WithdrawSteers()
 	steering := append(withdrawn, fr.steerWait...)
 	follow := fr.followUps
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
@@ -751,11 +728,12 @@ func (fr *front) clearQueue(*command) (any, error) {
 // abort interrupts the run and answers once it settled.
 func (fr *front) abort(c *command) {
 	fr.mu.Lock()
-	sess, done := fr.cur.sess, fr.runDone
+	sess, done := fr.cur, fr.runDone
 	running := fr.running
+	fr.abortReq = running
 	fr.mu.Unlock()
 	fr.async(func() {
-		sess.Interrupt()
+		sess.Stop()
 		if running && done != nil {
 			<-done
 		}
@@ -766,9 +744,10 @@ func (fr *front) abort(c *command) {
 // idle waits until no run is open (after interrupting it).
 func (fr *front) idle() {
 	fr.mu.Lock()
-	sess, done, running := fr.cur.sess, fr.runDone, fr.running
+	sess, done, running := fr.cur, fr.runDone, fr.running
+	fr.abortReq = running
 	fr.mu.Unlock()
-	sess.Interrupt()
+	sess.Interrupt(context.Background())
 	if running && done != nil {
 		<-done
 	}
@@ -780,7 +759,7 @@ func (fr *front) newSession(c *command) (any, error) {
 	old := fr.cur
 	info, level := fr.info, fr.level
 	fr.mu.Unlock()
-	m, err := fr.b.make(spec{cwd: old.sess.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
 	if err != nil {
 		return nil, err
 	}
@@ -789,12 +768,12 @@ func (fr *front) newSession(c *command) (any, error) {
 }
 
 // replace makes m current and closes old.
-func (fr *front) replace(old, m *made) {
+func (fr *front) replace(old, m *session.Session) {
 	fr.use(m)
 	fr.mu.Lock()
 	fr.steerHeld, fr.steerWait, fr.followUps, fr.pendingCtx = nil, nil, nil, nil
 	fr.mu.Unlock()
-	old.sess.Close()
+	old.Close(context.Background())
 }
 
 func (fr *front) switchSession(c *command) (any, error) {
@@ -806,7 +785,7 @@ func (fr *front) switchSession(c *command) (any, error) {
 	fr.mu.Lock()
 	old := fr.cur
 	fr.mu.Unlock()
-	if old.sess.Info().Path == path {
+	if old.Info().Path == path {
 		return map[string]bool{"cancelled": false}, nil
 	}
 	m, err := fr.b.make(spec{resume: path})
@@ -819,27 +798,27 @@ func (fr *front) switchSession(c *command) (any, error) {
 
 // forkAt starts a new session whose history is the current branch before
 // entry id (all of it when id is "").
-func (fr *front) forkAt(id string) (*agent.Session, error) {
+func (fr *front) forkAt(id string) (*session.Session, error) {
 	fr.idle()
 	fr.mu.Lock()
 	old := fr.cur
 	fr.mu.Unlock()
-	branch := store.Branch(old.sess.Entries())
+	branch := session.Branch(old.Entries())
 	if id != "" {
-		i := slices.IndexFunc(branch, func(e store.Entry) bool { return e.ID == id })
+		i := slices.IndexFunc(branch, func(e session.Entry) bool { return e.ID == id })
 		if i < 0 {
 			return nil, fmt.Errorf("Entry %s not found on the active branch", id)
 		}
 		branch = branch[:i]
 	}
-	in := old.sess.Info()
-	m, err := fr.b.make(spec{cwd: old.sess.Cwd(), model: in.Model, effort: in.Effort, entries: branch,
+	in := old.Info()
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: in.Model, effort: in.Effort, entries: branch,
 		parent: in.Path, name: in.Name})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
-	return m.sess, nil
+	return m, nil
 }
 
 func (fr *front) fork(c *command) (any, error) {
@@ -873,7 +852,7 @@ type forkMessage struct {
 
 func (fr *front) userEntries() []forkMessage {
 	out := []forkMessage{}
-	for _, e := range fr.converter().entries(store.Branch(fr.session().Entries())) {
+	for _, e := range fr.converter().entries(session.Branch(fr.session().Entries())) {
 		if u, ok := e.Message.(UserMessage); ok {
 			text, _ := u.Content.(string)
 			if parts, ok := u.Content.([]Content); ok && len(parts) > 0 {
@@ -889,18 +868,18 @@ func (fr *front) forkMessages(*command) (any, error) {
 	return map[string]any{"messages": fr.userEntries()}, nil
 }
 
-func (fr *front) session() *agent.Session {
+func (fr *front) session() *session.Session {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	return fr.cur.sess
+	return fr.cur
 }
 
 func (fr *front) converter() *converter {
 	fr.mu.Lock()
-	h := fr.cur.header
+	h := fr.cur.Header()
 	fr.mu.Unlock()
 	return newConverter(func(id string) (model.Info, bool) {
-		info, err := fr.eng.Catalog.Lookup(id)
+		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, h)
 }
@@ -936,18 +915,28 @@ func (fr *front) getTree(*command) (any, error) {
 func (fr *front) contextMessages() []any {
 	conv := fr.converter()
 	out := []any{}
-	branch := store.Branch(fr.session().Entries())
-	var ts int64
-	if len(branch) > 0 {
-		ts = branch[0].Time.UnixMilli()
-	}
+	branch := session.Branch(fr.session().Entries())
 	for _, e := range branch {
-		if e.Type == store.TypeSettings {
-			conv.entries([]store.Entry{e}) // follow the model in force
+		if e.Type == session.EntrySettings {
+			conv.entries([]session.Entry{e}) // follow the model in force
 		}
 	}
-	for _, m := range agent.History(branch) {
-		out = append(out, conv.messages(m, ts)...)
+	for _, en := range visible(branch) {
+		ts := en.Time.UnixMilli()
+		switch en.Type {
+		case session.EntryCompaction:
+			out = append(out, CompactionSummaryMessage{Role: "compactionSummary", Summary: en.Summary,
+				TokensBefore: en.Tokens, Timestamp: ts})
+		case session.EntryShell:
+			if en.Shell != nil {
+				out = append(out, bashMessage(en))
+			}
+		case session.EntryMessage:
+			var m model.Message
+			if json.Unmarshal(en.Message, &m) == nil {
+				out = append(out, conv.messages(m, ts)...)
+			}
+		}
 	}
 	return out
 }
@@ -974,8 +963,12 @@ func (fr *front) lastAssistantText(*command) (any, error) {
 	return map[string]any{"text": text}, nil
 }
 
-// piModel is a model object (rpc-commands.md: Model object).
-func piModel(info model.Info) map[string]any {
+// defaultMaxTokens is pi's maxTokens of a model that declares none.
+const defaultMaxTokens = 16384
+
+// piModel is a model object (rpc-commands.md: Model object): baseUrl is
+// its provider's, maxTokens models.json's.
+func (fr *front) piModel(info model.Info) map[string]any {
 	input := []string{"text"}
 	if info.ImageInput {
 		input = append(input, "image")
@@ -984,18 +977,22 @@ func piModel(info model.Info) map[string]any {
 	if p := info.Price; p != nil {
 		cost = map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite5m}
 	}
+	maxTokens := defaultMaxTokens
+	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
+		maxTokens = n
+	}
 	return map[string]any{"id": info.Name, "name": info.Name, "api": piAPI(info.API), "provider": info.Provider,
-		"baseUrl": "", "reasoning": len(info.Efforts) > 0, "input": input, "contextWindow": info.ContextWindow,
-		"maxTokens": 16384, "cost": cost}
+		"baseUrl": fr.baseURLs[info.Provider], "reasoning": len(info.Efforts) > 0, "input": input,
+		"contextWindow": info.ContextWindow, "maxTokens": maxTokens, "cost": cost}
 }
 
 func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	in := fr.cur.sess.Info()
-	st := map[string]any{"model": piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
+	in := fr.cur.Info()
+	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
 		"isCompacting": fr.compacting, "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
-		"sessionId": fr.cur.sess.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": in.Messages,
+		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": in.Messages,
 		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
 	if in.Path != "" {
 		st["sessionFile"] = in.Path
@@ -1009,8 +1006,8 @@ func (fr *front) getState(*command) (any, error) {
 // available lists the models whose provider can be used now.
 func (fr *front) available() []model.Info {
 	var out []model.Info
-	for _, m := range fr.eng.Catalog.Models() {
-		if m.Available != nil && *m.Available {
+	for _, m := range fr.h.Models() {
+		if usable(m) {
 			out = append(out, m)
 		}
 	}
@@ -1020,7 +1017,7 @@ func (fr *front) available() []model.Info {
 func (fr *front) availableModels(*command) (any, error) {
 	ms := []any{}
 	for _, m := range fr.available() {
-		ms = append(ms, piModel(m))
+		ms = append(ms, fr.piModel(m))
 	}
 	return map[string]any{"models": ms}, nil
 }
@@ -1043,12 +1040,27 @@ func (fr *front) switchModel(info model.Info, level string) error {
 }
 
 func (fr *front) setModel(c *command) (any, error) {
-	info, err := fr.eng.Catalog.Lookup(c.str("provider") + "/" + c.str("modelId"))
-	if err != nil {
-		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
+	var info model.Info
+	var err error
+	switch form := [3]bool{c.has("provider"), c.has("modelId"), c.has("model")}; form {
+	case [3]bool{true, true, false}, [3]bool{false, false, true}:
+	case [3]bool{true, false, false}:
+		return nil, errors.New("set_model: modelId: required")
+	case [3]bool{false, true, false}:
+		return nil, errors.New("set_model: provider: required")
+	case [3]bool{false, false, false}:
+		return nil, errors.New("set_model: provider and modelId (or the older model): required")
+	default:
+		return nil, errors.New("set_model: model: give either provider and modelId, or model")
 	}
-	if _, err := fr.eng.Catalog.Provider(info.ID); err != nil {
-		return nil, err
+	if c.has("model") {
+		// The older form (prime-agent, pi 0.73.1's guide): one pattern, as --model takes it.
+		info, _, err = ResolveModel(fr.h.Models(), "", c.str("model"), usable)
+		if err != nil {
+			return nil, fmt.Errorf("Model not found: %s", c.str("model"))
+		}
+	} else if info, err = fr.h.Model(c.str("provider") + "/" + c.str("modelId")); err != nil {
+		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
 	}
 	fr.mu.Lock()
 	level := fr.level
@@ -1056,7 +1068,7 @@ func (fr *front) setModel(c *command) (any, error) {
 	if err := fr.switchModel(info, level); err != nil {
 		return nil, err
 	}
-	return piModel(info), nil
+	return fr.piModel(info), nil
 }
 
 func (fr *front) cycleModel(*command) (any, error) {
@@ -1075,7 +1087,7 @@ func (fr *front) cycleModel(*command) (any, error) {
 	fr.mu.Lock()
 	level = fr.level
 	fr.mu.Unlock()
-	return map[string]any{"model": piModel(next), "thinkingLevel": level, "isScoped": false}, nil
+	return map[string]any{"model": fr.piModel(next), "thinkingLevel": level, "isScoped": false}, nil
 }
 
 func (fr *front) setThinking(c *command) (any, error) {
@@ -1117,7 +1129,7 @@ func (fr *front) setAutoCompaction(c *command) (any, error) {
 	on := gjson.GetBytes(c.line, "enabled").Bool()
 	fr.mu.Lock()
 	fr.autoCompact = on
-	fr.cur.sess.SetAutoCompact(on)
+	fr.cur.SetAutoCompact(on)
 	fr.mu.Unlock()
 	return noData{}, nil
 }
@@ -1126,7 +1138,7 @@ func (fr *front) setAutoRetry(c *command) (any, error) {
 	on := gjson.GetBytes(c.line, "enabled").Bool()
 	fr.mu.Lock()
 	fr.autoRetry = on
-	fr.cur.sess.SetAutoRetry(on)
+	fr.cur.SetAutoRetry(on)
 	fr.mu.Unlock()
 	return noData{}, nil
 }
@@ -1137,7 +1149,7 @@ func (fr *front) abortRetry(*command) (any, error) {
 	retrying := fr.tr.retry > 0
 	fr.trMu.Unlock()
 	if retrying {
-		fr.session().Interrupt()
+		fr.session().Stop()
 	}
 	return noData{}, nil
 }
@@ -1149,8 +1161,9 @@ func (fr *front) compact(c *command) {
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
 		return
 	}
-	sess := fr.cur.sess
-	if err := sess.Begin(); err != nil {
+	sess := fr.cur
+	turn, err := sess.Compact(fr.ctx, c.str("customInstructions"), fr.sink)
+	if err != nil {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, err)
 		return
@@ -1159,7 +1172,8 @@ func (fr *front) compact(c *command) {
 	info := fr.info
 	fr.mu.Unlock()
 	fr.async(func() {
-		res, err := sess.Compact(fr.ctx, c.str("customInstructions"), fr.sink)
+		<-turn.Done()
+		res, err := turn.Compacted()
 		fr.mu.Lock()
 		fr.compacting = false
 		fr.lastPrompt = 0
@@ -1181,37 +1195,76 @@ func (fr *front) compact(c *command) {
 // bashMax is how much output a bash response carries; the rest is cut.
 const bashMax = 64 << 10
 
+// bash runs a user shell command (rpc-commands.md: bash). Idle, it is the
+// session layer's shell: recorded in the history as a shell entry (pi's
+// bashExecution message), excluded output included. While a run streams,
+// pi runs it at once and records it when the run has ended: so does e,
+// with its bash tool, recording non-excluded output as a user message.
 func (fr *front) bash(c *command) {
 	command := c.str("command")
 	exclude := gjson.GetBytes(c.line, "excludeFromContext").Bool()
-	ctx, cancel := context.WithCancel(fr.ctx)
-	fr.mu.Lock()
-	if fr.bashCancel != nil {
-		fr.mu.Unlock()
-		cancel()
-		fr.respond(c.id, c.typ, nil, errors.New("a bash command is already running: abort_bash first"))
-		return
-	}
-	fr.bashCancel = cancel
-	cwd := fr.cur.sess.Cwd()
-	fr.mu.Unlock()
 	id := ""
 	if c.id != nil {
 		id = *c.id
 	}
+	update := func(chunk string) { fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk}) }
+	fr.mu.Lock()
+	if fr.running || fr.compacting || len(fr.bashCancels) > 0 {
+		fr.bashDuringRun(c, command, exclude, update)
+		return
+	}
+	sess := fr.cur
+	turn, err := sess.Shell(fr.ctx, session.ShellSpec{Command: command, Exclude: exclude}, func(ev agent.Event) {
+		if o, ok := ev.(agent.ShellOutput); ok {
+			update(o.Delta)
+		}
+	})
+	if err != nil {
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = func() { sess.Stop() }
+	fr.mu.Unlock()
+	fr.async(func() {
+		<-turn.Done()
+		fr.mu.Lock()
+		delete(fr.bashCancels, n)
+		fr.mu.Unlock()
+		r, err := turn.Shell()
+		if err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		fr.respond(c.id, c.typ, map[string]any{"output": r.Output, "exitCode": r.ExitCode,
+			"cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}, nil)
+	})
+}
+
+// bashDuringRun is bash while a run, a compaction or another bash
+// command runs: pi runs them side by side. fr.mu is held and released.
+func (fr *front) bashDuringRun(c *command, command string, exclude bool, update func(string)) {
+	ctx, cancel := context.WithCancel(fr.ctx)
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = cancel
+	cwd := fr.cur.Cwd()
+	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
 		var out strings.Builder
 		var outMu sync.Mutex
 		args, _ := json.Marshal(map[string]any{"command": command})
-		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.eng.Procs, Output: func(chunk string) {
+		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.h.Engine().Procs, Output: func(chunk string) {
 			outMu.Lock()
 			out.WriteString(chunk)
 			outMu.Unlock()
-			fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk})
+			update(chunk)
 		}}, "bash", args)
 		fr.mu.Lock()
-		fr.bashCancel = nil
+		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
 		outMu.Lock()
 		text := out.String()
@@ -1237,16 +1290,17 @@ func (fr *front) bash(c *command) {
 func (fr *front) addContext(text string) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if fr.running || fr.compacting || fr.cur.sess.AddUserText(text) != nil {
+	if fr.running || fr.compacting || fr.cur.AddUserText(text) != nil {
 		fr.pendingCtx = append(fr.pendingCtx, text)
 	}
 }
 
+// abortBash stops every running bash command, as pi's does.
 func (fr *front) abortBash(*command) (any, error) {
 	fr.mu.Lock()
-	cancel := fr.bashCancel
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	return noData{}, nil
@@ -1271,8 +1325,8 @@ func (fr *front) stats(*command) (any, error) {
 	}
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	u, in := fr.usage, fr.cur.sess.Info()
-	st := map[string]any{"sessionId": fr.cur.sess.ID(), "userMessages": users, "assistantMessages": assistants,
+	u, in := fr.usage, fr.cur.Info()
+	st := map[string]any{"sessionId": fr.cur.ID(), "userMessages": users, "assistantMessages": assistants,
 		"toolCalls": calls, "toolResults": results, "totalMessages": users + assistants + results,
 		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
 			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
@@ -1290,21 +1344,15 @@ func (fr *front) stats(*command) (any, error) {
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {
-	fr.mu.Lock()
-	sess, h := fr.cur.sess, fr.cur.header
-	fr.mu.Unlock()
-	in := sess.Info()
-	path := store.DefaultExportPath(in.Path, sess.Cwd(), sess.ID())
+	path := ""
 	if c.has("outputPath") {
 		path = c.str("outputPath")
+		if !filepath.IsAbs(path) { // pi resolves it against its own cwd
+			path = filepath.Join(fr.env.Cwd, path)
+		}
 	}
-	title := cmpOr(in.Name, cmpOr(in.Title, "e session "+sess.ID()))
-	h.Model, h.Effort = in.Model, in.Effort
-	var buf bytes.Buffer
-	if err := store.ExportHTML(&buf, title, h, store.Branch(sess.Entries())); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	path, _, err := fr.session().Export(path)
+	if err != nil {
 		return nil, err
 	}
 	return map[string]string{"path": path}, nil
@@ -1330,7 +1378,7 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 	fr := u.fr
 	pm, ok := uiMethods[method]
 	if !ok {
-		return nil, extension.ErrNoUI
+		return nil, session.ErrNoUI
 	}
 	p := gjson.ParseBytes(params)
 	fr.uiMu.Lock()
@@ -1390,7 +1438,7 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 	}
 }
 
-func (u ui) Notice(n extension.Notice) {
+func (u ui) Notice(n session.Notice) {
 	if n.Method == "" && n.Level == "error" {
 		u.fr.write(map[string]string{"type": "extension_error", "extensionPath": n.Extension, "event": "extension",
 			"error": n.Message})

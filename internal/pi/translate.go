@@ -48,7 +48,10 @@ type Translator struct {
 	open        int // tool calls without their tool_execution_end
 	toolResults []ToolResultMessage
 	runMessages []any
-	retry       int  // the attempt being retried, 0 when none
+	retry       int // the attempt being retried, 0 when none
+	recovered   int // a retry succeeded: auto_retry_end follows its message_end
+	finalError  string
+	settling    bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted     bool // of the last e turn
 	compacting  string
 }
@@ -86,18 +89,37 @@ func userMessage(text string, images []Content, ts int64) *UserMessage {
 	return m
 }
 
-// Settle ends the run: agent_end with its messages and agent_settled.
+// Settle ends the run: agent_end with its messages (unless a retry already
+// ended it), the outcome of retries that ran out or were cancelled, and
+// agent_settled (pi emits auto_retry_end after the last agent_end).
 func (t *Translator) Settle() []Event {
-	if !t.inRun {
+	if !t.inRun && !t.settling {
 		return nil
 	}
-	msgs := t.runMessages
-	if msgs == nil {
-		msgs = []any{}
+	var out []Event
+	if t.inRun {
+		msgs := t.runMessages
+		if msgs == nil {
+			msgs = []any{}
+		}
+		out = append(out, AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: false})
 	}
-	t.inRun, t.runMessages = false, nil
-	return []Event{AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: false},
-		AgentSettled{Type: "agent_settled", Aborted: t.aborted}}
+	if t.retry > 0 {
+		final := cmpOr(t.finalError, "Retry cancelled")
+		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: t.retry, FinalError: final})
+	}
+	t.inRun, t.settling, t.runMessages, t.retry, t.finalError = false, false, nil, 0, ""
+	return append(out, AgentSettled{Type: "agent_settled", Aborted: t.aborted})
+}
+
+// openRun starts a pi run: the first of a prompt, or the one pi starts
+// again after a failed attempt's agent_end.
+func (t *Translator) openRun() []Event {
+	if t.inRun {
+		return nil
+	}
+	t.inRun, t.settling = true, false
+	return []Event{AgentStart{Type: "agent_start"}}
 }
 
 // Feed translates one event of e's turn.
@@ -107,10 +129,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	switch ev := ev.(type) {
 	case agent.TurnStart:
 		t.aborted = false
-		if !t.inRun {
-			t.inRun = true
-			emit(AgentStart{Type: "agent_start"})
-		}
+		emit(t.openRun()...)
 		emit(t.closeTurn()...)
 		emit(t.openTurn()...)
 		if t.user != nil {
@@ -164,23 +183,28 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		if t.compacting != "" {
 			break
 		}
+		// pi ends the failed attempt's run (agent_end with willRetry), then
+		// announces the retry and starts a new run for it.
 		emit(t.failCall(ev.Reason)...)
-		t.retry = ev.Attempt - 1
+		if t.inRun {
+			emit(AgentEnd{Type: "agent_end", Messages: t.runMessages, WillRetry: true})
+			t.inRun, t.settling, t.runMessages = false, true, []any{}
+		}
+		t.retry, t.recovered = ev.Attempt-1, 0
 		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: t.retry, MaxAttempts: t.maxRetries(), DelayMS: ev.DelayMS,
 			ErrorMessage: ev.Reason})
 	case agent.Recovered:
-		t.retry = 0
-		emit(AutoRetryEnd{Type: "auto_retry_end", Success: true, Attempt: ev.Attempts - 1})
+		// e knows at the first byte; pi says so after the answer's message_end.
+		t.recovered, t.retry = ev.Attempts-1, 0
 	case agent.Error:
 		if t.retry > 0 {
-			emit(AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: t.retry, FinalError: ev.Message})
-			t.retry = 0
+			t.finalError = ev.Message // auto_retry_end comes after agent_end (Settle)
 		}
 		if t.compacting != "" {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, ErrorMessage: ev.Message})
 			t.compacting = ""
 		}
-		if t.inRun {
+		if t.inRun || t.settling {
 			emit(t.failCall(ev.Message)...)
 		}
 	case agent.TurnEnd:
@@ -213,7 +237,7 @@ func (t *Translator) openTurn() []Event {
 		return nil
 	}
 	t.turnOpen, t.turnDone, t.toolResults = true, false, nil
-	return []Event{TurnStart{Type: "turn_start"}}
+	return append(t.openRun(), TurnStart{Type: "turn_start"})
 }
 
 // closeTurn ends the open pi turn with its assistant message (the last
@@ -309,7 +333,12 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	if t.open == 0 {
 		t.turnDone = true
 	}
-	return append(out, MessageEnd{Type: "message_end", Message: m})
+	out = append(out, MessageEnd{Type: "message_end", Message: m})
+	if t.recovered > 0 && stop != "error" {
+		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: true, Attempt: t.recovered})
+		t.recovered = 0
+	}
+	return out
 }
 
 // failCall ends the current model call as failed: its assistant message

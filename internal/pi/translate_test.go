@@ -27,8 +27,9 @@ func summary(t *testing.T, evs []Event) []string {
 			t.Errorf("%s: %v", b, err)
 		}
 		var v struct {
-			Type    string `json:"type"`
-			Message struct {
+			Type      string `json:"type"`
+			WillRetry bool   `json:"willRetry"`
+			Message   struct {
 				Role       string `json:"role"`
 				StopReason string `json:"stopReason"`
 			} `json:"message"`
@@ -39,6 +40,8 @@ func summary(t *testing.T, evs []Event) []string {
 		json.Unmarshal(b, &v)
 		s := v.Type
 		switch {
+		case v.WillRetry:
+			s += ":willRetry"
 		case v.AME.Type != "":
 			s += ":" + v.AME.Type
 		case v.Message.Role != "" && v.Message.StopReason != "":
@@ -112,9 +115,28 @@ func TestTranslate(t *testing.T) {
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
 			"message_update:text_end", "message_end:assistant/error", "turn_end:assistant/error",
-			"auto_retry_start", "auto_retry_end",
-			"turn_start", "message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
-			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+			"agent_end:willRetry", "auto_retry_start",
+			"agent_start", "turn_start", "message_start:assistant/pending", "message_update:text_start",
+			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop", "auto_retry_end",
+			"turn_end:assistant/stop"},
+	}, {
+		name: "retries run out",
+		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
+			agent.Error{Message: "model: overloaded"}, agent.TurnEnd{}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"agent_end:willRetry", "auto_retry_start",
+			"agent_start", "turn_start", "message_start:assistant/pending", "message_end:assistant/error",
+			"turn_end:assistant/error", "agent_end", "auto_retry_end", "agent_settled"},
+	}, {
+		name: "retry cancelled while waiting",
+		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
+			agent.TurnEnd{Aborted: true}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
 	}, {
 		name:   "model error",
 		events: []agent.Event{agent.TurnStart{}, agent.Error{Message: "model: boom"}, agent.TurnEnd{}},

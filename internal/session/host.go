@@ -26,6 +26,7 @@ type Options struct {
 	NoExtensions bool   // --ne
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
+	MaxAttempts  int    // attempts per model call, retries included; 0: settings' max_attempts
 	// Providers are added to those of settings.json (one of the same name
 	// replaces it): pi's models.json under e --mode rpc.
 	Providers map[string]model.ProviderConfig
@@ -163,7 +164,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 		sessions: map[string]*Session{}, engine: &agent.Engine{
 			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
-			MaxAttempts:        settings.MaxAttempts,
+			MaxAttempts:        cmp.Or(opts.MaxAttempts, settings.MaxAttempts),
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 		}}
@@ -190,9 +191,8 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 }
 
 // Engine returns the agent engine every session of the process shares.
-// It is for a front end that makes its agent sessions itself (the pi
-// dialect, whose sessions live in pi's folder, start from a fork point and
-// take pi's system prompt flags); such sessions are not registered.
+// Its one user left is the pi dialect's bash (the engine's process
+// groups), until that runs through Session.Shell.
 func (h *Host) Engine() *agent.Engine { return h.engine }
 
 // Options returns the process options, -m resolved to its full id.

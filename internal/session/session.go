@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,8 +73,10 @@ func (s *Session) Info() Info {
 // across turns).
 type Turn struct {
 	done      chan struct{}
+	shell     bool // a user's shell command, not a model turn
 	result    agent.Result
 	compacted CompactResult
+	shellRun  ShellResult
 	err       error
 }
 
@@ -179,10 +182,18 @@ func (s *Session) acceptsImages() error {
 
 // start runs one turn on a goroutine the host waits for.
 func (s *Session) start(ctx context.Context, run func(context.Context, *Turn)) (*Turn, error) {
+	return s.begin(ctx, false, run)
+}
+
+// begin runs a turn, or a shell command, on a goroutine the host waits for.
+func (s *Session) begin(ctx context.Context, shell bool, run func(context.Context, *Turn)) (*Turn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.detached {
 		return nil, &Error{Code: CodeUnknownSession, Err: fmt.Errorf("session %s %w", s.ID(), errClosed)}
+	}
+	if s.turn != nil && s.turn.shell {
+		return nil, s.errShellRunning()
 	}
 	if !s.h.reserve() {
 		return nil, &Error{Code: CodeInternal, Err: errors.New("the process is shutting down")}
@@ -191,7 +202,7 @@ func (s *Session) start(ctx context.Context, run func(context.Context, *Turn)) (
 		s.h.turns.Done()
 		return nil, wrap(CodeInternal, "", err)
 	}
-	t := &Turn{done: make(chan struct{})}
+	t := &Turn{done: make(chan struct{}), shell: shell}
 	s.turn = t
 	go func() {
 		defer s.h.turns.Done()
@@ -238,8 +249,12 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	return nil
 }
 
-// Steer queues text for the running turn (M7); code no_turn when idle.
+// Steer queues text for the running turn (M7); code no_turn when idle or
+// running a shell command.
 func (s *Session) Steer(text string) error {
+	if t := s.Running(); t != nil && t.shell {
+		return &Error{Code: CodeNoTurn, Err: fmt.Errorf("session %s runs a shell command, not a turn", s.ID())}
+	}
 	if err := s.a.Steer(text); err != nil {
 		return wrap(CodeInternal, "", err)
 	}
@@ -350,22 +365,56 @@ func (s *Session) Messages() []Message {
 }
 
 // Fork copies the current branch into a new session, registered with the
-// host (T2): saved when s is, with s's model, effort, tools and name.
-func (s *Session) Fork(ctx context.Context) (*Session, error) {
+// host (T2): saved when s is (beside s's log), with s's model, effort,
+// tools, instructions, approval policy and name. With at "" the fork has
+// the whole branch; otherwise its history ends at entry at, and a branch
+// without that entry is code invalid_params naming "at".
+func (s *Session) Fork(ctx context.Context, at string) (*Session, error) {
+	branch := store.Branch(s.a.Entries())
+	if at == "" {
+		return s.fork(ctx, branch)
+	}
+	i, err := s.entryIndex(branch, "at", at)
+	if err != nil {
+		return nil, err
+	}
+	return s.fork(ctx, branch[:i+1])
+}
+
+// ForkBefore is Fork with a history that ends just before entry id: pi's
+// fork at a user message, which its client then edits and sends again.
+func (s *Session) ForkBefore(ctx context.Context, id string) (*Session, error) {
+	branch := store.Branch(s.a.Entries())
+	i, err := s.entryIndex(branch, "entry", id)
+	if err != nil {
+		return nil, err
+	}
+	return s.fork(ctx, branch[:i])
+}
+
+// entryIndex finds entry id on branch; param names it in the error.
+func (s *Session) entryIndex(branch []Entry, param, id string) (int, error) {
+	i := slices.IndexFunc(branch, func(e Entry) bool { return e.ID == id })
+	if i < 0 {
+		return 0, paramErr(CodeInvalidParams, param, "session %s has no entry %q on its branch", s.ID(), id)
+	}
+	return i, nil
+}
+
+func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	in := s.a.Info()
-	entries := store.Branch(s.a.Entries())
 	h := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: s.Cwd(),
 		Created: time.Now().UTC(), Model: in.Model, Effort: in.Effort, Name: in.Name}
 	var log *store.Log
 	if s.path != "" {
 		h.Parent = s.path
 		var err error
-		if log, err = store.Fork(s.h.env.Home, h, entries); err != nil {
+		if log, err = store.ForkIn(filepath.Dir(s.path), h, entries); err != nil {
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
-		Tools: s.a.Tools(), Log: log, Entries: entries, Name: in.Name, System: s.a.System(), Approval: s.a.Approval()})
+		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval()})
 	fork := newSession(s.h, a, h)
 	s.h.register(fork)
 	return fork, nil

@@ -11,7 +11,7 @@ import (
 
 // entryFields are Entry's keys, for jsonscan's case check.
 var entryFields = []string{"type", "id", "parent", "time", "message", "model", "effort", "summary", "kept",
-	"tokens_before", "name", "call", "tools", "error"}
+	"tokens_before", "name", "call", "tools", "error", "shell"}
 
 // scanEntry reads line into e as json.Unmarshal would, without reflection
 // for all but the call and tools members; it reports false when line is
@@ -20,7 +20,7 @@ var entryFields = []string{"type", "id", "parent", "time", "message", "model", "
 func scanEntry(line []byte, e *Entry, prev string) bool {
 	m := [...]jsonscan.Member{{Key: "type"}, {Key: "id"}, {Key: "parent"}, {Key: "time"}, {Key: "message"},
 		{Key: "model"}, {Key: "effort"}, {Key: "summary"}, {Key: "kept"}, {Key: "tokens_before"}, {Key: "name"},
-		{Key: "call"}, {Key: "tools"}, {Key: "error"}}
+		{Key: "call"}, {Key: "tools"}, {Key: "error"}, {Key: "shell"}}
 	if !jsonscan.Object(line, entryFields, m[:]) {
 		return false
 	}
@@ -80,6 +80,9 @@ func scanEntry(line []byte, e *Entry, prev string) bool {
 		return false
 	}
 	str(m[13].Val, &e.Error)
+	if r := m[14].Val; r != nil && json.Unmarshal(r, &e.Shell) != nil {
+		return false
+	}
 	return ok
 }
 

@@ -21,6 +21,8 @@ func FuzzScanEntry(f *testing.F) {
 		`{"type":"message","id":"g","time":null}`,
 		`{"type":"message","id":"g","time":"2026-13-01T09:00:00Z"}`,
 		`{"type":"message","id":"g","tokens_before":1.5}`,
+		`{"type":"shell","id":"h","parent":"g","time":"2026-12-01T09:00:00Z","shell":{"command":"ls","output":"a\n","exit_code":0,"exclude":true}}`,
+		`{"type":"shell","id":"h","time":"2026-12-01T09:00:00Z","shell":{"command":"ls","output":"","exit_code":null,"cancelled":true}}`,
 	} {
 		f.Add(s, "a")
 	}

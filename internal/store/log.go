@@ -385,7 +385,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		return e, fmt.Errorf("store: append %s: %w", l.path, os.ErrClosed)
 	}
 	switch e.Type {
-	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted, TypeError:
+	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted, TypeError, TypeShell:
 	default:
 		return e, fmt.Errorf("store: append %s: unknown entry type %q", l.path, e.Type)
 	}

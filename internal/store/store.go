@@ -30,6 +30,7 @@ const (
 	TypeTitle       = "title"
 	TypeInterrupted = "interrupted"
 	TypeError       = "error"
+	TypeShell       = "shell"
 )
 
 // Home returns e's home directory: $E_HOME when set, else ~/.e. It creates
@@ -82,6 +83,7 @@ type Entry struct {
 	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it
 	Runs    []ToolRun       `json:"tools,omitempty"`         // tool message: how each result's call ran, in content order
 	Error   string          `json:"error,omitempty"`         // error: the message of the error that ended the turn
+	Shell   *ShellRun       `json:"shell,omitempty"`         // shell: a user's shell command and how it ended
 }
 
 // ModelCall describes the model call behind an assistant message.
@@ -101,6 +103,18 @@ type Usage struct {
 	CacheRead    int64 `json:"cache_read_tokens"`
 	CacheWrite5m int64 `json:"cache_write_5m_tokens"`
 	CacheWrite1h int64 `json:"cache_write_1h_tokens"`
+}
+
+// ShellRun is a shell command the user ran into the session's context
+// (session.shell), outside any turn.
+type ShellRun struct {
+	Command   string `json:"command"`
+	Output    string `json:"output"`              // the last 64 KiB of stdout and stderr
+	ExitCode  *int   `json:"exit_code"`           // null when it did not exit by itself
+	Cancelled bool   `json:"cancelled,omitempty"` // interrupted: killed
+	TimedOut  bool   `json:"timed_out,omitempty"` // killed at its timeout
+	Truncated bool   `json:"truncated,omitempty"` // earlier output was dropped
+	Exclude   bool   `json:"exclude,omitempty"`   // kept in the log, left out of the model's context
 }
 
 // ToolRun describes how one tool call ran.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -403,14 +404,84 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		return failure("no process tracker", "bash: no process tracker (Env.Procs is nil)")
 	}
 	timeout := time.Duration(a.integer("timeout_ms", defaultBashTimeout)) * time.Millisecond
+	r := execBash(ctx, env, a.str("command"), timeout)
+	if r.err != nil {
+		return failure("failed", "bash: %v", r.err)
+	}
+	var b strings.Builder
+	b.WriteString(r.out.String())
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	switch {
+	case r.cancelled:
+		b.WriteString("[stopped: the command was killed]")
+		return stopped(b.String())
+	case r.timedOut:
+		fmt.Fprintf(&b, "[timed out after %d ms: the command was killed]", timeout.Milliseconds())
+		return Result{Content: b.String(), Summary: "timed out", Failed: true}
+	case r.waitErr != nil:
+		fmt.Fprintf(&b, "[%v]", r.waitErr)
+		return Result{Content: b.String(), Summary: "failed", Failed: true}
+	}
+	summary := fmt.Sprintf("exit %d", r.status.ExitStatus())
+	if r.status.Signaled() {
+		summary = "killed by " + signalName(r.status.Signal())
+	}
+	b.WriteString("[" + summary + "]")
+	return Result{Content: b.String(), Summary: summary, Failed: r.status.ExitStatus() != 0}
+}
+
+// ShellResult is how a user's shell command ended (Shell).
+type ShellResult struct {
+	Output    string // the last 64 KiB of stdout and stderr, combined
+	Truncated bool   // earlier output was dropped
+	ExitCode  *int   // nil when it did not exit by itself: stopped, timed out, killed by a signal
+	Stopped   bool   // ctx ended first: the command was killed
+	TimedOut  bool   // it ran past its timeout and was killed
+}
+
+// Shell runs a user's command line the way the bash tool runs the
+// model's (its own process group, tracked by env.Procs, killed with its
+// descendants when ctx ends or timeout passes), streaming its output to
+// env.Output. Its error is a failure to start it.
+func Shell(ctx context.Context, env *Env, command string, timeout time.Duration) (ShellResult, error) {
+	if env == nil || env.Procs == nil || !filepath.IsAbs(env.Cwd) {
+		return ShellResult{}, errors.New("shell: no process tracker or no absolute working directory")
+	}
+	r := execBash(ctx, env, command, timeout)
+	if r.err != nil {
+		return ShellResult{}, fmt.Errorf("shell: %w", r.err)
+	}
+	out := ShellResult{Output: string(r.out.kept()), Truncated: r.out.truncated(), Stopped: r.cancelled, TimedOut: r.timedOut}
+	if !r.cancelled && !r.timedOut && r.waitErr == nil && r.status.Exited() {
+		code := r.status.ExitStatus()
+		out.ExitCode = &code
+	}
+	return out, nil
+}
+
+// bashRun is how one /bin/bash -c ended.
+type bashRun struct {
+	out                 *tail
+	cancelled, timedOut bool
+	waitErr             error // not an exit status: the wait itself failed
+	status              syscall.WaitStatus
+	err                 error // it could not start
+}
+
+// execBash runs command with /bin/bash -c in env.Cwd until it exits, ctx
+// ends or timeout passes; then its process group and every process it
+// started are killed.
+func execBash(ctx context.Context, env *Env, command string, timeout time.Duration) bashRun {
 	call := randomHex()
 	started, _ := uptimeTicks()
 	started = max(started, 1) - 1 // a tick of slack for the rounding of /proc/uptime
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return failure("failed", "bash: %v", err)
+		return bashRun{err: err}
 	}
-	cmd := exec.Command("/bin/bash", "-c", a.str("command"))
+	cmd := exec.Command("/bin/bash", "-c", command)
 	cmd.Dir = env.Cwd
 	// PWD as os/exec sets it when it builds the environment itself.
 	cmd.Env = append(os.Environ(), "PWD="+env.Cwd, env.Procs.key+"="+call)
@@ -420,15 +491,15 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	pw.Close()
 	if err != nil {
 		pr.Close()
-		return failure("failed", "bash: %v", err)
+		return bashRun{err: err}
 	}
 	pid := cmd.Process.Pid
 
-	out := &tail{max: maxBashOutput}
+	r := bashRun{out: &tail{max: maxBashOutput}}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		stream(pr, out, env.Output)
+		stream(pr, r.out, env.Output)
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -436,15 +507,14 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var waitErr error
-	var cancelled, timedOut bool
 	select {
 	case waitErr = <-exited:
 	case <-ctx.Done():
-		cancelled = true
+		r.cancelled = true
 	case <-timer.C:
-		timedOut = true
+		r.timedOut = true
 	}
-	if cancelled || timedOut {
+	if r.cancelled || r.timedOut {
 		killed := env.Procs.killCall(pid, call, started)
 		waitErr = <-exited
 		env.Procs.finished(pid)
@@ -465,31 +535,13 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	pr.Close() // ends a pending read
 	<-readDone
 
-	var b strings.Builder
-	b.WriteString(out.String())
-	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-		b.WriteByte('\n')
-	}
-	switch {
-	case cancelled:
-		b.WriteString("[stopped: the command was killed]")
-		return stopped(b.String())
-	case timedOut:
-		fmt.Fprintf(&b, "[timed out after %d ms: the command was killed]", timeout.Milliseconds())
-		return Result{Content: b.String(), Summary: "timed out", Failed: true}
-	}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) {
-		fmt.Fprintf(&b, "[%v]", waitErr)
-		return Result{Content: b.String(), Summary: "failed", Failed: true}
+		r.waitErr = waitErr
+	} else {
+		r.status = cmd.ProcessState.Sys().(syscall.WaitStatus)
 	}
-	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	summary := fmt.Sprintf("exit %d", status.ExitStatus())
-	if status.Signaled() {
-		summary = "killed by " + signalName(status.Signal())
-	}
-	b.WriteString("[" + summary + "]")
-	return Result{Content: b.String(), Summary: summary, Failed: !cmd.ProcessState.Success()}
+	return r
 }
 
 func signalName(s syscall.Signal) string {
@@ -544,16 +596,35 @@ func (t *tail) Write(p []byte) {
 // String returns the kept output, starting at a character boundary, with a
 // note when the beginning was dropped.
 func (t *tail) String() string {
+	b, dropped := t.cut()
+	if dropped == 0 {
+		return string(b)
+	}
+	return fmt.Sprintf("[output truncated: the first %d bytes are not shown]\n%s", dropped, b)
+}
+
+// kept returns the kept output, starting at a character boundary.
+func (t *tail) kept() []byte {
+	b, _ := t.cut()
+	return b
+}
+
+// truncated reports whether output was dropped.
+func (t *tail) truncated() bool { return t.dropped > 0 || len(t.buf) > t.max }
+
+// cut returns the last max bytes, from a character boundary, and how many
+// bytes came before them.
+func (t *tail) cut() ([]byte, int64) {
 	b := t.buf
 	dropped := t.dropped
 	if over := len(b) - t.max; over > 0 {
 		b, dropped = b[over:], dropped+int64(over)
 	}
 	if dropped == 0 {
-		return string(b)
+		return b, 0
 	}
 	for n := 0; n < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); n++ {
 		b, dropped = b[1:], dropped+1
 	}
-	return fmt.Sprintf("[output truncated: the first %d bytes are not shown]\n%s", dropped, b)
+	return b, dropped
 }

@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
 
+#: an approval policy: which tool calls wait for the client's answer to a tool.approve ask
+#: before they run (never; writes: write, execute, extension and mcp calls; all)
+#: (defs.json#/$defs/approval)
+Approval = Literal["never", "writes", "all"]
+
 #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
 #: (defs.json#/$defs/call/properties/category)
 CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
@@ -37,24 +42,8 @@ MessageRole = Literal["user", "assistant", "tool"]
 #: a session id, as returned by session.create or session.fork (defs.json#/$defs/session_id)
 SessionID = str
 
-#: all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
-SessionCreateParamsToolMode = Literal["all", "none"]
-
-#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
-#: before they run (never; writes: write, execute, extension and mcp calls; all)
-#: (methods/session.create.params.json#/properties/approval)
-SessionCreateParamsApproval = Literal["never", "writes", "all"]
-
-#: the session's approval policy (methods/session.create.result.json#/properties/approval)
-SessionCreateResultApproval = Literal["never", "writes", "all"]
-
-#: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
-#: before they run (never; writes: write, execute, extension and mcp calls; all)
-#: (methods/session.set.params.json#/properties/approval)
-SessionSetParamsApproval = Literal["never", "writes", "all"]
-
-#: the session's approval policy (methods/session.set.result.json#/properties/approval)
-SessionSetResultApproval = Literal["never", "writes", "all"]
+#: all or none (C3) (defs.json#/$defs/tool_mode)
+ToolMode = Literal["all", "none"]
 
 #: CompactingEventReason (events/compacting.json#/properties/reason)
 CompactingEventReason = Literal["manual", "auto"]
@@ -70,9 +59,6 @@ ToolEndEventOutcome = Literal["completed", "failed", "denied", "interrupted"]
 
 #: AskLineMethod (lines/ask.json#/properties/method)
 AskLineMethod = Literal["ui.confirm", "ui.select", "ui.input", "ui.editor", "tool.approve"]
-
-#: all or none (C3) (oneshot/request.json#/properties/tool_mode)
-OneShotRequestToolMode = Literal["all", "none"]
 
 
 class Call(TypedDict):
@@ -251,7 +237,7 @@ class ModelInfo(TypedDict):
 
     #: whether the model can be used now: its provider needs no key, or the key is set (e always
     #: sends it)
-    available: NotRequired[bool]
+    available: bool
 
 
 class SessionSummary(TypedDict):
@@ -560,7 +546,7 @@ class SessionCreateParams(TypedDict):
     tools: NotRequired[list[str] | None]
 
     #: all or none (C3)
-    tool_mode: NotRequired[SessionCreateParamsToolMode | None]
+    tool_mode: NotRequired[ToolMode | None]
 
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]
@@ -573,7 +559,7 @@ class SessionCreateParams(TypedDict):
 
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
-    approval: NotRequired[SessionCreateParamsApproval | None]
+    approval: NotRequired[Approval | None]
 
     #: MCP servers for this session, started beside the settings' mcp_servers; one that cannot
     #: start fails session.create naming it
@@ -602,7 +588,7 @@ class SessionCreateResult(TypedDict):
     path: str | None
 
     #: the session's approval policy
-    approval: NotRequired[SessionCreateResultApproval]
+    approval: NotRequired[Approval]
 
 
 class SessionEntriesParams(TypedDict):
@@ -674,12 +660,16 @@ class SessionExportResult(TypedDict):
 
 class SessionForkParams(TypedDict):
     """
-    session.fork params: Copies the session into a new one (M12, T2). Unknown fields are
-    accepted (V2); null means the default for every optional field (V1).
-    (methods/session.fork.params.json)
+    session.fork params: Copies the session, or the beginning of its history, into a new one
+    (M12, M19, T2). Unknown fields are accepted (V2); null means the default for every
+    optional field (V1). (methods/session.fork.params.json)
     """
 
     session: SessionID
+
+    #: an entry id of the session's branch (session.entries): the fork's history ends at that
+    #: entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+    at: NotRequired[str | None]
 
 
 class SessionForkResult(TypedDict):
@@ -819,7 +809,7 @@ class SessionSetParams(TypedDict):
 
     #: the approval policy: which tool calls wait for the client's answer to a tool.approve ask
     #: before they run (never; writes: write, execute, extension and mcp calls; all)
-    approval: NotRequired[SessionSetParamsApproval | None]
+    approval: NotRequired[Approval | None]
 
     #: renames the session (C8), recorded in its log; an empty name clears it
     name: NotRequired[str | None]
@@ -847,7 +837,54 @@ class SessionSetResult(TypedDict):
     effort: str
 
     #: the session's approval policy
-    approval: NotRequired[SessionSetResultApproval]
+    approval: NotRequired[Approval]
+
+
+class SessionShellParams(TypedDict):
+    """
+    session.shell params: Runs a shell command of the user's in the session's cwd and records
+    it in the session's history, so the next model call sees the command and its output (M18).
+    Unknown fields are accepted (V2); null means the default for every optional field (V1).
+    (methods/session.shell.params.json)
+    """
+
+    session: SessionID
+
+    #: the command line, run with /bin/bash -c
+    command: str
+
+    #: true: record the command and its output in the log but leave them out of the model's
+    #: context (default false)
+    exclude: NotRequired[bool | None]
+
+    #: kill the command after this many milliseconds (default 120000)
+    timeout_ms: NotRequired[int | None]
+
+
+class SessionShellResult(TypedDict):
+    """
+    session.shell result: How the command ended (M18), and the history entry that records it.
+    (methods/session.shell.result.json)
+    """
+
+    #: the id of the shell entry recorded in the history
+    entry: str
+
+    #: the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+    output: str
+
+    #: the exit status; null when the command did not exit by itself (interrupted, timed out,
+    #: killed by a signal)
+    exit_code: int | None
+
+    #: session.interrupt (or session.close) killed it
+    cancelled: bool
+
+    #: it ran past timeout_ms and was killed
+    timed_out: bool
+
+    #: earlier output was dropped
+    truncated: bool
 
 
 class SessionSteerParams(TypedDict):
@@ -869,7 +906,7 @@ class SessionSteerResult(TypedDict):
     """
 
     #: the message is held for the running turn
-    held: Any
+    held: bool
 
 
 class SessionUnsteerParams(TypedDict):
@@ -1063,6 +1100,23 @@ class SessionNameEvent(TypedDict):
     type: Literal["session_name"]
 
     name: str
+
+    #: stamped by e rpc: the session the event belongs to (S2)
+    session: NotRequired[SessionID]
+
+    #: stamped by e rpc: the id of the request the event serves (S2)
+    request: NotRequired[Any]
+
+
+class ShellOutputEvent(TypedDict):
+    """
+    shell_output event: A streamed chunk of the output of a session.shell command, stamped
+    with that request (M18). (events/shell_output.json)
+    """
+
+    type: Literal["shell_output"]
+
+    delta: str
 
     #: stamped by e rpc: the session the event belongs to (S2)
     session: NotRequired[SessionID]
@@ -1415,7 +1469,7 @@ class OneShotRequest(TypedDict):
     tools: NotRequired[list[str] | None]
 
     #: all or none (C3)
-    tool_mode: NotRequired[OneShotRequestToolMode | None]
+    tool_mode: NotRequired[ToolMode | None]
 
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]
@@ -1683,7 +1737,7 @@ class WriteToolCallArguments(TypedDict):
 SessionPromptResult = Result
 
 #: Every event, discriminated by type. A client must skip types it does not know.
-Event = Union[CompactedEvent, CompactingEvent, DiscardedEvent, ErrorDetailsEvent, ErrorEvent, ReasoningEvent, RecoveredEvent, RetryEvent, SessionNameEvent, SleepStoppedEvent, SleptEvent, SteeredEvent, TextEvent, ToolBatchEvent, ToolEndEvent, ToolOutputEvent, ToolStartEvent, TurnEndEvent, TurnStartEvent, UsageEvent, WarningEvent]
+Event = Union[CompactedEvent, CompactingEvent, DiscardedEvent, ErrorDetailsEvent, ErrorEvent, ReasoningEvent, RecoveredEvent, RetryEvent, SessionNameEvent, ShellOutputEvent, SleepStoppedEvent, SleptEvent, SteeredEvent, TextEvent, ToolBatchEvent, ToolEndEvent, ToolOutputEvent, ToolStartEvent, TurnEndEvent, TurnStartEvent, UsageEvent, WarningEvent]
 
 #: The event TypedDict of each event type.
 EVENT_TYPES: dict[str, type] = {
@@ -1696,6 +1750,7 @@ EVENT_TYPES: dict[str, type] = {
     "recovered": RecoveredEvent,
     "retry": RetryEvent,
     "session_name": SessionNameEvent,
+    "shell_output": ShellOutputEvent,
     "sleep_stopped": SleepStoppedEvent,
     "slept": SleptEvent,
     "steered": SteeredEvent,
@@ -1736,6 +1791,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.messages": (SessionMessagesParams, SessionMessagesResult),
     "session.prompt": (SessionPromptParams, SessionPromptResult),
     "session.set": (SessionSetParams, SessionSetResult),
+    "session.shell": (SessionShellParams, SessionShellResult),
     "session.steer": (SessionSteerParams, SessionSteerResult),
     "session.unsteer": (SessionUnsteerParams, SessionUnsteerResult),
     "shutdown": (ShutdownParams, ShutdownResult),

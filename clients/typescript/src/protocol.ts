@@ -2,6 +2,13 @@
 // The wire types of e's automation protocol (e rpc), for TypeScript clients.
 
 /**
+ * an approval policy: which tool calls wait for the client's answer to a tool.approve ask
+ * before they run (never; writes: write, execute, extension and mcp calls; all)
+ * (defs.json#/$defs/approval)
+ */
+export type Approval = "never" | "writes" | "all";
+
+/**
  * one tool call as announced in tool_batch (defs.json#/$defs/call)
  */
 export interface Call {
@@ -249,7 +256,7 @@ export interface ModelInfo {
    * whether the model can be used now: its provider needs no key, or the key is set (e always
    * sends it)
    */
-  available?: boolean;
+  available: boolean;
 }
 
 /**
@@ -304,6 +311,11 @@ export interface ToolCounts {
    */
   failures: number;
 }
+
+/**
+ * all or none (C3) (defs.json#/$defs/tool_mode)
+ */
+export type ToolMode = "all" | "none";
 
 /**
  * token usage; the categories are disjoint (U1) (defs.json#/$defs/usage)
@@ -602,7 +614,7 @@ export interface SessionCreateParams {
   /**
    * all or none (C3)
    */
-  tool_mode?: SessionCreateParamsToolMode | null;
+  tool_mode?: ToolMode | null;
   /**
    * persist the session; default false (C5)
    */
@@ -619,7 +631,7 @@ export interface SessionCreateParams {
    * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
-  approval?: SessionCreateParamsApproval | null;
+  approval?: Approval | null;
   /**
    * MCP servers for this session, started beside the settings' mcp_servers; one that cannot
    * start fails session.create naming it
@@ -631,18 +643,6 @@ export interface SessionCreateParams {
    */
   approval_timeout_ms?: number | null;
 }
-
-/**
- * all or none (C3) (methods/session.create.params.json#/properties/tool_mode)
- */
-export type SessionCreateParamsToolMode = "all" | "none";
-
-/**
- * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
- * before they run (never; writes: write, execute, extension and mcp calls; all)
- * (methods/session.create.params.json#/properties/approval)
- */
-export type SessionCreateParamsApproval = "never" | "writes" | "all";
 
 /**
  * session.create result: M3 (methods/session.create.result.json)
@@ -662,13 +662,8 @@ export interface SessionCreateResult {
   /**
    * the session's approval policy
    */
-  approval?: SessionCreateResultApproval;
+  approval?: Approval;
 }
-
-/**
- * the session's approval policy (methods/session.create.result.json#/properties/approval)
- */
-export type SessionCreateResultApproval = "never" | "writes" | "all";
 
 /**
  * session.entries params: Returns the session's history entries in append order, as its log
@@ -736,12 +731,17 @@ export interface SessionExportResult {
 }
 
 /**
- * session.fork params: Copies the session into a new one (M12, T2). Unknown fields are
- * accepted (V2); null means the default for every optional field (V1).
- * (methods/session.fork.params.json)
+ * session.fork params: Copies the session, or the beginning of its history, into a new one
+ * (M12, M19, T2). Unknown fields are accepted (V2); null means the default for every
+ * optional field (V1). (methods/session.fork.params.json)
  */
 export interface SessionForkParams {
   session: SessionID;
+  /**
+   * an entry id of the session's branch (session.entries): the fork's history ends at that
+   * entry; omitted, the fork has the whole branch; an id the branch lacks is an error
+   */
+  at?: string | null;
 }
 
 /**
@@ -881,7 +881,7 @@ export interface SessionSetParams {
    * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
    * before they run (never; writes: write, execute, extension and mcp calls; all)
    */
-  approval?: SessionSetParamsApproval | null;
+  approval?: Approval | null;
   /**
    * renames the session (C8), recorded in its log; an empty name clears it
    */
@@ -904,13 +904,6 @@ export interface SessionSetParams {
 }
 
 /**
- * the approval policy: which tool calls wait for the client's answer to a tool.approve ask
- * before they run (never; writes: write, execute, extension and mcp calls; all)
- * (methods/session.set.params.json#/properties/approval)
- */
-export type SessionSetParamsApproval = "never" | "writes" | "all";
-
-/**
  * session.set result: M10 (methods/session.set.result.json)
  */
 export interface SessionSetResult {
@@ -919,13 +912,63 @@ export interface SessionSetResult {
   /**
    * the session's approval policy
    */
-  approval?: SessionSetResultApproval;
+  approval?: Approval;
 }
 
 /**
- * the session's approval policy (methods/session.set.result.json#/properties/approval)
+ * session.shell params: Runs a shell command of the user's in the session's cwd and records
+ * it in the session's history, so the next model call sees the command and its output (M18).
+ * Unknown fields are accepted (V2); null means the default for every optional field (V1).
+ * (methods/session.shell.params.json)
  */
-export type SessionSetResultApproval = "never" | "writes" | "all";
+export interface SessionShellParams {
+  session: SessionID;
+  /**
+   * the command line, run with /bin/bash -c
+   */
+  command: string;
+  /**
+   * true: record the command and its output in the log but leave them out of the model's
+   * context (default false)
+   */
+  exclude?: boolean | null;
+  /**
+   * kill the command after this many milliseconds (default 120000)
+   */
+  timeout_ms?: number | null;
+}
+
+/**
+ * session.shell result: How the command ended (M18), and the history entry that records it.
+ * (methods/session.shell.result.json)
+ */
+export interface SessionShellResult {
+  /**
+   * the id of the shell entry recorded in the history
+   */
+  entry: string;
+  /**
+   * the last 64 KiB of stdout and stderr, combined, as the shell_output events streamed them
+   */
+  output: string;
+  /**
+   * the exit status; null when the command did not exit by itself (interrupted, timed out,
+   * killed by a signal)
+   */
+  exit_code: number | null;
+  /**
+   * session.interrupt (or session.close) killed it
+   */
+  cancelled: boolean;
+  /**
+   * it ran past timeout_ms and was killed
+   */
+  timed_out: boolean;
+  /**
+   * earlier output was dropped
+   */
+  truncated: boolean;
+}
 
 /**
  * session.steer params: Sends a message into the running turn (M7). Unknown fields are
@@ -947,7 +990,7 @@ export interface SessionSteerResult {
   /**
    * the message is held for the running turn
    */
-  held: unknown;
+  held: boolean;
 }
 
 /**
@@ -1139,6 +1182,23 @@ export interface RetryEvent {
 export interface SessionNameEvent {
   type: "session_name";
   name: string;
+  /**
+   * stamped by e rpc: the session the event belongs to (S2)
+   */
+  session?: SessionID;
+  /**
+   * stamped by e rpc: the id of the request the event serves (S2)
+   */
+  request?: unknown;
+}
+
+/**
+ * shell_output event: A streamed chunk of the output of a session.shell command, stamped
+ * with that request (M18). (events/shell_output.json)
+ */
+export interface ShellOutputEvent {
+  type: "shell_output";
+  delta: string;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
    */
@@ -1523,7 +1583,7 @@ export interface OneShotRequest {
   /**
    * all or none (C3)
    */
-  tool_mode?: OneShotRequestToolMode | null;
+  tool_mode?: ToolMode | null;
   /**
    * persist the session; default false (C5)
    */
@@ -1541,11 +1601,6 @@ export interface OneShotRequest {
    */
   images?: string[] | null;
 }
-
-/**
- * all or none (C3) (oneshot/request.json#/properties/tool_mode)
- */
-export type OneShotRequestToolMode = "all" | "none";
 
 /**
  * bash tool call: A well-formed call of the built-in tool bash as tool_batch announces it
@@ -1809,6 +1864,7 @@ export type Event =
   | RecoveredEvent
   | RetryEvent
   | SessionNameEvent
+  | ShellOutputEvent
   | SleepStoppedEvent
   | SleptEvent
   | SteeredEvent
@@ -1848,6 +1904,7 @@ export interface Methods {
   "session.messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
   "session.set": { params: SessionSetParams; result: SessionSetResult };
+  "session.shell": { params: SessionShellParams; result: SessionShellResult };
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };
   "session.unsteer": { params: SessionUnsteerParams; result: SessionUnsteerResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };

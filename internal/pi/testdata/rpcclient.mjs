@@ -194,8 +194,24 @@ await step("compact", async () => {
 });
 
 await step("auto retry", async () => {
-	const events = await client.promptAndWait("/error retryable\n/text recovered");
+	// pi ends the failed attempt's run (agent_end willRetry:true) and
+	// retries in a new one, so the older client's wait ends at the first
+	// agent_end: a listener sees both runs.
+	const events = [];
+	let ends = 0;
+	let bothEnded;
+	const ended = new Promise((r) => (bothEnded = r));
+	const off = client.onEvent((e) => {
+		events.push(e);
+		if (e.type === "agent_end" && ++ends === 2) bothEnded();
+	});
+	await client.promptAndWait("/error retryable\n/text recovered");
+	await ended;
+	off();
 	const t = types(events);
+	const willRetry = events.filter((e) => e.type === "agent_end").map((e) => e.willRetry);
+	check(willRetry.join() === "true,false", `agent_end willRetry ${willRetry}`);
+	check(t[t.lastIndexOf("message_end") + 1] === "auto_retry_end", `auto_retry_end after the answer's message_end: ${t}`);
 	check(t.includes("auto_retry_start") && t.includes("auto_retry_end"), String(t));
 	check(events.find((e) => e.type === "auto_retry_end").success === true, "retry succeeded");
 	await client.setAutoRetry(false);
@@ -215,7 +231,9 @@ await step("bash command into the context", async () => {
 	check(r.output.includes("from-bash") && r.exitCode === 0 && r.cancelled === false, JSON.stringify(r));
 	check(deltas.join("").includes("from-bash"), "bash_execution_update");
 	const msgs = await client.getMessages();
-	check(msgs.some((m) => m.role === "user" && JSON.stringify(m.content).includes("Ran `echo from-bash`")), "recorded");
+	// pi's get_messages holds the command as a bashExecution message.
+	const rec = msgs.find((m) => m.role === "bashExecution" && m.command === "echo from-bash");
+	check(rec && rec.output.includes("from-bash") && rec.exitCode === 0, `recorded: ${JSON.stringify(msgs)}`);
 	const bad = await client.bash("exit 3");
 	check(bad.exitCode === 3, JSON.stringify(bad));
 	await client.abortBash();

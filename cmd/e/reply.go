@@ -1,0 +1,76 @@
+package main
+
+import "strings"
+
+// reply writes the streamed answer of e -p in text mode, where stdout
+// carries only the reply (P3). Text already printed cannot be taken back,
+// so when an attempt fails after streaming text (discarded, reason retry),
+// the next attempt's text is matched against what is on the screen and
+// only what goes beyond it is printed. A provider that repeats itself
+// (most do for a deterministic request) leaves stdout exactly the reply;
+// one whose retried answer differs gets a line break, a note on stderr and
+// the new answer in full.
+type reply struct {
+	write func(string)
+	note  func(string)
+	shown string // text on stdout of the current model call's attempts
+	pos   int    // how much of shown the current attempt has reproduced
+}
+
+// text takes one delta of the current attempt.
+func (r *reply) text(d string) {
+	if r.pos == len(r.shown) {
+		r.print(d)
+		return
+	}
+	rest := r.shown[r.pos:]
+	k := commonPrefix(d, rest)
+	switch {
+	case k == len(d):
+		r.pos += k
+	case k == len(rest):
+		r.pos = len(r.shown)
+		r.print(d[k:])
+	default:
+		r.restart(r.shown[:r.pos] + d)
+	}
+}
+
+// discard starts the next attempt: it reproduces the screen from the top.
+func (r *reply) discard() { r.pos = 0 }
+
+// callDone ends a model call (its usage event): an answer shorter than the
+// text on the screen is a divergence too.
+func (r *reply) callDone() {
+	if r.pos < len(r.shown) {
+		r.restart(r.shown[:r.pos])
+	}
+	r.shown, r.pos = "", 0
+}
+
+func (r *reply) restart(text string) {
+	if !strings.HasSuffix(r.shown, "\n") {
+		r.write("\n")
+	}
+	r.note("e: the answer changed when a failed model call was retried; the text above this point was discarded")
+	r.shown, r.pos = "", 0
+	r.print(text)
+}
+
+func (r *reply) print(s string) {
+	if s == "" {
+		return
+	}
+	r.write(s)
+	r.shown += s
+	r.pos = len(r.shown)
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
+)
+
+// ShellOutput is a streamed chunk of the output of a shell command the
+// user runs into the session (session.shell).
+type ShellOutput struct {
+	Delta string `json:"delta"`
+}
+
+func (ShellOutput) EventType() string { return "shell_output" }
+
+// Shell runs a user's shell command in the session's cwd and records it
+// in the history as a shell entry, which the next model call sees as a
+// user message unless exclude is set. Like Prompt and Compact it ends the
+// run a successful Begin started; Stop kills the command (its entry says
+// cancelled). Output streams to sink as ShellOutput events.
+func (s *Session) Shell(ctx context.Context, command string, exclude bool, timeout time.Duration, sink func(Event)) (store.Entry, error) {
+	ctx = s.start(ctx)
+	defer s.finish()
+	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
+		sink(ShellOutput{Delta: chunk})
+	}}, command, timeout)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	en := []store.Entry{{Type: store.TypeShell, Shell: &store.ShellRun{Command: command, Output: r.Output, ExitCode: r.ExitCode,
+		Cancelled: r.Stopped, TimedOut: r.TimedOut, Truncated: r.Truncated, Exclude: exclude}}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.appendLocked(en...); err != nil {
+		return store.Entry{}, err
+	}
+	if s.log != nil {
+		if err := s.log.Sync(); err != nil {
+			return en[0], err
+		}
+	}
+	return en[0], nil
+}
+
+// shellMessage is what the model sees of a shell entry: the command, its
+// output in a fence, and how it ended when that was not exit 0.
+func shellMessage(r *store.ShellRun) model.Message {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Ran `%s`\n```\n%s\n```", r.Command, strings.TrimSuffix(r.Output, "\n"))
+	switch {
+	case r.Cancelled:
+		b.WriteString("\n(interrupted: the command was killed)")
+	case r.TimedOut:
+		b.WriteString("\n(timed out: the command was killed)")
+	case r.ExitCode == nil:
+		b.WriteString("\n(killed by a signal)")
+	case *r.ExitCode != 0:
+		fmt.Fprintf(&b, "\n(exit code %d)", *r.ExitCode)
+	}
+	if r.Truncated {
+		b.WriteString("\n(only the last 64 KiB of output are shown)")
+	}
+	return model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: b.String()}}}
+}
