@@ -57,9 +57,9 @@ type front struct {
 	level        string
 	steeringMode string
 	followUpMode string
-	steerHeld    []string // passed to e, not yet delivered
-	steerWait    []string // one-at-a-time: not yet passed to e
-	followUps    []string
+	steerHeld    []queued // passed to e, not yet delivered
+	steerWait    []queued // one-at-a-time: not yet passed to e
+	followUps    []queued
 	pendingCtx   []string // bash output recorded once the run ends
 	autoCompact  bool
 	autoRetry    bool
@@ -70,8 +70,6 @@ type front struct {
 	failed       bool           // the last e turn ended in an error or aborted
 	bashCancels  map[int]func() // the running bash commands' stops
 	bashNext     int
-	usage        Usage // of this process's model calls in the current session
-	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
 	tr           *Translator
 	trMu         sync.Mutex
 
@@ -241,7 +239,6 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
-	fr.usage, fr.lastPrompt = Usage{}, 0
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
 	fr.mu.Unlock()
 }
@@ -497,15 +494,55 @@ func (fr *front) images(c *command) ([]model.Part, []Content, error) {
 		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
 		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
 	}
-	if len(parts) > 0 {
-		fr.mu.Lock()
-		ok := fr.info.ImageInput
-		fr.mu.Unlock()
-		if !ok {
-			return nil, nil, fmt.Errorf("model %s does not accept images", fr.info.ID)
+	return parts, blocks, nil
+}
+
+// queued is a steering or follow-up message with its images: parts for
+// e, blocks for pi's events.
+type queued struct {
+	text   string
+	parts  []model.Part
+	blocks []Content
+}
+
+func texts(qs ...[]queued) []string {
+	out := []string{}
+	for _, q := range qs {
+		for _, m := range q {
+			out = append(out, m.text)
 		}
 	}
-	return parts, blocks, nil
+	return out
+}
+
+// imageOmitted stands for an image the model cannot take, as pi sends it.
+const imageOmitted = "(image omitted: model does not support images)"
+
+// forModel is what e gets of a message for the current model: a model
+// without image input gets pi's placeholder text for each image. fr.mu
+// is held.
+func (fr *front) forModel(text string, parts []model.Part) (string, []model.Part) {
+	if len(parts) == 0 || fr.info.ImageInput {
+		return text, parts
+	}
+	return text + strings.Repeat("\n"+imageOmitted, len(parts)), nil
+}
+
+// steerLocked passes m to the running turn; fr.mu is held.
+func (fr *front) steerLocked(m queued) error {
+	fr.trMu.Lock()
+	defer fr.trMu.Unlock()
+	return fr.passSteer(m)
+}
+
+// passSteer is steerLocked with fr.trMu held too.
+func (fr *front) passSteer(m queued) error {
+	text, parts := fr.forModel(m.text, m.parts)
+	if err := fr.cur.SteerParts(text, parts); err != nil {
+		return err
+	}
+	fr.tr.Steering(text, m.text, m.blocks)
+	return nil
 }
 
 func (fr *front) prompt(c *command) {
@@ -557,14 +594,15 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	fr.tr.Begin(text, blocks)
-	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	etext, eparts := fr.forModel(text, parts)
+	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
 	if err != nil {
 		return err
 	}
 	fr.running, fr.abortReq = true, false
 	fr.runDone = make(chan struct{})
-	for _, s := range fr.steerHeld { // steers queued before the run go in after the prompt
-		sess.Steer(s)
+	for _, m := range fr.steerHeld { // steers queued before the run go in after the prompt
+		fr.passSteer(m)
 	}
 	accepted()
 	done := fr.runDone
@@ -580,7 +618,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		res := turn.Result()
 		fr.mu.Lock()
 		fr.failed = res.Error != nil || res.Aborted
-		var next []string
+		var next []queued
 		if !res.Aborted && !fr.abortReq && fr.ctx.Err() == nil {
 			// Steers the turn never used come first, then follow-ups.
 			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
@@ -595,8 +633,9 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		if len(next) > 0 {
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-			fr.tr.Begin(next[0], nil)
-			turn, err = sess.PromptParts(fr.ctx, next[0], nil, fr.sink)
+			fr.tr.Begin(next[0].text, next[0].blocks)
+			text, parts := fr.forModel(next[0].text, next[0].parts)
+			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
@@ -611,8 +650,8 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			close(done)
 			return
 		}
-		for _, s := range next[1:] {
-			sess.Steer(s)
+		for _, m := range next[1:] {
+			fr.steerLocked(m)
 		}
 		q := fr.queueLocked()
 		fr.mu.Unlock()
@@ -625,13 +664,6 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
-	case agent.UsageEvent:
-		fr.mu.Lock()
-		if !fr.compacting {
-			fr.usage = fr.usage.Add(NewUsage(ev.Usage.Usage, fr.info.Price))
-			fr.lastPrompt = ev.PromptTokens
-		}
-		fr.mu.Unlock()
 	}
 	fr.trMu.Lock()
 	evs := fr.tr.Feed(ev)
@@ -642,13 +674,16 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Steered:
 		fr.mu.Lock()
-		if i := slices.Index(fr.steerHeld, ev.Text); i >= 0 {
+		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
+			t, _ := fr.forModel(m.text, m.parts)
+			return t == ev.Text
+		}); i >= 0 {
 			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
 		}
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
 			next := fr.steerWait[0]
 			fr.steerWait = fr.steerWait[1:]
-			if fr.cur.Steer(next) == nil {
+			if fr.steerLocked(next) == nil {
 				fr.steerHeld = append(fr.steerHeld, next)
 			}
 		}
@@ -659,26 +694,31 @@ func (fr *front) sink(ev agent.Event) {
 }
 
 func (fr *front) queueLocked() QueueUpdate {
-	return QueueUpdate{Type: "queue_update", Steering: append(slices.Clone(fr.steerHeld), fr.steerWait...),
-		FollowUp: append([]string{}, fr.followUps...)}
+	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
+}
+
+// message reads a command's message and images.
+func (fr *front) message(c *command) (queued, error) {
+	parts, blocks, err := fr.images(c)
+	return queued{text: c.str("message"), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in steering messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	switch {
 	case !fr.running:
-		fr.steerHeld = append(fr.steerHeld, text) // delivered after the next prompt
+		fr.steerHeld = append(fr.steerHeld, m) // delivered after the next prompt
 	case fr.steeringMode == "one-at-a-time" && len(fr.steerHeld) > 0:
-		fr.steerWait = append(fr.steerWait, text)
+		fr.steerWait = append(fr.steerWait, m)
 	default:
-		if err := fr.cur.Steer(text); err != nil {
-			fr.followUps = append(fr.followUps, text) // the turn is ending: it goes next
+		if err := fr.steerLocked(m); err != nil {
+			fr.followUps = append(fr.followUps, m) // the turn is ending: it goes next
 		} else {
-			fr.steerHeld = append(fr.steerHeld, text)
+			fr.steerHeld = append(fr.steerHeld, m)
 		}
 	}
 	q := fr.queueLocked()
@@ -688,19 +728,19 @@ func (fr *front) steer(c *command) (any, error) {
 }
 
 func (fr *front) followUp(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in follow-up messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	running := fr.running
 	if running {
-		fr.followUps = append(fr.followUps, text)
+		fr.followUps = append(fr.followUps, m)
 	}
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	if !running { // nothing to wait for: it runs now
-		err := fr.startRun(text, nil, nil, func() {})
+		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
 		return map[string]string{"disposition": "queued"}, err
 	}
 	fr.write(q)
@@ -709,19 +749,13 @@ func (fr *front) followUp(c *command) (any, error) {
 
 func (fr *front) clearQueue(*command) (any, error) {
 	fr.mu.Lock()
-	withdrawn := fr.cur.WithdrawSteers()
-	steering := append(withdrawn, fr.steerWait...)
-	follow := fr.followUps
+	fr.cur.WithdrawSteers()
+	steering := texts(fr.steerHeld, fr.steerWait)
+	follow := texts(fr.followUps)
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	fr.write(q)
-	if steering == nil {
-		steering = []string{}
-	}
-	if follow == nil {
-		follow = []string{}
-	}
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 
@@ -1176,7 +1210,6 @@ func (fr *front) compact(c *command) {
 		res, err := turn.Compacted()
 		fr.mu.Lock()
 		fr.compacting = false
-		fr.lastPrompt = 0
 		fr.mu.Unlock()
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
@@ -1184,9 +1217,6 @@ func (fr *front) compact(c *command) {
 		}
 		summary, kept := recorder{sess}.LastCompaction()
 		u := NewUsage(res.Usage, info.Price)
-		fr.mu.Lock()
-		fr.usage = fr.usage.Add(u)
-		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
 	})
@@ -1306,10 +1336,22 @@ func (fr *front) abortBash(*command) (any, error) {
 	return noData{}, nil
 }
 
+// stats is get_session_stats over the whole session, as pi counts it:
+// every entry of every branch, resumed and forked history included (its
+// usage is what the log's model calls recorded); the context usage is the
+// last answer's after the latest compaction of the active branch.
 func (fr *front) stats(*command) (any, error) {
-	var users, assistants, calls, results int
-	for _, m := range fr.contextMessages() {
-		switch m := m.(type) {
+	sess := fr.session()
+	es := sess.Entries()
+	var users, assistants, calls, results, total int
+	var u Usage
+	conv := fr.converter()
+	for _, pe := range conv.entries(es) {
+		if pe.Type != "message" {
+			continue
+		}
+		total++
+		switch m := pe.Message.(type) {
 		case UserMessage:
 			users++
 		case AssistantMessage:
@@ -1323,24 +1365,54 @@ func (fr *front) stats(*command) (any, error) {
 			results++
 		}
 	}
+	for _, en := range es {
+		if en.Call != nil {
+			u = u.Add(callUsage(en.Call))
+		}
+	}
 	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	u, in := fr.usage, fr.cur.Info()
-	st := map[string]any{"sessionId": fr.cur.ID(), "userMessages": users, "assistantMessages": assistants,
-		"toolCalls": calls, "toolResults": results, "totalMessages": users + assistants + results,
+	window := fr.info.ContextWindow
+	fr.mu.Unlock()
+	st := map[string]any{"sessionId": sess.ID(), "userMessages": users, "assistantMessages": assistants,
+		"toolCalls": calls, "toolResults": results, "totalMessages": total,
 		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
 			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
-	if in.Path != "" {
-		st["sessionFile"] = in.Path
+	if p := sess.Path(); p != "" {
+		st["sessionFile"] = p
 	}
-	if w := fr.info.ContextWindow; w > 0 {
-		cu := map[string]any{"tokens": nil, "contextWindow": w, "percent": nil}
-		if fr.lastPrompt > 0 {
-			cu["tokens"], cu["percent"] = fr.lastPrompt, float64(fr.lastPrompt)*100/float64(w)
+	if window > 0 {
+		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
+		if n := contextTokens(session.Branch(es)); n > 0 {
+			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
 		}
 		st["contextUsage"] = cu
 	}
 	return st, nil
+}
+
+// callUsage is a recorded model call's usage, costed as recorded.
+func callUsage(c *session.ModelCall) Usage {
+	x := c.Usage
+	u := NewUsage(model.Usage{Input: x.Input, Output: x.Output, CacheRead: x.CacheRead, CacheWrite5m: x.CacheWrite5m,
+		CacheWrite1h: x.CacheWrite1h}, nil)
+	if c.CostUSD != nil {
+		u.Cost.Total = *c.CostUSD
+	}
+	return u
+}
+
+// contextTokens is the size of the context at the last answer after the
+// latest compaction (pi's estimate: that answer's tokens), 0 when unknown.
+func contextTokens(branch []session.Entry) int64 {
+	for i := len(branch) - 1; i >= 0; i-- {
+		switch en := branch[i]; {
+		case en.Type == session.EntryCompaction:
+			return 0
+		case en.Call != nil:
+			return callUsage(en.Call).TotalTokens
+		}
+	}
+	return 0
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {
