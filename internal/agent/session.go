@@ -104,7 +104,7 @@ type Session struct {
 	// preempted records an Interrupt that came after Begin but before the
 	// turn bound its context: start cancels at once, so it is not lost.
 	preempted bool
-	steers    []string
+	steers    []steer
 	// stopSleep stops a running sleep tool call when a steer arrives.
 	stopSleep map[int]context.CancelFunc
 	done      chan struct{} // closed when the running turn ends
@@ -255,13 +255,16 @@ func (s *Session) Set(modelID, effort *string) (string, string, error) {
 }
 
 // Steer queues text for the running turn (M7). It stops a running sleep.
-func (s *Session) Steer(text string) error {
+func (s *Session) Steer(text string) error { return s.SteerParts(text, nil) }
+
+// SteerParts is Steer with images, checked by the caller, after the text.
+func (s *Session) SteerParts(text string, images []model.Part) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.running {
 		return fmt.Errorf("session %s %w", s.id, ErrIdle)
 	}
-	s.steers = append(s.steers, text)
+	s.steers = append(s.steers, steer{text, images})
 	for _, stop := range s.stopSleep {
 		stop()
 	}
@@ -271,7 +274,21 @@ func (s *Session) Steer(text string) error {
 // WithdrawSteers takes back the steers held for the running turn that it
 // has not delivered yet, oldest first.
 func (s *Session) WithdrawSteers() []string {
-	return s.takeSteers()
+	return steerTexts(s.takeSteers())
+}
+
+// steer is one held steering message.
+type steer struct {
+	text   string
+	images []model.Part
+}
+
+func steerTexts(st []steer) []string {
+	var out []string
+	for _, x := range st {
+		out = append(out, x.text)
+	}
+	return out
 }
 
 // SetAutoCompact turns automatic compaction (S4) on or off for the
@@ -378,13 +395,13 @@ func (s *Session) finish() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancel()
-	left := s.steers
+	left := steerTexts(s.steers)
 	s.steers, s.cancel, s.running = nil, nil, false
 	close(s.done)
 	return left
 }
 
-func (s *Session) takeSteers() []string {
+func (s *Session) takeSteers() []steer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.steers

@@ -247,13 +247,13 @@ func (s *Session) hasSteers() bool {
 }
 
 func (t *turn) deliverSteers() {
-	for _, text := range t.s.takeSteers() {
-		m := model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}}
+	for _, st := range t.s.takeSteers() {
+		m := model.Message{Role: model.RoleUser, Content: append([]model.Part{{Type: model.PartText, Text: st.text}}, st.images...)}
 		if err := t.s.appendMessage(m); err != nil {
 			t.warn(err.Error())
 			continue
 		}
-		t.emit(Steered{Text: text})
+		t.emit(Steered{Text: st.text})
 	}
 }
 

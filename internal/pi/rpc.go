@@ -57,9 +57,9 @@ type front struct {
 	level        string
 	steeringMode string
 	followUpMode string
-	steerHeld    []string // passed to e, not yet delivered
-	steerWait    []string // one-at-a-time: not yet passed to e
-	followUps    []string
+	steerHeld    []queued // passed to e, not yet delivered
+	steerWait    []queued // one-at-a-time: not yet passed to e
+	followUps    []queued
 	pendingCtx   []string // bash output recorded once the run ends
 	autoCompact  bool
 	autoRetry    bool
@@ -497,15 +497,55 @@ func (fr *front) images(c *command) ([]model.Part, []Content, error) {
 		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
 		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
 	}
-	if len(parts) > 0 {
-		fr.mu.Lock()
-		ok := fr.info.ImageInput
-		fr.mu.Unlock()
-		if !ok {
-			return nil, nil, fmt.Errorf("model %s does not accept images", fr.info.ID)
+	return parts, blocks, nil
+}
+
+// queued is a steering or follow-up message with its images: parts for
+// e, blocks for pi's events.
+type queued struct {
+	text   string
+	parts  []model.Part
+	blocks []Content
+}
+
+func texts(qs ...[]queued) []string {
+	out := []string{}
+	for _, q := range qs {
+		for _, m := range q {
+			out = append(out, m.text)
 		}
 	}
-	return parts, blocks, nil
+	return out
+}
+
+// imageOmitted stands for an image the model cannot take, as pi sends it.
+const imageOmitted = "(image omitted: model does not support images)"
+
+// forModel is what e gets of a message for the current model: a model
+// without image input gets pi's placeholder text for each image. fr.mu
+// is held.
+func (fr *front) forModel(text string, parts []model.Part) (string, []model.Part) {
+	if len(parts) == 0 || fr.info.ImageInput {
+		return text, parts
+	}
+	return text + strings.Repeat("\n"+imageOmitted, len(parts)), nil
+}
+
+// steerLocked passes m to the running turn; fr.mu is held.
+func (fr *front) steerLocked(m queued) error {
+	fr.trMu.Lock()
+	defer fr.trMu.Unlock()
+	return fr.passSteer(m)
+}
+
+// passSteer is steerLocked with fr.trMu held too.
+func (fr *front) passSteer(m queued) error {
+	text, parts := fr.forModel(m.text, m.parts)
+	if err := fr.cur.SteerParts(text, parts); err != nil {
+		return err
+	}
+	fr.tr.Steering(text, m.text, m.blocks)
+	return nil
 }
 
 func (fr *front) prompt(c *command) {
@@ -557,14 +597,15 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	fr.tr.Begin(text, blocks)
-	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	etext, eparts := fr.forModel(text, parts)
+	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
 	if err != nil {
 		return err
 	}
 	fr.running, fr.abortReq = true, false
 	fr.runDone = make(chan struct{})
-	for _, s := range fr.steerHeld { // steers queued before the run go in after the prompt
-		sess.Steer(s)
+	for _, m := range fr.steerHeld { // steers queued before the run go in after the prompt
+		fr.passSteer(m)
 	}
 	accepted()
 	done := fr.runDone
@@ -580,7 +621,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		res := turn.Result()
 		fr.mu.Lock()
 		fr.failed = res.Error != nil || res.Aborted
-		var next []string
+		var next []queued
 		if !res.Aborted && !fr.abortReq && fr.ctx.Err() == nil {
 			// Steers the turn never used come first, then follow-ups.
 			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
@@ -595,8 +636,9 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		if len(next) > 0 {
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-			fr.tr.Begin(next[0], nil)
-			turn, err = sess.PromptParts(fr.ctx, next[0], nil, fr.sink)
+			fr.tr.Begin(next[0].text, next[0].blocks)
+			text, parts := fr.forModel(next[0].text, next[0].parts)
+			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
@@ -611,8 +653,8 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			close(done)
 			return
 		}
-		for _, s := range next[1:] {
-			sess.Steer(s)
+		for _, m := range next[1:] {
+			fr.steerLocked(m)
 		}
 		q := fr.queueLocked()
 		fr.mu.Unlock()
@@ -642,13 +684,16 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Steered:
 		fr.mu.Lock()
-		if i := slices.Index(fr.steerHeld, ev.Text); i >= 0 {
+		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
+			t, _ := fr.forModel(m.text, m.parts)
+			return t == ev.Text
+		}); i >= 0 {
 			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
 		}
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
 			next := fr.steerWait[0]
 			fr.steerWait = fr.steerWait[1:]
-			if fr.cur.Steer(next) == nil {
+			if fr.steerLocked(next) == nil {
 				fr.steerHeld = append(fr.steerHeld, next)
 			}
 		}
@@ -659,26 +704,31 @@ func (fr *front) sink(ev agent.Event) {
 }
 
 func (fr *front) queueLocked() QueueUpdate {
-	return QueueUpdate{Type: "queue_update", Steering: append(slices.Clone(fr.steerHeld), fr.steerWait...),
-		FollowUp: append([]string{}, fr.followUps...)}
+	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
+}
+
+// message reads a command's message and images.
+func (fr *front) message(c *command) (queued, error) {
+	parts, blocks, err := fr.images(c)
+	return queued{text: c.str("message"), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in steering messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	switch {
 	case !fr.running:
-		fr.steerHeld = append(fr.steerHeld, text) // delivered after the next prompt
+		fr.steerHeld = append(fr.steerHeld, m) // delivered after the next prompt
 	case fr.steeringMode == "one-at-a-time" && len(fr.steerHeld) > 0:
-		fr.steerWait = append(fr.steerWait, text)
+		fr.steerWait = append(fr.steerWait, m)
 	default:
-		if err := fr.cur.Steer(text); err != nil {
-			fr.followUps = append(fr.followUps, text) // the turn is ending: it goes next
+		if err := fr.steerLocked(m); err != nil {
+			fr.followUps = append(fr.followUps, m) // the turn is ending: it goes next
 		} else {
-			fr.steerHeld = append(fr.steerHeld, text)
+			fr.steerHeld = append(fr.steerHeld, m)
 		}
 	}
 	q := fr.queueLocked()
@@ -688,19 +738,19 @@ func (fr *front) steer(c *command) (any, error) {
 }
 
 func (fr *front) followUp(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in follow-up messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	running := fr.running
 	if running {
-		fr.followUps = append(fr.followUps, text)
+		fr.followUps = append(fr.followUps, m)
 	}
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	if !running { // nothing to wait for: it runs now
-		err := fr.startRun(text, nil, nil, func() {})
+		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
 		return map[string]string{"disposition": "queued"}, err
 	}
 	fr.write(q)
@@ -709,19 +759,13 @@ func (fr *front) followUp(c *command) (any, error) {
 
 func (fr *front) clearQueue(*command) (any, error) {
 	fr.mu.Lock()
-	withdrawn := fr.cur.WithdrawSteers()
-	steering := append(withdrawn, fr.steerWait...)
-	follow := fr.followUps
+	fr.cur.WithdrawSteers()
+	steering := texts(fr.steerHeld, fr.steerWait)
+	follow := texts(fr.followUps)
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	fr.write(q)
-	if steering == nil {
-		steering = []string{}
-	}
-	if follow == nil {
-		follow = []string{}
-	}
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 

@@ -252,11 +252,20 @@ func (s *Session) Interrupt(ctx context.Context) error {
 
 // Steer queues text for the running turn (M7); code no_turn when idle or
 // running a shell command.
-func (s *Session) Steer(text string) error {
+func (s *Session) Steer(text string) error { return s.SteerParts(text, nil) }
+
+// SteerParts is Steer with images as parts (like PromptParts); a model
+// without image input refuses them with code unsupported.
+func (s *Session) SteerParts(text string, images []Part) error {
 	if t := s.Running(); t != nil && t.shell {
 		return &Error{Code: CodeNoTurn, Err: fmt.Errorf("session %s runs a shell command, not a turn", s.ID())}
 	}
-	if err := s.a.Steer(text); err != nil {
+	if len(images) > 0 {
+		if err := s.acceptsImages(); err != nil {
+			return err
+		}
+	}
+	if err := s.a.SteerParts(text, images); err != nil {
 		return wrap(CodeInternal, "", err)
 	}
 	return nil
