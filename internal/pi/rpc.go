@@ -70,8 +70,6 @@ type front struct {
 	failed       bool           // the last e turn ended in an error or aborted
 	bashCancels  map[int]func() // the running bash commands' stops
 	bashNext     int
-	usage        Usage // of this process's model calls in the current session
-	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
 	tr           *Translator
 	trMu         sync.Mutex
 
@@ -241,7 +239,6 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
-	fr.usage, fr.lastPrompt = Usage{}, 0
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
 	fr.mu.Unlock()
 }
@@ -667,13 +664,6 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
-	case agent.UsageEvent:
-		fr.mu.Lock()
-		if !fr.compacting {
-			fr.usage = fr.usage.Add(NewUsage(ev.Usage.Usage, fr.info.Price))
-			fr.lastPrompt = ev.PromptTokens
-		}
-		fr.mu.Unlock()
 	}
 	fr.trMu.Lock()
 	evs := fr.tr.Feed(ev)
@@ -1220,7 +1210,6 @@ func (fr *front) compact(c *command) {
 		res, err := turn.Compacted()
 		fr.mu.Lock()
 		fr.compacting = false
-		fr.lastPrompt = 0
 		fr.mu.Unlock()
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
@@ -1228,9 +1217,6 @@ func (fr *front) compact(c *command) {
 		}
 		summary, kept := recorder{sess}.LastCompaction()
 		u := NewUsage(res.Usage, info.Price)
-		fr.mu.Lock()
-		fr.usage = fr.usage.Add(u)
-		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
 	})
@@ -1350,10 +1336,22 @@ func (fr *front) abortBash(*command) (any, error) {
 	return noData{}, nil
 }
 
+// stats is get_session_stats over the whole session, as pi counts it:
+// every entry of every branch, resumed and forked history included (its
+// usage is what the log's model calls recorded); the context usage is the
+// last answer's after the latest compaction of the active branch.
 func (fr *front) stats(*command) (any, error) {
-	var users, assistants, calls, results int
-	for _, m := range fr.contextMessages() {
-		switch m := m.(type) {
+	sess := fr.session()
+	es := sess.Entries()
+	var users, assistants, calls, results, total int
+	var u Usage
+	conv := fr.converter()
+	for _, pe := range conv.entries(es) {
+		if pe.Type != "message" {
+			continue
+		}
+		total++
+		switch m := pe.Message.(type) {
 		case UserMessage:
 			users++
 		case AssistantMessage:
@@ -1367,24 +1365,54 @@ func (fr *front) stats(*command) (any, error) {
 			results++
 		}
 	}
+	for _, en := range es {
+		if en.Call != nil {
+			u = u.Add(callUsage(en.Call))
+		}
+	}
 	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	u, in := fr.usage, fr.cur.Info()
-	st := map[string]any{"sessionId": fr.cur.ID(), "userMessages": users, "assistantMessages": assistants,
-		"toolCalls": calls, "toolResults": results, "totalMessages": users + assistants + results,
+	window := fr.info.ContextWindow
+	fr.mu.Unlock()
+	st := map[string]any{"sessionId": sess.ID(), "userMessages": users, "assistantMessages": assistants,
+		"toolCalls": calls, "toolResults": results, "totalMessages": total,
 		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
 			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
-	if in.Path != "" {
-		st["sessionFile"] = in.Path
+	if p := sess.Path(); p != "" {
+		st["sessionFile"] = p
 	}
-	if w := fr.info.ContextWindow; w > 0 {
-		cu := map[string]any{"tokens": nil, "contextWindow": w, "percent": nil}
-		if fr.lastPrompt > 0 {
-			cu["tokens"], cu["percent"] = fr.lastPrompt, float64(fr.lastPrompt)*100/float64(w)
+	if window > 0 {
+		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
+		if n := contextTokens(session.Branch(es)); n > 0 {
+			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
 		}
 		st["contextUsage"] = cu
 	}
 	return st, nil
+}
+
+// callUsage is a recorded model call's usage, costed as recorded.
+func callUsage(c *session.ModelCall) Usage {
+	x := c.Usage
+	u := NewUsage(model.Usage{Input: x.Input, Output: x.Output, CacheRead: x.CacheRead, CacheWrite5m: x.CacheWrite5m,
+		CacheWrite1h: x.CacheWrite1h}, nil)
+	if c.CostUSD != nil {
+		u.Cost.Total = *c.CostUSD
+	}
+	return u
+}
+
+// contextTokens is the size of the context at the last answer after the
+// latest compaction (pi's estimate: that answer's tokens), 0 when unknown.
+func contextTokens(branch []session.Entry) int64 {
+	for i := len(branch) - 1; i >= 0; i-- {
+		switch en := branch[i]; {
+		case en.Type == session.EntryCompaction:
+			return 0
+		case en.Call != nil:
+			return callUsage(en.Call).TotalTokens
+		}
+	}
+	return 0
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {
