@@ -288,7 +288,13 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 
 // reply writes the one response of r: its result, or its error.
 func (s *Server) reply(r *request, result any, err error) {
-	if err == nil {
+	if res, ok := result.(protocol.Result); ok && err == nil {
+		// A long turn's result holds its whole text: encoded in place.
+		_ = s.out.Append(context.Background(), func(b []byte) []byte {
+			b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)
+			return append(appendResult(b, res), '}')
+		})
+	} else if err == nil {
 		var b []byte
 		if b, err = json.Marshal(result); err == nil {
 			s.writeRaw(concat(`{"id":`, r.id, `,"result":`, b, `}`))
@@ -313,14 +319,12 @@ func (s *Server) reply(r *request, result any, err error) {
 }
 
 // events returns the sink of one turn's events: each is stamped with its
-// session and request (S2) and queued. The buffer is reused, as the writer
-// copies each line and a turn calls its sink from one goroutine at a time.
+// session and request (S2) and encoded straight into the writer's queue.
 func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
 	st := agent.NewStamp(sess, req)
-	var buf []byte
 	return func(ev agent.Event) {
-		buf = st.Append(buf[:0], ev)
-		s.writeRaw(buf)
+		// Background: the writer drains even after a failure, so this cannot block forever.
+		_ = s.out.Append(context.Background(), func(b []byte) []byte { return st.Append(b, ev) })
 	}
 }
 

@@ -446,7 +446,7 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	if m.Content == nil {
 		m.Content = []model.Part{} // the persisted shape has an array, never null
 	}
-	b, err := json.Marshal(m)
+	b, err := m.AppendJSON(nil)
 	if err != nil {
 		return err
 	}

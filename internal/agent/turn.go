@@ -45,8 +45,8 @@ type turn struct {
 
 func (t *turn) emit(ev Event) {
 	t.sinkMu.Lock()
-	defer t.sinkMu.Unlock()
 	t.sink(ev)
+	t.sinkMu.Unlock()
 }
 
 func (t *turn) warn(msg string) {
