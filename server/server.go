@@ -10,17 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
@@ -46,7 +43,8 @@ type Env struct {
 type Server struct {
 	env   Env
 	host  *session.Host
-	out   *jsonl.Writer
+	loop  *lineserver.Loop // stdin and stdout
+	out   *jsonl.Writer    // the loop's stdout
 	relay *extension.Relay
 
 	ctx    context.Context // cancelled when the process stops serving
@@ -73,7 +71,8 @@ const heldNotices = 64
 func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{env: env, ctx: ctx, cancel: cancel, answered: map[*session.Turn]chan struct{}{}}
-	s.out = jsonl.NewWriter(env.Stdout)
+	s.loop = lineserver.New("e rpc", env.Stdin, env.Stdout, env.Stderr)
+	s.out = s.loop.Out()
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
 	s.relay.Cancelled = func(a extension.Ask, why string) {
 		if why == "" {
@@ -99,63 +98,26 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 // Serve reads requests until EOF, shutdown, a signal or a fatal framing
 // error, and returns the process exit status (D1, D2, F4).
 func (s *Server) Serve() int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(s.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-s.ctx.Done():
-				return
-			}
+	var shutdown []byte // the shutdown request, when one ended the loop
+	end := s.loop.Run(s.ctx, func(n int, line []byte) bool {
+		if s.handle(n, line) {
+			shutdown = line
+			return true
 		}
-	}()
-
-	n := 0
-	for {
-		select {
-		case line := <-lines:
-			n++
-			if s.handle(n, line) {
-				s.stop()
-				s.writeRaw([]byte(`{"id":` + shutdownID(line) + `,"result":{}}`))
-				return s.close(0)
-			}
-		case err := <-readErr:
-			var tl *jsonl.TooLongError
-			if errors.As(err, &tl) {
-				fmt.Fprintf(s.env.Stderr, "e rpc: line %d is longer than %d bytes: no safe point to resync; exiting\n", tl.Line, tl.Max)
-				s.stop()
-				return s.close(1)
-			}
-			if !errors.Is(err, io.EOF) {
-				fmt.Fprintf(s.env.Stderr, "e rpc: reading stdin: %v\n", err)
-			}
-			s.stop()
-			return s.close(0)
-		case <-s.out.Failed():
-			// The client went away; close says so on stderr.
-			s.stop()
-			return s.close(0)
-		case sig := <-sigs:
-			switch sig {
-			case syscall.SIGTERM:
-				return s.signalled(143)
-			case syscall.SIGHUP:
-				return s.signalled(129)
-			}
-		}
+		return false
+	})
+	switch end.Reason {
+	case lineserver.Signalled:
+		return s.signalled(end.Code())
+	case lineserver.Stopped:
+		s.stop()
+		s.writeRaw([]byte(`{"id":` + shutdownID(shutdown) + `,"result":{}}`))
+		return s.loop.Close(0)
 	}
+	// EOF, an oversized line (said on stderr), or the client went away
+	// (Close says so): every session stops as on EOF.
+	s.stop()
+	return s.loop.Close(end.Code())
 }
 
 func shutdownID(line []byte) string {
@@ -166,17 +128,12 @@ func shutdownID(line []byte) string {
 	return id.Raw
 }
 
-// signalGrace is how long turns get after a signal to write their
-// turn_end and response.
-const signalGrace = 2 * time.Second
-
 // signalled kills every bash process group first, then extensions (D2).
 func (s *Server) signalled(code int) int {
 	s.cancel()
-	ended := s.host.Kill(signalGrace)
-	if ended {
+	if s.host.Kill(lineserver.SignalGrace) {
 		s.stopReplies()
-		s.out.Close() // flush: no turn writes any more
+		return s.loop.Close(code) // flush: no turn writes any more
 	}
 	return code
 }
@@ -196,17 +153,6 @@ func (s *Server) stopReplies() {
 	s.closing = true
 	s.mu.Unlock()
 	s.replies.Wait()
-}
-
-// close flushes the writer and returns code, or 1 when stdout failed: the
-// client stopped reading, and e says so on stderr.
-func (s *Server) close(code int) int {
-	s.cancel()
-	if err := s.out.Close(); err != nil {
-		fmt.Fprintf(s.env.Stderr, "e rpc: writing stdout: %v; exiting\n", err)
-		code = max(code, 1)
-	}
-	return code
 }
 
 // handle serves one input line; it reports whether the line was a valid
@@ -342,7 +288,13 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 
 // reply writes the one response of r: its result, or its error.
 func (s *Server) reply(r *request, result any, err error) {
-	if err == nil {
+	if res, ok := result.(protocol.Result); ok && err == nil {
+		// A long turn's result holds its whole text: encoded in place.
+		_ = s.out.Append(context.Background(), func(b []byte) []byte {
+			b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)
+			return append(appendResult(b, res), '}')
+		})
+	} else if err == nil {
 		var b []byte
 		if b, err = json.Marshal(result); err == nil {
 			s.writeRaw(concat(`{"id":`, r.id, `,"result":`, b, `}`))
@@ -367,14 +319,12 @@ func (s *Server) reply(r *request, result any, err error) {
 }
 
 // events returns the sink of one turn's events: each is stamped with its
-// session and request (S2) and queued. The buffer is reused, as the writer
-// copies each line and a turn calls its sink from one goroutine at a time.
+// session and request (S2) and encoded straight into the writer's queue.
 func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
 	st := agent.NewStamp(sess, req)
-	var buf []byte
 	return func(ev agent.Event) {
-		buf = st.Append(buf[:0], ev)
-		s.writeRaw(buf)
+		// Background: the writer drains even after a failure, so this cannot block forever.
+		_ = s.out.Append(context.Background(), func(b []byte) []byte { return st.Append(b, ev) })
 	}
 }
 

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/protocol"
 )
@@ -88,4 +91,24 @@ func turnResult(r agent.Result) protocol.Result {
 		}
 	}
 	return out
+}
+
+// appendResult appends r encoded as encoding/json encodes it, valid UTF-8.
+// The turn's text, in output and final_output, is most of a long turn's
+// result: those two are encoded by hand, the rest by encoding/json.
+func appendResult(dst []byte, r protocol.Result) []byte {
+	rest := r
+	rest.Output, rest.FinalOutput = "", ""
+	b, err := json.Marshal(rest)
+	if err != nil {
+		// Result is plain data: a failure is a programming error.
+		panic("server: marshal result: " + err.Error())
+	}
+	const head = `{"output":"","final_output":""`
+	if !bytes.HasPrefix(b, []byte(head)) {
+		panic("server: result fields out of order: " + string(b[:min(len(b), len(head))]))
+	}
+	dst = append(jsonenc.AppendString(append(dst, `{"output":`...), r.Output), ',')
+	dst = jsonenc.AppendString(append(dst, `"final_output":`...), r.FinalOutput)
+	return append(dst, b[len(head):]...)
 }

@@ -91,3 +91,24 @@ func TestEventsHoldGeneratedTypes(t *testing.T) {
 		})
 	}
 }
+
+// appendResult writes exactly what encoding/json writes for a turn result.
+func FuzzAppendResult(f *testing.F) {
+	for _, s := range []string{"", "The repo is e.", "a\"b\\c <&>", "\x00\x1f\u2028é😀", "\xff\xfe"} {
+		f.Add(s, s+" done", false)
+	}
+	f.Fuzz(func(t *testing.T, out, final string, failed bool) {
+		r := turnResult(agentResult(failed))
+		r.Output, r.FinalOutput = out, final
+		if failed {
+			r.Warnings = []string{out}
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendResult([]byte("x"), r); string(got) != "x"+string(want) {
+			t.Errorf("appendResult = %s, want x%s", got, want)
+		}
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,7 +14,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
-	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
 )
 
@@ -37,7 +36,7 @@ type Agent struct {
 	env  Env
 	host *session.Host
 	conn *Conn
-	out  *jsonl.Writer
+	loop *lineserver.Loop // stdin and stdout
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -80,70 +79,43 @@ func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
 		opts.Approval = agent.ApproveWrites
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	out := jsonl.NewWriter(env.Stdout)
-	a := &Agent{opts: opts, env: env, out: out, conn: newConn(out), ctx: ctx, cancel: cancel,
+	loop := lineserver.New("e acp", env.Stdin, env.Stdout, env.Stderr)
+	a := &Agent{opts: opts, env: env, loop: loop, conn: newConn(loop.Out()), ctx: ctx, cancel: cancel,
 		sessions: map[string]*acpSession{}}
 	h, err := session.Start(ctx, opts, env.Env, client{a})
 	if err != nil {
 		cancel()
-		out.Close()
+		loop.Close(0)
 		return nil, err
 	}
 	a.host = h
 	return a, nil
 }
 
-// Serve reads messages until EOF and returns the exit status.
+// Serve reads messages until EOF, a signal or a fatal framing error, and
+// returns the exit status: 0 at EOF, 1 for an oversized line or a client
+// gone (said on stderr), 143 and 129 for SIGTERM and SIGHUP.
 func (a *Agent) Serve() int {
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(a.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-a.ctx.Done():
-				return
-			}
-		}
-	}()
-	code := 0
-loop:
-	for {
-		select {
-		case line := <-lines:
-			a.handle(line)
-		case err := <-readErr:
-			var tl *jsonl.TooLongError
-			switch {
-			case errors.As(err, &tl):
-				fmt.Fprintf(a.env.Stderr, "e acp: line %d is longer than %d bytes: no safe point to resync; exiting\n", tl.Line, tl.Max)
-				code = 1
-			case !errors.Is(err, io.EOF):
-				fmt.Fprintf(a.env.Stderr, "e acp: reading stdin: %v\n", err)
-			}
-			break loop
-		case <-a.out.Failed():
-			break loop
-		}
-	}
-	a.shutdown()
-	return code
-}
-
-// shutdown stops every turn (each still gets its response written), closes
-// the sessions, kills tool processes and stops extensions.
-func (a *Agent) shutdown() {
+	end := a.loop.Run(a.ctx, func(_ int, line []byte) bool {
+		a.handle(line)
+		return false
+	})
 	a.cancel()
 	a.conn.cancelAll()
+	if end.Reason == lineserver.Signalled {
+		// Turns and bash process groups stop at once; turns get a grace to
+		// answer, then e exits whether or not they did.
+		if !a.host.Kill(lineserver.SignalGrace) {
+			return end.Code()
+		}
+		a.work.Wait()
+		return a.loop.Close(end.Code())
+	}
+	// Every turn stops (each still gets its response written), the sessions
+	// close, tool processes and extensions stop.
 	a.host.Shutdown()
 	a.work.Wait()
-	a.out.Close()
+	return a.loop.Close(end.Code())
 }
 
 // handle serves one line: a request, a notification or a response to one

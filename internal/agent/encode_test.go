@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 )
 
 // The hand-written appenders write exactly what encoding/json writes.
@@ -22,6 +23,16 @@ func FuzzAppendEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Stamped events are valid UTF-8 whatever the request id holds.
+func TestStampValidUTF8(t *testing.T) {
+	st := NewStamp("s", json.RawMessage("\"\xff\""))
+	for _, ev := range []Event{Text{Delta: "\xfe"}, ToolBatch{Calls: []Call{{Arguments: json.RawMessage("{\"a\":\"\xff\"}")}}}} {
+		if b := st.Append(nil, ev); !utf8.Valid(b) {
+			t.Errorf("%T: %q is not UTF-8", ev, b)
+		}
+	}
 }
 
 // S2: a stamped event carries its session and request after its own fields.

@@ -362,3 +362,32 @@ func TestAutoRetryOff(t *testing.T) {
 		t.Errorf("with retries off: error %v, retries %d; want the first failure to end the turn", res.Error, len(ofType[Retry](rec)))
 	}
 }
+
+// A steer with images enters the history as one user message: its text,
+// then the images.
+func TestSteerParts(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	img := model.Part{Type: model.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}
+	steered := false
+	rec := &recorder{}
+	rec.hook = func(ev Event) {
+		if _, ok := ev.(Text); ok && !steered {
+			steered = true
+			if err := s.SteerParts("look", []model.Part{img}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	promptWith(t, s, "/text a", rec)
+	var got []model.Part
+	for _, en := range s.Entries() {
+		var m model.Message
+		if en.Type == store.TypeMessage && json.Unmarshal(en.Message, &m) == nil && m.Role == model.RoleUser && m.Text() == "look" {
+			got = m.Content
+		}
+	}
+	want := []model.Part{{Type: model.PartText, Text: "look"}, img}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steer message (-want +got):\n%s", diff)
+	}
+}

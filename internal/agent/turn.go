@@ -45,8 +45,8 @@ type turn struct {
 
 func (t *turn) emit(ev Event) {
 	t.sinkMu.Lock()
-	defer t.sinkMu.Unlock()
 	t.sink(ev)
+	t.sinkMu.Unlock()
 }
 
 func (t *turn) warn(msg string) {
@@ -247,13 +247,13 @@ func (s *Session) hasSteers() bool {
 }
 
 func (t *turn) deliverSteers() {
-	for _, text := range t.s.takeSteers() {
-		m := model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}}
+	for _, st := range t.s.takeSteers() {
+		m := model.Message{Role: model.RoleUser, Content: append([]model.Part{{Type: model.PartText, Text: st.text}}, st.images...)}
 		if err := t.s.appendMessage(m); err != nil {
 			t.warn(err.Error())
 			continue
 		}
-		t.emit(Steered{Text: text})
+		t.emit(Steered{Text: st.text})
 	}
 }
 
@@ -360,7 +360,7 @@ func (t *turn) systemPrompt() string {
 // the failed attempt when it fails.
 func (t *turn) call() (*model.Response, string, error) {
 	t.s.mu.Lock()
-	msgs := History(t.s.entries)
+	msgs := t.s.history(t.s.entries)
 	t.s.mu.Unlock()
 	req := t.request(t.systemPrompt(), msgs, t.toolDefs)
 	return t.stream(req, true)

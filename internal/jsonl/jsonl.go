@@ -96,6 +96,7 @@ type Writer struct {
 	mu      sync.Mutex
 	pending []byte        // whole lines, each ending in LF
 	wake    chan struct{} // holds a token while pending is non-empty or the writer is closing
+	woken   bool          // a token for pending was sent and pending not yet taken
 	room    chan struct{} // closed when pending is taken; made when a Write waits for room
 	closing bool
 	err     error
@@ -125,6 +126,7 @@ func (wr *Writer) run() {
 	for range wr.wake {
 		wr.mu.Lock()
 		batch, wr.pending = wr.pending, batch[:0]
+		wr.woken = false
 		closing := wr.closing
 		if wr.room != nil {
 			close(wr.room)
@@ -160,6 +162,36 @@ func (wr *Writer) Write(ctx context.Context, line []byte) error {
 	if !utf8.Valid(line) {
 		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
 	}
+	if err := wr.lock(ctx); err != nil {
+		return err
+	}
+	if wr.err == nil {
+		wr.pending = append(wr.pending, line...)
+		wr.queued()
+	}
+	wr.mu.Unlock()
+	return nil
+}
+
+// Append queues the record that appendLine appends to the slice it is
+// given; a newline is appended. It saves Write's copy and its UTF-8 check
+// for encoders that append valid UTF-8 JSON (the event encoders): the
+// record goes straight into the queue. appendLine runs with the queue
+// locked, so it must only append, quickly, and must not call wr.
+func (wr *Writer) Append(ctx context.Context, appendLine func([]byte) []byte) error {
+	if err := wr.lock(ctx); err != nil {
+		return err
+	}
+	if wr.err == nil {
+		wr.pending = appendLine(wr.pending)
+		wr.queued()
+	}
+	wr.mu.Unlock()
+	return nil
+}
+
+// lock locks mu once the queue has room (or the writer has failed).
+func (wr *Writer) lock(ctx context.Context) error {
 	wr.mu.Lock()
 	for len(wr.pending) >= maxPending && wr.err == nil {
 		if wr.room == nil {
@@ -174,16 +206,20 @@ func (wr *Writer) Write(ctx context.Context, line []byte) error {
 		}
 		wr.mu.Lock()
 	}
-	if wr.err == nil {
-		wr.pending = append(wr.pending, line...)
-		wr.pending = append(wr.pending, '\n')
+	return nil
+}
+
+// queued ends the record just appended to pending and wakes the writer
+// unless it is already due to take pending. mu is held.
+func (wr *Writer) queued() {
+	wr.pending = append(wr.pending, '\n')
+	if !wr.woken {
+		wr.woken = true
 		select {
 		case wr.wake <- struct{}{}:
-		default: // the writer is already due to take pending
+		default: // Close's token is there: the writer takes pending after it
 		}
 	}
-	wr.mu.Unlock()
-	return nil
 }
 
 // Failed is closed when a write to the underlying stream fails (for

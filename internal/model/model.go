@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/e-agent/e/internal/jsonenc"
 )
 
 // Roles of a Message.
@@ -183,4 +185,41 @@ func (e *Error) Unwrap() error { return e.Err }
 func IsRetryable(err error) bool {
 	var me *Error
 	return errors.As(err, &me) && me.Retryable
+}
+
+// AppendJSON appends m encoded as json.Marshal encodes it (content null
+// when nil). Text parts, a long answer's bulk, are encoded by hand; parts
+// with image data or tool arguments go through encoding/json, whose
+// errors (arguments that are not JSON) it returns.
+func (m Message) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(jsonenc.AppendString(append(dst, `{"role":`...), m.Role), `,"content":`...)
+	if m.Content == nil {
+		return append(dst, "null}"...), nil
+	}
+	dst = append(dst, '[')
+	for i, p := range m.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if p.Data != nil || p.Arguments != nil {
+			b, err := json.Marshal(p)
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, b...)
+			continue
+		}
+		dst = jsonenc.AppendString(append(dst, `{"type":`...), p.Type)
+		for _, f := range [...]struct{ key, val string }{{`,"text":`, p.Text}, {`,"signature":`, p.Signature},
+			{`,"media_type":`, p.MediaType}, {`,"id":`, p.ID}, {`,"name":`, p.Name}, {`,"call_id":`, p.CallID}} {
+			if f.val != "" {
+				dst = jsonenc.AppendString(append(dst, f.key...), f.val)
+			}
+		}
+		if p.IsError {
+			dst = append(dst, `,"is_error":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...), nil
 }

@@ -203,21 +203,38 @@ func firstRunes(s string, n int) string {
 	return s
 }
 
+// asciiSpace marks the ASCII bytes unicode.IsSpace counts.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
 // nextWord returns the length of the first word of s with the whitespace
 // before it, so that the words of s concatenate back to s.
 func nextWord(s string) int {
+	i := 0
+	for ; i < len(s) && s[i] < utf8.RuneSelf && asciiSpace[s[i]]; i++ {
+	}
 	inWord := false
-	for i, r := range s {
-		var space bool
-		if r < utf8.RuneSelf { // the common case, without a table lookup
-			space = r == ' ' || '\t' <= r && r <= '\r'
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				if inWord {
+					return i
+				}
+			} else {
+				inWord = true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			if inWord {
+				return i
+			}
 		} else {
-			space = unicode.IsSpace(r)
+			inWord = true
 		}
-		if inWord && space {
-			return i
-		}
-		inWord = inWord || !space
+		i += size
 	}
 	return len(s)
 }
@@ -376,15 +393,27 @@ func cutSpace(s string) (head, tail string) {
 
 // longText returns "w1 w2 … wN".
 func longText(n int) string {
-	b := make([]byte, 0, n*7)
+	var b strings.Builder
+	b.Grow(n * (2 + len(strconv.Itoa(n))))
+	num := []byte{' ', 'w', '0'} // " w" and the decimal digits of i, counted up in place
 	for i := 1; i <= n; i++ {
-		if i > 1 {
-			b = append(b, ' ')
+		j := len(num) - 1
+		for j >= 2 && num[j] == '9' {
+			num[j] = '0'
+			j--
 		}
-		b = append(b, 'w')
-		b = strconv.AppendInt(b, int64(i), 10)
+		if j < 2 {
+			num = append(num[:2], append([]byte{'1'}, num[2:]...)...)
+		} else {
+			num[j]++
+		}
+		if i == 1 {
+			b.Write(num[1:])
+		} else {
+			b.Write(num)
+		}
 	}
-	return string(b)
+	return b.String()
 }
 
 func malformed(n int, line, why string) *Error {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -455,4 +457,44 @@ func BenchmarkOfflineLong(b *testing.B) {
 			b.Fatalf("Stream: %d deltas, %v", n, err)
 		}
 	}
+}
+
+func TestLongText(t *testing.T) {
+	for _, n := range []int{1, 9, 10, 11, 99, 100, 1001} {
+		var words []string
+		for i := 1; i <= n; i++ {
+			words = append(words, "w"+strconv.Itoa(i))
+		}
+		if got, want := longText(n), strings.Join(words, " "); got != want {
+			t.Errorf("longText(%d) = …%q, want …%q", n, got[max(0, len(got)-20):], want[max(0, len(want)-20):])
+		}
+	}
+}
+
+// The words of a text concatenate back to it, each a run of non-space
+// characters (Unicode spaces included) with the space before it.
+func FuzzNextWord(f *testing.F) {
+	for _, s := range []string{"", "a", " a b", "a\tb\nc", "  é\u00a0ü\u2003x ", "\xff \xfe", "w1 w2 w3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got []string
+		for rest := s; rest != ""; {
+			n := nextWord(rest)
+			if n == 0 {
+				t.Fatalf("nextWord(%q) = 0", rest)
+			}
+			got = append(got, rest[:n])
+			rest = rest[n:]
+		}
+		if strings.Join(got, "") != s {
+			t.Fatalf("words %q do not make %q", got, s)
+		}
+		for i, w := range got {
+			f := strings.Fields(w)
+			if len(f) > 1 || i < len(got)-1 && len(f) != 1 || i > 0 && strings.TrimLeftFunc(w, unicode.IsSpace) == w {
+				t.Fatalf("word %d of %q is %q", i, s, w)
+			}
+		}
+	})
 }

@@ -4,30 +4,42 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// TestSessionsOnTheHost checks that the dialect's sessions are the session
-// layer's (Host.Create): registered with the host while current, gone from
-// it once replaced, and saved in pi's per-cwd folder.
-func TestSessionsOnTheHost(t *testing.T) {
+// newFront starts an e --mode rpc front end in-process, saving sessions
+// under a temp folder, without serving stdin; the test's cleanup shuts it.
+func newFront(t *testing.T) *front {
+	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"work", "e-home", "pi-agent"} {
 		os.Mkdir(filepath.Join(dir, d), 0o700)
 	}
-	work := filepath.Join(dir, "work")
 	f, err := ParseFlags([]string{"--mode", "rpc", "--session-dir", filepath.Join(dir, "sessions")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"PI_CODING_AGENT_DIR": filepath.Join(dir, "pi-agent")}
-	fr, err := start(f, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Cwd: work,
-		Home: filepath.Join(dir, "e-home"), Getenv: func(k string) string { return vars[k] }, Version: "test"})
+	fr, err := start(f, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+		Cwd: filepath.Join(dir, "work"), Home: filepath.Join(dir, "e-home"),
+		Getenv: func(k string) string { return vars[k] }, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fr.shutdown()
+	t.Cleanup(fr.shutdown)
+	return fr
+}
+
+// TestSessionsOnTheHost checks that the dialect's sessions are the session
+// layer's (Host.Create): registered with the host while current, gone from
+// it once replaced, and saved in pi's per-cwd folder.
+func TestSessionsOnTheHost(t *testing.T) {
+	fr := newFront(t)
+	work := fr.env.Cwd
 	first := fr.session()
 	if _, err := fr.h.Get(first.ID()); err != nil {
 		t.Fatalf("the first session is not on the host: %v", err)
@@ -44,5 +56,40 @@ func TestSessionsOnTheHost(t *testing.T) {
 	}
 	if _, err := fr.h.Get(second.ID()); err != nil || len(fr.h.Sessions()) != 1 {
 		t.Errorf("host sessions %d, the new one: %v", len(fr.h.Sessions()), err)
+	}
+}
+
+// TestStatsCoverTheSession checks that get_session_stats counts the whole
+// session as pi does, not this process's calls: a session switched back to
+// still reports the model call it made before.
+func TestStatsCoverTheSession(t *testing.T) {
+	fr := newFront(t)
+	if err := fr.startRun("/text counted", nil, nil, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	<-fr.runDone
+	path := fr.session().Path()
+	stats := func() map[string]any {
+		st, err := fr.stats(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.(map[string]any)
+	}
+	before := stats()
+	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	line := []byte(`{"type":"switch_session","sessionPath":` + strconv.Quote(path) + `}`)
+	if _, err := fr.switchSession(&command{typ: "switch_session", line: line}); err != nil {
+		t.Fatal(err)
+	}
+	after := stats()
+	tokens := after["tokens"].(map[string]int64)
+	if tokens["total"] == 0 || after["assistantMessages"] != 1 || after["userMessages"] != 1 {
+		t.Errorf("stats after switching back = %v; want the earlier call counted", after)
+	}
+	if diff := cmp.Diff(before["tokens"], after["tokens"]); diff != "" {
+		t.Errorf("tokens (-before +after):\n%s", diff)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 )
 
 // oneShot is e --mode json (json.md): the session header, then the events
@@ -17,7 +16,7 @@ func (fr *front) oneShot() int {
 	h := sess.Header()
 	fr.mu.Unlock()
 	header := map[string]any{"type": "session", "version": 3, "id": sess.ID(),
-		"timestamp": h.Created.UTC().Format(time.RFC3339Nano), "cwd": sess.Cwd()}
+		"timestamp": h.Created.UTC().Format(isoMillis), "cwd": sess.Cwd()}
 	if h.Parent != "" {
 		header["parentSession"] = h.Parent
 	}

@@ -3,7 +3,6 @@ package pi
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
@@ -111,7 +110,7 @@ func (c *converter) entries(es []session.Entry) []Entry {
 			}
 			return &p
 		}
-		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(time.RFC3339Nano)}
+		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(isoMillis)}
 		switch en.Type {
 		case session.EntryMessage:
 			var m model.Message
@@ -151,6 +150,11 @@ func (c *converter) entries(es []session.Entry) []Entry {
 		case session.EntryName:
 			name := en.Name
 			base.Type, base.Name = "session_info", &name
+		case session.EntryShell:
+			if en.Shell == nil {
+				continue
+			}
+			base.Type, base.Message = "message", bashMessage(en)
 		default:
 			// title and interrupted have no pi counterpart; keep the chain intact.
 			if p := parent(); p != nil {
@@ -197,3 +201,39 @@ func tree(es []Entry) []TreeNode {
 	}
 	return out
 }
+
+// bashMessage is a user shell command's entry as pi's bashExecution message.
+func bashMessage(en session.Entry) BashExecutionMessage {
+	r := en.Shell
+	return BashExecutionMessage{Role: "bashExecution", Command: r.Command, Output: r.Output, ExitCode: r.ExitCode,
+		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, ExcludeFromContext: r.Exclude,
+		Timestamp: en.Time.UnixMilli()}
+}
+
+// visible returns the entries of branch whose messages make the agent's
+// context, as agent.History picks them: after the last compaction, that
+// compaction (its summary), the entries it kept and everything since.
+func visible(branch []session.Entry) []session.Entry {
+	last := -1
+	for i, en := range branch {
+		if en.Type == session.EntryCompaction {
+			last = i
+		}
+	}
+	if last < 0 {
+		return branch
+	}
+	kept := len(branch[:last])
+	if k := branch[last].Kept; k != "" {
+		for i, en := range branch[:last] {
+			if en.ID == k {
+				kept = i
+				break
+			}
+		}
+	}
+	return append(append([]session.Entry{branch[last]}, branch[kept:last]...), branch[last+1:]...)
+}
+
+// isoMillis is JavaScript's Date.toISOString layout, pi's timestamps.
+const isoMillis = "2006-01-02T15:04:05.000Z"

@@ -7,19 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/tool"
@@ -43,7 +43,8 @@ type front struct {
 	cfg   *Config
 	h     *session.Host
 	b     *backend
-	out   *jsonl.Writer
+	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
+	out   *jsonl.Writer    // the loop's stdout
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
 	ctx      context.Context
@@ -56,9 +57,9 @@ type front struct {
 	level        string
 	steeringMode string
 	followUpMode string
-	steerHeld    []string // passed to e, not yet delivered
-	steerWait    []string // one-at-a-time: not yet passed to e
-	followUps    []string
+	steerHeld    []queued // passed to e, not yet delivered
+	steerWait    []queued // one-at-a-time: not yet passed to e
+	followUps    []queued
 	pendingCtx   []string // bash output recorded once the run ends
 	autoCompact  bool
 	autoRetry    bool
@@ -66,10 +67,9 @@ type front struct {
 	abortReq     bool // abort asked for while the run is open: no follow-up starts
 	runDone      chan struct{}
 	compacting   bool
-	failed       bool // the last e turn ended in an error or aborted
-	bashCancel   context.CancelFunc
-	usage        Usage // of this process's model calls in the current session
-	lastPrompt   int64 // prompt tokens of the last model call, 0 before one
+	failed       bool           // the last e turn ended in an error or aborted
+	bashCancels  map[int]func() // the running bash commands' stops
+	bashNext     int
 	tr           *Translator
 	trMu         sync.Mutex
 
@@ -134,11 +134,13 @@ func start(f Flags, env Env) (*front, error) {
 	getenv := cfg.Getenv(env.Getenv)
 	ctx, stop := context.WithCancel(context.Background())
 	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop, uiWait: map[string]chan json.RawMessage{},
+		bashCancels:  map[int]func(){},
 		steeringMode: cmpOr(cfg.Settings.SteeringMode, "one-at-a-time"),
 		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
 		autoCompact:  cfg.Settings.Compaction.Enabled == nil || *cfg.Settings.Compaction.Enabled,
 		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
-	fr.out = jsonl.NewWriter(env.Stdout)
+	fr.loop = lineserver.New("e --mode "+f.Mode, env.Stdin, env.Stdout, env.Stderr)
+	fr.out = fr.loop.Out()
 	fail := func(err error) (*front, error) {
 		stop()
 		fr.out.Close()
@@ -237,7 +239,6 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
-	fr.usage, fr.lastPrompt = Usage{}, 0
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
 	fr.mu.Unlock()
 }
@@ -281,52 +282,17 @@ func (fr *front) write(v any) {
 	_ = fr.out.Write(context.Background(), b)
 }
 
-// serve reads commands until EOF or a signal (rpc.md: Shutdown).
+// serve reads commands until EOF or a signal (rpc.md: Shutdown). EOF is an
+// orderly shutdown: the run in progress, its follow-ups and every command
+// finish first, unless a signal comes. A signal stops them at once; a
+// second one exits at once.
 func (fr *front) serve() int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	lines := make(chan []byte)
-	readDone := make(chan error, 1)
-	go func() {
-		r := jsonl.NewReader(fr.env.Stdin, jsonl.MaxLine)
-		for {
-			line, err := r.Next()
-			if err != nil {
-				readDone <- err
-				return
-			}
-			select {
-			case lines <- bytes.Clone(line):
-			case <-fr.ctx.Done():
-				return
-			}
-		}
-	}()
-	code, graceful := 0, false
-loop:
-	for {
-		select {
-		case line := <-lines:
-			fr.handle(line)
-		case err := <-readDone:
-			if errors.Is(err, jsonl.ErrTooLong) {
-				fmt.Fprintf(fr.env.Stderr, "e --mode rpc: %v; exiting\n", err)
-				code = 1
-			}
-			// EOF is an orderly shutdown (rpc.md): the run in progress, its
-			// follow-ups and every command finish first; a signal still
-			// stops them.
-			graceful = err == io.EOF
-			break loop
-		case <-fr.out.Failed():
-			break loop
-		case <-sigs:
-			go func() { <-sigs; os.Exit(143) }() // a second signal exits at once
-			break loop
-		}
-	}
-	if graceful {
+	end := fr.loop.Run(fr.ctx, func(_ int, line []byte) bool {
+		fr.handle(line)
+		return false
+	})
+	switch end.Reason {
+	case lineserver.EOF:
 		finished := make(chan struct{})
 		go func() {
 			fr.work.Wait()
@@ -334,20 +300,25 @@ loop:
 		}()
 		select {
 		case <-finished:
-		case <-sigs:
+		case sig := <-fr.loop.Signals():
+			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
 		}
 	}
+	if end.Reason == lineserver.Signalled {
+		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
+	}
 	fr.shutdown()
-	return code
+	return fr.loop.Close(end.Code())
 }
 
 // shutdown stops the run and every command, closes the session and
 // flushes the output.
 func (fr *front) shutdown() {
 	fr.mu.Lock()
-	cur, cancel := fr.cur, fr.bashCancel
+	cur := fr.cur
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	if cur != nil {
@@ -523,15 +494,55 @@ func (fr *front) images(c *command) ([]model.Part, []Content, error) {
 		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
 		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
 	}
-	if len(parts) > 0 {
-		fr.mu.Lock()
-		ok := fr.info.ImageInput
-		fr.mu.Unlock()
-		if !ok {
-			return nil, nil, fmt.Errorf("model %s does not accept images", fr.info.ID)
+	return parts, blocks, nil
+}
+
+// queued is a steering or follow-up message with its images: parts for
+// e, blocks for pi's events.
+type queued struct {
+	text   string
+	parts  []model.Part
+	blocks []Content
+}
+
+func texts(qs ...[]queued) []string {
+	out := []string{}
+	for _, q := range qs {
+		for _, m := range q {
+			out = append(out, m.text)
 		}
 	}
-	return parts, blocks, nil
+	return out
+}
+
+// imageOmitted stands for an image the model cannot take, as pi sends it.
+const imageOmitted = "(image omitted: model does not support images)"
+
+// forModel is what e gets of a message for the current model: a model
+// without image input gets pi's placeholder text for each image. fr.mu
+// is held.
+func (fr *front) forModel(text string, parts []model.Part) (string, []model.Part) {
+	if len(parts) == 0 || fr.info.ImageInput {
+		return text, parts
+	}
+	return text + strings.Repeat("\n"+imageOmitted, len(parts)), nil
+}
+
+// steerLocked passes m to the running turn; fr.mu is held.
+func (fr *front) steerLocked(m queued) error {
+	fr.trMu.Lock()
+	defer fr.trMu.Unlock()
+	return fr.passSteer(m)
+}
+
+// passSteer is steerLocked with fr.trMu held too.
+func (fr *front) passSteer(m queued) error {
+	text, parts := fr.forModel(m.text, m.parts)
+	if err := fr.cur.SteerParts(text, parts); err != nil {
+		return err
+	}
+	fr.tr.Steering(text, m.text, m.blocks)
+	return nil
 }
 
 func (fr *front) prompt(c *command) {
@@ -583,14 +594,15 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	fr.tr.Begin(text, blocks)
-	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	etext, eparts := fr.forModel(text, parts)
+	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
 	if err != nil {
 		return err
 	}
 	fr.running, fr.abortReq = true, false
 	fr.runDone = make(chan struct{})
-	for _, s := range fr.steerHeld { // steers queued before the run go in after the prompt
-		sess.Steer(s)
+	for _, m := range fr.steerHeld { // steers queued before the run go in after the prompt
+		fr.passSteer(m)
 	}
 	accepted()
 	done := fr.runDone
@@ -606,7 +618,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		res := turn.Result()
 		fr.mu.Lock()
 		fr.failed = res.Error != nil || res.Aborted
-		var next []string
+		var next []queued
 		if !res.Aborted && !fr.abortReq && fr.ctx.Err() == nil {
 			// Steers the turn never used come first, then follow-ups.
 			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
@@ -621,8 +633,9 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		if len(next) > 0 {
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-			fr.tr.Begin(next[0], nil)
-			turn, err = sess.PromptParts(fr.ctx, next[0], nil, fr.sink)
+			fr.tr.Begin(next[0].text, next[0].blocks)
+			text, parts := fr.forModel(next[0].text, next[0].parts)
+			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
@@ -637,8 +650,8 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			close(done)
 			return
 		}
-		for _, s := range next[1:] {
-			sess.Steer(s)
+		for _, m := range next[1:] {
+			fr.steerLocked(m)
 		}
 		q := fr.queueLocked()
 		fr.mu.Unlock()
@@ -651,13 +664,6 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
-	case agent.UsageEvent:
-		fr.mu.Lock()
-		if !fr.compacting {
-			fr.usage = fr.usage.Add(NewUsage(ev.Usage.Usage, fr.info.Price))
-			fr.lastPrompt = ev.PromptTokens
-		}
-		fr.mu.Unlock()
 	}
 	fr.trMu.Lock()
 	evs := fr.tr.Feed(ev)
@@ -668,13 +674,16 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Steered:
 		fr.mu.Lock()
-		if i := slices.Index(fr.steerHeld, ev.Text); i >= 0 {
+		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
+			t, _ := fr.forModel(m.text, m.parts)
+			return t == ev.Text
+		}); i >= 0 {
 			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
 		}
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
 			next := fr.steerWait[0]
 			fr.steerWait = fr.steerWait[1:]
-			if fr.cur.Steer(next) == nil {
+			if fr.steerLocked(next) == nil {
 				fr.steerHeld = append(fr.steerHeld, next)
 			}
 		}
@@ -685,26 +694,31 @@ func (fr *front) sink(ev agent.Event) {
 }
 
 func (fr *front) queueLocked() QueueUpdate {
-	return QueueUpdate{Type: "queue_update", Steering: append(slices.Clone(fr.steerHeld), fr.steerWait...),
-		FollowUp: append([]string{}, fr.followUps...)}
+	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
+}
+
+// message reads a command's message and images.
+func (fr *front) message(c *command) (queued, error) {
+	parts, blocks, err := fr.images(c)
+	return queued{text: c.str("message"), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in steering messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	switch {
 	case !fr.running:
-		fr.steerHeld = append(fr.steerHeld, text) // delivered after the next prompt
+		fr.steerHeld = append(fr.steerHeld, m) // delivered after the next prompt
 	case fr.steeringMode == "one-at-a-time" && len(fr.steerHeld) > 0:
-		fr.steerWait = append(fr.steerWait, text)
+		fr.steerWait = append(fr.steerWait, m)
 	default:
-		if err := fr.cur.Steer(text); err != nil {
-			fr.followUps = append(fr.followUps, text) // the turn is ending: it goes next
+		if err := fr.steerLocked(m); err != nil {
+			fr.followUps = append(fr.followUps, m) // the turn is ending: it goes next
 		} else {
-			fr.steerHeld = append(fr.steerHeld, text)
+			fr.steerHeld = append(fr.steerHeld, m)
 		}
 	}
 	q := fr.queueLocked()
@@ -714,19 +728,19 @@ func (fr *front) steer(c *command) (any, error) {
 }
 
 func (fr *front) followUp(c *command) (any, error) {
-	if gjson.GetBytes(c.line, "images").IsArray() && len(gjson.GetBytes(c.line, "images").Array()) > 0 {
-		return nil, errors.New("images in follow-up messages are not supported by e")
+	m, err := fr.message(c)
+	if err != nil {
+		return nil, err
 	}
-	text := c.str("message")
 	fr.mu.Lock()
 	running := fr.running
 	if running {
-		fr.followUps = append(fr.followUps, text)
+		fr.followUps = append(fr.followUps, m)
 	}
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	if !running { // nothing to wait for: it runs now
-		err := fr.startRun(text, nil, nil, func() {})
+		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
 		return map[string]string{"disposition": "queued"}, err
 	}
 	fr.write(q)
@@ -735,19 +749,13 @@ func (fr *front) followUp(c *command) (any, error) {
 
 func (fr *front) clearQueue(*command) (any, error) {
 	fr.mu.Lock()
-	withdrawn := fr.cur.WithdrawSteers()
-	steering := append(withdrawn, fr.steerWait...)
-	follow := fr.followUps
+	fr.cur.WithdrawSteers()
+	steering := texts(fr.steerHeld, fr.steerWait)
+	follow := texts(fr.followUps)
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	fr.write(q)
-	if steering == nil {
-		steering = []string{}
-	}
-	if follow == nil {
-		follow = []string{}
-	}
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 
@@ -803,7 +811,7 @@ func (fr *front) replace(old, m *session.Session) {
 }
 
 func (fr *front) switchSession(c *command) (any, error) {
-	path := c.str("sessionPath")
+	path := abs(fr.env.Cwd, c.str("sessionPath"))
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("session file %s: %w", path, err)
 	}
@@ -910,8 +918,29 @@ func (fr *front) converter() *converter {
 	}, h)
 }
 
+// entries is the session's history in pi's shapes, opening as a session
+// pi made opens: a model_change and a thinking_level_change for the model
+// and level it started with (their ids made from the session id, so they
+// stay the same across calls), the history's roots under them.
+func (fr *front) entries() []Entry {
+	sess := fr.session()
+	h := sess.Header()
+	es := fr.converter().entries(sess.Entries())
+	info, _ := fr.h.Model(h.Model)
+	ts := h.Created.UTC().Format(isoMillis)
+	mc := Entry{Type: "model_change", ID: h.ID + ".model", Timestamp: ts, Provider: info.Provider, ModelID: info.Name}
+	tl := Entry{Type: "thinking_level_change", ID: h.ID + ".thinking", ParentID: &mc.ID, Timestamp: ts,
+		ThinkingLevel: levelOf(h.Effort)}
+	for i := range es {
+		if es[i].ParentID == nil {
+			es[i].ParentID = &tl.ID
+		}
+	}
+	return append([]Entry{mc, tl}, es...)
+}
+
 func (fr *front) getEntries(c *command) (any, error) {
-	all := fr.converter().entries(fr.session().Entries())
+	all := fr.entries()
 	leaf := any(nil)
 	if len(all) > 0 {
 		leaf = all[len(all)-1].ID
@@ -929,7 +958,7 @@ func (fr *front) getEntries(c *command) (any, error) {
 }
 
 func (fr *front) getTree(*command) (any, error) {
-	all := fr.converter().entries(fr.session().Entries())
+	all := fr.entries()
 	leaf := any(nil)
 	if len(all) > 0 {
 		leaf = all[len(all)-1].ID
@@ -942,17 +971,27 @@ func (fr *front) contextMessages() []any {
 	conv := fr.converter()
 	out := []any{}
 	branch := session.Branch(fr.session().Entries())
-	var ts int64
-	if len(branch) > 0 {
-		ts = branch[0].Time.UnixMilli()
-	}
 	for _, e := range branch {
 		if e.Type == session.EntrySettings {
 			conv.entries([]session.Entry{e}) // follow the model in force
 		}
 	}
-	for _, m := range agent.History(branch) {
-		out = append(out, conv.messages(m, ts)...)
+	for _, en := range visible(branch) {
+		ts := en.Time.UnixMilli()
+		switch en.Type {
+		case session.EntryCompaction:
+			out = append(out, CompactionSummaryMessage{Role: "compactionSummary", Summary: en.Summary,
+				TokensBefore: en.Tokens, Timestamp: ts})
+		case session.EntryShell:
+			if en.Shell != nil {
+				out = append(out, bashMessage(en))
+			}
+		case session.EntryMessage:
+			var m model.Message
+			if json.Unmarshal(en.Message, &m) == nil {
+				out = append(out, conv.messages(m, ts)...)
+			}
+		}
 	}
 	return out
 }
@@ -1192,7 +1231,6 @@ func (fr *front) compact(c *command) {
 		res, err := turn.Compacted()
 		fr.mu.Lock()
 		fr.compacting = false
-		fr.lastPrompt = 0
 		fr.mu.Unlock()
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
@@ -1200,9 +1238,6 @@ func (fr *front) compact(c *command) {
 		}
 		summary, kept := recorder{sess}.LastCompaction()
 		u := NewUsage(res.Usage, info.Price)
-		fr.mu.Lock()
-		fr.usage = fr.usage.Add(u)
-		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
 	})
@@ -1211,24 +1246,63 @@ func (fr *front) compact(c *command) {
 // bashMax is how much output a bash response carries; the rest is cut.
 const bashMax = 64 << 10
 
+// bash runs a user shell command (rpc-commands.md: bash). Idle, it is the
+// session layer's shell: recorded in the history as a shell entry (pi's
+// bashExecution message), excluded output included. While a run streams,
+// pi runs it at once and records it when the run has ended: so does e,
+// with its bash tool, recording non-excluded output as a user message.
 func (fr *front) bash(c *command) {
 	command := c.str("command")
 	exclude := gjson.GetBytes(c.line, "excludeFromContext").Bool()
-	ctx, cancel := context.WithCancel(fr.ctx)
-	fr.mu.Lock()
-	if fr.bashCancel != nil {
-		fr.mu.Unlock()
-		cancel()
-		fr.respond(c.id, c.typ, nil, errors.New("a bash command is already running: abort_bash first"))
-		return
-	}
-	fr.bashCancel = cancel
-	cwd := fr.cur.Cwd()
-	fr.mu.Unlock()
 	id := ""
 	if c.id != nil {
 		id = *c.id
 	}
+	update := func(chunk string) { fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk}) }
+	fr.mu.Lock()
+	if fr.running || fr.compacting || len(fr.bashCancels) > 0 {
+		fr.bashDuringRun(c, command, exclude, update)
+		return
+	}
+	sess := fr.cur
+	turn, err := sess.Shell(fr.ctx, session.ShellSpec{Command: command, Exclude: exclude}, func(ev agent.Event) {
+		if o, ok := ev.(agent.ShellOutput); ok {
+			update(o.Delta)
+		}
+	})
+	if err != nil {
+		fr.mu.Unlock()
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = func() { sess.Stop() }
+	fr.mu.Unlock()
+	fr.async(func() {
+		<-turn.Done()
+		fr.mu.Lock()
+		delete(fr.bashCancels, n)
+		fr.mu.Unlock()
+		r, err := turn.Shell()
+		if err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		fr.respond(c.id, c.typ, map[string]any{"output": r.Output, "exitCode": r.ExitCode,
+			"cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}, nil)
+	})
+}
+
+// bashDuringRun is bash while a run, a compaction or another bash
+// command runs: pi runs them side by side. fr.mu is held and released.
+func (fr *front) bashDuringRun(c *command, command string, exclude bool, update func(string)) {
+	ctx, cancel := context.WithCancel(fr.ctx)
+	fr.bashNext++
+	n := fr.bashNext
+	fr.bashCancels[n] = cancel
+	cwd := fr.cur.Cwd()
+	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
 		var out strings.Builder
@@ -1238,10 +1312,10 @@ func (fr *front) bash(c *command) {
 			outMu.Lock()
 			out.WriteString(chunk)
 			outMu.Unlock()
-			fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk})
+			update(chunk)
 		}}, "bash", args)
 		fr.mu.Lock()
-		fr.bashCancel = nil
+		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
 		outMu.Lock()
 		text := out.String()
@@ -1272,20 +1346,33 @@ func (fr *front) addContext(text string) {
 	}
 }
 
+// abortBash stops every running bash command, as pi's does.
 func (fr *front) abortBash(*command) (any, error) {
 	fr.mu.Lock()
-	cancel := fr.bashCancel
+	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	return noData{}, nil
 }
 
+// stats is get_session_stats over the whole session, as pi counts it:
+// every entry of every branch, resumed and forked history included (its
+// usage is what the log's model calls recorded); the context usage is the
+// last answer's after the latest compaction of the active branch.
 func (fr *front) stats(*command) (any, error) {
-	var users, assistants, calls, results int
-	for _, m := range fr.contextMessages() {
-		switch m := m.(type) {
+	sess := fr.session()
+	es := sess.Entries()
+	var users, assistants, calls, results, total int
+	var u Usage
+	conv := fr.converter()
+	for _, pe := range conv.entries(es) {
+		if pe.Type != "message" {
+			continue
+		}
+		total++
+		switch m := pe.Message.(type) {
 		case UserMessage:
 			users++
 		case AssistantMessage:
@@ -1299,24 +1386,54 @@ func (fr *front) stats(*command) (any, error) {
 			results++
 		}
 	}
+	for _, en := range es {
+		if en.Call != nil {
+			u = u.Add(callUsage(en.Call))
+		}
+	}
 	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	u, in := fr.usage, fr.cur.Info()
-	st := map[string]any{"sessionId": fr.cur.ID(), "userMessages": users, "assistantMessages": assistants,
-		"toolCalls": calls, "toolResults": results, "totalMessages": users + assistants + results,
+	window := fr.info.ContextWindow
+	fr.mu.Unlock()
+	st := map[string]any{"sessionId": sess.ID(), "userMessages": users, "assistantMessages": assistants,
+		"toolCalls": calls, "toolResults": results, "totalMessages": total,
 		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
 			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
-	if in.Path != "" {
-		st["sessionFile"] = in.Path
+	if p := sess.Path(); p != "" {
+		st["sessionFile"] = p
 	}
-	if w := fr.info.ContextWindow; w > 0 {
-		cu := map[string]any{"tokens": nil, "contextWindow": w, "percent": nil}
-		if fr.lastPrompt > 0 {
-			cu["tokens"], cu["percent"] = fr.lastPrompt, float64(fr.lastPrompt)*100/float64(w)
+	if window > 0 {
+		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
+		if n := contextTokens(session.Branch(es)); n > 0 {
+			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
 		}
 		st["contextUsage"] = cu
 	}
 	return st, nil
+}
+
+// callUsage is a recorded model call's usage, costed as recorded.
+func callUsage(c *session.ModelCall) Usage {
+	x := c.Usage
+	u := NewUsage(model.Usage{Input: x.Input, Output: x.Output, CacheRead: x.CacheRead, CacheWrite5m: x.CacheWrite5m,
+		CacheWrite1h: x.CacheWrite1h}, nil)
+	if c.CostUSD != nil {
+		u.Cost.Total = *c.CostUSD
+	}
+	return u
+}
+
+// contextTokens is the size of the context at the last answer after the
+// latest compaction (pi's estimate: that answer's tokens), 0 when unknown.
+func contextTokens(branch []session.Entry) int64 {
+	for i := len(branch) - 1; i >= 0; i-- {
+		switch en := branch[i]; {
+		case en.Type == session.EntryCompaction:
+			return 0
+		case en.Call != nil:
+			return callUsage(en.Call).TotalTokens
+		}
+	}
+	return 0
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {

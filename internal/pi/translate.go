@@ -54,6 +54,25 @@ type Translator struct {
 	settling    bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted     bool // of the last e turn
 	compacting  string
+	steers      map[string]steerMessage // by the text e delivers
+}
+
+// steerMessage is what pi's user message of a steer holds.
+type steerMessage struct {
+	text   string
+	images []Content
+}
+
+// Steering announces a steer handed to e as eText: its Steered event
+// becomes a user message of text and images.
+func (t *Translator) Steering(eText, text string, images []Content) {
+	if eText == text && len(images) == 0 {
+		return
+	}
+	if t.steers == nil {
+		t.steers = map[string]steerMessage{}
+	}
+	t.steers[eText] = steerMessage{text, images}
 }
 
 type call struct {
@@ -138,7 +157,12 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		}
 	case agent.Steered:
 		emit(t.nextCall()...)
-		emit(t.message(*userMessage(ev.Text, nil, t.ms()))...)
+		m := steerMessage{text: ev.Text}
+		if sm, ok := t.steers[ev.Text]; ok {
+			m = sm
+			delete(t.steers, ev.Text)
+		}
+		emit(t.message(*userMessage(m.text, m.images, t.ms()))...)
 	case agent.Text:
 		emit(t.delta("text", ev.Delta)...)
 	case agent.Reasoning:

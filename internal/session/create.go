@@ -49,7 +49,9 @@ type Spec struct {
 // MCPServer is one MCP server to start (stdio transport).
 type MCPServer = mcp.Config
 
-// Create makes a session from spec and registers it with the host.
+// Create makes a session from spec and registers it with the host. ctx
+// bounds the start of its MCP servers (a slow one fails the create when
+// ctx ends first).
 func (h *Host) Create(ctx context.Context, spec Spec) (*Session, error) {
 	c, err := h.prepare(spec)
 	if err != nil {
@@ -300,7 +302,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		MCP: servers,
 	})
 	c.log = nil // the agent session owns it now
-	s := newSession(h, a, hd)
+	s := newSession(h, a, hd, c.spec.MCP)
 	fail := func(err error) (*Session, error) {
 		a.Close()
 		return nil, wrap(CodeInternal, "", err)

@@ -16,10 +16,14 @@ const (
 	EntrySettings   = store.TypeSettings
 	EntryCompaction = store.TypeCompaction
 	EntryName       = store.TypeName
+	EntryShell      = store.TypeShell
 )
 
 // Branch returns the active branch of a history, oldest first.
 func Branch(entries []Entry) []Entry { return store.Branch(entries) }
+
+// ModelCall is the model call behind an assistant message of the history.
+type ModelCall = store.ModelCall
 
 // ProviderStatus describes one HTTP provider of the catalog (never its key).
 type ProviderStatus = model.ProviderStatus

@@ -26,6 +26,7 @@ type Session struct {
 	a      *agent.Session
 	header store.Header // as written in its log (or as it would be)
 	path   string       // its log; "" when memory-only. Fixed for its life.
+	mcp    []MCPServer  // the MCP servers it was created with (beside the settings'), for its forks
 
 	mu       sync.Mutex
 	turn     *Turn // the running prompt or compact
@@ -34,8 +35,8 @@ type Session struct {
 	closeErr error
 }
 
-func newSession(h *Host, a *agent.Session, hd store.Header) *Session {
-	return &Session{h: h, a: a, header: hd, path: a.Info().Path, closed: make(chan struct{})}
+func newSession(h *Host, a *agent.Session, hd store.Header, mcp []MCPServer) *Session {
+	return &Session{h: h, a: a, header: hd, path: a.Info().Path, mcp: mcp, closed: make(chan struct{})}
 }
 
 // Info is a snapshot of a session.
@@ -251,11 +252,20 @@ func (s *Session) Interrupt(ctx context.Context) error {
 
 // Steer queues text for the running turn (M7); code no_turn when idle or
 // running a shell command.
-func (s *Session) Steer(text string) error {
+func (s *Session) Steer(text string) error { return s.SteerParts(text, nil) }
+
+// SteerParts is Steer with images as parts (like PromptParts); a model
+// without image input refuses them with code unsupported.
+func (s *Session) SteerParts(text string, images []Part) error {
 	if t := s.Running(); t != nil && t.shell {
 		return &Error{Code: CodeNoTurn, Err: fmt.Errorf("session %s runs a shell command, not a turn", s.ID())}
 	}
-	if err := s.a.Steer(text); err != nil {
+	if len(images) > 0 {
+		if err := s.acceptsImages(); err != nil {
+			return err
+		}
+	}
+	if err := s.a.SteerParts(text, images); err != nil {
 		return wrap(CodeInternal, "", err)
 	}
 	return nil
@@ -366,7 +376,8 @@ func (s *Session) Messages() []Message {
 
 // Fork copies the current branch into a new session, registered with the
 // host (T2): saved when s is (beside s's log), with s's model, effort,
-// tools, instructions, approval policy and name. With at "" the fork has
+// tools, instructions, approval policy and name, and MCP servers of its
+// own, started like s's (ctx bounds their start). With at "" the fork has
 // the whole branch; otherwise its history ends at entry at, and a branch
 // without that entry is code invalid_params naming "at".
 func (s *Session) Fork(ctx context.Context, at string) (*Session, error) {
@@ -403,19 +414,26 @@ func (s *Session) entryIndex(branch []Entry, param, id string) (int, error) {
 
 func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	in := s.a.Info()
+	servers, err := s.h.connectMCP(ctx, s.Cwd(), s.mcp)
+	if err != nil {
+		return nil, err
+	}
 	h := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: s.Cwd(),
 		Created: time.Now().UTC(), Model: in.Model, Effort: in.Effort, Name: in.Name}
 	var log *store.Log
 	if s.path != "" {
 		h.Parent = s.path
-		var err error
 		if log, err = store.ForkIn(filepath.Dir(s.path), h, entries); err != nil {
+			for _, c := range servers {
+				c.Close()
+			}
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
-		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval()})
-	fork := newSession(s.h, a, h)
+		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
+		MCP: servers})
+	fork := newSession(s.h, a, h, s.mcp)
 	s.h.register(fork)
 	return fork, nil
 }

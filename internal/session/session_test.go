@@ -10,10 +10,15 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/leakcheck"
+	"github.com/e-agent/e/internal/mcp/mcptest"
 )
 
-// TestMain fails the package when goroutines outlive the tests.
-func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
+// TestMain fails the package when goroutines outlive the tests. The test
+// binary is also an MCP server for the tests (mcptest).
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(leakcheck.Main(m))
+}
 
 // startHost starts a host in a temporary home and cwd; it shuts down when
 // the test ends.

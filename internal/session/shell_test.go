@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/mcp/mcptest"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -176,5 +177,44 @@ func TestForkAt(t *testing.T) {
 	}
 	if _, err := s.Fork(context.Background(), "nope"); CodeOf(err) != CodeInvalidParams || !strings.Contains(err.Error(), "at:") {
 		t.Errorf("fork at a missing entry: %v, want invalid_params naming at", err)
+	}
+}
+
+// TestForkStartsMCP: a fork offers the MCP tools of its original, through
+// servers of its own, whose start ctx bounds (a cancelled ctx fails the
+// fork, leaving no session and no log behind).
+func TestForkStartsMCP(t *testing.T) {
+	h := startHost(t, Options{})
+	exe, env, err := mcptest.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := create(t, h, Spec{Save: true, MCP: []MCPServer{{Name: "t", Command: exe, Env: env}}})
+	f, err := s.Fork(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []agent.ToolEnd
+	turn, err := f.Prompt(context.Background(), `/tool mcp__t__echo {"text":"hi"}`+"\n/then\n/text done", nil, func(ev agent.Event) {
+		if e, ok := ev.(agent.ToolEnd); ok {
+			ends = append(ends, e)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if len(ends) != 1 || ends[0].Outcome != "completed" || ends[0].Content != "echo: hi" {
+		t.Errorf("the fork's MCP call ended %+v, want completed with the echo", ends)
+	}
+	before, _ := filepath.Glob(filepath.Join(filepath.Dir(s.Path()), "*.jsonl"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Fork(ctx, ""); err == nil {
+		t.Error("fork with a cancelled ctx: no error, want the MCP start to fail")
+	}
+	after, _ := filepath.Glob(filepath.Join(filepath.Dir(s.Path()), "*.jsonl"))
+	if len(after) != len(before) || len(h.Sessions()) != 2 {
+		t.Errorf("a failed fork left %d logs (had %d) and %d sessions (want 2)", len(after), len(before), len(h.Sessions()))
 	}
 }

@@ -231,7 +231,9 @@ await step("bash command into the context", async () => {
 	check(r.output.includes("from-bash") && r.exitCode === 0 && r.cancelled === false, JSON.stringify(r));
 	check(deltas.join("").includes("from-bash"), "bash_execution_update");
 	const msgs = await client.getMessages();
-	check(msgs.some((m) => m.role === "user" && JSON.stringify(m.content).includes("Ran `echo from-bash`")), "recorded");
+	// pi's get_messages holds the command as a bashExecution message.
+	const rec = msgs.find((m) => m.role === "bashExecution" && m.command === "echo from-bash");
+	check(rec && rec.output.includes("from-bash") && rec.exitCode === 0, `recorded: ${JSON.stringify(msgs)}`);
 	const bad = await client.bash("exit 3");
 	check(bad.exitCode === 3, JSON.stringify(bad));
 	await client.abortBash();

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// D1, D2, F5: the three JSON Lines front ends end the same way, through
+// one loop (internal/lineserver): EOF exits 0, SIGTERM 143, SIGHUP 129,
+// and a client that stops reading stdout ends e with status 1 and one
+// line on stderr saying why (never a silent death by SIGPIPE).
+func TestFrontEndsEnd(t *testing.T) {
+	frontEnds := []struct {
+		name  string // how its lines on stderr start
+		args  []string
+		ready string // a request; its response means the loop runs
+	}{
+		{"e rpc", []string{"rpc", "--ne"}, `{"id":1,"method":"hello"}`},
+		{"e --mode rpc", []string{"--mode", "rpc", "--no-session", "-ne"}, `{"id":"1","type":"get_state"}`},
+		{"e acp", []string{"acp", "--ne", "--no-save"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`},
+	}
+	endings := []struct {
+		name     string
+		end      func(cmd *exec.Cmd, in io.WriteCloser, out io.Closer, ready string)
+		wantCode int
+		stderr   string // substring, with the front end's name before it
+	}{
+		{"EOF", func(_ *exec.Cmd, in io.WriteCloser, _ io.Closer, _ string) { in.Close() }, 0, ""},
+		{"SIGTERM", func(cmd *exec.Cmd, _ io.WriteCloser, _ io.Closer, _ string) { cmd.Process.Signal(syscall.SIGTERM) }, 143, ""},
+		{"SIGHUP", func(cmd *exec.Cmd, _ io.WriteCloser, _ io.Closer, _ string) { cmd.Process.Signal(syscall.SIGHUP) }, 129, ""},
+		{"stdout gone", func(_ *exec.Cmd, in io.WriteCloser, out io.Closer, ready string) {
+			out.Close() // the client stops reading; its requests still come
+			for range 200 {
+				if _, err := io.WriteString(in, ready+"\n"); err != nil {
+					break // e already exited
+				}
+			}
+			in.Close()
+		}, 1, ": writing stdout: "},
+	}
+	for _, fe := range frontEnds {
+		for _, end := range endings {
+			t.Run(fe.name+"/"+end.name, func(t *testing.T) {
+				cmd := command(t, fe.args...)
+				cmd.Env = append(cmd.Env, "PI_CODING_AGENT_DIR="+t.TempDir())
+				in, _ := cmd.StdinPipe()
+				out, _ := cmd.StdoutPipe()
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cmd.Process.Kill() })
+				io.WriteString(in, fe.ready+"\n")
+				br := bufio.NewReader(out)
+				if line, err := br.ReadString('\n'); err != nil {
+					t.Fatalf("no response to %s: %v; stderr %s", fe.ready, err, stderr.String())
+				} else if strings.Contains(line, `"error"`) && !strings.Contains(line, `"error":null`) {
+					t.Fatalf("ready request failed: %s", line)
+				}
+				end.end(cmd, in, out, fe.ready)
+				done := make(chan error, 1)
+				go func() {
+					if end.name != "stdout gone" {
+						io.Copy(io.Discard, br)
+					}
+					done <- cmd.Wait()
+				}()
+				var err error
+				select {
+				case err = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%s did not exit; stderr %s", fe.name, stderr.String())
+				}
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if code != end.wantCode {
+					t.Errorf("exit %d (%v), want %d; stderr %s", code, err, end.wantCode, stderr.String())
+				}
+				if end.stderr != "" && !strings.Contains(stderr.String(), fe.name+end.stderr) {
+					t.Errorf("stderr %q does not say %q", stderr.String(), fe.name+end.stderr)
+				}
+				if strings.Contains(stderr.String(), "panic") {
+					t.Errorf("stderr: %s", stderr.String())
+				}
+			})
+		}
+	}
+}

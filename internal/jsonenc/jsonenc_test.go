@@ -1,0 +1,55 @@
+package jsonenc
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// AppendString writes exactly what encoding/json writes, for short strings
+// (the byte path) and long ones (8 plain bytes at a time, then the byte
+// path from the first that is not plain).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "hello", "a\"b\\c", "<&>", "\x00\x01\b\f\n\r\t\x1f\x7f", "\u2028\u2029é😀",
+		"\xff\xfe", "a\xe2\x80", "0123456789abcdef<", "plain text longer than eight\n bytes", "日本語のテキスト、八バイト以上"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, in := range []string{s, s + strings.Repeat("x", 9) + s, strings.Repeat("ab", 5) + s} {
+			want, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := AppendString([]byte("x"), in); string(got) != "x"+string(want) {
+				t.Errorf("AppendString(%q) = %s, want x%s", in, got, want)
+			}
+		}
+	})
+}
+
+func TestAppendStringEveryByte(t *testing.T) {
+	for b := range 256 {
+		for _, in := range []string{string(rune(b)), string([]byte{byte(b)}), "abcdefgh" + string([]byte{byte(b)}) + "ijklmnop"} {
+			want, _ := json.Marshal(in)
+			if got := AppendString(nil, in); string(got) != string(want) {
+				t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkAppendString reports the cost per byte of plain text from 100
+// bytes to 1 MB: flat when nothing grows faster than the text.
+func BenchmarkAppendString(b *testing.B) {
+	for _, n := range []int{100, 10_000, 1_000_000} {
+		s := strings.Repeat("plain words ", n/12+1)[:n]
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var dst []byte
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				dst = AppendString(dst[:0], s)
+			}
+		})
+	}
+}

@@ -1,0 +1,162 @@
+// Package lineserver is the process loop every JSON Lines front end of e
+// shares (e rpc, e --mode rpc, e acp): it reads stdin's records (package
+// jsonl) and hands them, in order, to the front end, and it ends the loop
+// in one of the few ways a process on stdio ends, saying which: EOF, an
+// oversized record, SIGTERM or SIGHUP, a stdout that can no longer be
+// written, or the front end's own request (shutdown). SIGPIPE is caught,
+// so a client that stops reading ends the loop instead of killing e
+// silently. Closing the loop flushes stdout and turns a failed write into
+// exit status 1 with one line on stderr.
+package lineserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/e-agent/e/internal/jsonl"
+)
+
+// SignalGrace is how long turns get, after SIGTERM or SIGHUP has stopped
+// them, to write their last events and responses (D2).
+const SignalGrace = 2 * time.Second
+
+// Reason is why Run returned.
+type Reason int
+
+const (
+	EOF       Reason = iota // stdin ended, or could not be read (Ending.Err)
+	Stopped                 // the front end's handler asked to stop
+	TooLong                 // a record over jsonl.MaxLine: no safe point to resync (F4)
+	Signalled               // SIGTERM or SIGHUP (Ending.Signal)
+	Gone                    // stdout could not be written: the client went away
+)
+
+// Ending says why Run returned.
+type Ending struct {
+	Reason Reason
+	Err    error     // EOF: a read error other than io.EOF, else nil; TooLong: the *jsonl.TooLongError
+	Signal os.Signal // Signalled
+}
+
+// Code is the exit status the ending calls for: 0 for EOF and Stopped, 1
+// for an oversized record, a read error and a gone client, 128+N for
+// signal N (D2: 143 for SIGTERM, 129 for SIGHUP).
+func (e Ending) Code() int {
+	switch e.Reason {
+	case TooLong, Gone:
+		return 1
+	case Signalled:
+		if s, ok := e.Signal.(syscall.Signal); ok {
+			return 128 + int(s)
+		}
+		return 1
+	case EOF:
+		if e.Err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// Loop is one front end's stdin and stdout. Signals are caught from Run
+// until Close.
+type Loop struct {
+	name   string // how its lines on stderr start: "e rpc"
+	in     io.Reader
+	out    *jsonl.Writer
+	stderr io.Writer
+	sigs   chan os.Signal // SIGTERM, SIGHUP
+	pipe   chan os.Signal // SIGPIPE, caught and dropped: the failed write says it
+}
+
+// New starts the writer of stdout; name starts what the loop says on
+// stderr ("e rpc").
+func New(name string, stdin io.Reader, stdout, stderr io.Writer) *Loop {
+	return &Loop{name: name, in: stdin, out: jsonl.NewWriter(stdout), stderr: stderr,
+		sigs: make(chan os.Signal, 4), pipe: make(chan os.Signal, 1)}
+}
+
+// Out is the writer of stdout: every line the front end prints goes
+// through it.
+func (l *Loop) Out() *jsonl.Writer { return l.out }
+
+// Signals delivers SIGTERM and SIGHUP once Run has returned, until Close:
+// a front end that shuts down gracefully can stop waiting on a second one.
+func (l *Loop) Signals() <-chan os.Signal { return l.sigs }
+
+// Run reads records and calls handle with each, in order, on Run's
+// goroutine, with its number from 1; the record is the caller's to keep.
+// From its start until Close, SIGTERM, SIGHUP and SIGPIPE are caught.
+// It returns when handle reports stop, stdin ends, a record is too long, a
+// signal comes or stdout fails; on a read error or an oversized record it
+// says so on stderr. Blank records are handed over too: what they mean is
+// the front end's business.
+func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop bool)) Ending {
+	signal.Notify(l.sigs, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(l.pipe, syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	records := make(chan []byte)
+	readErr := make(chan error, 1)
+	// The reader ends at stdin's end or error; a Read blocked on a stdin that
+	// never ends cannot be stopped, so the process's exit ends it then.
+	go func() {
+		r := jsonl.NewReader(l.in, jsonl.MaxLine)
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case records <- bytes.Clone(rec):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for n := 1; ; {
+		select {
+		case rec := <-records:
+			if handle(n, rec) {
+				return Ending{Reason: Stopped}
+			}
+			n++
+		case err := <-readErr:
+			var tl *jsonl.TooLongError
+			switch {
+			case errors.As(err, &tl):
+				fmt.Fprintf(l.stderr, "%s: line %d is longer than %d bytes: no safe point to resync; exiting\n", l.name, tl.Line, tl.Max)
+				return Ending{Reason: TooLong, Err: err}
+			case errors.Is(err, io.EOF):
+				return Ending{Reason: EOF}
+			}
+			fmt.Fprintf(l.stderr, "%s: reading stdin: %v\n", l.name, err)
+			return Ending{Reason: EOF, Err: err}
+		case <-l.out.Failed():
+			return Ending{Reason: Gone}
+		case sig := <-l.sigs:
+			return Ending{Reason: Signalled, Signal: sig}
+		}
+	}
+}
+
+// Close flushes stdout and stops catching signals. It returns code, or at
+// least 1 when stdout could not be written, which it says on stderr. No
+// line may be written after it.
+func (l *Loop) Close(code int) int {
+	signal.Stop(l.sigs)
+	signal.Stop(l.pipe)
+	if err := l.out.Close(); err != nil {
+		fmt.Fprintf(l.stderr, "%s: writing stdout: %v; exiting\n", l.name, err)
+		code = max(code, 1)
+	}
+	return code
+}

@@ -1,0 +1,119 @@
+package lineserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
+
+// failing is a stdout whose reader went away.
+type failing struct{}
+
+func (failing) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// broken is a stdin that fails after its text.
+type broken struct{ r io.Reader }
+
+func (b broken) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		return n, errors.New("device gone")
+	}
+	return n, err
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		stdin      io.Reader
+		stdout     io.Writer
+		stopAt     string // handle asks to stop at this record
+		wantReason Reason
+		wantCode   int
+		wantSeen   []string
+		wantStderr string // substring; "" wants none
+	}{
+		{name: "EOF", stdin: strings.NewReader("a\r\n\nb"), wantReason: EOF, wantSeen: []string{"a", "", "b"}},
+		{name: "stopped", stdin: strings.NewReader("a\nquit\nnever\n"), stopAt: "quit", wantReason: Stopped, wantSeen: []string{"a", "quit"}},
+		{name: "too long", stdin: io.MultiReader(strings.NewReader("a\n"), bytes.NewReader(bytes.Repeat([]byte("x"), jsonl.MaxLine+2))),
+			wantReason: TooLong, wantCode: 1, wantSeen: []string{"a"},
+			wantStderr: "e x: line 2 is longer than 10485760 bytes: no safe point to resync; exiting\n"},
+		{name: "read error", stdin: broken{strings.NewReader("a\n")}, wantReason: EOF, wantCode: 1, wantSeen: []string{"a"},
+			wantStderr: "e x: reading stdin: device gone\n"},
+		{name: "stdout gone", stdin: strings.NewReader("a\n"), stdout: failing{}, wantReason: Gone, wantCode: 1, wantSeen: []string{"a"},
+			wantStderr: "e x: writing stdout: broken pipe; exiting\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			stdout := tt.stdout
+			if stdout == nil {
+				stdout = io.Discard
+			}
+			// stdin stays open after its text when the test waits for stdout to fail.
+			stdin := tt.stdin
+			var pw *io.PipeWriter
+			if tt.stdout != nil {
+				var pr *io.PipeReader
+				pr, pw = io.Pipe()
+				go func() { io.Copy(pw, tt.stdin) }()
+				stdin = pr
+			}
+			l := New("e x", stdin, stdout, &stderr)
+			var seen []string
+			end := l.Run(context.Background(), func(n int, rec []byte) bool {
+				if n != len(seen)+1 {
+					t.Errorf("record %q numbered %d, want %d", rec, n, len(seen)+1)
+				}
+				seen = append(seen, string(rec))
+				if tt.stdout != nil {
+					l.Out().Write(context.Background(), []byte(`{"ok":true}`))
+				}
+				return tt.stopAt != "" && string(rec) == tt.stopAt
+			})
+			code := l.Close(end.Code())
+			if pw != nil {
+				pw.Close()
+			}
+			if end.Reason != tt.wantReason || code != tt.wantCode {
+				t.Errorf("ended %+v with code %d, want reason %d and code %d", end, code, tt.wantReason, tt.wantCode)
+			}
+			if diff := cmp.Diff(tt.wantSeen, seen); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+			if got := stderr.String(); got != tt.wantStderr {
+				t.Errorf("stderr %q, want %q", got, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestCode(t *testing.T) {
+	for _, tt := range []struct {
+		end  Ending
+		want int
+	}{
+		{Ending{Reason: EOF}, 0},
+		{Ending{Reason: Stopped}, 0},
+		{Ending{Reason: Signalled, Signal: syscall.SIGTERM}, 143},
+		{Ending{Reason: Signalled, Signal: syscall.SIGHUP}, 129},
+		{Ending{Reason: Gone}, 1},
+		{Ending{Reason: TooLong}, 1},
+	} {
+		if got := tt.end.Code(); got != tt.want {
+			t.Errorf("%+v: code %d, want %d", tt.end, got, tt.want)
+		}
+	}
+}
