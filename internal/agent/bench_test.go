@@ -10,6 +10,7 @@ import (
 
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/providermock"
+	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
 
@@ -108,5 +109,37 @@ func BenchmarkProviderTurn(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delta")
 			})
 		}
+	}
+}
+
+// BenchmarkHistory is what each model call of a long session pays for its
+// history, 100 to 10,000 stored messages: messages decoded once ("kept")
+// against decoding all of them at every call ("reparse", what History
+// does for a caller without a session).
+func BenchmarkHistory(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		var entries []store.Entry
+		for i := range n {
+			m, _ := json.Marshal(model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText,
+				Text: "please look at file " + strconv.Itoa(i) + " and tell me what it does, in detail"}}})
+			entries = append(entries, store.Entry{Type: store.TypeMessage, ID: strconv.Itoa(i), Message: m})
+		}
+		s := testEngine(b).NewSession(Options{ID: "h", Cwd: b.TempDir(), Model: model.OfflineID, Entries: entries})
+		b.Run(strconv.Itoa(n)+"/kept", func(b *testing.B) {
+			for b.Loop() {
+				s.mu.Lock()
+				if len(s.history(s.entries)) != n {
+					b.Fatal("short history")
+				}
+				s.mu.Unlock()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/message")
+		})
+		b.Run(strconv.Itoa(n)+"/reparse", func(b *testing.B) {
+			for b.Loop() {
+				History(entries)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/message")
+		})
 	}
 }

@@ -59,7 +59,7 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 		th = 0.8
 	}
 	t.s.mu.Lock()
-	msgs := History(t.s.entries)
+	msgs := t.s.history(t.s.entries)
 	var earlier []store.Entry // what a compaction could summarise: before this turn
 	again := false            // this turn compacted already
 	for i, en := range t.s.entries {
@@ -75,7 +75,10 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	}
 	// Once per turn: compacting again would only summarise the summary, at
 	// the cost of a model call per step. A first turn has nothing earlier.
-	if old := History(earlier); again || len(old) == 0 || len(old) == 1 && isSummary(old[0]) {
+	t.s.mu.Lock()
+	old := t.s.history(earlier)
+	t.s.mu.Unlock()
+	if again || len(old) == 0 || len(old) == 1 && isSummary(old[0]) {
 		return false, nil
 	}
 	_, err := t.compact("auto", "", turnStart, before)
@@ -108,19 +111,20 @@ func isSummary(m model.Message) bool {
 func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult, error) {
 	t.emit(Compacting{Reason: reason, TokensBefore: before})
 	t.s.mu.Lock()
-	var old []store.Entry
-	for _, en := range t.s.entries {
+	old := t.s.entries
+	for i, en := range t.s.entries {
 		if keep != "" && en.ID == keep {
+			old = t.s.entries[:i]
 			break
 		}
-		old = append(old, en)
 	}
+	msgs := t.s.history(old)
 	t.s.mu.Unlock()
 	instr := summaryPrompt
 	if focus != "" {
 		instr += " Focus on: " + focus
 	}
-	msgs := append(History(old), model.Message{Role: model.RoleUser,
+	msgs = append(msgs[:len(msgs):len(msgs)], model.Message{Role: model.RoleUser,
 		Content: []model.Part{{Type: model.PartText, Text: instr}}})
 	resp, _, err := t.stream(t.request(summaryPrompt, msgs, nil), false)
 	if err != nil {
@@ -135,7 +139,7 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		return CompactResult{}, err
 	}
 	t.s.mu.Lock()
-	after := estimate(History(t.s.entries))
+	after := estimate(t.s.history(t.s.entries))
 	t.s.mu.Unlock()
 	t.emit(Compacted{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum))})
 	return CompactResult{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum)),
@@ -155,7 +159,7 @@ func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (
 	}()
 	s.mu.Lock()
 	modelID, effort := s.modelID, s.effort
-	msgs := History(s.entries)
+	msgs := s.history(s.entries)
 	s.mu.Unlock()
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {

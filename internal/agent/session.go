@@ -91,6 +91,7 @@ type Session struct {
 	env      string // the system prompt's environment, fixed at the first model call
 	log      *store.Log
 	entries  []store.Entry
+	parsed   []parsed // the decoded message of each of entries, as far as history has gone
 	nextCall int
 	warned   bool
 	approval Approval
@@ -146,7 +147,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 // them, so they stay unique within a resumed session.
 func (s *Session) maxCallID() int {
 	n := 0
-	for _, m := range History(s.entries) {
+	for _, m := range s.history(s.entries) {
 		n += len(m.ToolCalls())
 	}
 	return n
@@ -458,28 +459,59 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 // compaction, its summary, the messages it kept, and everything since.
 // A user's shell command is a user message, unless it was excluded.
 func History(entries []store.Entry) []model.Message {
+	return history(entries, func(i int) (model.Message, bool) { return decode(entries[i]) })
+}
+
+// parsed is an entry's message, decoded once.
+type parsed struct {
+	m  model.Message
+	ok bool // a message entry whose message decodes
+}
+
+func decode(en store.Entry) (model.Message, bool) {
+	var m model.Message
+	if en.Type != store.TypeMessage || json.Unmarshal(en.Message, &m) != nil {
+		return model.Message{}, false
+	}
+	return m, true
+}
+
+// history is History of entries, a prefix of s.entries, with each message
+// decoded once for the session's life rather than at every model call: a
+// long session would pay a parse of its whole history per call. s.mu is
+// held. The messages share their parts with s: callers only read them.
+func (s *Session) history(entries []store.Entry) []model.Message {
+	if len(s.parsed) > len(s.entries) {
+		s.parsed = nil
+	}
+	for _, en := range s.entries[len(s.parsed):] {
+		m, ok := decode(en)
+		s.parsed = append(s.parsed, parsed{m, ok})
+	}
+	return history(entries, func(i int) (model.Message, bool) { return s.parsed[i].m, s.parsed[i].ok })
+}
+
+// history is History with message i of entries given by msg.
+func history(entries []store.Entry, msg func(i int) (model.Message, bool)) []model.Message {
 	last := -1
 	for i, en := range entries {
 		if en.Type == store.TypeCompaction {
 			last = i
 		}
 	}
-	var out []model.Message
-	add := func(en store.Entry) {
+	out := make([]model.Message, 0, len(entries)+1)
+	add := func(i int) {
+		en := entries[i]
 		if en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude {
 			out = append(out, shellMessage(en.Shell))
 		}
-		if en.Type != store.TypeMessage {
-			return
-		}
-		var m model.Message
-		if json.Unmarshal(en.Message, &m) == nil {
+		if m, ok := msg(i); ok {
 			out = append(out, m)
 		}
 	}
 	if last < 0 {
-		for _, en := range entries {
-			add(en)
+		for i := range entries {
+			add(i)
 		}
 		return out
 	}
@@ -487,17 +519,17 @@ func History(entries []store.Entry) []model.Message {
 	out = append(out, summaryMessage(c.Summary))
 	if c.Kept != "" {
 		keep := false
-		for _, en := range entries[:last] {
+		for i, en := range entries[:last] {
 			if en.ID == c.Kept {
 				keep = true
 			}
 			if keep {
-				add(en)
+				add(i)
 			}
 		}
 	}
-	for _, en := range entries[last+1:] {
-		add(en)
+	for i := last + 1; i < len(entries); i++ {
+		add(i)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -267,5 +268,37 @@ func TestLoadImagesMessages(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The history a model call sees, from messages decoded once, is History of
+// the entries however they grew: appended turns, a compaction keeping some,
+// a shell command, and a session resumed from entries.
+func TestHistoryDecodedOnce(t *testing.T) {
+	msg := func(role, text string) store.Entry {
+		b, _ := json.Marshal(model.Message{Role: role, Content: []model.Part{{Type: model.PartText, Text: text}}})
+		return store.Entry{Type: store.TypeMessage, ID: text, Message: b}
+	}
+	s := testEngine(t).NewSession(Options{ID: "h", Cwd: t.TempDir(), Model: model.OfflineID,
+		Entries: []store.Entry{msg("user", "u1"), msg("assistant", "a1")}})
+	steps := [][]store.Entry{
+		nil,
+		{msg("user", "u2"), {Type: store.TypeMessage, ID: "bad", Message: json.RawMessage(`{"role":1}`)}, msg("assistant", "a2")},
+		{{Type: store.TypeCompaction, ID: "c", Summary: "sum", Kept: "u2"}, msg("user", "u3")},
+		{{Type: store.TypeShell, ID: "sh", Shell: &store.ShellRun{Command: "ls", Output: "a\n"}}, {Type: store.TypeTitle, ID: "t", Name: "x"}},
+	}
+	for i, add := range steps {
+		s.mu.Lock()
+		s.entries = append(s.entries, add...)
+		got, want := s.history(s.entries), History(s.entries)
+		n := min(3, len(s.entries))
+		prefix, wantPrefix := s.history(s.entries[:n]), History(s.entries[:n])
+		s.mu.Unlock()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("step %d (-History +history):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(wantPrefix, prefix); diff != "" {
+			t.Errorf("step %d, a prefix (-History +history):\n%s", i, diff)
+		}
 	}
 }

@@ -360,7 +360,7 @@ func (t *turn) systemPrompt() string {
 // the failed attempt when it fails.
 func (t *turn) call() (*model.Response, string, error) {
 	t.s.mu.Lock()
-	msgs := History(t.s.entries)
+	msgs := t.s.history(t.s.entries)
 	t.s.mu.Unlock()
 	req := t.request(t.systemPrompt(), msgs, t.toolDefs)
 	return t.stream(req, true)

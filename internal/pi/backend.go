@@ -35,6 +35,11 @@ type backend struct {
 }
 
 func (b *backend) make(sp spec) (*session.Session, error) {
+	if sp.resume != "" && isPiSession(sp.resume) {
+		if err := b.fromPi(&sp); err != nil {
+			return nil, err
+		}
+	}
 	cwd := sp.cwd
 	if sp.resume != "" {
 		cwd = "" // the log's
@@ -55,6 +60,30 @@ func (b *backend) make(sp spec) (*session.Session, error) {
 		return nil, fmt.Errorf("pi: %w", err)
 	}
 	return s, nil
+}
+
+// fromPi turns sp's resume of a pi session file into a new session that
+// starts from its active branch, the file its parent: with its cwd (when it
+// still exists), its name, and its last model and thinking level when e has
+// that model and sp names none.
+func (b *backend) fromPi(sp *spec) error {
+	ps, err := readPiSession(sp.resume)
+	if err != nil {
+		return err
+	}
+	sp.entries, sp.parent, sp.resume = ps.entries, sp.resume, ""
+	if st, err := os.Stat(ps.cwd); err == nil && st.IsDir() {
+		sp.cwd = ps.cwd
+	}
+	if sp.name == "" {
+		sp.name = ps.name
+	}
+	if sp.model == "" {
+		if info, err := b.h.Model(ps.model); err == nil && ps.model != "" {
+			sp.model, sp.effort = info.ID, Effort(info, Clamp(info, cmpOr(ps.level, levelOf(info.DefaultEffort))))
+		}
+	}
+	return nil
 }
 
 // dir is the folder of cwd's sessions, named as pi names it
@@ -83,11 +112,14 @@ func (b *backend) latest(cwd string) string {
 // find resolves --session: a path, else a full or partial session id
 // among the saved sessions.
 func (b *backend) find(arg, cwd string) (string, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return filepath.Abs(arg)
+	if path := abs(cwd, arg); isFile(path) {
+		return path, nil
 	}
 	if b.sessionsDir != "" && !strings.ContainsAny(arg, `/\`) {
+		// e's logs are named by id, pi's files <timestamp>_<id>.jsonl.
 		files, _ := filepath.Glob(filepath.Join(b.sessionsDir, "*", arg+"*.jsonl"))
+		pis, _ := filepath.Glob(filepath.Join(b.sessionsDir, "*", "*_"+arg+"*.jsonl"))
+		files = append(files, pis...)
 		if len(files) == 1 {
 			return files[0], nil
 		}
@@ -96,6 +128,19 @@ func (b *backend) find(arg, cwd string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("pi: no session %q (neither a file nor a saved session's id)", arg)
+}
+
+// abs resolves path against cwd.
+func abs(cwd, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(cwd, path)
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
 }
 
 // toolSelection applies pi's tool flags to the tools e has (cli.md):

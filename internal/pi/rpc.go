@@ -811,7 +811,7 @@ func (fr *front) replace(old, m *session.Session) {
 }
 
 func (fr *front) switchSession(c *command) (any, error) {
-	path := c.str("sessionPath")
+	path := abs(fr.env.Cwd, c.str("sessionPath"))
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("session file %s: %w", path, err)
 	}

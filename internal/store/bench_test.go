@@ -2,37 +2,54 @@ package store_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/e-agent/e/internal/store"
 )
 
-// writeLog writes a session log of n entries directly (Create's fsyncs
-// would dominate the set-up), alternating user and assistant messages.
-func writeLog(b *testing.B, path, cwd string, n int) {
+// writeLog writes a session log of n entries in dir, as e writes it,
+// alternating user and assistant messages, and returns its path.
+func writeLog(b *testing.B, dir, cwd string, n int) string {
 	b.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.Encode(store.Header{Type: "session", Version: 1, ID: filepath.Base(path[:len(path)-6]), Cwd: cwd, Created: time.Now(), Model: "m", Effort: "e"})
-	parent := ""
+	l, err := store.CreateIn(dir, store.Header{Cwd: cwd, Model: "m", Effort: "e"})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := range n {
 		m := userMsg(fmt.Sprintf("please look at file %d and tell me what it does, in detail", i))
 		if i%2 == 1 {
 			m = assistantMsg(fmt.Sprintf("file %d reads its input, counts the words and prints a table of the most frequent ones", i))
 		}
-		id := fmt.Sprintf("%08x", i)
-		enc.Encode(store.Entry{Type: store.TypeMessage, ID: id, Parent: parent, Time: time.Now(), Message: m})
-		parent = id
+		if err := l.Append(store.Entry{Type: store.TypeMessage, Message: m}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	if err := l.Close(); err != nil {
 		b.Fatal(err)
+	}
+	return l.Path()
+}
+
+// copyLog writes n copies of the log at path into dir, each with an id of
+// its own (Create's fsyncs would dominate the set-up).
+func copyLog(b *testing.B, path, dir string, n int) {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := []byte(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+	for range n {
+		id := store.NewID()
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), bytes.Replace(data, old, []byte(id), 1), 0o600); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -47,9 +64,7 @@ func BenchmarkList(b *testing.B) {
 			cwd := "/work/bench"
 			dir := filepath.Join(home, "sessions", store.Slug(cwd))
 			os.MkdirAll(dir, 0o700)
-			for range n {
-				writeLog(b, filepath.Join(dir, store.NewID()+".jsonl"), cwd, 10)
-			}
+			copyLog(b, writeLog(b, b.TempDir(), cwd, 10), dir, n)
 			list := func(b *testing.B) {
 				s, err := store.List(home, cwd, false)
 				if err != nil || len(s) != n || s[0].Messages != 10 || s[0].Turns != 5 {
@@ -94,8 +109,7 @@ func BenchmarkList(b *testing.B) {
 func BenchmarkResume(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), store.NewID()+".jsonl")
-			writeLog(b, path, "/work/bench", n)
+			path := writeLog(b, b.TempDir(), "/work/bench", n)
 			perEntry := func(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
 			}

@@ -96,3 +96,47 @@ func text(raw []byte) string {
 	jsonscan.Unquote(&b, raw)
 	return b.String()
 }
+
+// headerFields are Header's keys, for jsonscan's case check.
+var headerFields = []string{"type", "version", "id", "cwd", "created", "parent_session", "model", "effort", "name"}
+
+// scanHeader reads line into h as json.Unmarshal would, without
+// reflection; false when line is for json.Unmarshal, which then decides.
+func scanHeader(line []byte, h *Header) bool {
+	m := [...]jsonscan.Member{{Key: "type"}, {Key: "version"}, {Key: "id"}, {Key: "cwd"}, {Key: "created"},
+		{Key: "parent_session"}, {Key: "model"}, {Key: "effort"}, {Key: "name"}}
+	if !jsonscan.Object(line, headerFields, m[:]) {
+		return false
+	}
+	*h = Header{}
+	for i, dst := range [...]*string{&h.Type, nil, &h.ID, &h.Cwd, nil, &h.Parent, &h.Model, &h.Effort, &h.Name} {
+		raw := m[i].Val
+		switch {
+		case raw == nil:
+		case i == 1:
+			n, ok := jsonscan.Int(raw)
+			if !ok {
+				return false
+			}
+			h.Version = n
+		case i == 4:
+			if !jsonscan.IsString(raw) || h.Created.UnmarshalJSON(raw) != nil {
+				return false
+			}
+		case !jsonscan.IsString(raw):
+			return false
+		default:
+			*dst = text(raw)
+		}
+	}
+	return true
+}
+
+// headerOf decodes a header line into h.
+func headerOf(line []byte, h *Header) error {
+	if scanHeader(line, h) {
+		return nil
+	}
+	*h = Header{}
+	return json.Unmarshal(line, h)
+}

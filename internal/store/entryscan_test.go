@@ -68,3 +68,29 @@ func FuzzPeek(f *testing.F) {
 		}
 	})
 }
+
+// scanHeader reads what encoding/json reads, or leaves the line to it.
+func FuzzScanHeader(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"session","version":1,"id":"01J0","cwd":"/w","created":"2026-12-01T09:00:00.5Z","model":"m","effort":"e"}`,
+		`{"type":"session","version":1,"id":"01J0","cwd":"/w\u00e9","created":"2026-12-01T09:00:00+01:00","parent_session":"/p.jsonl","model":"m","effort":"","name":"n\n"}`,
+		`{"type":"session","version":"1","cwd":"/w"}`,
+		`{"type":"session","version":1,"cwd":null}`,
+		`{"type":"session","Version":2,"created":"2026-13-01T09:00:00Z"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		var got Header
+		if !scanHeader([]byte(line), &got) {
+			return
+		}
+		var want Header
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatalf("scanned %q, which encoding/json rejects: %v", line, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q (-encoding/json +scanner):\n%s", line, diff)
+		}
+	})
+}

@@ -146,14 +146,17 @@ func listDir(dir string) ([]Summary, error) {
 		if !isLogName(name) || !de.Type().IsRegular() {
 			continue
 		}
-		fi, err := de.Info()
-		if err != nil {
-			continue // removed while listing
-		}
 		c, ok := old.Files[name]
-		ok = ok && c.Size == fi.Size() && c.MtimeNS == fi.ModTime().UnixNano()
+		var fi fs.FileInfo
+		if ok {
+			var err error
+			if fi, err = de.Info(); err != nil {
+				continue // removed while listing
+			}
+			ok = c.Size == fi.Size() && c.MtimeNS == fi.ModTime().UnixNano()
+		}
 		if !ok {
-			stale = append(stale, len(files))
+			stale = append(stale, len(files)) // and stat there, in parallel, when not yet
 		}
 		files = append(files, file{name: name, fi: fi, c: c, ok: ok})
 	}
@@ -164,7 +167,15 @@ func listDir(dir string) ([]Summary, error) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(stale)); i = next.Add(1) - 1 {
 				f := &files[stale[i]]
-				f.c = summarize(filepath.Join(dir, f.name))
+				path := filepath.Join(dir, f.name)
+				if f.fi == nil {
+					fi, err := os.Lstat(path)
+					if err != nil {
+						continue // removed while listing
+					}
+					f.fi = fi
+				}
+				f.c = summarize(path, f.fi.Size())
 				f.c.Size, f.c.MtimeNS = f.fi.Size(), f.fi.ModTime().UnixNano()
 			}
 		})
@@ -172,6 +183,9 @@ func listDir(dir string) ([]Summary, error) {
 	wg.Wait()
 	out := make([]Summary, 0, len(files))
 	for _, f := range files {
+		if f.fi == nil {
+			continue
+		}
 		fresh.Files[f.name] = f.c
 		if f.c.Invalid {
 			continue
@@ -191,7 +205,11 @@ func isLogName(name string) bool {
 	return ok && validID(stem)
 }
 
-func summarize(path string) cached {
+// summarize returns the summary of the log at path, of size bytes.
+func summarize(path string, size int64) cached {
+	if c, ok := summarizeTail(path, size); ok {
+		return c
+	}
 	r, err := Read(path)
 	if err != nil {
 		return cached{Invalid: true}
@@ -250,11 +268,15 @@ func Title(branch []Entry) string {
 			continue
 		}
 		if role, text, ok := peek(e.Message); ok && role == "user" {
-			return clip(strings.Join(strings.Fields(text), " "), 80)
+			return titleOf(text)
 		}
 	}
 	return ""
 }
+
+// titleOf is the title a user's text gives: whitespace collapsed, at most
+// 80 characters.
+func titleOf(text string) string { return clip(strings.Join(strings.Fields(text), " "), 80) }
 
 // Name returns the session's label (C8): the last "name" entry on branch,
 // else the header's name.

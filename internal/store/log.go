@@ -27,8 +27,11 @@ type Log struct {
 	last     string // id of the last entry written; the default parent
 	ids      idSet  // every entry id in the file, to keep ids unique
 	size     int64  // bytes of whole lines in the file
+	sum      branchSum
+	sumOK    bool // sum describes the branch ending at last
 	warnings []string
 	buf      bytes.Buffer
+	tmp      []byte // the branch member being encoded
 }
 
 // ReadResult is a parsed session log.
@@ -83,7 +86,7 @@ func CreateIn(dir string, h Header) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
 	}
-	l := &Log{f: f, path: path, header: h}
+	l := &Log{f: f, path: path, header: h, sumOK: true}
 	fail := func(err error) (*Log, error) {
 		f.Close()
 		os.Remove(path)
@@ -185,6 +188,13 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 	}
 	if n := len(p.Entries); n > 0 {
 		l.last = p.Entries[n-1].ID
+		// The branch summary goes on where the last entry left it; a log
+		// without one (older, or branched) is listed by reading it whole.
+		if last, _, ok := lastEntry(data[:min(l.size, int64(len(data)))], true); ok {
+			l.sum, l.sumOK = tailSum(last)
+		}
+	} else {
+		l.sumOK = true
 	}
 	if err := l.writePid(); err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -245,7 +255,7 @@ func parse(path string, data []byte) (*parsed, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if err := json.Unmarshal(line, &p.Header); err != nil {
+		if err := headerOf(line, &p.Header); err != nil {
 			return nil, fmt.Errorf("store: %s:%d: bad header: %w", path, lineNo, err)
 		}
 		if p.Header.Type != TypeSession {
@@ -417,6 +427,16 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
 		return e, fmt.Errorf("store: append %s: %w", l.path, err)
 	}
+	sum, sumOK := l.sum, l.sumOK && e.Parent == l.last
+	if sumOK {
+		// The branch member ends the object: `…}\n` becomes `…,"branch":{…}}\n`.
+		sum.add(e, l.size)
+		line := l.buf.Bytes()
+		l.buf.Truncate(len(line) - 2)
+		l.tmp = sum.appendJSON(l.tmp[:0])
+		l.buf.Write(l.tmp)
+		l.buf.WriteByte('\n')
+	}
 	n, err := l.f.Write(l.buf.Bytes())
 	if err != nil {
 		// Leave no partial line behind for the next append to glue onto.
@@ -428,6 +448,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	l.size += int64(n)
 	l.ids.add(e.ID)
 	l.last = e.ID
+	l.sum, l.sumOK = sum, sumOK
 	return e, nil
 }
 
