@@ -918,8 +918,29 @@ func (fr *front) converter() *converter {
 	}, h)
 }
 
+// entries is the session's history in pi's shapes, opening as a session
+// pi made opens: a model_change and a thinking_level_change for the model
+// and level it started with (their ids made from the session id, so they
+// stay the same across calls), the history's roots under them.
+func (fr *front) entries() []Entry {
+	sess := fr.session()
+	h := sess.Header()
+	es := fr.converter().entries(sess.Entries())
+	info, _ := fr.h.Model(h.Model)
+	ts := h.Created.UTC().Format(isoMillis)
+	mc := Entry{Type: "model_change", ID: h.ID + ".model", Timestamp: ts, Provider: info.Provider, ModelID: info.Name}
+	tl := Entry{Type: "thinking_level_change", ID: h.ID + ".thinking", ParentID: &mc.ID, Timestamp: ts,
+		ThinkingLevel: levelOf(h.Effort)}
+	for i := range es {
+		if es[i].ParentID == nil {
+			es[i].ParentID = &tl.ID
+		}
+	}
+	return append([]Entry{mc, tl}, es...)
+}
+
 func (fr *front) getEntries(c *command) (any, error) {
-	all := fr.converter().entries(fr.session().Entries())
+	all := fr.entries()
 	leaf := any(nil)
 	if len(all) > 0 {
 		leaf = all[len(all)-1].ID
@@ -937,7 +958,7 @@ func (fr *front) getEntries(c *command) (any, error) {
 }
 
 func (fr *front) getTree(*command) (any, error) {
-	all := fr.converter().entries(fr.session().Entries())
+	all := fr.entries()
 	leaf := any(nil)
 	if len(all) > 0 {
 		leaf = all[len(all)-1].ID
