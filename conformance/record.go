@@ -456,7 +456,13 @@ type recorder struct {
 func (rc *recorder) tape() []map[string]any {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return rc.entries
+	var out []map[string]any
+	for _, e := range rc.entries {
+		if e != nil { // nil: a call still in flight when the session ended
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -476,15 +482,19 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+rc.key)
+	// The entry's place is the call's: a stream may still be copied here
+	// when the server, which has what it needs, makes its next call.
+	rc.mu.Lock()
+	slot := len(rc.entries)
+	rc.entries = append(rc.entries, nil)
+	rc.mu.Unlock()
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	waited := time.Since(start)
 	if err != nil && r.Context().Err() != nil {
 		// The server cancelled the call before the answer began (an
 		// interrupt): in the replay it is held until cancelled.
-		rc.mu.Lock()
-		rc.entries = append(rc.entries, map[string]any{"hold": true})
-		rc.mu.Unlock()
+		rc.set(slot, map[string]any{"hold": true})
 		return
 	}
 	if err != nil {
@@ -518,8 +528,13 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		parseStream(copy.Bytes(), entry)
 	}
+	rc.set(slot, entry)
+}
+
+// set fills the tape entry reserved for a call.
+func (rc *recorder) set(slot int, entry map[string]any) {
 	rc.mu.Lock()
-	rc.entries = append(rc.entries, entry)
+	rc.entries[slot] = entry
 	rc.mu.Unlock()
 }
 
