@@ -24,9 +24,10 @@ type Log struct {
 	f        *os.File // nil once closed
 	path     string
 	header   Header
-	last     string // id of the last entry written; the default parent
-	ids      idSet  // every entry id in the file, to keep ids unique
-	size     int64  // bytes of whole lines in the file
+	last     string   // id of the last entry written; the default parent
+	ids      idSet    // entry ids in the file, to keep ids unique
+	unset    []string // ids of the file not yet in ids: the set is built when an append first names an id
+	size     int64    // bytes of whole lines in the file
 	sum      branchSum
 	sumOK    bool // sum describes the branch ending at last
 	warnings []string
@@ -159,7 +160,7 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &Log{f: f, path: path, header: p.Header, ids: newIDSet(len(p.Entries)), size: int64(len(data))}
+	l := &Log{f: f, path: path, header: p.Header, size: int64(len(data))}
 	l.warnings = p.Warnings
 	switch {
 	case p.torn >= 0:
@@ -183,8 +184,9 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 		l.size++
 		l.warnings = append(l.warnings, fmt.Sprintf("store: %s: completed a last line that lacked its newline", path))
 	}
-	for _, e := range p.Entries {
-		l.ids.add(e.ID)
+	l.unset = make([]string, len(p.Entries))
+	for i, e := range p.Entries {
+		l.unset[i] = e.ID
 	}
 	if n := len(p.Entries); n > 0 {
 		l.last = p.Entries[n-1].ID
@@ -452,7 +454,24 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	return e, nil
 }
 
-func (l *Log) has(id string) bool { return l.ids.has(id) }
+func (l *Log) has(id string) bool {
+	if l.unset != nil {
+		// Most logs never see an id given by the caller: a resume of a
+		// long one skips building the set of its ids.
+		ids := newIDSet(len(l.unset))
+		for _, id := range l.unset {
+			ids.add(id)
+		}
+		for id := range l.ids.hex {
+			ids.hex[id] = struct{}{}
+		}
+		for id := range l.ids.other {
+			ids.add(id)
+		}
+		l.ids, l.unset = ids, nil
+	}
+	return l.ids.has(id)
+}
 
 // idSet holds entry ids. The ids e makes are 8 lowercase hex digits, kept
 // as numbers: a set of 100,000 of them builds several times faster.

@@ -163,6 +163,29 @@ func TestAppendRejects(t *testing.T) {
 	}
 }
 
+// A resumed log refuses the ids of the file and of entries appended since,
+// however they look, and takes new ones.
+func TestResumedLogRejectsDuplicates(t *testing.T) {
+	_, l := newLog(t, "/w")
+	mustAppend(t, l, store.Entry{Type: store.TypeInterrupted, ID: "0000000a"}, store.Entry{Type: store.TypeInterrupted, ID: "x-1"})
+	l.Close()
+	l, _, _, err := store.OpenWritable(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustAppend(t, l, store.Entry{Type: store.TypeInterrupted, ID: "0000000b"})
+	for _, id := range []string{"0000000a", "x-1", "0000000b"} {
+		if _, err := l.AppendEntry(store.Entry{Type: store.TypeInterrupted, ID: id}); err == nil || !strings.Contains(err.Error(), "duplicate entry id") {
+			t.Errorf("AppendEntry with id %q = %v, want a duplicate error", id, err)
+		}
+	}
+	mustAppend(t, l, store.Entry{Type: store.TypeInterrupted, ID: "0000000c"}, store.Entry{Type: store.TypeInterrupted, ID: "y-2"})
+	if _, err := l.AppendEntry(store.Entry{Type: store.TypeInterrupted, ID: "y-2"}); err == nil {
+		t.Error("a duplicate of an id appended after the set was built was taken")
+	}
+}
+
 // C6: a second writer is refused, naming the holder's pid; C7 readers are not.
 func TestLockRefusesSecondWriter(t *testing.T) {
 	_, l := newLog(t, "/w")
