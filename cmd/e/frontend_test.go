@@ -78,13 +78,7 @@ func TestFrontEndsEnd(t *testing.T) {
 				case <-time.After(30 * time.Second):
 					t.Fatalf("%s did not exit; stderr %s", fe.name, stderr.String())
 				}
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				if code != end.wantCode {
+				if code := exitCode(err); code != end.wantCode {
 					t.Errorf("exit %d (%v), want %d; stderr %s", code, err, end.wantCode, stderr.String())
 				}
 				if end.stderr != "" && !strings.Contains(stderr.String(), fe.name+end.stderr) {

@@ -357,7 +357,16 @@ func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
 }
 
 func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
-	const method = "session/load"
+	return a.reopen("session/load", params, true)
+}
+
+func (a *Agent) resumeSession(params json.RawMessage) (any, *Error) {
+	return a.reopen("session/resume", params, false)
+}
+
+// reopen serves session/load (replay: the history is sent first, so the
+// client knows it is complete when the response comes) and session/resume.
+func (a *Agent) reopen(method string, params json.RawMessage, replay bool) (any, *Error) {
 	p, err := decode[LoadSessionParams](method, params)
 	if err != nil {
 		return nil, err
@@ -366,28 +375,21 @@ func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	// The replay goes before the response (ACP: the client knows the
-	// history is complete when session/load answers).
-	s.mu.Lock()
-	replay := s.tr.History(s.Entries())
-	s.mu.Unlock()
-	for _, u := range replay {
-		a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
+	if replay {
+		a.send(s, func() []Update { return s.tr.History(s.Entries()) })
 	}
 	return LoadSessionResult{ConfigOptions: a.configOptions(s)}, nil
 }
 
-func (a *Agent) resumeSession(params json.RawMessage) (any, *Error) {
-	const method = "session/resume"
-	p, err := decode[LoadSessionParams](method, params)
-	if err != nil {
-		return nil, err
+// send notifies the client of s's updates, which translate makes under
+// s.mu (the translator and the cost are shared with set_config_option).
+func (a *Agent) send(s *acpSession, translate func() []Update) {
+	s.mu.Lock()
+	ups := translate()
+	s.mu.Unlock()
+	for _, u := range ups {
+		a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
 	}
-	s, err := a.open(method, p)
-	if err != nil {
-		return nil, err
-	}
-	return LoadSessionResult{ConfigOptions: a.configOptions(s)}, nil
 }
 
 func (a *Agent) listSessions(params json.RawMessage) (any, *Error) {
@@ -492,14 +494,7 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 	if err != nil {
 		return nil, nil, err
 	}
-	sink := func(ev agent.Event) {
-		s.mu.Lock()
-		ups := s.tr.Event(ev)
-		s.mu.Unlock()
-		for _, u := range ups {
-			a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
-		}
-	}
+	sink := func(ev agent.Event) { a.send(s, func() []Update { return s.tr.Event(ev) }) }
 	turn, serr := s.PromptParts(a.ctx, text, images, sink)
 	if serr != nil {
 		return nil, nil, fail(method, serr)
@@ -508,13 +503,13 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 		<-turn.Done()
 		res := turn.Result()
 		if res.CostUSD != nil {
-			s.mu.Lock()
-			s.cost += *res.CostUSD
-			u, ok := s.tr.Cost(&s.cost)
-			s.mu.Unlock()
-			if ok {
-				a.conn.notify("session/update", Notification{SessionID: s.ID(), Update: u})
-			}
+			a.send(s, func() []Update {
+				s.cost += *res.CostUSD
+				if u, ok := s.tr.Cost(&s.cost); ok {
+					return []Update{u}
+				}
+				return nil
+			})
 		}
 		switch {
 		case res.Aborted:

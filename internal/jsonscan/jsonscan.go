@@ -28,12 +28,18 @@ func Object(data []byte, fields []string, want []Member) bool {
 	for i := range want {
 		want[i].Val = nil
 	}
-	end, ok := scanMembers(data, SkipSpace(data, 0), fields, want)
+	if want == nil {
+		want = []Member{} // recorded (none wanted): keys are still checked against fields
+	}
+	end, ok := object(data, SkipSpace(data, 0), 0, fields, want)
 	return ok && SkipSpace(data, end) == len(data)
 }
 
-// scanMembers scans the object at data[i:] and returns its end.
-func scanMembers(data []byte, i int, fields []string, want []Member) (int, bool) {
+// object scans the object at data[i:], depth levels deep, and returns its
+// end. With want (Object's top level) each member goes through keep, and a
+// key with escapes refuses the object; without, members are only checked.
+func object(data []byte, i, depth int, fields []string, want []Member) (int, bool) {
+	record := want != nil
 	if i >= len(data) || data[i] != '{' {
 		return 0, false
 	}
@@ -46,7 +52,7 @@ func scanMembers(data []byte, i int, fields []string, want []Member) (int, bool)
 			return 0, false
 		}
 		end, plain, ok := scanString(data, i)
-		if !ok || !plain {
+		if !ok || record && !plain {
 			return 0, false
 		}
 		key := data[i+1 : end-1]
@@ -55,8 +61,8 @@ func scanMembers(data []byte, i int, fields []string, want []Member) (int, bool)
 			return 0, false
 		}
 		i = SkipSpace(data, i+1)
-		vend, ok := value(data, i, 1)
-		if !ok || !keep(key, data[i:vend], fields, want) {
+		vend, ok := value(data, i, depth+1)
+		if !ok || record && !keep(key, data[i:vend], fields, want) {
 			return 0, false
 		}
 		i = SkipSpace(data, vend)
@@ -140,37 +146,7 @@ func value(data []byte, i, depth int) (int, bool) {
 		end, _, ok := scanString(data, i)
 		return end, ok
 	case c == '{':
-		i = SkipSpace(data, i+1)
-		if i < len(data) && data[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return 0, false
-			}
-			end, _, ok := scanString(data, i)
-			if !ok {
-				return 0, false
-			}
-			i = SkipSpace(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return 0, false
-			}
-			if i, ok = value(data, SkipSpace(data, i+1), depth+1); !ok {
-				return 0, false
-			}
-			i = SkipSpace(data, i)
-			if i >= len(data) {
-				return 0, false
-			}
-			if data[i] == '}' {
-				return i + 1, true
-			}
-			if data[i] != ',' {
-				return 0, false
-			}
-			i = SkipSpace(data, i+1)
-		}
+		return object(data, i, depth, nil, nil)
 	case c == '[':
 		i = SkipSpace(data, i+1)
 		if i < len(data) && data[i] == ']' {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/e-agent/e/internal/store"
 )
@@ -71,10 +72,13 @@ func BenchmarkList(b *testing.B) {
 					b.Fatalf("List: %d sessions, %v", len(s), err)
 				}
 			}
+			var cpu0 time.Duration
 			perSession := func(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/session")
+				b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 			}
 			b.Run("cold", func(b *testing.B) {
+				cpu0 = cpuTime()
 				for b.Loop() {
 					os.Remove(filepath.Join(dir, ".list-cache.json"))
 					list(b)
@@ -83,12 +87,14 @@ func BenchmarkList(b *testing.B) {
 			})
 			b.Run("cached", func(b *testing.B) {
 				list(b)
+				cpu0 = cpuTime()
 				for b.Loop() {
 					list(b)
 				}
 				perSession(b)
 			})
 			b.Run("floor", func(b *testing.B) {
+				cpu0 = cpuTime()
 				for b.Loop() {
 					des, _ := os.ReadDir(dir)
 					for _, de := range des {
@@ -110,10 +116,13 @@ func BenchmarkResume(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			path := writeLog(b, b.TempDir(), "/work/bench", n)
+			var cpu0 time.Duration
 			perEntry := func(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+				b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 			}
 			b.Run("OpenWritable", func(b *testing.B) {
+				cpu0 = cpuTime()
 				for b.Loop() {
 					l, _, es, err := store.OpenWritable(path)
 					if err != nil || len(es) != n {
@@ -124,6 +133,7 @@ func BenchmarkResume(b *testing.B) {
 				perEntry(b)
 			})
 			b.Run("ReadOnly", func(b *testing.B) {
+				cpu0 = cpuTime()
 				for b.Loop() {
 					_, es, err := store.ReadOnly(path)
 					if err != nil || len(es) != n {
@@ -145,6 +155,7 @@ func BenchmarkResume(b *testing.B) {
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-heap")
 			})
 			b.Run("floor", func(b *testing.B) {
+				cpu0 = cpuTime()
 				for b.Loop() {
 					data, err := os.ReadFile(path)
 					if err != nil || bytes.Count(data, []byte{'\n'}) != n+1 {
