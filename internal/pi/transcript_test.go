@@ -52,7 +52,10 @@ func newRig(t *testing.T, args []string, files map[string]string) *rig {
 	env := Env{Stdin: inR, Stdout: outW, Stderr: &syncWriter{w: r.stderr}, Cwd: filepath.Join(dir, "work"),
 		Home: filepath.Join(dir, "e-home"), Getenv: func(k string) string { return vars[k] }, Version: "test"}
 	go func() {
-		r.code <- Main(args, env)
+		code := Main(args, env)
+		// A command sent after e exited fails at once instead of blocking.
+		inR.CloseWithError(fmt.Errorf("e exited with status %d; stderr:\n%s", code, r.stderr))
+		r.code <- code
 		outW.Close()
 	}()
 	readDone := make(chan struct{})
