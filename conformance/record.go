@@ -462,6 +462,11 @@ func (rc *recorder) tape() []map[string]any {
 			out = append(out, e)
 		}
 	}
+	// A cancelled call at the end may go unsent on another run: the
+	// interrupt can come before it.
+	for i := len(out) - 1; i >= 0 && out[i]["hold"] == true; i-- {
+		out[i]["optional"] = true
+	}
 	return out
 }
 
