@@ -165,6 +165,7 @@ func listDir(dir string) ([]Summary, error) {
 	next := atomic.Int64{}
 	for range min(runtime.GOMAXPROCS(0), len(stale)) {
 		wg.Go(func() {
+			var buf []byte
 			for i := next.Add(1) - 1; i < int64(len(stale)); i = next.Add(1) - 1 {
 				f := &files[stale[i]]
 				path := filepath.Join(dir, f.name)
@@ -175,7 +176,7 @@ func listDir(dir string) ([]Summary, error) {
 					}
 					f.fi = fi
 				}
-				f.c = summarize(path, f.fi.Size())
+				f.c = summarize(path, f.fi.Size(), &buf)
 				f.c.Size, f.c.MtimeNS = f.fi.Size(), f.fi.ModTime().UnixNano()
 			}
 		})
@@ -205,9 +206,10 @@ func isLogName(name string) bool {
 	return ok && validID(stem)
 }
 
-// summarize returns the summary of the log at path, of size bytes.
-func summarize(path string, size int64) cached {
-	if c, ok := summarizeTail(path, size); ok {
+// summarize returns the summary of the log at path, of size bytes, using
+// buf as summarizeTail does.
+func summarize(path string, size int64, buf *[]byte) cached {
+	if c, ok := summarizeTail(path, size, buf); ok {
 		return c
 	}
 	r, err := Read(path)

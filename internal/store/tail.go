@@ -92,14 +92,19 @@ const headTail = 64 << 10
 // listed (what is appended since is for the next listing), from its
 // header and its last entry's branch member, and the one or two lines that member points at;
 // false when the log has no such member (written before e kept it, or by
-// a writer that branched), which the caller then reads whole.
-func summarizeTail(path string, size int64) (cached, bool) {
+// a writer that branched), which the caller then reads whole. buf is
+// reused from one log to the next; nothing returned points into it.
+func summarizeTail(path string, size int64, buf *[]byte) (cached, bool) {
 	f, err := openRead(path)
 	if err != nil {
 		return cached{}, false
 	}
 	defer f.Close()
-	head := make([]byte, min(size, 2*headTail))
+	n := int(min(size, 2*headTail))
+	if cap(*buf) < n {
+		*buf = make([]byte, 2*headTail)
+	}
+	head := (*buf)[:n]
 	if _, err := f.ReadAt(head, 0); err != nil {
 		return cached{}, false
 	}

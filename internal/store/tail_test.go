@@ -53,7 +53,7 @@ func TestSummarizeTail(t *testing.T) {
 				f.WriteString(tt.after)
 				f.Close()
 			}
-			got, ok := summarizeTail(l.Path(), size(t, l.Path()))
+			got, ok := summarizeTail(l.Path(), size(t, l.Path()), new([]byte))
 			hand := tt.after != "" && !strings.HasPrefix(tt.after, "\n") && strings.HasSuffix(tt.after, "}")
 			if ok == hand {
 				t.Fatalf("summarizeTail ok = %v", ok)
@@ -70,7 +70,7 @@ func TestSummarizeTail(t *testing.T) {
 					t.Errorf("tail summary (-whole +tail):\n%s", diff)
 				}
 			}
-			if diff := cmp.Diff(want, summarize(l.Path(), size(t, l.Path())), cmp.AllowUnexported(cached{})); diff != "" {
+			if diff := cmp.Diff(want, summarize(l.Path(), size(t, l.Path()), new([]byte)), cmp.AllowUnexported(cached{})); diff != "" {
 				t.Errorf("summarize (-whole +got):\n%s", diff)
 			}
 		})
@@ -93,7 +93,7 @@ func TestSummaryAcrossResume(t *testing.T) {
 	}
 	l.Append(Entry{Type: TypeMessage, Message: textMsg("user", "two")})
 	l.Close()
-	if got, ok := summarizeTail(path, size(t, path)); !ok || got.Messages != 2 || got.Turns != 2 || got.Title != "T" {
+	if got, ok := summarizeTail(path, size(t, path), new([]byte)); !ok || got.Messages != 2 || got.Turns != 2 || got.Title != "T" {
 		t.Errorf("after resume: %+v, %v", got, ok)
 	}
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -105,10 +105,10 @@ func TestSummaryAcrossResume(t *testing.T) {
 	}
 	l.Append(Entry{Type: TypeMessage, Message: textMsg("user", "three")})
 	l.Close()
-	if _, ok := summarizeTail(path, size(t, path)); ok {
+	if _, ok := summarizeTail(path, size(t, path), new([]byte)); ok {
 		t.Error("a summary after an entry without one")
 	}
-	if got := summarize(path, size(t, path)); got.Messages != 4 || got.Turns != 4 {
+	if got := summarize(path, size(t, path), new([]byte)); got.Messages != 4 || got.Turns != 4 {
 		t.Errorf("whole read: %+v", got)
 	}
 }
