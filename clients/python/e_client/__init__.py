@@ -323,8 +323,9 @@ class Session:
     def compact(self, focus: Optional[str] = None) -> protocol.SessionCompactResult:
         return self.client.call("session.compact", {"session": self.id, "focus": focus})
 
-    def fork(self) -> "Session":
-        result = self.client.call("session.fork", {"session": self.id})
+    def fork(self, at: Optional[str] = None) -> "Session":
+        """A new session with this one's history, or its history up to entry at."""
+        result = self.client.call("session.fork", {"session": self.id, "at": at})
         return Session(self.client, result["session"], result)
 
     def close(self) -> None:
