@@ -181,8 +181,9 @@ func ParseFlags(args []string) (Flags, error) {
 		return fail("--provider requires --model")
 	case f.Continue && f.Session != "":
 		return fail("--continue and --session cannot be combined")
-	case f.NoSession && (f.Continue || f.Session != ""):
-		return fail("--no-session cannot be combined with --continue or --session")
+	case f.NoSession:
+		// pi 1.6.0 starts an empty in-memory session and ignores both.
+		f.Continue, f.Session = false, ""
 	}
 	for _, m := range f.Messages {
 		if strings.HasPrefix(m, "@") {

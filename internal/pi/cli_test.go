@@ -36,7 +36,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad level", args: []string{"--mode", "rpc", "--thinking", "lots"}, err: `--thinking: "lots"`},
 		{name: "missing value", args: []string{"--mode", "rpc", "--model"}, err: "--model needs a value"},
 		{name: "file arg", args: []string{"--mode", "json", "@x.txt"}, err: "@file arguments"},
-		{name: "continue and no-session", args: []string{"--mode", "rpc", "-c", "--no-session"}, err: "--no-session cannot"},
+		// pi 1.6.0 (checked): --no-session wins, an empty in-memory session.
+		{name: "no-session ignores continue and session", args: []string{"--mode", "rpc", "--no-session", "--session", "x.jsonl"},
+			want: Flags{Mode: "rpc", NoSession: true}},
+		{name: "no-session ignores continue", args: []string{"--mode", "rpc", "-c", "--no-session"},
+			want: Flags{Mode: "rpc", NoSession: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

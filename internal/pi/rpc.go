@@ -1042,12 +1042,13 @@ func (fr *front) piModel(info model.Info) map[string]any {
 }
 
 func (fr *front) getState(*command) (any, error) {
+	messages := len(fr.contextMessages()) // pi's: the agent's messages, bash commands included
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
 	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
 		"isCompacting": fr.compacting, "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
-		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": in.Messages,
+		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": messages,
 		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
 	if in.Path != "" {
 		st["sessionFile"] = in.Path

@@ -56,7 +56,7 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 			page.Prompts++
 		}
 		for _, p := range it.Parts {
-			if p.Tool != nil {
+			if p.Tool != nil && it.Role != "shell" { // a user's command is no tool call of the model's
 				page.Tools++
 				if p.Tool.Failed {
 					page.Failures++
@@ -208,6 +208,8 @@ func (x exporter) item(e Entry) (item, bool) {
 		it.Kind, it.Note = "interrupted", "turn interrupted"
 	case TypeError:
 		it.Kind, it.Note = "error", Redact(e.Error)
+	case TypeShell:
+		return shellItem(e), e.Shell != nil
 	default:
 		it.Kind, it.Note = "note", "entry "+e.Type
 	}
@@ -309,6 +311,36 @@ func (x exporter) tool(name string, args json.RawMessage, id string) *toolView {
 	}
 	v.Lines, v.Long = fold(r.text)
 	return v
+}
+
+// shellItem shows a user's shell command (session.shell, pi's bash) as a
+// call of its own: the command highlighted, how it ended, its output.
+func shellItem(e Entry) item {
+	r := e.Shell
+	args, _ := json.Marshal(map[string]string{"command": Redact(r.Command)})
+	v := &toolView{Name: "shell", Args: formatArgs("bash", args), Have: true, Result: Redact(r.Output)}
+	var ended string
+	switch {
+	case r.Cancelled:
+		v.Outcome = "interrupted"
+	case r.TimedOut:
+		v.Outcome, v.Failed, ended = "failed", true, "timed out"
+	case r.ExitCode == nil:
+		v.Outcome, v.Failed, ended = "failed", true, "killed"
+	case *r.ExitCode != 0:
+		v.Outcome, v.Failed, ended = "failed", true, fmt.Sprintf("exit status %d", *r.ExitCode)
+	default:
+		v.Outcome = "completed"
+	}
+	v.Lines, v.Long = fold(v.Result)
+	it := item{Kind: "message", Role: "shell", Time: e.Time, Parts: []part{{Type: "tool", Tool: v}}}
+	if ended != "" {
+		it.Parts = append(it.Parts, part{Type: "other", Text: ended})
+	}
+	if r.Exclude {
+		it.Parts = append(it.Parts, part{Type: "other", Text: "kept out of the model's context"})
+	}
+	return it
 }
 
 func orphan(text string, failed bool) *toolView {

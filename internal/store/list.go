@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/jsonscan"
 )
 
@@ -222,10 +224,7 @@ func summarize(path string, size int64, buf *[]byte) cached {
 }
 
 func writeCache(dir string, c *listCache) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return
-	}
+	b := c.appendJSON(nil)
 	f, err := os.CreateTemp(dir, cacheName+".*")
 	if err != nil {
 		return
@@ -240,6 +239,37 @@ func writeCache(dir string, c *listCache) {
 	if err != nil {
 		os.Remove(f.Name())
 	}
+}
+
+// appendJSON appends c as JSON without reflection: a cold listing of
+// thousands of logs writes a summary of each.
+func (c *listCache) appendJSON(dst []byte) []byte {
+	dst = slices.Grow(dst, 160*len(c.Files)) // about a summary's size
+	dst = strconv.AppendInt(append(dst, `{"version":`...), int64(c.Version), 10)
+	dst = append(dst, `,"files":{`...)
+	first := true
+	for name, f := range c.Files {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(jsonenc.AppendString(dst, name), `:{"size":`...)
+		dst = strconv.AppendInt(dst, f.Size, 10)
+		dst = strconv.AppendInt(append(dst, `,"mtime_ns":`...), f.MtimeNS, 10)
+		if f.Invalid {
+			dst = append(dst, `,"invalid":true`...)
+		}
+		if f.Title != "" {
+			dst = jsonenc.AppendString(append(dst, `,"title":`...), f.Title)
+		}
+		if f.Name != "" {
+			dst = jsonenc.AppendString(append(dst, `,"name":`...), f.Name)
+		}
+		dst = strconv.AppendInt(append(dst, `,"messages":`...), int64(f.Messages), 10)
+		dst = strconv.AppendInt(append(dst, `,"turns":`...), int64(f.Turns), 10)
+		dst = append(jsonenc.AppendString(append(dst, `,"cwd":`...), f.Cwd), '}')
+	}
+	return append(dst, "}}"...)
 }
 
 // Count returns the number of message entries in branch and the number of

@@ -96,6 +96,8 @@ func TestExportSample(t *testing.T) {
 		{"settings marker", `model openai/gpt-5.5, effort low from here`},
 		{"compaction marker with summary", `earlier conversation compacted \(5200 tokens before\)[^<]*<time[^>]*>[^<]*</time>\s*<details><summary>summary</summary><div class="md"><p>The user asked to fix <code>calc.py</code>`},
 		{"error where it happened", `<div class="error" role="alert"><b>error</b> <time datetime="2026-12-01T09:00:24Z">09:00:24</time><pre>model: openai: HTTP 429`},
+		{"a user's shell command, highlighted, escaped, how it ended", `<section class="msg shell">[\s\S]*?<span class="name">shell</span><span class="badge failed">failed</span></div><pre class="chroma"><code><span class="line"><span class="cl">git status[\s\S]*?&lt;</span>test[\s\S]*?<div class="result"><pre>M calc.py`},
+		{"its exit status and context", `\[exit status 2\]</div>\s*<div class="meta">\[kept out of the model&#39;s context\]`},
 	}
 	rest := page
 	for _, o := range order {
@@ -111,8 +113,8 @@ func TestExportSample(t *testing.T) {
 			t.Errorf("page has %q", bad)
 		}
 	}
-	if n := strings.Count(page, `<div class="call`); n != 5 {
-		t.Errorf("%d tool blocks, want 5 (each call with its result, no result alone)", n)
+	if n := strings.Count(page, `<div class="call`); n != 6 {
+		t.Errorf("%d tool blocks, want 6 (each call with its result, no result alone, and the shell command)", n)
 	}
 	if t.Failed() {
 		t.Logf("page:\n%s", page)

@@ -120,3 +120,22 @@ func size(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// The listing cache written by hand reads back as encoding/json wrote it.
+func TestListCacheJSON(t *testing.T) {
+	c := listCache{Version: 1, Files: map[string]cached{
+		"a.jsonl": {Size: 10, MtimeNS: -5, Title: "t <&> \u2028 \xff", Name: "n", Messages: 3, Turns: 1, Cwd: "/w"},
+		"b.jsonl": {Size: 1, Invalid: true},
+	}}
+	for _, c := range []listCache{c, {Version: 1, Files: map[string]cached{}}} {
+		var got, want listCache
+		if err := json.Unmarshal(c.appendJSON(nil), &got); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(c)
+		json.Unmarshal(b, &want)
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(cached{})); diff != "" {
+			t.Errorf("(-encoding/json +appendJSON):\n%s", diff)
+		}
+	}
+}

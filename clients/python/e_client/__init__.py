@@ -265,7 +265,8 @@ class Client:
 
 
 class Turn:
-    """A running session.prompt: iterate for its events, then result()."""
+    """A running session.prompt or session.shell: iterate for its events, then result()
+    (the turn result, or for a shell command how it ended)."""
 
     def __init__(self, call: _Call):
         self._call = call
@@ -277,10 +278,10 @@ class Turn:
                 return
             yield ev
 
-    def result(self, timeout: Optional[float] = None) -> protocol.Result:
-        """The turn result; raises RPCError when the request failed."""
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The response's result; raises RPCError when the request failed."""
         if not self._call.done.wait(timeout):
-            raise TimeoutError("session.prompt: no response yet")
+            raise TimeoutError(f"{self._call.method}: no response yet")
         if self._call.error is not None:
             raise self._call.error
         return self._call.result
@@ -297,6 +298,16 @@ class Session:
     def prompt(self, text: str, images: Optional[list[str]] = None) -> Turn:
         """Starts a turn; iterate the Turn for its events."""
         return Turn(self.client.start("session.prompt", {"session": self.id, "prompt": text, "images": images}))
+
+    def shell(self, command: str, exclude: Optional[bool] = None, timeout_ms: Optional[int] = None) -> Turn:
+        """Runs a shell command of the user's into the session's context (M18). Iterate the
+        Turn for shell_output events; result() is a SessionShellResult. exclude keeps it in
+        the log but out of the model's context."""
+        return Turn(
+            self.client.start(
+                "session.shell", {"session": self.id, "command": command, "exclude": exclude, "timeout_ms": timeout_ms}
+            )
+        )
 
     def run(self, text: str) -> protocol.Result:
         """Runs a turn to its end and returns its result."""

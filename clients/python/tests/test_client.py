@@ -147,6 +147,19 @@ class ClientTest(EnvMixin, unittest.TestCase):
 
 
 class ReadmeTest(EnvMixin, unittest.TestCase):
+    def test_shell_then_fork_at_its_entry(self) -> None:  # M18, M19
+        e = self.client()
+        s = e.create_session()
+        turn = s.shell("echo hi; exit 3")
+        self.assertEqual("".join(ev["delta"] for ev in turn if ev["type"] == "shell_output"), "hi\n")
+        shell = turn.result()
+        self.assertEqual((shell["output"], shell["exit_code"], shell["cancelled"]), ("hi\n", 3, False))
+        self.assertEqual(s.run("/text after")["final_output"], "after")
+        fork = s.fork(at=shell["entry"])
+        entries = e.call("session.entries", {"session": fork.id})
+        self.assertEqual([x["id"] for x in entries["entries"]], [shell["entry"]])
+        self.assertEqual(entries["entries"][0]["shell"]["command"], "echo hi; exit 3")
+
     def test_readme_example_runs_as_written(self) -> None:
         readme = (HERE / "README.md").read_text()
         example = re.search(r"```python\n(.*?)```", readme, re.S).group(1)

@@ -15,6 +15,8 @@ import type {
   Result,
   SessionCreateParams,
   SessionCreateResult,
+  SessionSetParams,
+  SessionShellResult,
 } from "./protocol.js";
 
 export type * from "./protocol.js";
@@ -187,15 +189,19 @@ function dropUndefined(o: object): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
 
-/** A running session.prompt: iterate it for its events, await result() for the turn result. */
-export class Turn implements AsyncIterable<Event> {
+/**
+ * A running request that streams events: session.prompt (its result is the turn result) or
+ * session.shell (its result says how the command ended). Iterate it for its events, await
+ * result() for the response.
+ */
+export class Turn<R = Result> implements AsyncIterable<Event> {
   private queue: Event[] = [];
   private wake: (() => void) | undefined;
   private finished = false;
-  private readonly response: Promise<Result>;
+  private readonly response: Promise<R>;
 
-  constructor(client: Client, session: string, prompt: string, images?: string[]) {
-    this.response = client.call("session.prompt", { session, prompt, images }, (e) => {
+  constructor(start: (onEvent: (e: Event) => void) => Promise<R>) {
+    this.response = start((e) => {
       this.queue.push(e);
       this.wake?.();
     });
@@ -219,8 +225,8 @@ export class Turn implements AsyncIterable<Event> {
     }
   }
 
-  /** The turn result; rejects with RPCError when the request failed. */
-  result(): Promise<Result> {
+  /** The response's result; rejects with RPCError when the request failed. */
+  result(): Promise<R> {
     return this.response;
   }
 }
@@ -234,7 +240,15 @@ export class Session {
   ) {}
 
   prompt(text: string, images?: string[]): Turn {
-    return new Turn(this.client, this.id, text, images);
+    return new Turn((onEvent) => this.client.call("session.prompt", { session: this.id, prompt: text, images }, onEvent));
+  }
+
+  /**
+   * Runs a shell command of the user's into the session's context (M18): its output streams as
+   * shell_output events; exclude keeps it in the log but out of the model's context.
+   */
+  shell(command: string, opts: { exclude?: boolean; timeout_ms?: number } = {}): Turn<SessionShellResult> {
+    return new Turn((onEvent) => this.client.call("session.shell", { session: this.id, command, ...opts }, onEvent));
   }
 
   async run(text: string): Promise<Result> {
@@ -257,6 +271,20 @@ export class Session {
 
   messages() {
     return this.client.call("session.messages", { session: this.id });
+  }
+
+  set(params: Omit<SessionSetParams, "session">) {
+    return this.client.call("session.set", { ...params, session: this.id });
+  }
+
+  compact(focus?: string) {
+    return this.client.call("session.compact", { session: this.id, focus });
+  }
+
+  /** A new session with this one's history, or its history up to entry at (M19). */
+  async fork(at?: string): Promise<Session> {
+    const info = await this.client.call("session.fork", { session: this.id, at });
+    return new Session(this.client, info.session);
   }
 
   close() {

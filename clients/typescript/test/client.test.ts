@@ -80,6 +80,25 @@ test("steer and interrupt", async () => {
   await e.close();
 });
 
+test("shell, set, compact, then fork at the shell's entry (M18, M19)", async () => {
+  const e = client();
+  const s = await e.createSession();
+  const turn = s.shell("echo hi; exit 3");
+  let out = "";
+  for await (const ev of turn) if (ev.type === "shell_output") out += ev.delta;
+  assert.equal(out, "hi\n");
+  const shell = await turn.result();
+  assert.equal(shell.exit_code, 3);
+  assert.equal(shell.cancelled, false);
+  assert.equal((await s.set({ effort: "high" })).effort, "high");
+  assert.equal((await s.run("/text after")).final_output, "after");
+  await s.compact("the shell command");
+  const fork = await s.fork(shell.entry);
+  const { entries } = await e.call("session.entries", { session: fork.id });
+  assert.deepEqual(entries.map((x) => (x as { id: string }).id), [shell.entry]);
+  await e.close();
+});
+
 test("asks go to the callback", async () => {
   const asked: string[] = [];
   const e = client({ onAsk: (ask) => { asked.push(ask.method); return { decision: "allow" }; } });
