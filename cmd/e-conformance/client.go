@@ -90,29 +90,11 @@ func clientCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}()
 	}
 	wg.Wait()
-	if *jsonOut {
-		if err := conformance.WriteJSON(stdout, results); err != nil {
-			fmt.Fprintln(stderr, "e-conformance client:", err)
-			return 2
-		}
+	if !writeReports("e-conformance client", results, stdout, stderr, *jsonOut, "", *junit) {
+		return 2
 	}
-	if *junit != "" {
-		if err := writeReport(*junit, results, conformance.WriteJUnit); err != nil {
-			fmt.Fprintln(stderr, "e-conformance client:", err)
-			return 2
-		}
-	}
-	counts := map[conformance.Verdict]int{}
-	status := 0
-	for _, r := range results {
-		counts[r.Verdict]++
-		switch r.Verdict {
-		case conformance.Fail:
-			status = max(status, 1)
-		case conformance.Error:
-			status = 2
-		}
-	}
+	t := tally(results, nil, "", stderr)
+	counts, status := t.counts, t.status
 	fmt.Fprintf(stderr, "e-conformance client: %d scenarios: %d passed, %d failed, %d errors\n",
 		len(results), counts[conformance.Pass], counts[conformance.Fail], counts[conformance.Error])
 	return status

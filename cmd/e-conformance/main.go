@@ -170,41 +170,11 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	wg.Wait()
 	prog.clear()
 
-	if *jsonOut {
-		if err := conformance.WriteJSON(stdout, results); err != nil {
-			fmt.Fprintln(stderr, "e-conformance:", err)
-			return 2
-		}
+	if !writeReports("e-conformance", results, stdout, stderr, *jsonOut, *htmlOut, *junit) {
+		return 2
 	}
-	if *htmlOut != "" {
-		if err := writeReport(*htmlOut, results, conformance.WriteHTML); err != nil {
-			fmt.Fprintln(stderr, "e-conformance:", err)
-			return 2
-		}
-	}
-	if *junit != "" {
-		if err := writeReport(*junit, results, conformance.WriteJUnit); err != nil {
-			fmt.Fprintln(stderr, "e-conformance:", err)
-			return 2
-		}
-	}
-	counts := map[conformance.Verdict]int{}
-	status, unexpectedPass, expectedFail := 0, 0, 0
-	for _, r := range results {
-		counts[r.Verdict]++
-		switch {
-		case knownFailing[r.ID] && r.Verdict == conformance.Pass:
-			unexpectedPass++
-			fmt.Fprintf(stderr, "e-conformance: %s is listed in %s but passes: remove it from the list\n", r.ID, *known)
-			status = max(status, 1)
-		case knownFailing[r.ID] && r.Verdict == conformance.Fail:
-			expectedFail++
-		case r.Verdict == conformance.Fail:
-			status = max(status, 1)
-		case r.Verdict == conformance.Error:
-			status = 2
-		}
-	}
+	t := tally(results, knownFailing, *known, stderr)
+	counts, status, unexpectedPass, expectedFail := t.counts, t.status, t.unexpectedPass, t.expectedFail
 	fmt.Fprintf(stderr, "e-conformance: %d cases: %d passed, %d failed (%d known), %d errors, %d skipped",
 		len(results), counts[conformance.Pass], counts[conformance.Fail], expectedFail, counts[conformance.Error], counts[conformance.Skip])
 	if unexpectedPass > 0 {
@@ -352,6 +322,56 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeReports writes the reports a run asked for: JSON on stdout, an
+// HTML page, a JUnit file. It says on stderr what failed, prefixed with
+// name, and returns false then.
+func writeReports(name string, results []*conformance.Result, stdout, stderr io.Writer, jsonOut bool, htmlPath, junitPath string) bool {
+	var err error
+	if jsonOut {
+		err = conformance.WriteJSON(stdout, results)
+	}
+	if err == nil && htmlPath != "" {
+		err = writeReport(htmlPath, results, conformance.WriteHTML)
+	}
+	if err == nil && junitPath != "" {
+		err = writeReport(junitPath, results, conformance.WriteJUnit)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return false
+	}
+	return true
+}
+
+// counted is the tally of a run's verdicts and the exit status they make.
+type counted struct {
+	counts                       map[conformance.Verdict]int
+	status                       int // 0 all passed, 1 a failure, 2 an error
+	unexpectedPass, expectedFail int // cases of the known-failing list
+}
+
+// tally counts the verdicts; a case of known (the list in file knownFile)
+// must fail, and one that passes is reported on stderr and fails the run.
+func tally(results []*conformance.Result, known map[string]bool, knownFile string, stderr io.Writer) counted {
+	t := counted{counts: map[conformance.Verdict]int{}}
+	for _, r := range results {
+		t.counts[r.Verdict]++
+		switch {
+		case known[r.ID] && r.Verdict == conformance.Pass:
+			t.unexpectedPass++
+			fmt.Fprintf(stderr, "e-conformance: %s is listed in %s but passes: remove it from the list\n", r.ID, knownFile)
+			t.status = max(t.status, 1)
+		case known[r.ID] && r.Verdict == conformance.Fail:
+			t.expectedFail++
+		case r.Verdict == conformance.Fail:
+			t.status = max(t.status, 1)
+		case r.Verdict == conformance.Error:
+			t.status = 2
+		}
+	}
+	return t
 }
 
 func writeReport(path string, results []*conformance.Result, write func(io.Writer, []*conformance.Result) error) error {
