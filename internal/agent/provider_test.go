@@ -82,26 +82,37 @@ func providerSession(t *testing.T, srv *httptest.Server, window int) *Session {
 	return testSession(t, eng, func(o *Options) { o.Model, o.Effort, o.Tools = "local/m", "", nil })
 }
 
-// A provider's retry-after decides the wait; the retry recovers.
+// A provider's retry-after decides the wait, 0 meaning at once (U2); the
+// retry recovers.
 func TestRetryAfter(t *testing.T) {
-	srv := chatServer(t,
-		reply{status: 429, header: map[string]string{"retry-after-ms": "7"}},
-		reply{text: "hi"})
-	s := providerSession(t, srv, 0)
-	res, rec := prompt(t, s, "hello")
-	want := []Retry{{Attempt: 2, DelayMS: 7, Reason: "model: local: HTTP 429: scripted failure"}}
-	if diff := cmp.Diff(want, ofType[Retry](rec)); diff != "" {
-		t.Errorf("retry (-want +got):\n%s", diff)
+	tests := []struct {
+		name    string
+		header  map[string]string
+		delayMS int64
+	}{
+		{name: "milliseconds", header: map[string]string{"retry-after-ms": "7"}, delayMS: 7},
+		{name: "zero seconds", header: map[string]string{"retry-after": "0"}, delayMS: 0},
 	}
-	if diff := cmp.Diff([]Recovered{{Attempts: 2}}, ofType[Recovered](rec)); diff != "" {
-		t.Errorf("recovered (-want +got):\n%s", diff)
-	}
-	if res.Error != nil || res.FinalOutput != "hi" {
-		t.Errorf("error %v, final %q; want hi", res.Error, res.FinalOutput)
-	}
-	wantUsage := NewUsage(model.Usage{Input: 10, Output: 2})
-	if res.Usage != wantUsage {
-		t.Errorf("usage %+v, want only the successful attempt's %+v", res.Usage, wantUsage)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := chatServer(t, reply{status: 429, header: tt.header}, reply{text: "hi"})
+			s := providerSession(t, srv, 0)
+			res, rec := prompt(t, s, "hello")
+			want := []Retry{{Attempt: 2, DelayMS: tt.delayMS, Reason: "model: local: HTTP 429: scripted failure"}}
+			if diff := cmp.Diff(want, ofType[Retry](rec)); diff != "" {
+				t.Errorf("retry (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]Recovered{{Attempts: 2}}, ofType[Recovered](rec)); diff != "" {
+				t.Errorf("recovered (-want +got):\n%s", diff)
+			}
+			if res.Error != nil || res.FinalOutput != "hi" {
+				t.Errorf("error %v, final %q; want hi", res.Error, res.FinalOutput)
+			}
+			wantUsage := NewUsage(model.Usage{Input: 10, Output: 2})
+			if res.Usage != wantUsage {
+				t.Errorf("usage %+v, want only the successful attempt's %+v", res.Usage, wantUsage)
+			}
+		})
 	}
 }
 

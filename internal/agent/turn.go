@@ -453,7 +453,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			t.emit(Discarded{Reason: "retry", Text: p})
 		}
 		delay := model.Backoff(attempt+1, me)
-		if me.RetryAfter == 0 && t.s.eng.RetryBase > 0 {
+		if !me.RetryAfterGiven && t.s.eng.RetryBase > 0 {
 			delay = t.s.eng.RetryBase << attempt
 		}
 		t.emit(Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()})

@@ -218,7 +218,7 @@ func (c *call) statusErr(resp *http.Response) *Error {
 	}
 	e := c.fail("request", retryableStatus(resp.StatusCode, kind), kind, msg, nil)
 	e.Status = resp.StatusCode
-	e.RetryAfter = retryAfter(resp.Header)
+	e.RetryAfter, e.RetryAfterGiven = retryAfter(resp.Header)
 	e.Body = c.diagnostic(raw)
 	return e
 }
@@ -315,29 +315,29 @@ func (o errorObject) kind() string {
 	return ""
 }
 
-// retryAfter reads retry-after-ms, then retry-after (seconds or HTTP date).
-func retryAfter(h http.Header) time.Duration {
+// retryAfter reads retry-after-ms, then retry-after (seconds or HTTP
+// date), and says whether either gave a wait: 0 and a date in the past
+// mean at once; a negative or unreadable value is no wait given.
+func retryAfter(h http.Header) (time.Duration, bool) {
 	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
 		}
 	}
 	v := h.Get("retry-after")
 	if v == "" {
-		return 0
+		return 0, false
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
+		if s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
 		}
-		return 0
+		return 0, false
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now()); d > 0 {
-			return d
-		}
+		return max(t.Sub(now()), 0), true
 	}
-	return 0
+	return 0, false
 }
 
 var (

@@ -137,7 +137,7 @@ func TestErrorClassification(t *testing.T) { // U2
 		want      Error
 	}{
 		{api: "chat", file: "429.http", want: Error{Retryable: true, Provider: "openai", Model: "openai/m", Stage: "request",
-			Status: 429, RequestID: "req_chat_429", Type: "requests", RetryAfter: time.Second,
+			Status: 429, RequestID: "req_chat_429", Type: "requests", RetryAfter: time.Second, RetryAfterGiven: true,
 			Message: "Rate limit reached for gpt-4.1 in organization org-x on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms."}},
 		{api: "chat", file: "quota.http", want: Error{Provider: "openai", Model: "openai/m", Stage: "request",
 			Status: 429, RequestID: "req_chat_quota", Type: "insufficient_quota",
@@ -158,10 +158,10 @@ func TestErrorClassification(t *testing.T) { // U2
 			Provider: "openai", Model: "openai/m", Stage: "connect", Type: "stall", Message: "no data from the provider for 20ms"}},
 
 		{api: "responses", file: "429.http", want: Error{Retryable: true, Provider: "openai", Model: "openai/m", Stage: "request",
-			Status: 429, RequestID: "req_resp_429", Type: "tokens", RetryAfter: time.Second,
+			Status: 429, RequestID: "req_resp_429", Type: "tokens", RetryAfter: time.Second, RetryAfterGiven: true,
 			Message: "Rate limit reached for gpt-5.5 on tokens per min (TPM): Limit 30000, Used 30000, Requested 900."}},
 		{api: "responses", file: "503.http", want: Error{Retryable: true, Provider: "openai", Model: "openai/m", Stage: "request",
-			Status: 503, RequestID: "req_resp_503", Type: "server_error", RetryAfter: 250 * time.Millisecond,
+			Status: 503, RequestID: "req_resp_503", Type: "server_error", RetryAfter: 250 * time.Millisecond, RetryAfterGiven: true,
 			Message: "The engine is currently overloaded, please try again later"}},
 		{api: "responses", file: "400.http", want: Error{Provider: "openai", Model: "openai/m", Stage: "request",
 			Status: 400, RequestID: "req_resp_400", Type: "invalid_request_error",
@@ -177,7 +177,7 @@ func TestErrorClassification(t *testing.T) { // U2
 			Provider: "openai", Model: "openai/m", Stage: "stream", Type: "stall", Message: "no data from the provider for 200ms"}},
 
 		{api: "anthropic", file: "429.http", want: Error{Retryable: true, Provider: "anthropic", Model: "anthropic/m", Stage: "request",
-			Status: 429, RequestID: "req_011CAnthropic429", Type: "rate_limit_error", RetryAfter: time.Second,
+			Status: 429, RequestID: "req_011CAnthropic429", Type: "rate_limit_error", RetryAfter: time.Second, RetryAfterGiven: true,
 			Message: "This request would exceed the rate limit for your organization of 50 requests per minute."}},
 		{api: "anthropic", file: "500.http", want: Error{Retryable: true, Provider: "anthropic", Model: "anthropic/m", Stage: "request",
 			Status: 500, RequestID: "req_011CAnthropic500", Type: "api_error", Message: "Internal server error"}},
@@ -277,15 +277,19 @@ func TestRetryAfter(t *testing.T) {
 		name   string
 		header map[string]string
 		want   time.Duration
+		given  bool
 	}{
 		{name: "none", want: 0},
-		{name: "seconds", header: map[string]string{"retry-after": "1"}, want: time.Second},
-		{name: "fractional seconds", header: map[string]string{"retry-after": "1.5"}, want: 1500 * time.Millisecond},
-		{name: "milliseconds first", header: map[string]string{"retry-after-ms": "250", "retry-after": "1"}, want: 250 * time.Millisecond},
-		{name: "http date", header: map[string]string{"retry-after": "Thu, 01 Jan 2026 12:00:30 GMT"}, want: 30 * time.Second},
-		{name: "date in the past", header: map[string]string{"retry-after": "Thu, 01 Jan 2026 11:00:00 GMT"}, want: 0},
+		{name: "seconds", header: map[string]string{"retry-after": "1"}, want: time.Second, given: true},
+		{name: "fractional seconds", header: map[string]string{"retry-after": "1.5"}, want: 1500 * time.Millisecond, given: true},
+		{name: "milliseconds first", header: map[string]string{"retry-after-ms": "250", "retry-after": "1"}, want: 250 * time.Millisecond, given: true},
+		{name: "zero seconds: at once", header: map[string]string{"retry-after": "0"}, want: 0, given: true},
+		{name: "zero milliseconds: at once", header: map[string]string{"retry-after-ms": "0", "retry-after": "5"}, want: 0, given: true},
+		{name: "http date", header: map[string]string{"retry-after": "Thu, 01 Jan 2026 12:00:30 GMT"}, want: 30 * time.Second, given: true},
+		{name: "date in the past: at once", header: map[string]string{"retry-after": "Thu, 01 Jan 2026 11:00:00 GMT"}, want: 0, given: true},
 		{name: "garbage", header: map[string]string{"retry-after": "soon"}, want: 0},
 		{name: "negative", header: map[string]string{"retry-after": "-3"}, want: 0},
+		{name: "negative milliseconds, then seconds", header: map[string]string{"retry-after-ms": "-1", "retry-after": "2"}, want: 2 * time.Second, given: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,8 +297,8 @@ func TestRetryAfter(t *testing.T) {
 			for k, v := range tt.header {
 				h.Set(k, v)
 			}
-			if got := retryAfter(h); got != tt.want {
-				t.Errorf("retryAfter = %v, want %v", got, tt.want)
+			if got, given := retryAfter(h); got != tt.want || given != tt.given {
+				t.Errorf("retryAfter = %v, %v; want %v, %v", got, given, tt.want, tt.given)
 			}
 		})
 	}

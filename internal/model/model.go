@@ -162,10 +162,13 @@ type Error struct {
 	Status     int           // HTTP status, 0 when none
 	RequestID  string        // provider request id, when known
 	Type       string        // provider error type, e.g. "rate_limit_error", "overloaded_error", "stall"
-	RetryAfter time.Duration // from retry-after, 0 when not given
-	Message    string        // human-readable, one line
-	Body       string        // bounded diagnostic text (≤ 4 KiB), secrets redacted
-	Err        error         // underlying error, if any
+	RetryAfter time.Duration // from retry-after; 0 also when not given
+	// RetryAfterGiven says the provider named a wait, which may be 0:
+	// retry at once rather than back off.
+	RetryAfterGiven bool
+	Message         string // human-readable, one line
+	Body            string // bounded diagnostic text (≤ 4 KiB), secrets redacted
+	Err             error  // underlying error, if any
 }
 
 func (e *Error) Error() string {

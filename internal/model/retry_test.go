@@ -24,6 +24,7 @@ func TestBackoff(t *testing.T) {
 		{name: "retry-after honoured", attempt: 3, err: &Error{RetryAfter: time.Second}, want: time.Second},
 		{name: "retry-after wrapped", attempt: 1, err: fmt.Errorf("agent: %w", &Error{RetryAfter: 3 * time.Second}), want: 3 * time.Second},
 		{name: "retry-after capped", attempt: 1, err: &Error{RetryAfter: time.Hour}, want: 60 * time.Second},
+		{name: "retry-after 0: at once", attempt: 3, err: &Error{RetryAfterGiven: true}, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
