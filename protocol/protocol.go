@@ -932,7 +932,9 @@ type SleptEvent struct {
 	// Always "slept".
 	Type string `json:"type"`
 	ID   int64  `json:"id"`
-	MS   int64  `json:"ms"`
+	// the milliseconds the call asked for, which it waited; its content says "slept N ms" with
+	// the same N
+	MS int64 `json:"ms"`
 	// stamped by e rpc: the session the event belongs to (S2)
 	Session SessionID `json:"session,omitzero"`
 	// stamped by e rpc: the id of the request the event serves (S2)

@@ -28,8 +28,11 @@ func runSleep(ctx context.Context, env *Env, a args) Result {
 		defer t.Stop()
 		select {
 		case <-t.C:
+			// The event's ms is the content's: the wait asked for, which
+			// the timer gave (it fires no earlier); not a measurement a
+			// scheduler makes a little longer each time.
 			s := fmt.Sprintf("slept %d ms", ms)
-			return Result{Content: s, Summary: s}
+			return Result{Content: s, Summary: s, Elapsed: time.Duration(ms) * time.Millisecond, timed: true}
 		case <-ctx.Done():
 		}
 	}

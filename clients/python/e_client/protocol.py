@@ -1155,6 +1155,8 @@ class SleptEvent(TypedDict):
 
     id: int
 
+    #: the milliseconds the call asked for, which it waited; its content says "slept N ms" with
+    #: the same N
     ms: int
 
     #: stamped by e rpc: the session the event belongs to (S2)

@@ -1239,6 +1239,10 @@ export type SleepStoppedEventReason = "steer" | "interrupt";
 export interface SleptEvent {
   type: "slept";
   id: number;
+  /**
+   * the milliseconds the call asked for, which it waited; its content says "slept N ms" with
+   * the same N
+   */
   ms: number;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
