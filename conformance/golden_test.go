@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -58,30 +59,48 @@ func TestGolden(t *testing.T) {
 	// Strict: e's own suite holds e to printing nothing its schemas do
 	// not describe; other servers get the additive default.
 	opts := Options{Server: argv, Validator: SchemaValidator{Strict: true}, TimeoutScale: timeoutScale()}
+	// A case spends most of its time waiting (a server's start, delays,
+	// sleeps, held tape entries), so more of them run at once than
+	// -test.parallel (GOMAXPROCS) would let; t.Run may be called from
+	// several goroutines, and returns when its subtest is done.
+	sem := make(chan struct{}, goldenJobs)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, c := range cases {
-		t.Run(c.ID, func(t *testing.T) {
-			t.Parallel()
-			r := Run(context.Background(), c, opts)
-			var b strings.Builder
-			r.Report(&b)
-			if *update && r.Verdict != Skip && r.Verdict != Error {
-				if err := Update(c, r); err != nil {
-					t.Fatalf("update: %v", err)
-				}
-				t.Logf("rewrote %s", c.File)
-				return
-			}
-			switch {
-			case known[c.ID] && r.Verdict == Pass:
-				t.Fatalf("%s passes but is listed in golden/known-failing.txt: remove it", c.ID)
-			case known[c.ID]:
-				t.Logf("known failing:\n%s", b.String())
-			case r.Verdict == Fail || r.Verdict == Error:
-				t.Fatalf("\n%s", b.String())
-			case r.Verdict == Skip:
-				t.Skip(r.Divergence.Message) // e.g. a fixture's interpreter is missing here
-			}
-		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t.Run(c.ID, func(t *testing.T) { goldenCase(t, c, opts, known) })
+		}()
+	}
+}
+
+// goldenJobs is how many golden cases TestGolden runs at once.
+const goldenJobs = 8
+
+// goldenCase runs one case and judges it against known-failing.txt.
+func goldenCase(t *testing.T, c *Case, opts Options, known map[string]bool) {
+	r := Run(context.Background(), c, opts)
+	var b strings.Builder
+	r.Report(&b)
+	if *update && r.Verdict != Skip && r.Verdict != Error {
+		if err := Update(c, r); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		t.Logf("rewrote %s", c.File)
+		return
+	}
+	switch {
+	case known[c.ID] && r.Verdict == Pass:
+		t.Fatalf("%s passes but is listed in golden/known-failing.txt: remove it", c.ID)
+	case known[c.ID]:
+		t.Logf("known failing:\n%s", b.String())
+	case r.Verdict == Fail || r.Verdict == Error:
+		t.Fatalf("\n%s", b.String())
+	case r.Verdict == Skip:
+		t.Skip(r.Divergence.Message) // e.g. a fixture's interpreter is missing here
 	}
 }
 

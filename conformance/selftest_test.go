@@ -51,9 +51,10 @@ func TestSelfTestSample(t *testing.T) {
 	// A plain build of e, as .ci/run's full self-test uses: what is under
 	// test is the proxy and the suite, and a -race server would make every
 	// mutant caught only by a timeout wait three times as long (TestGolden
-	// runs the cases against the -race server).
+	// runs the cases against the -race server). Four at once: most of a
+	// mutant's time is a wait for the timeout that catches it.
 	rep, err := SelfTest(context.Background(), SelfTestOptions{Server: buildServer(t, false), Proxy: proxyPrefix(),
-		Cases: cases, Jobs: 2, TimeoutScale: 1, Mutants: ms})
+		Cases: cases, Jobs: 4, TimeoutScale: 1, Mutants: ms})
 	if err != nil {
 		t.Fatal(err)
 	}
