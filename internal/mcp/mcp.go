@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -142,13 +143,23 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 			Description: t.Description, Parameters: params})
 	}
 	go func() {
-		err := cs.Wait()
+		// The session's own error is the pipes' closing, worded in an
+		// order that varies; how the process ended is what an operator
+		// needs, once it is reaped (a server that only closed its stdout
+		// is gone for its tools all the same).
+		cs.Wait()
+		state := ""
+		select {
+		case <-exited:
+			state = cmd.ProcessState.String()
+		case <-time.After(exitReport):
+		}
 		c.mu.Lock()
 		closing := c.why != ""
 		if !closing {
 			c.why = fmt.Sprintf("mcp server %s exited", cfg.Name)
-			if err != nil {
-				c.why += ": " + err.Error()
+			if state != "" {
+				c.why += " (" + state + ")"
 			}
 		}
 		why := c.why
@@ -161,6 +172,10 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 	}()
 	return c, nil
 }
+
+// exitReport bounds how long a lost server's notice waits for its exit
+// status.
+const exitReport = time.Second
 
 // Tools returns the server's tools.
 func (c *Client) Tools() []Tool { return c.tools }
@@ -187,6 +202,15 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (c
 	defer stop()
 	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: a})
 	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) {
+			// A connection that ended is a server that is going: wait, a
+			// bounded time, for its exit to be told, so that the call says
+			// what the notice says.
+			select {
+			case <-c.gone:
+			case <-time.After(2 * exitReport):
+			}
+		}
 		select {
 		case <-c.gone:
 			return c.reason() + " during the call", true

@@ -88,8 +88,8 @@ func TestCrashFailsCalls(t *testing.T) {
 	}
 	select {
 	case why := <-exited:
-		if !strings.Contains(why, "mcp server t1 exited") {
-			t.Errorf("onExit(%q), want it to say the server exited", why)
+		if want := "mcp server t1 exited (exit status 3)"; why != want {
+			t.Errorf("onExit(%q), want %q: the server's exit status, not the pipes' close errors", why, want)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("onExit was not called within 10s of the crash")
