@@ -1,6 +1,6 @@
 package main
 
-import "strings"
+import "bytes"
 
 // reply writes the streamed answer of e -p in text mode, where stdout
 // carries only the reply (P3). Text already printed cannot be taken back,
@@ -13,7 +13,7 @@ import "strings"
 type reply struct {
 	write func(string)
 	note  func(string)
-	shown string // text on stdout of the current model call's attempts
+	shown []byte // text on stdout of the current model call's attempts
 	pos   int    // how much of shown the current attempt has reproduced
 }
 
@@ -32,7 +32,7 @@ func (r *reply) text(d string) {
 		r.pos = len(r.shown)
 		r.print(d[k:])
 	default:
-		r.restart(r.shown[:r.pos] + d)
+		r.restart(string(r.shown[:r.pos]) + d)
 	}
 }
 
@@ -43,17 +43,17 @@ func (r *reply) discard() { r.pos = 0 }
 // text on the screen is a divergence too.
 func (r *reply) callDone() {
 	if r.pos < len(r.shown) {
-		r.restart(r.shown[:r.pos])
+		r.restart(string(r.shown[:r.pos]))
 	}
-	r.shown, r.pos = "", 0
+	r.shown, r.pos = r.shown[:0], 0
 }
 
 func (r *reply) restart(text string) {
-	if !strings.HasSuffix(r.shown, "\n") {
+	if !bytes.HasSuffix(r.shown, []byte("\n")) {
 		r.write("\n")
 	}
 	r.note("e: the answer changed when a failed model call was retried; the text above this point was discarded")
-	r.shown, r.pos = "", 0
+	r.shown, r.pos = r.shown[:0], 0
 	r.print(text)
 }
 
@@ -62,11 +62,11 @@ func (r *reply) print(s string) {
 		return
 	}
 	r.write(s)
-	r.shown += s
+	r.shown = append(r.shown, s...) // appended, not +=: a long answer has many deltas
 	r.pos = len(r.shown)
 }
 
-func commonPrefix(a, b string) int {
+func commonPrefix(a string, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i < n && a[i] == b[i] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,6 +49,28 @@ func TestReply(t *testing.T) {
 			if notes != tt.wantNotes {
 				t.Errorf("%d notes, want %d", notes, tt.wantNotes)
 			}
+		})
+	}
+}
+
+// BenchmarkReply streams N deltas, a failed attempt of half of them and the
+// retry, through reply: ns/delta must stay flat as N grows (text on the
+// screen is appended, never re-copied per delta).
+func BenchmarkReply(b *testing.B) {
+	for _, n := range []int{2000, 20000, 200000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				r := &reply{write: func(string) {}, note: func(string) {}}
+				for i := range n / 2 {
+					r.text(" w" + strconv.Itoa(i))
+				}
+				r.discard()
+				for i := range n {
+					r.text(" w" + strconv.Itoa(i))
+				}
+				r.callDone()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*3/2), "ns/delta")
 		})
 	}
 }

@@ -162,7 +162,7 @@ type Error struct {
 	Status     int           // HTTP status, 0 when none
 	RequestID  string        // provider request id, when known
 	Type       string        // provider error type, e.g. "rate_limit_error", "overloaded_error", "stall"
-	RetryAfter time.Duration // from retry-after; 0 also when not given
+	RetryAfter time.Duration // from retry-after; read only when RetryAfterGiven
 	// RetryAfterGiven says the provider named a wait, which may be 0:
 	// retry at once rather than back off.
 	RetryAfterGiven bool

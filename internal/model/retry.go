@@ -19,7 +19,7 @@ const (
 // clients can predict the retry events.
 func Backoff(attempt int, err error) time.Duration {
 	var me *Error
-	if errors.As(err, &me) && (me.RetryAfterGiven || me.RetryAfter > 0) {
+	if errors.As(err, &me) && me.RetryAfterGiven {
 		return min(me.RetryAfter, retryAfterLimit)
 	}
 	d := backoffBase

@@ -21,9 +21,9 @@ func TestBackoff(t *testing.T) {
 		{name: "capped", attempt: 40, err: plain, want: 8 * time.Second},
 		{name: "attempt zero", attempt: 0, err: plain, want: 500 * time.Millisecond},
 		{name: "not a model error", attempt: 2, err: errors.New("x"), want: time.Second},
-		{name: "retry-after honoured", attempt: 3, err: &Error{RetryAfter: time.Second}, want: time.Second},
-		{name: "retry-after wrapped", attempt: 1, err: fmt.Errorf("agent: %w", &Error{RetryAfter: 3 * time.Second}), want: 3 * time.Second},
-		{name: "retry-after capped", attempt: 1, err: &Error{RetryAfter: time.Hour}, want: 60 * time.Second},
+		{name: "retry-after honoured", attempt: 3, err: &Error{RetryAfter: time.Second, RetryAfterGiven: true}, want: time.Second},
+		{name: "retry-after wrapped", attempt: 1, err: fmt.Errorf("agent: %w", &Error{RetryAfter: 3 * time.Second, RetryAfterGiven: true}), want: 3 * time.Second},
+		{name: "retry-after capped", attempt: 1, err: &Error{RetryAfter: time.Hour, RetryAfterGiven: true}, want: 60 * time.Second},
 		{name: "retry-after 0: at once", attempt: 3, err: &Error{RetryAfterGiven: true}, want: 0},
 	}
 	for _, tt := range tests {
