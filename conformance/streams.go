@@ -399,6 +399,12 @@ func streamName(key string) string {
 	case printStream:
 		return "the e -p --json output"
 	}
+	if name, ok := strings.CutPrefix(key, "s:"); ok {
+		return "session {{" + name + "}}"
+	}
+	if id, ok := strings.CutPrefix(key, "s="); ok {
+		return "session " + id
+	}
 	return "request " + strings.TrimPrefix(key, "r:")
 }
 
