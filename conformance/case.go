@@ -253,6 +253,17 @@ func parseCase(data []byte) (*Case, error) {
 	if !seen["case.json"] {
 		return nil, errors.New("missing case.json section")
 	}
+	if c.printMode() && c.Dialect != "" && c.Dialect != DialectERPC {
+		return nil, fmt.Errorf("case.json: a print case runs e -p: its dialect is %s", DialectERPC)
+	}
+	d := dialectOf(c)
+	for _, e := range c.expect {
+		lc, err := d.classify(e.value, c, nil)
+		if err != nil {
+			return nil, fmt.Errorf("section expect: line %d: %w", e.line, err)
+		}
+		e.stream, e.event = lc.key, lc.event
+	}
 	if err := checkMode(c, seen); err != nil {
 		return nil, err
 	}
@@ -442,38 +453,15 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		e.value = obj
-		key, event, err := streamKey(obj)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		e.stream, e.event = key, event
 		out = append(out, e)
 	}
 	return out, nil
 }
 
-// streamKey names the stream a line belongs to: a request's events and its
-// response share the stream "r:<id>"; lines of the process (ask, notice)
-// are in "process". Order is checked only within a stream.
+// streamKey names the stream of an e rpc line (erpcDialect.classify).
 func streamKey(obj map[string]any) (key string, event bool, err error) {
-	if t, ok := obj["type"]; ok && t != "$absent" {
-		req, ok := obj["request"]
-		if !ok || req == "$absent" {
-			return "process", true, nil
-		}
-		if isPattern(req) {
-			return "", true, errors.New(`an event's "request" must be the literal request id`)
-		}
-		return "r:" + canon(req), true, nil
-	}
-	id, ok := obj["id"]
-	if !ok {
-		return "", false, errors.New(`a response needs an "id" (events need a "type")`)
-	}
-	if isPattern(id) {
-		return "", false, errors.New(`a response's "id" must be the literal request id`)
-	}
-	return "r:" + canon(id), false, nil
+	lc, err := erpcDialect{}.classify(obj, nil, nil)
+	return lc.key, lc.event, err
 }
 
 func isPattern(v any) bool {

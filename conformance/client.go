@@ -88,7 +88,9 @@ func (r *run) play(p *pump, stdin io.Writer, closeStdin func()) *Divergence {
 	return nil
 }
 
-// noteRequest remembers the method of a request, for schema validation.
+// noteRequest remembers the method of a request, for schema validation
+// (pi: its command type); an ACP request about a session lets updates of
+// that session come again (K5).
 func (r *run) noteRequest(line []byte) {
 	v, err := decode(line)
 	obj, ok := v.(map[string]any)
@@ -99,13 +101,27 @@ func (r *run) noteRequest(line []byte) {
 	if !ok {
 		return
 	}
-	method, _ := obj["method"].(string)
-	if _, has := obj["method"]; !has {
-		method = "oneshot"
-	}
 	r.mu.Lock()
-	r.methods["r:"+canon(id)] = method
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	switch r.c.Dialect {
+	case DialectPi:
+		if t, _ := obj["type"].(string); t != "extension_ui_response" {
+			r.methods[canon(id)] = t
+		}
+	case DialectACP:
+		method, isRequest := obj["method"].(string)
+		if !isRequest {
+			return // the client's answer to a request of the agent
+		}
+		r.methods[canon(id)] = method
+		r.stream(acpSessionKey(obj, r.resolveSession)).quiet = false
+	default:
+		method, _ := obj["method"].(string)
+		if _, has := obj["method"]; !has {
+			method = "oneshot"
+		}
+		r.methods[canon(id)] = method
+	}
 }
 
 // substitute replaces "{{name}}" (a whole JSON string) by the bound JSON

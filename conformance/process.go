@@ -5,10 +5,12 @@ package conformance
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,12 +21,13 @@ import (
 )
 
 // command is the argv of the case's process: the server command with the
-// case's server_args for an rpc case; for a print case, the server command
-// with its trailing "rpc" replaced by the case's args ("e rpc" → "e -p …").
+// case's server_args for an rpc case (another dialect's derived from it,
+// "e rpc" → "e acp"); for a print case, the server command with its
+// trailing "rpc" replaced by the case's args ("e rpc" → "e -p …").
 func (r *run) command() ([]string, error) {
 	srv := r.o.Server
 	if !r.c.printMode() {
-		return append(append([]string{}, srv...), r.c.ServerArgs...), nil
+		return r.d.argv(srv, r.c)
 	}
 	if srv[len(srv)-1] != "rpc" {
 		return nil, skipError(fmt.Sprintf("print case: the server command %q does not end in rpc, so there is no e -p to derive from it", strings.Join(srv, " ")))
@@ -135,11 +138,68 @@ func writeFixtures(c *Case, cwd, home, baseURL string) error {
 			return fmt.Errorf("conformance: %w", err)
 		}
 	}
-	b, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		return fmt.Errorf("conformance: settings: %w", err)
+	if err := writeJSON(filepath.Join(home, "settings.json"), settings); err != nil {
+		return err
 	}
-	return os.WriteFile(filepath.Join(home, "settings.json"), b, 0o644)
+	if c.Dialect == DialectPi {
+		return writePiConfig(c, home, baseURL)
+	}
+	return nil
+}
+
+// piAgentDir is the pi configuration directory of a pi-rpc case
+// ($PI_CODING_AGENT_DIR), inside E_HOME so that home/pi-agent/… fixtures
+// land in it.
+func piAgentDir(home string) string { return filepath.Join(home, "pi-agent") }
+
+// writePiConfig writes pi's models.json, declaring the tape as a provider
+// "tape" of api openai-completions, and a settings.json selecting the
+// case's model (provider/id), each with the case's file of that name in
+// home/pi-agent/ merged over it: a pi server finds the tape as pi users
+// declare a provider (spec/conformance.md 1.5).
+func writePiConfig(c *Case, home, baseURL string) error {
+	provider, id, _ := strings.Cut(cmp.Or(c.Model, "tape/model"), "/")
+	models := any(map[string]any{"providers": map[string]any{"tape": map[string]any{
+		"baseUrl": baseURL, "api": "openai-completions", "apiKey": "$E_TAPE_API_KEY",
+		"models": []any{map[string]any{"id": "model", "contextWindow": 200000, "input": []any{"text", "image"}, "reasoning": true}},
+	}}})
+	settings := any(map[string]any{"defaultProvider": provider, "defaultModel": id})
+	for _, f := range c.files {
+		var err error
+		switch f.name {
+		case "home/pi-agent/models.json":
+			models, err = mergeFile(models, f)
+		case "home/pi-agent/settings.json":
+			settings, err = mergeFile(settings, f)
+		}
+		if err != nil {
+			return fmt.Errorf("conformance: %s: %s: %w", c.File, f.name, err)
+		}
+	}
+	dir := piAgentDir(home)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, "models.json"), models); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, "settings.json"), settings)
+}
+
+func mergeFile(base any, f archiveFile) (any, error) {
+	v, err := decode(f.data)
+	if err != nil {
+		return nil, err
+	}
+	return mergeJSON(base, v), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("conformance: %s: %w", filepath.Base(path), err)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // serverEnv is the runner's environment without the user's e
@@ -148,7 +208,7 @@ func serverEnv(home string, extra map[string]string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "E_") || k == "OPENAI_API_KEY" || k == "ANTHROPIC_API_KEY" {
+		if strings.HasPrefix(k, "E_") || strings.HasPrefix(k, "PI_CODING_AGENT_") || k == "OPENAI_API_KEY" || k == "ANTHROPIC_API_KEY" {
 			continue
 		}
 		env = append(env, kv)
@@ -188,7 +248,12 @@ func (t *tailBuffer) String() string {
 func (r *run) start(argv []string, cwd, home string) (stdin io.WriteCloser, stdout *os.File, err error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
-	cmd.Env = serverEnv(home, r.c.Env)
+	env := r.c.Env
+	if r.c.Dialect == DialectPi {
+		env = map[string]string{"PI_CODING_AGENT_DIR": piAgentDir(home)}
+		maps.Copy(env, r.c.Env)
+	}
+	cmd.Env = serverEnv(home, env)
 	ownGroup(cmd)
 	r.cmd = cmd
 	cmd.Stderr = &r.stderr

@@ -142,9 +142,6 @@ func SplitCommand(s string) ([]string, error) {
 	return args, nil
 }
 
-// DialectERPC is the dialect of cases without one: e rpc (and e -p).
-const DialectERPC = "e-rpc"
-
 // DefaultTimeout applies to cases without timeout_ms.
 const DefaultTimeout = 10 * time.Second
 
@@ -154,10 +151,6 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	res := &Result{ID: c.ID, File: c.File, Level: c.Level, Requirements: c.Requirements}
 	if c.Skip != "" {
 		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: c.Skip}
-		return res
-	}
-	if c.Dialect != "" && c.Dialect != DialectERPC {
-		res.Verdict, res.Divergence = Skip, &Divergence{Step: "case", Message: "dialect " + c.Dialect + " is not implemented by this runner yet (spec/conformance.md 1.5)"}
 		return res
 	}
 	for _, cmd := range c.Requires {
@@ -208,6 +201,7 @@ type run struct {
 	signalled bool           // the client section sent a #signal
 	exited    bool           // the client section waited for the exit (#exit)
 	c         *Case
+	d         dialect
 	o         Options
 	stderr    tailBuffer
 
@@ -215,7 +209,8 @@ type run struct {
 	m          *matcher
 	streams    map[string]*stream
 	matched    map[string]bool   // labels seen
-	methods    map[string]string // stream key → method of the request sent
+	methods    map[string]string // request id (canonical) → method of the request sent
+	answered   map[string]bool   // request ids (canonical) answered
 	received   []string
 	labelAt    map[int]string // received line index → label it matched
 	sawResult  bool           // print mode: the result line has arrived
@@ -230,14 +225,14 @@ type run struct {
 }
 
 func newRun(c *Case, o Options) *run {
-	r := &run{c: c, o: o, m: &matcher{bindings: map[string]any{}},
-		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, labelAt: map[int]string{},
-		wake: make(chan struct{}, 1)}
-	for _, e := range joinExpected(c.expect) {
+	r := &run{c: c, d: dialectOf(c), o: o, m: &matcher{bindings: map[string]any{}},
+		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, answered: map[string]bool{},
+		labelAt: map[int]string{}, wake: make(chan struct{}, 1)}
+	for _, e := range joinExpected(r.d, c.expect) {
 		s := r.stream(e.stream)
 		s.exp = append(s.exp, e)
-		if t, ok := e.value["type"].(string); ok {
-			s.types[t] = true
+		if lc, err := r.d.classify(e.value, c, nil); err == nil && lc.typ != "" && !isPattern(lc.typ) {
+			s.types[lc.typ] = true
 		}
 	}
 	return r

@@ -20,6 +20,10 @@ func TestMain(m *testing.M) {
 			os.Exit(0) // the runner's `e trust CWD`: the fakes trust everything
 		case len(os.Args) == 3:
 			os.Exit(fakeServer(os.Args[2]))
+		case len(os.Args) == 4 && os.Args[3] == "acp":
+			os.Exit(fakeACP(os.Args[2])) // "conformance-fake MODE rpc" as an acp case derives it
+		case len(os.Args) == 5 && os.Args[3] == "--mode":
+			os.Exit(fakePi(os.Args[2]))
 		}
 		os.Exit(2)
 	}

@@ -21,6 +21,7 @@ type stream struct {
 	pendStep  string
 	pendIdx   int
 	responded bool
+	quiet     bool // acp: its session/prompt was answered and no request about it followed (K5)
 }
 
 func (r *run) stream(key string) *stream {
@@ -34,17 +35,17 @@ func (r *run) stream(key string) *stream {
 
 // joinExpected joins adjacent expected deltas of one stream, as received
 // ones are joined, so that a case may split text however it likes.
-func joinExpected(exp []*expectation) []*expectation {
+func joinExpected(d dialect, exp []*expectation) []*expectation {
 	var out []*expectation
 	last := map[string]*expectation{}
 	for _, e := range exp {
-		if p := last[e.stream]; p != nil && !p.optional && !e.optional && (p.label == "" || e.label == "") && sameRun(p.value, e.value) {
-			pd, ok1 := p.value["delta"].(string)
-			ed, ok2 := e.value["delta"].(string)
-			if ok1 && ok2 && !isPattern(pd) && !isPattern(ed) {
+		if p := last[e.stream]; p != nil && !p.optional && !e.optional && (p.label == "" || e.label == "") {
+			run1, pd, ok1 := d.delta(p.value)
+			run2, ed, ok2 := d.delta(e.value)
+			if ok1 && ok2 && run1 == run2 && !isPattern(pd) && !isPattern(ed) {
 				joined := *p
-				joined.value = cloneMap(p.value)
-				joined.value["delta"] = pd + ed
+				joined.value = cloneJSON(p.value).(map[string]any)
+				d.setDelta(joined.value, pd+ed)
 				if e.label != "" {
 					joined.label = e.label
 				}
@@ -59,22 +60,14 @@ func joinExpected(exp []*expectation) []*expectation {
 	return out
 }
 
-// sameRun reports whether b continues the delta run of a.
+// sameRun reports whether the e rpc line b continues the delta run of a.
 func sameRun(a, b map[string]any) bool {
-	ta, _ := a["type"].(string)
-	tb, _ := b["type"].(string)
-	if ta != tb {
-		return false
-	}
-	switch ta {
-	case "text", "reasoning", "shell_output":
-		return true
-	case "tool_output":
-		return canon(a["id"]) == canon(b["id"])
-	}
-	return false
+	ra, _, ok1 := erpcDialect{}.delta(a)
+	rb, _, ok2 := erpcDialect{}.delta(b)
+	return ok1 && ok2 && ra == rb
 }
 
+// mergeable reports whether e rpc events of type t are deltas.
 func mergeable(t string) bool {
 	return t == "text" || t == "reasoning" || t == "tool_output" || t == "shell_output"
 }
@@ -194,59 +187,76 @@ func (r *run) feed(raw []byte) *Divergence {
 	if err != nil || !ok {
 		return &Divergence{Step: step, Message: "stdout line is not a JSON object: nothing but protocol lines may reach stdout (F5)", Got: shorten(string(raw))}
 	}
-	_, isEvent := obj["type"]
 	if r.c.printMode() {
 		return r.feedPrint(raw, obj, step)
 	}
-	var key string
-	switch req, hasReq := obj["request"]; {
-	case isEvent && hasReq:
-		key = "r:" + canon(req)
-	case isEvent:
-		key = "process"
-	default:
-		id, ok := obj["id"]
-		if !ok {
-			return &Divergence{Step: step, Message: `line has neither "type" (an event) nor "id" (a response) (F3)`, Got: shorten(string(raw))}
-		}
-		key = "r:" + canon(id)
+	lc, err := r.d.classify(obj, r.c, r.resolveSession)
+	if err != nil {
+		return &Divergence{Step: step, Message: err.Error(), Got: shorten(string(raw))}
 	}
+	key := lc.key
 	if r.o.Validator != nil {
 		method := ""
-		if !isEvent {
-			method = r.methods[key]
+		if !lc.event {
+			method = r.methods[lc.id]
 		}
 		if div := r.validate(raw, method, step); div != nil {
 			return div
 		}
 	}
 	s := r.stream(key)
-	if isEvent {
-		typ, _ := obj["type"].(string)
-		if key != "process" && s.responded {
-			return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", typ, key[2:]), Got: shorten(string(raw))}
+	if lc.event {
+		if div := r.afterResponse(s, lc, raw, step); div != nil {
+			return div
 		}
-		if !s.types[typ] && (!r.c.Strict && key != "process" || !knownEventType(typ)) {
+		if !s.types[lc.typ] && !r.d.counts(obj, lc) && (!r.c.Strict || !r.d.knownType(lc.typ)) {
 			// The case does not constrain this type here; a type no
 			// schema knows never counts unless expected (P8).
 			return nil
 		}
-		return r.event(s, typ, obj, step)
+		return r.event(s, lc.typ, obj, step)
 	}
-	if key != "r:null" && s.responded {
-		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", key[2:]), Got: shorten(string(raw))}
+	if lc.id != "null" && r.answered[lc.id] {
+		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", lc.id), Got: shorten(string(raw))}
 	}
+	r.answered[lc.id] = true
 	s.responded = true
+	if r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" {
+		s.quiet = true
+	}
 	if div := r.flush(s); div != nil {
 		return div
 	}
 	return r.next(s, obj, step, len(r.received)-1)
 }
 
+// afterResponse checks what may not follow a response: an e rpc request's
+// events come before its response (S2); nothing of an ACP session comes
+// between the response to its session/prompt and the client's next request
+// about it (K5).
+func (r *run) afterResponse(s *stream, lc lineClass, raw []byte, step string) *Divergence {
+	switch {
+	case r.c.Dialect == DialectACP && s.quiet:
+		return &Divergence{Step: step, Message: fmt.Sprintf("%s of %s after the response to its session/prompt, before the client's next request about it: no update of the session follows the response (K5)",
+			lc.typ, streamName(s.key)), Got: shorten(string(raw))}
+	case r.c.Dialect == DialectACP || r.c.Dialect == DialectPi:
+		return nil
+	case s.key != "process" && s.responded:
+		return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", lc.typ, s.key[2:]), Got: shorten(string(raw))}
+	}
+	return nil
+}
+
 // validate checks a line against the schemas, keeping the validator's
 // notes; r.mu is held.
 func (r *run) validate(raw []byte, method, step string) *Divergence {
-	notes, err := r.o.Validator.ValidateLine(raw, method)
+	var notes []string
+	var err error
+	if r.c.Dialect == "" || r.c.Dialect == DialectERPC {
+		notes, err = r.o.Validator.ValidateLine(raw, method)
+	} else if dv, ok := r.o.Validator.(DialectValidator); ok {
+		notes, err = dv.ValidateDialectLine(r.c.Dialect, raw)
+	}
 	for _, n := range notes {
 		r.notes = append(r.notes, step+": "+n)
 	}
@@ -282,12 +292,10 @@ func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence
 // event matches one event of stream s: text-like deltas of one run are
 // joined before matching, so chunking never matters; r.mu is held.
 func (r *run) event(s *stream, typ string, obj map[string]any, step string) *Divergence {
-	if mergeable(typ) {
-		if s.pending != nil && sameRun(s.pending, obj) {
-			a, ok1 := s.pending["delta"].(string)
-			b, ok2 := obj["delta"].(string)
-			if ok1 && ok2 {
-				s.pending["delta"] = a + b
+	if run, text, ok := r.d.delta(obj); ok {
+		if s.pending != nil {
+			if prun, ptext, _ := r.d.delta(s.pending); prun == run {
+				r.d.setDelta(s.pending, ptext+text)
 				return nil
 			}
 		}
@@ -314,11 +322,15 @@ func (r *run) flush(s *stream) *Divergence {
 
 // next matches obj against the next expectation of its stream.
 func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Divergence {
-	_, isEvent := obj["type"]
+	lc, _ := r.d.classify(obj, r.c, r.resolveSession)
+	isEvent := lc.event
+	if r.c.printMode() {
+		isEvent = true
+	}
 	if s.pos >= len(s.exp) {
 		what := "response"
 		if isEvent {
-			what = fmt.Sprintf("%v event", obj["type"])
+			what = fmt.Sprintf("%v event", lc.typ)
 		}
 		msg := fmt.Sprintf("unexpected %s: the case expects no more lines of %s", what, streamName(s.key))
 		if len(s.exp) == 0 {
@@ -334,8 +346,9 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 		}
 	}
 	if e.event && !isEvent {
-		return &Divergence{Step: e.step(), Message: fmt.Sprintf("%s is the response to request %s, but the expected %v event has not arrived: a prompt's events come before its response (S2)",
-			step, strings.TrimPrefix(s.key, "r:"), e.value["type"]), Expected: e.raw, Got: shorten(canon(obj))}
+		elc, _ := r.d.classify(e.value, r.c, nil)
+		return &Divergence{Step: e.step(), Message: fmt.Sprintf("%s is the response to request %s, but the expected %v event has not arrived: a request's events come before its response (S2)",
+			step, lc.id, elc.typ), Expected: e.raw, Got: shorten(canon(obj))}
 	}
 	nb := map[string]any{}
 	if mm := r.m.match("", e.value, obj, true, nb); mm != nil {
@@ -385,6 +398,12 @@ func streamName(key string) string {
 		return "the process stream"
 	case printStream:
 		return "the e -p --json output"
+	}
+	if name, ok := strings.CutPrefix(key, "s:"); ok {
+		return "session {{" + name + "}}"
+	}
+	if id, ok := strings.CutPrefix(key, "s="); ok {
+		return "session " + id
 	}
 	return "request " + strings.TrimPrefix(key, "r:")
 }

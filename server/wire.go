@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
@@ -108,7 +109,18 @@ func appendResult(dst []byte, r protocol.Result) []byte {
 	if !bytes.HasPrefix(b, []byte(head)) {
 		panic("server: result fields out of order: " + string(b[:min(len(b), len(head))]))
 	}
-	dst = append(jsonenc.AppendString(append(dst, `{"output":`...), r.Output), ',')
-	dst = jsonenc.AppendString(append(dst, `"final_output":`...), r.FinalOutput)
+	// One growth for the whole result, not a dozen of a growing copy.
+	dst = slices.Grow(dst, len(r.Output)+len(r.FinalOutput)+len(b)+32)
+	from := len(dst) + len(`{"output":`)
+	dst = jsonenc.AppendString(append(dst, `{"output":`...), r.Output)
+	to := len(dst)
+	dst = append(dst, `,"final_output":`...)
+	if r.FinalOutput == r.Output {
+		// The turn's one answer: copying its encoding is cheaper than
+		// encoding it again.
+		dst = append(dst, dst[from:to]...)
+	} else {
+		dst = jsonenc.AppendString(dst, r.FinalOutput)
+	}
 	return append(dst, b[len(head):]...)
 }

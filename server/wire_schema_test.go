@@ -126,7 +126,11 @@ func TestRequiredMatchesStructs(t *testing.T) {
 		t.Run(s.schema+"/"+s.def, func(t *testing.T) {
 			required, properties := objectSchema(t, s.schema, s.def)
 			want := slices.Clone(s.extra)
-			for _, f := range jsonFields(reflect.TypeOf(s.value)) {
+			typ := reflect.TypeOf(s.value)
+			if typ.Kind() == reflect.Pointer { // *agent.Text, *agent.Reasoning
+				typ = typ.Elem()
+			}
+			for _, f := range jsonFields(typ) {
 				if _, ok := properties[f.name]; !ok {
 					t.Errorf("field %q is not a property of the schema", f.name)
 				}
@@ -151,8 +155,8 @@ func events() []agent.Event {
 	usage := agent.NewUsage(model.Usage{Input: 1200, Output: 80, CacheRead: 10, CacheWrite5m: 2, CacheWrite1h: 1})
 	return []agent.Event{
 		agent.TurnStart{},
-		agent.Text{Delta: "It is"},
-		agent.Reasoning{Delta: "think\u2028ing"},
+		&agent.Text{Delta: "It is"},
+		&agent.Reasoning{Delta: "think\u2028ing"},
 		agent.ToolBatch{Calls: []agent.Call{
 			{ID: 1, Name: "read", Arguments: json.RawMessage(`{"path":"README.md"}`), Category: "read", Target: "README.md"},
 			{ID: 2, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`), Category: "execute", Target: "ls"},

@@ -96,6 +96,7 @@ func TestEventsHoldGeneratedTypes(t *testing.T) {
 func FuzzAppendResult(f *testing.F) {
 	for _, s := range []string{"", "The repo is e.", "a\"b\\c <&>", "\x00\x1f\u2028é😀", "\xff\xfe"} {
 		f.Add(s, s+" done", false)
+		f.Add(s, s, false) // one answer: final_output is output
 	}
 	f.Fuzz(func(t *testing.T, out, final string, failed bool) {
 		r := turnResult(agentResult(failed))

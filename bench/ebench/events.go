@@ -22,19 +22,20 @@ func events(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s\n", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event")
+	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s %12s %12s\n", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event", "first ms", "after ms")
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
 			return fmt.Errorf("-n: %w", err)
 		}
-		var es, fl, cs []float64
+		var es, fl, cs, firsts, afters []float64
 		for range *runs {
-			rate, cpu, sample, err := eRun(*e, n)
+			r, err := eRun(*e, n)
 			if err != nil {
 				return err
 			}
-			cs = append(cs, cpu)
+			rate, sample := r.rate, r.sample
+			cs, firsts, afters = append(cs, r.cpu), append(firsts, r.first.Seconds()*1e3), append(afters, r.after.Seconds()*1e3)
 			frate, err := floorRun(self, sample, n)
 			if err != nil {
 				return err
@@ -42,54 +43,75 @@ func events(fs *flag.FlagSet, args []string) error {
 			es, fl = append(es, rate), append(fl, frate)
 		}
 		me, mf := median(es), median(fl)
-		fmt.Printf("%-8d %14.0f %14.0f %7.1f%% %12.0f %12.0f %14.0f\n", n, me, mf, 100*me/mf, 1e9/me, 1e9/mf, median(cs))
+		fmt.Printf("%-8d %14.0f %14.0f %7.1f%% %12.0f %12.0f %14.0f %12.2f %12.2f\n", n, me, mf, 100*me/mf, 1e9/me, 1e9/mf, median(cs), median(firsts), median(afters))
 	}
 	return nil
 }
 
-// eRun times one /long n turn from the prompt's line to its response and
-// returns events per second, e's CPU time per event and one text event line.
-func eRun(e string, n int) (float64, float64, string, error) {
+// eFigures are one /long turn's: events per second from the prompt's line
+// to its response, e's CPU time per event, the first text event's delay
+// after the prompt, the response's after the event that follows the last
+// text event, and one text event line.
+type eFigures struct {
+	rate, cpu    float64
+	first, after time.Duration
+	sample       string
+}
+
+// eRun times one /long n turn.
+func eRun(e string, n int) (eFigures, error) {
+	var r eFigures
 	home, err := os.MkdirTemp("", "ebench-home-")
 	if err != nil {
-		return 0, 0, "", err
+		return r, err
 	}
 	defer os.RemoveAll(home)
 	a, err := spawn(home, []string{"E_HOME=" + home}, e, "rpc", "--ne")
 	if err != nil {
-		return 0, 0, "", err
+		return r, err
 	}
 	defer a.stop()
 	a.send(`{"id":"c","method":"session.create"}`)
 	resp, _, err := a.until(`{"id":"c"`)
 	if err != nil {
-		return 0, 0, "", err
+		return r, err
 	}
 	sid := between(resp, `"session":"`, `"`)
 	cpu0 := cpu(a.cmd.Process.Pid)
 	start := time.Now()
 	a.send(fmt.Sprintf(`{"id":"p","method":"session.prompt","params":{"session":%q,"prompt":"/long %d"}}`, sid, n))
-	var sample string
-	lines := 0
+	var first, last time.Time
+	lines, texting := 0, false
 	for {
 		b, err := a.line()
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("e rpc: %w after %d lines", err, lines)
+			return r, fmt.Errorf("e rpc: %w after %d lines", err, lines)
 		}
 		if len(b) > 8 && string(b[:8]) == `{"id":"p` {
 			break
 		}
 		lines++
-		if sample == "" && strings.HasPrefix(string(b), `{"type":"text"`) {
-			sample = string(b)
+		// One clock reading at the first text event and one at the event
+		// after the last (usage), so the reader stays as lean as the
+		// floor's.
+		if len(b) > 14 && string(b[:14]) == `{"type":"text"` {
+			if r.sample == "" {
+				first, r.sample = time.Now(), string(b)
+			}
+			texting = true
+		} else if texting {
+			last, texting = time.Now(), false
 		}
 	}
-	d := time.Since(start)
+	end := time.Now()
 	used := cpu(a.cmd.Process.Pid) - cpu0
 	if lines < n {
-		return 0, 0, "", fmt.Errorf("e rpc: %d events for /long %d", lines, n)
+		return r, fmt.Errorf("e rpc: %d events for /long %d", lines, n)
 	}
-	return float64(lines) / d.Seconds(), float64(used.Nanoseconds()) / float64(lines), sample, nil
+	d := end.Sub(start)
+	r.rate, r.cpu = float64(lines)/d.Seconds(), float64(used.Nanoseconds())/float64(lines)
+	r.first, r.after = first.Sub(start), end.Sub(last)
+	return r, nil
 }
 
 // floorRun times a child writing n copies of line, from the go byte to EOF.

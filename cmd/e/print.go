@@ -128,7 +128,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return
 		}
 		switch ev := ev.(type) {
-		case agent.Text:
+		case *agent.Text:
 			text.text(ev.Delta)
 		case agent.Discarded:
 			if ev.Reason == "retry" {

@@ -55,7 +55,7 @@ func (p *progress) event(ev agent.Event) {
 	case agent.TurnStart:
 		p.began = p.now()
 		p.step("model " + p.model)
-	case agent.Text:
+	case *agent.Text:
 		if !p.texting {
 			p.clear()
 			p.texting = true

@@ -19,7 +19,7 @@ var progressTurn = []agent.Event{
 	agent.ToolEnd{ID: 1, Outcome: "failed", Summary: "exit 1"},
 	agent.Retry{Attempt: 2, DelayMS: 1500, Reason: "model: x: HTTP 503"},
 	agent.Recovered{Attempts: 2},
-	agent.Text{Delta: "fixed"}, agent.Text{Delta: " it"},
+	&agent.Text{Delta: "fixed"}, &agent.Text{Delta: " it"},
 	agent.Compacting{Reason: "auto", TokensBefore: 9000},
 	agent.Compacted{TokensBefore: 9000, TokensAfter: 800},
 	agent.TurnEnd{},

@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/e-agent/e/internal/leakcheck"
-	"github.com/e-agent/e/internal/mcp/mcptest"
 )
 
-// TestMain fails the package when goroutines outlive the tests.
+// TestMain fails the package when goroutines outlive the tests. The
+// wire-level transcripts of e acp are golden cases (golden/acp-*.txtar),
+// run by the conformance suite against the built binary.
 func TestMain(m *testing.M) {
-	mcptest.MaybeServe() // the binary is the transcripts' MCP server too
 	os.Exit(leakcheck.Main(m))
 }

@@ -83,9 +83,9 @@ func (t *Translator) Call(c agent.Call) Update {
 // no kind for (turn_start, retry, compacting, …) give none.
 func (t *Translator) Event(ev agent.Event) []Update {
 	switch ev := ev.(type) {
-	case agent.Text:
+	case *agent.Text:
 		return []Update{{SessionUpdate: kindMessage, Content: text(ev.Delta)}}
-	case agent.Reasoning:
+	case *agent.Reasoning:
 		return []Update{{SessionUpdate: kindThought, Content: text(ev.Delta)}}
 	case agent.ToolBatch:
 		var out []Update

@@ -17,9 +17,9 @@ func TestTranslatorEvent(t *testing.T) {
 		event  agent.Event
 		want   []Update
 	}{
-		{name: "text", event: agent.Text{Delta: "hi"},
+		{name: "text", event: &agent.Text{Delta: "hi"},
 			want: []Update{{SessionUpdate: kindMessage, Content: text("hi")}}},
-		{name: "reasoning", event: agent.Reasoning{Delta: "hm"},
+		{name: "reasoning", event: &agent.Reasoning{Delta: "hm"},
 			want: []Update{{SessionUpdate: kindThought, Content: text("hm")}}},
 		{name: "tool batch: one tool_call per call, pending, with kind and location",
 			event: agent.ToolBatch{Calls: []agent.Call{

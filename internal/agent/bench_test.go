@@ -90,7 +90,7 @@ func BenchmarkProviderTurn(b *testing.B) {
 				texts := 0
 				sink := func(ev Event) {
 					buf = st.Append(buf[:0], ev)
-					if _, ok := ev.(Text); ok {
+					if _, ok := ev.(*Text); ok {
 						texts++
 					}
 				}

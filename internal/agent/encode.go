@@ -15,9 +15,9 @@ import (
 // the rest go through Marshal.
 func AppendEvent(dst []byte, ev Event) []byte {
 	switch ev := ev.(type) {
-	case Text:
+	case *Text:
 		return append(jsonenc.AppendString(append(dst, `{"type":"text","delta":`...), ev.Delta), '}')
-	case Reasoning:
+	case *Reasoning:
 		return append(jsonenc.AppendString(append(dst, `{"type":"reasoning","delta":`...), ev.Delta), '}')
 	case ToolOutput:
 		dst = strconv.AppendInt(append(dst, `{"type":"tool_output","id":`...), int64(ev.ID), 10)

@@ -12,7 +12,7 @@ func FuzzAppendEvent(f *testing.F) {
 		f.Add(s, 7, true)
 	}
 	f.Fuzz(func(t *testing.T, s string, id int, b bool) {
-		for _, ev := range []Event{Text{Delta: s}, Reasoning{Delta: s}, ToolOutput{ID: id, Delta: s},
+		for _, ev := range []Event{&Text{Delta: s}, &Reasoning{Delta: s}, ToolOutput{ID: id, Delta: s},
 			ToolStart{ID: id}, TurnStart{}, TurnEnd{Aborted: b}} {
 			want, err := Marshal(ev)
 			if err != nil {
@@ -28,7 +28,7 @@ func FuzzAppendEvent(f *testing.F) {
 // Stamped events are valid UTF-8 whatever the request id holds.
 func TestStampValidUTF8(t *testing.T) {
 	st := NewStamp("s", json.RawMessage("\"\xff\""))
-	for _, ev := range []Event{Text{Delta: "\xfe"}, ToolBatch{Calls: []Call{{Arguments: json.RawMessage("{\"a\":\"\xff\"}")}}}} {
+	for _, ev := range []Event{&Text{Delta: "\xfe"}, ToolBatch{Calls: []Call{{Arguments: json.RawMessage("{\"a\":\"\xff\"}")}}}} {
 		if b := st.Append(nil, ev); !utf8.Valid(b) {
 			t.Errorf("%T: %q is not UTF-8", ev, b)
 		}
@@ -43,7 +43,7 @@ func TestStamp(t *testing.T) {
 		ev   Event
 		want string
 	}{
-		{name: "text", ev: Text{Delta: "hi\n"}, want: `{"type":"text","delta":"hi\n","session":"s\u003c1\u003e","request":{"n":1}}`},
+		{name: "text", ev: &Text{Delta: "hi\n"}, want: `{"type":"text","delta":"hi\n","session":"s\u003c1\u003e","request":{"n":1}}`},
 		{name: "no fields", ev: TurnStart{}, want: `{"type":"turn_start","session":"s\u003c1\u003e","request":{"n":1}}`},
 		{name: "by reflection", ev: Retry{Attempt: 2, DelayMS: 5, Reason: "r"},
 			want: `{"type":"retry","attempt":2,"delay_ms":5,"reason":"r","session":"s\u003c1\u003e","request":{"n":1}}`},
@@ -61,6 +61,6 @@ func BenchmarkAppendEvent(b *testing.B) {
 	st := NewStamp("0193a0b2-5b9e-7c1e-9f00-0123456789ab", json.RawMessage(`"p1"`))
 	var buf []byte
 	for b.Loop() {
-		buf = st.Append(buf[:0], Text{Delta: " word"})
+		buf = st.Append(buf[:0], &Text{Delta: " word"})
 	}
 }

@@ -8,7 +8,10 @@ import (
 
 // Event is one session event (P8). Each concrete type marshals to a JSON
 // object whose "type" field is EventType(); the server adds the "session"
-// and "request" stamps, e -p --json prints it as is.
+// and "request" stamps, e -p --json prints it as is. The events a turn
+// streams by the thousand, *Text and *Reasoning, are pointers (a struct
+// value in an interface costs an allocation per event); the rest are
+// values.
 type Event interface {
 	EventType() string
 }
@@ -126,8 +129,8 @@ type (
 )
 
 func (TurnStart) EventType() string         { return "turn_start" }
-func (Text) EventType() string              { return "text" }
-func (Reasoning) EventType() string         { return "reasoning" }
+func (*Text) EventType() string             { return "text" }
+func (*Reasoning) EventType() string        { return "reasoning" }
 func (ToolBatch) EventType() string         { return "tool_batch" }
 func (ToolStart) EventType() string         { return "tool_start" }
 func (ToolOutput) EventType() string        { return "tool_output" }

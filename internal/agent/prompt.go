@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,6 +48,9 @@ func promptEnv(cwd string, now time.Time) string {
 // gitSummary describes the repository at dir ("branch main, 2 changed, 1
 // untracked"), or "" outside one or without git.
 func gitSummary(dir string) string {
+	if !inRepo(dir) {
+		return ""
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain=v1", "--branch", "--no-renames").Output()
@@ -74,6 +79,30 @@ func gitSummary(dir string) string {
 		return s + ", " + strconv.Itoa(changed) + " changed"
 	}
 	return s + ", " + strconv.Itoa(changed) + " changed, " + strconv.Itoa(untracked) + " untracked"
+}
+
+// inRepo reports whether git could find a repository from dir: GIT_DIR
+// names one, or dir or a directory above it holds .git. Outside one git
+// status fails; not starting it saves the ~2 ms it takes to fail, on the
+// way to a session's first text.
+func inRepo(dir string) bool {
+	if os.Getenv("GIT_DIR") != "" {
+		return true
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return true // let git decide
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return false
+		}
+		dir = up
+	}
 }
 
 // buildPrompt assembles the system prompt. base replaces identity when set;

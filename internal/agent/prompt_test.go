@@ -82,4 +82,42 @@ func TestGitSummary(t *testing.T) {
 	if got := gitSummary(dir); got != "branch trunk, 1 changed, 2 untracked" {
 		t.Errorf("changed repository: %q", got)
 	}
+	// From a directory below the top, git finds the repository above.
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o700)
+	os.WriteFile(filepath.Join(sub, "u3"), nil, 0o600)
+	if got := gitSummary(sub); got != "branch trunk, 1 changed, 3 untracked" {
+		t.Errorf("below the top: %q", got)
+	}
+}
+
+// inRepo finds .git (a directory, or a worktree's file) in a directory
+// or above it, and nothing in a directory outside any repository.
+func TestInRepo(t *testing.T) {
+	t.Setenv("GIT_DIR", "")
+	top := t.TempDir()
+	if inRepo(top) {
+		t.Fatalf("%s is in a repository: the test needs a temp dir outside one", top)
+	}
+	for _, dotgit := range []string{"dir", "file"} {
+		t.Run(dotgit, func(t *testing.T) {
+			root := t.TempDir()
+			if dotgit == "dir" {
+				os.Mkdir(filepath.Join(root, ".git"), 0o700)
+			} else {
+				os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: /elsewhere\n"), 0o600)
+			}
+			deep := filepath.Join(root, "a", "b")
+			os.MkdirAll(deep, 0o700)
+			for _, d := range []string{root, deep} {
+				if !inRepo(d) {
+					t.Errorf("inRepo(%s) = false", d)
+				}
+			}
+		})
+	}
+	t.Setenv("GIT_DIR", filepath.Join(top, "x.git"))
+	if !inRepo(top) {
+		t.Error("GIT_DIR set: inRepo = false")
+	}
 }

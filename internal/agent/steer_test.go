@@ -43,7 +43,7 @@ func TestInterrupt(t *testing.T) {
 		{
 			name:      "mid-stream",
 			prompt:    "/delay 1\n/long 1000000",
-			when:      isType[Text],
+			when:      isType[*Text],
 			wantFinal: true,
 		},
 		{
@@ -117,7 +117,7 @@ func TestInterruptKeepsPartial(t *testing.T) {
 	s := testSession(t, testEngine(t), nil)
 	rec := &recorder{}
 	done := startPrompt(t, s, "/delay 1\n/long 1000000", rec)
-	rec.wait(t, "text", isType[Text])
+	rec.wait(t, "text", isType[*Text])
 	s.Interrupt()
 	res := receive(t, done)
 	msgs := History(s.Entries())
@@ -223,7 +223,7 @@ func TestSteerDuringFinalAnswer(t *testing.T) {
 	steered := false
 	rec := &recorder{}
 	rec.hook = func(ev Event) {
-		if _, ok := ev.(Text); ok && !steered {
+		if _, ok := ev.(*Text); ok && !steered {
 			steered = true
 			if err := s.Steer("more"); err != nil {
 				t.Error(err)
@@ -372,7 +372,7 @@ func TestSteerParts(t *testing.T) {
 	steered := false
 	rec := &recorder{}
 	rec.hook = func(ev Event) {
-		if _, ok := ev.(Text); ok && !steered {
+		if _, ok := ev.(*Text); ok && !steered {
 			steered = true
 			if err := s.SteerParts("look", []model.Part{img}); err != nil {
 				t.Error(err)

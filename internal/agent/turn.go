@@ -41,6 +41,25 @@ type turn struct {
 	lastCall  store.ModelCall    // the last successful model call, for its message's entry
 	prompted  bool               // the prompt is in the history
 	system    string             // the system prompt, once built
+	texts     []Text             // the rest of the slab the next Text events come from
+	reasoning []Reasoning        // the same for Reasoning events
+}
+
+// slabSize is how many Text (or Reasoning) events one allocation holds.
+// An Event holding a struct value boxes it, one allocation per streamed
+// delta; a pointer into a slab is not boxed. The events are never reused,
+// so a sink may keep them.
+const slabSize = 256
+
+// fromSlab returns the next element of *slab, from a new slab of
+// slabSize once it is used up.
+func fromSlab[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, slabSize)
+	}
+	ev := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return ev
 }
 
 func (t *turn) emit(ev Event) {
@@ -394,9 +413,13 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			switch d.Kind {
 			case model.DeltaText:
 				t.output.WriteString(d.Text)
-				t.emit(Text{Delta: d.Text})
+				ev := fromSlab(&t.texts)
+				ev.Delta = d.Text
+				t.emit(ev)
 			case model.DeltaReasoning:
-				t.emit(Reasoning{Delta: d.Text})
+				ev := fromSlab(&t.reasoning)
+				ev.Delta = d.Text
+				t.emit(ev)
 			}
 		})
 		if err == nil {

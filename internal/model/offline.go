@@ -28,8 +28,8 @@ type Offline struct{}
 
 // segment is what one model call of the turn does.
 type segment struct {
-	think []string // reasoning, one entry per /think line
-	text  []string // text, one entry per /text or /long line
+	think []string   // reasoning, one entry per /think line
+	text  []textLine // text, one entry per /text or /long line
 	calls []Part
 	delay time.Duration
 	fail  *Error // from /error; nil when the call succeeds
@@ -65,28 +65,27 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 		}
 	}
 	var words int64
-	stream := func(kind, s string) error {
-		for len(s) > 0 {
-			n := nextWord(s)
+	word := func(kind string) func(string) error {
+		return func(w string) error {
 			if err := wait(); err != nil {
 				return err
 			}
-			emit(Delta{Kind: kind, Text: s[:n]})
+			emit(Delta{Kind: kind, Text: w})
 			words++
-			s = s[n:]
+			return nil
 		}
-		return nil
 	}
 
 	msg := Message{Role: RoleAssistant, Content: []Part{}}
 	if reasoning := strings.Join(seg.think, "\n"); reasoning != "" {
-		if err := stream(DeltaReasoning, reasoning); err != nil {
+		if err := eachWord(reasoning, word(DeltaReasoning)); err != nil {
 			return nil, err
 		}
 		msg.Content = append(msg.Content, Part{Type: PartReasoning, Text: reasoning})
 	}
-	if text := strings.Join(seg.text, "\n"); text != "" {
-		if err := stream(DeltaText, text); err != nil {
+	if len(seg.text) > 0 {
+		text, err := streamText(seg.text, word(DeltaText))
+		if err != nil {
 			return nil, err
 		}
 		msg.Content = append(msg.Content, Part{Type: PartText, Text: text})
@@ -133,7 +132,7 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 // offlineSegment decides what this call of the turn does.
 func offlineSegment(req *Request) (segment, error) {
 	if strings.HasPrefix(req.System, "Summarize") {
-		return segment{text: []string{compactionSummary(req.Messages)}}, nil
+		return segment{text: []textLine{{text: compactionSummary(req.Messages)}}}, nil
 	}
 	prompt, call := newestPrompt(req.Messages)
 	segs, err := parseDirectives(prompt)
@@ -141,10 +140,10 @@ func offlineSegment(req *Request) (segment, error) {
 		return segment{}, err
 	}
 	if segs == nil {
-		segs = []segment{{text: []string{plainReply(prompt)}}}
+		segs = []segment{{text: []textLine{{text: plainReply(prompt)}}}}
 	}
 	if call >= len(segs) {
-		return segment{text: []string{"done."}}, nil
+		return segment{text: []textLine{{text: "done."}}}, nil
 	}
 	return segs[call], nil
 }
@@ -310,7 +309,7 @@ func (s *segment) add(word, rest string, seg int) error {
 			return fmt.Errorf("%s needs words", word)
 		}
 		if word == "/text" {
-			s.text = append(s.text, rest)
+			s.text = append(s.text, textLine{text: rest})
 		} else {
 			s.think = append(s.think, rest)
 		}
@@ -339,7 +338,7 @@ func (s *segment) add(word, rest string, seg int) error {
 		if err != nil || n < 1 || n > maxLongWords {
 			return fmt.Errorf("want /long N with N from 1 to %d", maxLongWords)
 		}
-		s.text = append(s.text, longText(n))
+		s.text = append(s.text, textLine{long: n})
 	case "/error":
 		if s.fail != nil {
 			return fmt.Errorf("a second /error in one segment")
@@ -391,29 +390,84 @@ func cutSpace(s string) (head, tail string) {
 	return s[:i], strings.TrimSpace(s[i+1:])
 }
 
-// longText returns "w1 w2 … wN".
-func longText(n int) string {
+// textLine is one line of a segment's text: a /text line's words, or the
+// long words "w1 w2 … wN" of /long N, which are made as they stream.
+type textLine struct {
+	text string
+	long int // N of /long N; 0 for text
+}
+
+// size is the line's length in bytes.
+func (l textLine) size() int {
+	if l.long == 0 {
+		return len(l.text)
+	}
+	n := 3*l.long - 1 // "w", a digit and a space before each word but the first
+	for p := 10; p <= l.long; p *= 10 {
+		n += l.long - p + 1 // a further digit for each word from p on
+	}
+	return n
+}
+
+// eachWord calls word with each word of s (nextWord), in order.
+func eachWord(s string, word func(string) error) error {
+	for len(s) > 0 {
+		n := nextWord(s)
+		if err := word(s[:n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
+}
+
+// streamText calls word with each word of the lines joined by LF, as
+// eachWord splits them, and returns the joined text. A /long line's words
+// are written into the text as they go out, so the first goes out at
+// once, whatever N; every word is a piece of the text, not a copy.
+func streamText(lines []textLine, word func(string) error) (string, error) {
 	var b strings.Builder
-	b.Grow(n * (2 + len(strconv.Itoa(n))))
-	num := []byte{' ', 'w', '0'} // " w" and the decimal digits of i, counted up in place
-	for i := 1; i <= n; i++ {
-		j := len(num) - 1
-		for j >= 2 && num[j] == '9' {
-			num[j] = '0'
-			j--
+	size := len(lines) - 1
+	for _, l := range lines {
+		size += l.size()
+	}
+	b.Grow(size)
+	for i, l := range lines {
+		from := b.Len() // the LF before a line belongs to its first word
+		if i > 0 {
+			b.WriteByte('\n')
 		}
-		if j < 2 {
-			num = append(num[:2], append([]byte{'1'}, num[2:]...)...)
-		} else {
-			num[j]++
+		if l.long == 0 {
+			b.WriteString(l.text)
+			if err := eachWord(b.String()[from:], word); err != nil {
+				return "", err
+			}
+			continue
 		}
-		if i == 1 {
-			b.Write(num[1:])
-		} else {
-			b.Write(num)
+		num := []byte{' ', 'w', '0'} // " w" and the decimal digits of k, counted up in place
+		for k := 1; k <= l.long; k++ {
+			j := len(num) - 1
+			for j >= 2 && num[j] == '9' {
+				num[j] = '0'
+				j--
+			}
+			if j < 2 {
+				num = append(num[:2], append([]byte{'1'}, num[2:]...)...)
+			} else {
+				num[j]++
+			}
+			if k == 1 {
+				b.Write(num[1:])
+			} else {
+				b.Write(num)
+			}
+			if err := word(b.String()[from:]); err != nil {
+				return "", err
+			}
+			from = b.Len()
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 func malformed(n int, line, why string) *Error {

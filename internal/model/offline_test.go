@@ -459,15 +459,58 @@ func BenchmarkOfflineLong(b *testing.B) {
 	}
 }
 
-func TestLongText(t *testing.T) {
-	for _, n := range []int{1, 9, 10, 11, 99, 100, 1001} {
+// streamText gives the words of its lines joined by LF, as nextWord
+// splits the joined text, and the joined text, the /long lines spelled
+// out; its buffer is grown once to the exact size.
+func TestStreamText(t *testing.T) {
+	long := func(n int) string {
 		var words []string
 		for i := 1; i <= n; i++ {
 			words = append(words, "w"+strconv.Itoa(i))
 		}
-		if got, want := longText(n), strings.Join(words, " "); got != want {
-			t.Errorf("longText(%d) = …%q, want …%q", n, got[max(0, len(got)-20):], want[max(0, len(want)-20):])
-		}
+		return strings.Join(words, " ")
+	}
+	tests := []struct {
+		name  string
+		lines []textLine
+	}{
+		{name: "long 1", lines: []textLine{{long: 1}}},
+		{name: "long 9", lines: []textLine{{long: 9}}},
+		{name: "long 10", lines: []textLine{{long: 10}}},
+		{name: "long 11", lines: []textLine{{long: 11}}},
+		{name: "long 99", lines: []textLine{{long: 99}}},
+		{name: "long 100", lines: []textLine{{long: 100}}},
+		{name: "long 1001", lines: []textLine{{long: 1001}}},
+		{name: "text", lines: []textLine{{text: "a  b\tc"}}},
+		{name: "text, long, text", lines: []textLine{{text: "x y"}, {long: 12}, {text: "é\u00a0z"}}},
+		{name: "long, long", lines: []textLine{{long: 3}, {long: 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts []string
+			size := len(tt.lines) - 1
+			for _, l := range tt.lines {
+				if l.long > 0 {
+					parts = append(parts, long(l.long))
+				} else {
+					parts = append(parts, l.text)
+				}
+				size += l.size()
+			}
+			want := strings.Join(parts, "\n")
+			var wantWords, gotWords []string
+			eachWord(want, func(w string) error { wantWords = append(wantWords, w); return nil })
+			got, err := streamText(tt.lines, func(w string) error { gotWords = append(gotWords, w); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want || size != len(want) {
+				t.Errorf("text …%q (size %d), want …%q (%d bytes)", got[max(0, len(got)-20):], size, want[max(0, len(want)-20):], len(want))
+			}
+			if diff := cmp.Diff(wantWords, gotWords); diff != "" {
+				t.Errorf("words (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

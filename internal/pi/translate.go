@@ -164,9 +164,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			delete(t.steers, ev.Text)
 		}
 		emit(t.message(*userMessage(m.text, m.images, t.ms()))...)
-	case agent.Text:
+	case *agent.Text:
 		emit(t.delta("text", ev.Delta)...)
-	case agent.Reasoning:
+	case *agent.Reasoning:
 		emit(t.delta("thinking", ev.Delta)...)
 	case agent.UsageEvent:
 		if t.compacting != "" { // the summary's model call: no assistant message

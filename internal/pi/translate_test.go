@@ -71,7 +71,7 @@ func TestTranslate(t *testing.T) {
 		want   []string
 	}{{
 		name:   "text",
-		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "hi "}, agent.Text{Delta: "there"}, use, agent.TurnEnd{}},
+		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "hi "}, &agent.Text{Delta: "there"}, use, agent.TurnEnd{}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
@@ -79,7 +79,7 @@ func TestTranslate(t *testing.T) {
 			"turn_end:assistant/stop", "agent_end", "agent_settled"},
 	}, {
 		name: "thinking then text",
-		events: []agent.Event{agent.TurnStart{}, agent.Reasoning{Delta: "hm"}, agent.Text{Delta: "ok"}, use,
+		events: []agent.Event{agent.TurnStart{}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "ok"}, use,
 			agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
@@ -89,7 +89,7 @@ func TestTranslate(t *testing.T) {
 		name: "tool call then answer",
 		events: []agent.Event{agent.TurnStart{}, use, call, agent.ToolStart{ID: 1},
 			agent.ToolOutput{ID: 1, Delta: "a"}, agent.ToolOutput{ID: 1, Delta: "b"},
-			agent.ToolEnd{ID: 1, Outcome: "completed", Content: "ab"}, agent.Text{Delta: "done"}, use, agent.TurnEnd{}},
+			agent.ToolEnd{ID: 1, Outcome: "completed", Content: "ab"}, &agent.Text{Delta: "done"}, use, agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:toolcall_start", "message_update:toolcall_delta",
 			"message_update:toolcall_end", "message_end:assistant/toolUse",
@@ -99,8 +99,8 @@ func TestTranslate(t *testing.T) {
 			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
 	}, {
 		name: "steer starts a turn",
-		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "a"}, use, agent.Steered{Text: "more"},
-			agent.Text{Delta: "b"}, use, agent.TurnEnd{}},
+		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, use, agent.Steered{Text: "more"},
+			&agent.Text{Delta: "b"}, use, agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
 			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop",
@@ -109,8 +109,8 @@ func TestTranslate(t *testing.T) {
 			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
 	}, {
 		name: "retry then recover",
-		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "x"}, agent.Discarded{Reason: "retry", Text: "x"},
-			agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"}, agent.Recovered{Attempts: 2}, agent.Text{Delta: "y"}, use,
+		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "x"}, agent.Discarded{Reason: "retry", Text: "x"},
+			agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"}, agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use,
 			agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
@@ -146,14 +146,14 @@ func TestTranslate(t *testing.T) {
 			"agent_end", "agent_settled"},
 	}, {
 		name:   "aborted",
-		events: []agent.Event{agent.TurnStart{}, agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true}},
+		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
 			"message_update:text_end", "message_end:assistant/aborted", "turn_end:assistant/aborted"},
 	}, {
 		name: "auto compaction inside a turn",
 		events: []agent.Event{agent.TurnStart{}, agent.Compacting{Reason: "auto", TokensBefore: 100}, use,
-			agent.Compacted{TokensBefore: 100, TokensAfter: 10}, agent.Text{Delta: "a"}, use, agent.TurnEnd{}},
+			agent.Compacted{TokensBefore: 100, TokensAfter: 10}, &agent.Text{Delta: "a"}, use, agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"compaction_start", "compaction_end",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
@@ -194,7 +194,7 @@ func TestTranslateDetails(t *testing.T) {
 		agent.ToolBatch{Calls: []agent.Call{{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}}},
 		agent.ToolStart{ID: 1}, agent.ToolOutput{ID: 1, Delta: "a\n"}, agent.ToolOutput{ID: 1, Delta: "b\n"},
 		agent.ToolEnd{ID: 1, Outcome: "failed", Content: "a\nb\n"},
-		agent.Text{Delta: "fine"}, agent.UsageEvent{}, agent.TurnEnd{}} {
+		&agent.Text{Delta: "fine"}, agent.UsageEvent{}, agent.TurnEnd{}} {
 		got = append(got, tr.Feed(ev)...)
 	}
 	got = append(got, tr.Settle()...)
