@@ -113,6 +113,9 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 		}
 	}
 	for _, c := range cases {
+		if c.Dialect != "" && c.Dialect != DialectERPC {
+			continue // other schemas: DialectPropertyCoverageOf
+		}
 		methods := map[string]string{} // canonical id → method
 		for _, s := range c.client {
 			var texts [][]byte
@@ -189,4 +192,92 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 		}
 	}
 	return append(uncovered, covered...)
+}
+
+// DialectPropertyCoverageOf is PropertyCoverageOf for the pi dialect's
+// schemas (schemas/pi): every property of every command, response and
+// event shape ("pi/command.json#prompt", path "images/[]/data"), with the
+// pi-rpc cases whose client lines send it or whose expected lines check
+// it. ACP's published schema is one union of every message, which no
+// line can be attributed to part of, so it has none.
+func DialectPropertyCoverageOf(cases []*Case) []PropertyCoverage {
+	hits := map[string]map[string]bool{}
+	walk := func(n snode, name string, v any, id string) {
+		for _, p := range presentPaths(v, n) {
+			k := name + "#" + p
+			if hits[k] == nil {
+				hits[k] = map[string]bool{}
+			}
+			hits[k][id] = true
+		}
+	}
+	for _, c := range cases {
+		if c.Dialect != DialectPi {
+			continue
+		}
+		for _, s := range c.client {
+			if obj := jsonObject(s.text); obj != nil && s.kind == "send" {
+				if n, name, ok := piCommandShape(obj); ok {
+					walk(n, name, obj, c.ID)
+				}
+			}
+		}
+		for _, e := range c.expect {
+			if n, ok := piShape(e.value); ok {
+				walk(n, piShapeName(e.value), e.value, c.ID)
+			}
+		}
+	}
+	var uncovered, covered []PropertyCoverage
+	for _, file := range []string{"pi/command.json", "pi/response.json", "pi/event.json", "pi/extension_ui_request.json"} {
+		doc, err := loadSchemaFile(file)
+		if err != nil {
+			continue
+		}
+		defs, _ := doc.(map[string]any)["$defs"].(map[string]any)
+		for _, def := range sortedKeys(defs) {
+			if file == "pi/event.json" && !piKnownType(def) || file == "pi/response.json" && def == "cancelled" {
+				continue // shapes inside lines, not lines
+			}
+			name := file + "#" + def
+			for _, p := range propertyPaths(snode{file: file, v: defs[def]}) {
+				pc := PropertyCoverage{Schema: name, Path: p, Cases: sortedKeys(hits[name+"#"+p])}
+				if len(pc.Cases) == 0 {
+					uncovered = append(uncovered, pc)
+				} else {
+					covered = append(covered, pc)
+				}
+			}
+		}
+	}
+	return append(uncovered, covered...)
+}
+
+// piCommandShape is the schema of a pi command line by its type.
+func piCommandShape(obj map[string]any) (snode, string, bool) {
+	t, _ := obj["type"].(string)
+	doc, err := loadSchemaFile("pi/command.json")
+	if err != nil || t == "" {
+		return snode{}, "", false
+	}
+	defs, _ := doc.(map[string]any)["$defs"].(map[string]any)
+	s, ok := defs[t]
+	return snode{file: "pi/command.json", v: s}, "pi/command.json#" + t, ok
+}
+
+// piShapeName names the shape piShape picks for a line.
+func piShapeName(obj map[string]any) string {
+	typ, _ := obj["type"].(string)
+	switch typ {
+	case "response":
+		if ok, _ := obj["success"].(bool); ok {
+			c, _ := obj["command"].(string)
+			return "pi/response.json#" + c
+		}
+		return "pi/response.json#failure"
+	case "extension_ui_request":
+		m, _ := obj["method"].(string)
+		return "pi/extension_ui_request.json#" + m
+	}
+	return "pi/event.json#" + typ
 }

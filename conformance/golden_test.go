@@ -133,15 +133,19 @@ func buildServer(t *testing.T, race bool) []string {
 	return []string{testbuild.Command(t, "github.com/e-agent/e/cmd/e", race), "rpc"}
 }
 
-// Every event type and every property of every params, result and event
-// schema is exercised by some golden case (the list is derived from the
-// schemas: a new field needs a case). Requirement IDs without a case are
-// reported by e-conformance coverage; new front ends add theirs with
-// their cases.
+// Every requirement ID (e rpc, e -p, acp, the pi dialect), every event
+// type and every property of every params, result and event schema is
+// exercised by some golden case (the list is derived from the schemas: a
+// new field needs a case; a new requirement ID too).
 func TestGoldenCoverage(t *testing.T) {
 	cases, err := LoadDir(goldenDir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range CoverageOf(cases) {
+		if len(r.Cases) == 0 {
+			t.Errorf("requirement %s (%s): no case cites it", r.ID, r.Text)
+		}
 	}
 	for _, p := range PropertyCoverageOf(cases) {
 		if len(p.Cases) == 0 {

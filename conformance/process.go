@@ -248,11 +248,10 @@ func (t *tailBuffer) String() string {
 func (r *run) start(argv []string, cwd, home string) (stdin io.WriteCloser, stdout *os.File, err error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
-	env := r.c.Env
-	if r.c.Dialect == DialectPi {
-		env = map[string]string{"PI_CODING_AGENT_DIR": piAgentDir(home)}
-		maps.Copy(env, r.c.Env)
-	}
+	// pi's configuration directory is the case's too (for every case: e
+	// -p's pi mode, e --mode json, must not read the user's).
+	env := map[string]string{"PI_CODING_AGENT_DIR": piAgentDir(home)}
+	maps.Copy(env, r.c.Env)
 	cmd.Env = serverEnv(home, env)
 	ownGroup(cmd)
 	r.cmd = cmd

@@ -17,15 +17,22 @@ import (
 )
 
 // provider runs e rpc against a loopback mock of each provider API and
-// reports, per answer size, e's CPU time per streamed delta and how long
-// after the mock flushed the first delta the first text event was read.
+// reports, per answer size, e's CPU time per streamed delta, how long
+// after the mock flushed the first delta the first text event was read,
+// and the turn's events per second against the floor of events (a
+// program writing as many pre-encoded text event lines, read the same
+// way), in the same run.
 func provider(fs *flag.FlagSet, args []string) error {
 	e := fs.String("e", "./e", "the e binary")
 	sizes := fs.String("n", "500,5000,50000", "deltas per answer, comma-separated")
 	apis := fs.String("api", strings.Join(providermock.APIs, ","), "provider APIs, comma-separated")
 	runs := fs.Int("runs", 5, "turns per size after a warm-up turn; medians are printed")
 	fs.Parse(args)
-	fmt.Printf("%-17s %7s %12s %10s %14s %16s\n", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs")
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-17s %7s %12s %10s %14s %16s %10s %8s\n", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs", "floor ms", "ratio")
 	for _, api := range strings.Split(*apis, ",") {
 		for _, f := range strings.Split(*sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -36,14 +43,27 @@ func provider(fs *flag.FlagSet, args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s, %d deltas: %w", api, n, err)
 			}
-			fmt.Printf("%-17s %7d %12.2f %10.2f %14.2f %16.0f\n", api, n, r.cpu.Seconds()*1e6/float64(n),
-				r.cpu.Seconds()*1e3, r.turn.Seconds()*1e3, r.first.Seconds()*1e6)
+			var floors []float64
+			for range *runs {
+				rate, err := floorRun(self, r.sample, n)
+				if err != nil {
+					return err
+				}
+				floors = append(floors, float64(n)/rate)
+			}
+			fl := median(floors) // seconds for n lines
+			fmt.Printf("%-17s %7d %12.2f %10.2f %14.2f %16.0f %10.2f %7.1f%%\n", api, n, r.cpu.Seconds()*1e6/float64(n),
+				r.cpu.Seconds()*1e3, r.turn.Seconds()*1e3, r.first.Seconds()*1e6, fl*1e3, 100*fl/r.turn.Seconds())
 		}
 	}
 	return nil
 }
 
-type turnFigures struct{ cpu, turn, first time.Duration }
+// turnFigures are the medians of a size's turns, and one text event line.
+type turnFigures struct {
+	cpu, turn, first time.Duration
+	sample           string
+}
 
 // mockHome starts a mock of api on loopback and returns an E_HOME whose
 // settings make mock/m, served by it, the default model.
@@ -84,6 +104,7 @@ func providerRun(e, api string, n, runs int) (turnFigures, error) {
 	}
 	defer a.stop()
 	var cpus, turns, firsts []time.Duration
+	var sample string
 	for i := range runs + 1 {
 		// A new session each turn, so every request is the same size.
 		a.send(fmt.Sprintf(`{"id":"c%d","method":"session.create"}`, i))
@@ -105,6 +126,9 @@ func providerRun(e, api string, n, runs int) (turnFigures, error) {
 			if bytes.HasPrefix(b, []byte(`{"type":"text"`)) {
 				if texts == 0 {
 					first = time.Now()
+					if sample == "" {
+						sample = string(b)
+					}
 				}
 				texts++
 			}
@@ -125,5 +149,5 @@ func providerRun(e, api string, n, runs int) (turnFigures, error) {
 		}
 		cpus, turns, firsts = append(cpus, used), append(turns, turn), append(firsts, first.Sub(fl[len(fl)-1]))
 	}
-	return turnFigures{cpu: median(cpus), turn: median(turns), first: median(firsts)}, nil
+	return turnFigures{cpu: median(cpus), turn: median(turns), first: median(firsts), sample: sample}, nil
 }

@@ -11,13 +11,13 @@ import (
 )
 
 // coverage reports what the cases cover: requirement IDs, event types and
-// every property of every params, result and event schema, unexercised
-// first.
+// every property of every params, result and event schema, then every
+// property of the pi dialect's schemas, unexercised first.
 func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e-conformance coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("cases", "", "directory of *.txtar cases (default: the built-in golden cases)")
-	failUncovered := fs.String("fail-uncovered", "", `exit 1 when something of these kinds has no case: a comma-separated list of "requirements", "events", "properties", or "all"`)
+	failUncovered := fs.String("fail-uncovered", "", `exit 1 when something of these kinds has no case: a comma-separated list of "requirements", "events", "properties", "pi-properties", or "all"`)
 	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
@@ -54,23 +54,33 @@ func coverage(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		}
 		fmt.Fprintf(stdout, "%3d cases  %s  %s\n", len(p.Cases), p.Name(), strings.Join(p.Cases, " "))
 	}
-	fmt.Fprintf(stderr, "e-conformance: %d cases; uncovered: %d of %d requirements, %d of %d event types, %d of %d schema properties\n",
-		len(cases), reqUncovered, len(conformance.Requirements()), typesUncovered, typesAll, propsUncovered, propsAll)
-	gaps := map[string]int{"requirements": reqUncovered, "events": typesUncovered, "properties": propsUncovered}
+	piUncovered, piAll := 0, 0
+	for _, p := range conformance.DialectPropertyCoverageOf(cases) {
+		piAll++
+		if len(p.Cases) == 0 {
+			piUncovered++
+			fmt.Fprintf(stdout, "UNCOVERED  %s\n", p.Name())
+			continue
+		}
+		fmt.Fprintf(stdout, "%3d cases  %s  %s\n", len(p.Cases), p.Name(), strings.Join(p.Cases, " "))
+	}
+	fmt.Fprintf(stderr, "e-conformance: %d cases; uncovered: %d of %d requirements, %d of %d event types, %d of %d schema properties, %d of %d pi schema properties\n",
+		len(cases), reqUncovered, len(conformance.Requirements()), typesUncovered, typesAll, propsUncovered, propsAll, piUncovered, piAll)
+	gaps := map[string]int{"requirements": reqUncovered, "events": typesUncovered, "properties": propsUncovered, "pi-properties": piUncovered}
 	status := 0
 	for _, k := range strings.Split(*failUncovered, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "":
 		case "all":
-			if reqUncovered+typesUncovered+propsUncovered > 0 {
+			if reqUncovered+typesUncovered+propsUncovered+piUncovered > 0 {
 				status = 1
 			}
-		case "requirements", "events", "properties":
+		case "requirements", "events", "properties", "pi-properties":
 			if gaps[k] > 0 {
 				status = 1
 			}
 		default:
-			fmt.Fprintf(stderr, "e-conformance: --fail-uncovered: unknown kind %q (requirements, events, properties, all)\n", k)
+			fmt.Fprintf(stderr, "e-conformance: --fail-uncovered: unknown kind %q (requirements, events, properties, pi-properties, all)\n", k)
 			return 2
 		}
 	}

@@ -93,8 +93,9 @@ examples:
 `,
 	"coverage": `e-conformance coverage lists every requirement of REQUIREMENTS.md with the cases that
 cite it, then every event type and every property of every params, result and event
-schema (derived from the schemas) with the cases that send or check it, UNCOVERED first;
-the counts of uncovered ones go to stderr.
+schema (derived from the schemas) with the cases that send or check it, UNCOVERED first,
+then every property of the pi dialect's schemas (schemas/pi) with the pi-rpc cases; the
+counts of uncovered ones go to stderr.
 
 usage:
   e-conformance coverage [--cases DIR] [--fail-uncovered KINDS]
@@ -102,7 +103,7 @@ usage:
 flags:
   --cases DIR             a directory of *.txtar cases instead of the built-in ones
   --fail-uncovered KINDS  exit 1 when something of these kinds has no case: a comma-separated
-                          list of requirements, events, properties, or all
+                          list of requirements, events, properties, pi-properties, or all
 
 exit status:
   0  listed (and nothing of --fail-uncovered's kinds is uncovered)
@@ -111,7 +112,7 @@ exit status:
 
 examples:
   e-conformance coverage
-  e-conformance coverage --fail-uncovered events,properties
+  e-conformance coverage --fail-uncovered requirements,events,properties
   e-conformance coverage --cases golden | grep UNCOVERED
 `,
 	"selftest": `e-conformance selftest proves the suite's strength: it runs the cases against a reference

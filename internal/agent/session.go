@@ -434,7 +434,11 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	if m.Content == nil {
 		m.Content = []model.Part{} // the persisted shape has an array, never null
 	}
-	b, err := m.AppendJSON(nil)
+	size := 64 // grown once: a long answer would copy itself a dozen times
+	for _, p := range m.Content {
+		size += 64 + len(p.Text) + len(p.Signature) + len(p.Data)*4/3 + len(p.Arguments)
+	}
+	b, err := m.AppendJSON(make([]byte, 0, size))
 	if err != nil {
 		return err
 	}

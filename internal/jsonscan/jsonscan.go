@@ -8,6 +8,8 @@
 package jsonscan
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -228,6 +230,19 @@ func scanNumber(data []byte, i int) (int, bool) {
 func scanString(data []byte, i int) (end int, plain, ok bool) {
 	plain = true
 	for j := i + 1; j < len(data); j++ {
+		// Eight bytes at a time while none may end the plain run: m has
+		// the top bit of each byte (the first lowest) set where it may be
+		// a quote, a backslash or a control byte, and of the lowest such
+		// byte only if it is one (borrows mark bytes above a match only).
+		for j+8 <= len(data) {
+			w := binary.LittleEndian.Uint64(data[j:])
+			q, bs := w^quotes, w^backslashes
+			if m := ((w-lsb*0x20)&^w | (q-lsb)&^q | (bs-lsb)&^bs) & msb; m != 0 {
+				j += bits.TrailingZeros64(m) / 8
+				break
+			}
+			j += 8
+		}
 		for j < len(data) && plainByte[data[j]] {
 			j++
 		}
@@ -259,6 +274,13 @@ func scanString(data []byte, i int) (end int, plain, ok bool) {
 	}
 	return 0, false, false
 }
+
+const (
+	lsb         = 0x0101010101010101
+	msb         = 0x8080808080808080
+	quotes      = lsb * '"'
+	backslashes = lsb * '\\'
+)
 
 // plainByte marks the bytes a JSON string holds as they are.
 var plainByte = func() (t [256]bool) {

@@ -10,7 +10,8 @@ import (
 // nesting it follows), and Unquote decodes strings as encoding/json does.
 func FuzzValue(f *testing.F) {
 	for _, s := range []string{`"a\u00e9\ud83d\ude00\ud800x\"\\\/\b\f\n\r\t"`, `{"a":[1,-0.5e+3,true,false,null,{}]}`,
-		`"\xff"`, `01`, `1.`, `"\u12"`, `[1,]`, `{"a" 1}`, ` "x" `} {
+		`"\xff"`, `01`, `1.`, `"\u12"`, `[1,]`, `{"a" 1}`, ` "x" `,
+		`"plain text longer than eight bytes, é and \" then more"`, "\"0123456\x1f89abcdef\"", `"01234567\\"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

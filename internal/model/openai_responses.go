@@ -208,6 +208,9 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			a.addQuoted(i, fast.delta)
 			continue
 		}
+		if fast.valid && repeatsText(string(fast.typ)) {
+			continue // valid JSON that repeats what the deltas said: not decoded
+		}
 		var e responsesEvent
 		if err := c.decode(ev, &e); err != nil {
 			return nil, err
@@ -285,12 +288,28 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 }
 
 // responsesDelta reads text and reasoning delta events without reflection
-// (see package jsonscan).
+// (see package jsonscan). After any scan, valid says whether the event was
+// a JSON object jsonscan read, and typ is then its type.
 type responsesDelta struct {
 	m               [4]jsonscan.Member
 	kind            string // PartText or PartReasoning
 	output, summary int
 	delta           []byte // the JSON string
+	valid           bool
+	typ             []byte
+}
+
+// repeatsText reports whether events of type typ only repeat text that
+// their deltas streamed (the answer is built from the deltas). At 50,000
+// deltas each holds 400 KB: decoding them with encoding/json cost more
+// than all the deltas' scanning.
+func repeatsText(typ string) bool {
+	switch typ {
+	case "response.output_text.done", "response.content_part.done", "response.refusal.done",
+		"response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.reasoning_text.done":
+		return true
+	}
+	return false
 }
 
 var responsesFields = []string{"type", "output_index", "summary_index", "delta", "item", "response"}
@@ -299,6 +318,7 @@ var responsesFields = []string{"type", "output_index", "summary_index", "delta",
 // the slow path.
 func (d *responsesDelta) scan(ev rawEvent) bool {
 	d.m = [4]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"}}
+	d.valid, d.typ = false, nil
 	if !jsonscan.Object(ev.Data, responsesFields, d.m[:]) {
 		return false
 	}
@@ -310,6 +330,7 @@ func (d *responsesDelta) scan(ev rawEvent) bool {
 	} else {
 		typ = typ[1 : len(typ)-1] // escapes, if any, make it match no name below
 	}
+	d.valid, d.typ = true, typ
 	switch string(typ) {
 	case "response.output_text.delta", "response.refusal.delta":
 		d.kind = PartText
