@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -77,7 +78,8 @@ func BenchmarkProviderTurn(b *testing.B) {
 	for _, api := range providermock.APIs {
 		for _, n := range []int{500, 5000, 50000} {
 			b.Run(api+"/"+strconv.Itoa(n), func(b *testing.B) {
-				srv := httptest.NewServer(providermock.NewServer(api, n))
+				mock := providermock.NewServer(api, n)
+				srv := httptest.NewServer(mock)
 				defer srv.Close()
 				cat, err := model.NewCatalog(model.Config{Getenv: func(string) string { return "" }, DefaultModel: "mock/m",
 					Providers: map[string]model.ProviderConfig{"mock": {API: api, BaseURL: srv.URL, Models: []model.ModelConfig{{ID: "m"}}}}})
@@ -88,9 +90,14 @@ func BenchmarkProviderTurn(b *testing.B) {
 				st := NewStamp("0193a0b2-5b9e-7c1e-9f00-0123456789ab", json.RawMessage(`"p1"`))
 				var buf []byte
 				texts := 0
+				var first time.Time  // the first text event's encoding done
+				var firsts []float64 // µs from the mock's flush of the first delta
 				sink := func(ev Event) {
 					buf = st.Append(buf[:0], ev)
 					if _, ok := ev.(*Text); ok {
+						if texts == 0 {
+							first = time.Now()
+						}
 						texts++
 					}
 				}
@@ -105,8 +112,12 @@ func BenchmarkProviderTurn(b *testing.B) {
 						b.Fatalf("%d text events, error %v", texts, res.Error)
 					}
 					s.Close()
+					fl := mock.Firsts()
+					firsts = append(firsts, float64(first.Sub(fl[len(fl)-1]).Nanoseconds())/1e3)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delta")
+				slices.Sort(firsts)
+				b.ReportMetric(firsts[len(firsts)/2], "first-µs")
 			})
 		}
 	}

@@ -114,15 +114,26 @@ const maxPending = 1 << 20
 const keepBuffer = 4 << 20
 
 // NewWriter starts the goroutine that owns w. Close stops it.
-func NewWriter(w io.Writer) *Writer {
-	wr := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{}), failed: make(chan struct{})}
-	go wr.run()
+func NewWriter(w io.Writer) *Writer { return NewWriterSize(w, 0) }
+
+// BurstSize is the buffer size for NewWriterSize of a stream of bursts
+// (the events of e rpc): room for a full queue and a line, so that a burst
+// never copies the queue into a grown buffer. Pages of it the kernel has
+// not handed out cost nothing until a burst first fills them.
+const BurstSize = maxPending + 64<<10
+
+// NewWriterSize is NewWriter with each of the writer's two buffers
+// starting at size bytes.
+func NewWriterSize(w io.Writer, size int) *Writer {
+	wr := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{}), failed: make(chan struct{}),
+		pending: make([]byte, 0, size)}
+	go wr.run(size)
 	return wr
 }
 
-func (wr *Writer) run() {
+func (wr *Writer) run(size int) {
 	defer close(wr.done)
-	var batch []byte
+	batch := make([]byte, 0, size)
 	for range wr.wake {
 		wr.mu.Lock()
 		batch, wr.pending = wr.pending, batch[:0]
