@@ -308,19 +308,6 @@ func (s *Session) SetAutoRetry(on bool) {
 	s.noRetry = !on
 }
 
-// AddUserText records text as a user message of the history, outside any
-// turn: the next turn's model call sees it (a user shell command's output,
-// for example). It fails while a turn runs.
-func (s *Session) AddUserText(text string) error {
-	s.mu.Lock()
-	running := s.running
-	s.mu.Unlock()
-	if running {
-		return fmt.Errorf("session %s %w", s.id, ErrBusy)
-	}
-	return s.appendMessage(model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}})
-}
-
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.
 // It returns once the turn has ended.
 func (s *Session) Interrupt() {

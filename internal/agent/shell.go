@@ -27,16 +27,43 @@ func (ShellOutput) EventType() string { return "shell_output" }
 func (s *Session) Shell(ctx context.Context, command string, exclude bool, timeout time.Duration, sink func(Event)) (store.Entry, error) {
 	ctx = s.start(ctx)
 	defer s.finish()
+	run, err := s.RunShell(ctx, command, timeout, sink)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	run.Exclude = exclude
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appendShellLocked(run)
+}
+
+// RunShell runs a user's shell command in the session's cwd beside
+// whatever the session is doing, and records nothing: AddShell does. ctx
+// ending kills it (the result says cancelled).
+func (s *Session) RunShell(ctx context.Context, command string, timeout time.Duration, sink func(Event)) (store.ShellRun, error) {
 	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
 		sink(ShellOutput{Delta: chunk})
 	}}, command, timeout)
 	if err != nil {
-		return store.Entry{}, err
+		return store.ShellRun{}, err
 	}
-	en := []store.Entry{{Type: store.TypeShell, Shell: &store.ShellRun{Command: command, Output: r.Output, ExitCode: r.ExitCode,
-		Cancelled: r.Stopped, TimedOut: r.TimedOut, Truncated: r.Truncated, Exclude: exclude}}}
+	return store.ShellRun{Command: command, Output: r.Output, ExitCode: r.ExitCode, Cancelled: r.Stopped,
+		TimedOut: r.TimedOut, Truncated: r.Truncated}, nil
+}
+
+// AddShell records a shell command RunShell ran as a shell entry of the
+// history, outside any turn. It fails while a turn runs.
+func (s *Session) AddShell(run store.ShellRun) (store.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.running {
+		return store.Entry{}, fmt.Errorf("session %s %w", s.id, ErrBusy)
+	}
+	return s.appendShellLocked(run)
+}
+
+func (s *Session) appendShellLocked(run store.ShellRun) (store.Entry, error) {
+	en := []store.Entry{{Type: store.TypeShell, Shell: &run}}
 	if err := s.appendLocked(en...); err != nil {
 		return store.Entry{}, err
 	}

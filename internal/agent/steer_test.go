@@ -325,11 +325,12 @@ func TestInterruptRecordsToolResult(t *testing.T) {
 
 func TestSessionSwitches(t *testing.T) {
 	s := testSession(t, testEngine(t), nil)
-	if err := s.AddUserText("Ran `ls`"); err != nil {
+	zero := 0
+	if _, err := s.AddShell(store.ShellRun{Command: "ls", Output: "a\n", ExitCode: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := History(s.Entries())
-	if len(msgs) != 1 || msgs[0].Role != model.RoleUser || msgs[0].Text() != "Ran `ls`" {
+	if len(msgs) != 1 || msgs[0].Role != model.RoleUser || !strings.HasPrefix(msgs[0].Text(), "Ran `ls`") {
 		t.Errorf("history %+v", msgs)
 	}
 	if err := s.Begin(); err != nil {
@@ -341,8 +342,8 @@ func TestSessionSwitches(t *testing.T) {
 	if err := s.Steer("b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddUserText("x"); !errors.Is(err, ErrBusy) {
-		t.Errorf("AddUserText while running: %v, want ErrBusy", err)
+	if _, err := s.AddShell(store.ShellRun{Command: "x"}); !errors.Is(err, ErrBusy) {
+		t.Errorf("AddShell while running: %v, want ErrBusy", err)
 	}
 	if got := s.WithdrawSteers(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Errorf("withdrawn %q", got)

@@ -106,8 +106,8 @@ func TestClamp(t *testing.T) {
 		effort       string
 		availability []string
 	}{
-		{info: three, level: "off", want: "low", effort: "low"},
-		{info: three, level: "minimal", want: "low", effort: "low"},
+		{info: three, level: "off", want: "off", effort: ""},
+		{info: three, level: "minimal", want: "minimal", effort: "low"},
 		{info: three, level: "medium", want: "medium", effort: "medium"},
 		{info: three, level: "max", want: "high", effort: "high"},
 		{info: off, level: "high", want: "off", effort: ""},

@@ -56,8 +56,7 @@ func (c *converter) messages(m model.Message, ts int64) []any {
 		}
 		return []any{*userMessage(m.Text(), imgs, ts)}
 	case model.RoleAssistant:
-		a := AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(c.info.API), Provider: c.info.Provider,
-			Model: c.info.Name, ThinkingLevel: levelOf(c.effort), Usage: NewUsage(model.Usage{}, nil), StopReason: "stop", Timestamp: ts}
+		a := c.assistant("stop", ts)
 		for _, p := range m.Content {
 			switch p.Type {
 			case model.PartText:
@@ -78,11 +77,48 @@ func (c *converter) messages(m model.Message, ts int64) []any {
 				continue
 			}
 			out = append(out, ToolResultMessage{Role: "toolResult", ToolCallID: p.CallID, ToolName: c.names[p.CallID],
-				Content: []Content{{Type: "text", Text: p.Text}}, Details: map[string]any{}, IsError: p.IsError, Timestamp: ts})
+				Content: []Content{{Type: "text", Text: p.Text}}, IsError: p.IsError, Timestamp: ts})
 		}
 		return out
 	}
 	return nil
+}
+
+func (c *converter) assistant(stop string, ts int64) AssistantMessage {
+	return AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(c.info.API), Provider: c.info.Provider,
+		Model: c.info.Name, ThinkingLevel: levelOf(c.effort), Usage: NewUsage(model.Usage{}, nil), StopReason: stop, Timestamp: ts}
+}
+
+// abortedError is pi's errorMessage of an interrupted answer.
+const abortedError = "Request was aborted"
+
+// interrupted applies an interrupted entry to the messages converted so
+// far, as pi records an interrupted answer: e logged the text it had
+// streamed (the last message), which pi marks aborted; when nothing came
+// (the last message is the user's), pi keeps an empty aborted answer,
+// returned as added. An interruption of tools changes nothing.
+func (c *converter) interrupted(last any, ts int64) (changed any, added *AssistantMessage) {
+	switch m := last.(type) {
+	case AssistantMessage:
+		m.StopReason, m.ErrorMessage = "aborted", abortedError
+		return m, nil
+	case UserMessage:
+		a := c.assistant("aborted", ts)
+		a.ErrorMessage = abortedError
+		return nil, &a
+	}
+	return nil, nil
+}
+
+// finished adds what pi records of an answer: its model call's usage and
+// duration, and who priced it (an interrupted answer has no model call).
+func (c *converter) finished(a AssistantMessage, call *session.ModelCall) AssistantMessage {
+	if call != nil {
+		a.Usage = callUsage(call)
+		d, fromProvider := call.DurationMS, false
+		a.DurationMS, a.Usage.Cost.FromProvider = &d, &fromProvider
+	}
+	return a
 }
 
 // levelOf names e's effort as a pi thinking level.
@@ -118,6 +154,9 @@ func (c *converter) entries(es []session.Entry) []Entry {
 				continue
 			}
 			for i, msg := range c.messages(m, en.Time.UnixMilli()) {
+				if a, ok := msg.(AssistantMessage); ok {
+					msg = c.finished(a, en.Call)
+				}
 				e := base
 				if i > 0 {
 					prev := out[len(out)-1].ID
@@ -155,6 +194,25 @@ func (c *converter) entries(es []session.Entry) []Entry {
 				continue
 			}
 			base.Type, base.Message = "message", bashMessage(en)
+		case session.EntryInterrupted:
+			var lastMsg any
+			if n := len(out); n > 0 && en.Parent != "" && out[n-1].ID == last[en.Parent] {
+				lastMsg = out[n-1].Message
+			}
+			changed, added := c.interrupted(lastMsg, en.Time.UnixMilli())
+			switch {
+			case changed != nil:
+				out[len(out)-1].Message = changed
+			case added != nil:
+				base.Type, base.Message = "message", *added
+				out = append(out, base)
+				last[en.ID] = base.ID
+				continue
+			}
+			if p := parent(); p != nil {
+				last[en.ID] = *p
+			}
+			continue
 		default:
 			// title and interrupted have no pi counterpart; keep the chain intact.
 			if p := parent(); p != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
-	"github.com/e-agent/e/internal/tool"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -60,7 +58,7 @@ type front struct {
 	steerHeld    []queued // passed to e, not yet delivered
 	steerWait    []queued // one-at-a-time: not yet passed to e
 	followUps    []queued
-	pendingCtx   []string // bash output recorded once the run ends
+	pendingShell []session.ShellRun // bash commands recorded once the run or compaction ends
 	autoCompact  bool
 	autoRetry    bool
 	running      bool
@@ -583,12 +581,9 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		return errors.New("Agent is already processing")
 	}
 	sess := fr.cur
-	for _, t := range fr.pendingCtx {
-		if err := sess.AddUserText(t); err != nil {
-			return err
-		}
+	if err := fr.flushShell(); err != nil {
+		return err
 	}
-	fr.pendingCtx = nil
 	// The turn's events wait for the translator until the response is out.
 	fr.trMu.Lock()
 	defer fr.trMu.Unlock()
@@ -636,10 +631,21 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.tr.Begin(next[0].text, next[0].blocks)
 			text, parts := fr.forModel(next[0].text, next[0].parts)
 			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
+			if err == nil {
+				for _, m := range next[1:] {
+					fr.passSteer(m)
+				}
+				// pi takes the follow-ups of "all" out of the queue one message at a
+				// time; the turn's events wait for trMu: none has gone yet.
+				q := fr.queueLocked()
+				q.FollowUp = append(texts(next[1:]), q.FollowUp...)
+				fr.tr.After(q)
+			}
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
 			fr.running = false
+			fr.flushShell() // what fails stays pending for the next prompt
 			fr.mu.Unlock()
 			fr.trMu.Lock()
 			evs := fr.tr.Settle()
@@ -650,12 +656,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			close(done)
 			return
 		}
-		for _, m := range next[1:] {
-			fr.steerLocked(m)
-		}
-		q := fr.queueLocked()
 		fr.mu.Unlock()
-		fr.write(q)
 	}
 }
 
@@ -664,14 +665,6 @@ func (fr *front) sink(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
-	}
-	fr.trMu.Lock()
-	evs := fr.tr.Feed(ev)
-	fr.trMu.Unlock()
-	for _, e := range evs {
-		fr.write(e)
-	}
-	switch ev := ev.(type) {
 	case agent.Steered:
 		fr.mu.Lock()
 		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
@@ -689,7 +682,15 @@ func (fr *front) sink(ev agent.Event) {
 		}
 		q := fr.queueLocked()
 		fr.mu.Unlock()
-		fr.write(q)
+		fr.trMu.Lock()
+		fr.tr.After(q)
+		fr.trMu.Unlock()
+	}
+	fr.trMu.Lock()
+	evs := fr.tr.Feed(ev)
+	fr.trMu.Unlock()
+	for _, e := range evs {
+		fr.write(e)
 	}
 }
 
@@ -791,8 +792,10 @@ func (fr *front) newSession(c *command) (any, error) {
 	fr.idle()
 	fr.mu.Lock()
 	old := fr.cur
-	info, level := fr.info, fr.level
+	info := fr.info
 	fr.mu.Unlock()
+	// pi starts a new session at the default thinking level, not the current one.
+	level := Clamp(info, cmpOr(fr.cfg.Settings.DefaultThinkingLevel, levelOf(info.DefaultEffort)))
 	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
 	if err != nil {
 		return nil, err
@@ -805,7 +808,7 @@ func (fr *front) newSession(c *command) (any, error) {
 func (fr *front) replace(old, m *session.Session) {
 	fr.use(m)
 	fr.mu.Lock()
-	fr.steerHeld, fr.steerWait, fr.followUps, fr.pendingCtx = nil, nil, nil, nil
+	fr.steerHeld, fr.steerWait, fr.followUps, fr.pendingShell = nil, nil, nil, nil
 	fr.mu.Unlock()
 	old.Close(context.Background())
 }
@@ -888,9 +891,9 @@ func (fr *front) userEntries() []forkMessage {
 	out := []forkMessage{}
 	for _, e := range fr.converter().entries(session.Branch(fr.session().Entries())) {
 		if u, ok := e.Message.(UserMessage); ok {
-			text, _ := u.Content.(string)
-			if parts, ok := u.Content.([]Content); ok && len(parts) > 0 {
-				text = parts[0].Text
+			text := ""
+			if len(u.Content) > 0 {
+				text = u.Content[0].Text
 			}
 			out = append(out, forkMessage{EntryID: e.ID, Text: text})
 		}
@@ -971,12 +974,22 @@ func (fr *front) contextMessages() []any {
 	conv := fr.converter()
 	out := []any{}
 	branch := session.Branch(fr.session().Entries())
+	// Each message names the model and level in force when it was made.
+	type inForce struct {
+		info   model.Info
+		effort string
+	}
+	force := map[string]inForce{}
 	for _, e := range branch {
 		if e.Type == session.EntrySettings {
-			conv.entries([]session.Entry{e}) // follow the model in force
+			conv.entries([]session.Entry{e})
 		}
+		force[e.ID] = inForce{conv.info, conv.effort}
 	}
 	for _, en := range visible(branch) {
+		if f, ok := force[en.ID]; ok {
+			conv.info, conv.effort = f.info, f.effort
+		}
 		ts := en.Time.UnixMilli()
 		switch en.Type {
 		case session.EntryCompaction:
@@ -986,10 +999,27 @@ func (fr *front) contextMessages() []any {
 			if en.Shell != nil {
 				out = append(out, bashMessage(en))
 			}
+		case session.EntryInterrupted:
+			var lastMsg any
+			if len(out) > 0 {
+				lastMsg = out[len(out)-1]
+			}
+			switch changed, added := conv.interrupted(lastMsg, ts); {
+			case changed != nil:
+				out[len(out)-1] = changed
+			case added != nil:
+				out = append(out, *added)
+			}
 		case session.EntryMessage:
 			var m model.Message
-			if json.Unmarshal(en.Message, &m) == nil {
-				out = append(out, conv.messages(m, ts)...)
+			if json.Unmarshal(en.Message, &m) != nil {
+				continue
+			}
+			for _, msg := range conv.messages(m, ts) {
+				if a, ok := msg.(AssistantMessage); ok {
+					msg = conv.finished(a, en.Call)
+				}
+				out = append(out, msg)
 			}
 		}
 	}
@@ -1001,7 +1031,7 @@ func (fr *front) getMessages(*command) (any, error) {
 }
 
 func (fr *front) lastAssistantText(*command) (any, error) {
-	var text any
+	out := map[string]any{} // none: pi's text is undefined, so its data is {}
 	for _, m := range fr.contextMessages() {
 		if a, ok := m.(AssistantMessage); ok {
 			var b strings.Builder
@@ -1011,11 +1041,11 @@ func (fr *front) lastAssistantText(*command) (any, error) {
 				}
 			}
 			if b.Len() > 0 {
-				text = b.String()
+				out["text"] = b.String()
 			}
 		}
 	}
-	return map[string]any{"text": text}, nil
+	return out, nil
 }
 
 // defaultMaxTokens is pi's maxTokens of a model that declares none.
@@ -1232,119 +1262,86 @@ func (fr *front) compact(c *command) {
 		res, err := turn.Compacted()
 		fr.mu.Lock()
 		fr.compacting = false
+		fr.flushShell()
 		fr.mu.Unlock()
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
 			return
 		}
 		summary, kept := recorder{sess}.LastCompaction()
-		u := NewUsage(res.Usage, info.Price)
+		u := pricedUsage(res.Usage, info.Price)
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
 	})
 }
 
-// bashMax is how much output a bash response carries; the rest is cut.
-const bashMax = 64 << 10
-
-// bash runs a user shell command (rpc-commands.md: bash). Idle, it is the
-// session layer's shell: recorded in the history as a shell entry (pi's
-// bashExecution message), excluded output included. While a run streams,
-// pi runs it at once and records it when the run has ended: so does e,
-// with its bash tool, recording non-excluded output as a user message.
+// bash runs a user shell command (rpc-commands.md: bash) on the session
+// layer's RunShell, beside whatever runs, as pi's does: a prompt, a run, a
+// compaction and other commands may go on meanwhile. When it ends it is
+// recorded in the history as a shell entry (pi's bashExecution message,
+// excluded output kept and marked); while a run or a compaction goes on,
+// once that has ended.
 func (fr *front) bash(c *command) {
-	command := c.str("command")
-	exclude := gjson.GetBytes(c.line, "excludeFromContext").Bool()
+	spec := session.ShellSpec{Command: c.str("command"), Exclude: gjson.GetBytes(c.line, "excludeFromContext").Bool()}
 	id := ""
 	if c.id != nil {
 		id = *c.id
 	}
-	update := func(chunk string) { fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: chunk}) }
 	fr.mu.Lock()
-	if fr.running || fr.compacting || len(fr.bashCancels) > 0 {
-		fr.bashDuringRun(c, command, exclude, update)
-		return
-	}
-	sess := fr.cur
-	turn, err := sess.Shell(fr.ctx, session.ShellSpec{Command: command, Exclude: exclude}, func(ev agent.Event) {
-		if o, ok := ev.(agent.ShellOutput); ok {
-			update(o.Delta)
-		}
-	})
-	if err != nil {
-		fr.mu.Unlock()
-		fr.respond(c.id, c.typ, nil, err)
-		return
-	}
-	fr.bashNext++
-	n := fr.bashNext
-	fr.bashCancels[n] = func() { sess.Stop() }
-	fr.mu.Unlock()
-	fr.async(func() {
-		<-turn.Done()
-		fr.mu.Lock()
-		delete(fr.bashCancels, n)
-		fr.mu.Unlock()
-		r, err := turn.Shell()
-		if err != nil {
-			fr.respond(c.id, c.typ, nil, err)
-			return
-		}
-		fr.respond(c.id, c.typ, map[string]any{"output": r.Output, "exitCode": r.ExitCode,
-			"cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}, nil)
-	})
-}
-
-// bashDuringRun is bash while a run, a compaction or another bash
-// command runs: pi runs them side by side. fr.mu is held and released.
-func (fr *front) bashDuringRun(c *command, command string, exclude bool, update func(string)) {
 	ctx, cancel := context.WithCancel(fr.ctx)
 	fr.bashNext++
 	n := fr.bashNext
 	fr.bashCancels[n] = cancel
-	cwd := fr.cur.Cwd()
+	sess := fr.cur
 	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
-		var out strings.Builder
-		var outMu sync.Mutex
-		args, _ := json.Marshal(map[string]any{"command": command})
-		r := tool.Run(ctx, &tool.Env{Cwd: cwd, Procs: fr.h.Engine().Procs, Output: func(chunk string) {
-			outMu.Lock()
-			out.WriteString(chunk)
-			outMu.Unlock()
-			update(chunk)
-		}}, "bash", args)
+		r, err := sess.RunShell(ctx, spec, func(ev agent.Event) {
+			if o, ok := ev.(agent.ShellOutput); ok {
+				fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: o.Delta})
+			}
+		})
 		fr.mu.Lock()
 		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
-		outMu.Lock()
-		text := out.String()
-		outMu.Unlock()
-		var exit *int
-		if n, err := strconv.Atoi(strings.TrimPrefix(r.Summary, "exit ")); err == nil {
-			exit = &n
+		if err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
 		}
-		truncated := len(text) > bashMax
-		if truncated {
-			text = text[len(text)-bashMax:]
+		fr.recordShell(sess, r)
+		data := map[string]any{"output": r.Output, "cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}
+		if r.ExitCode != nil { // pi leaves it out for a killed command
+			data["exitCode"] = *r.ExitCode
 		}
-		if !exclude {
-			fr.addContext(fmt.Sprintf("Ran `%s`\n```\n%s\n```", command, strings.TrimSuffix(text, "\n")))
-		}
-		fr.respond(c.id, c.typ, map[string]any{"output": text, "exitCode": exit, "cancelled": r.Stopped,
-			"truncated": truncated}, nil)
+		fr.respond(c.id, c.typ, data, nil)
 	})
 }
 
-// addContext records text for the model's next call: now, or when the
-// running turn has ended.
-func (fr *front) addContext(text string) {
+// recordShell records a finished command in the session it ran in: now,
+// or, while a run or a compaction goes on there, once it has ended.
+func (fr *front) recordShell(sess *session.Session, r session.ShellRun) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if fr.running || fr.compacting || fr.cur.AddUserText(text) != nil {
-		fr.pendingCtx = append(fr.pendingCtx, text)
+	if sess == fr.cur && (fr.running || fr.compacting) {
+		fr.pendingShell = append(fr.pendingShell, r)
+		return
 	}
+	if _, err := sess.AddShell(r); err != nil && sess == fr.cur {
+		fr.pendingShell = append(fr.pendingShell, r)
+	}
+}
+
+// flushShell records the commands that ended while the current session
+// was busy; fr.mu is held.
+func (fr *front) flushShell() error {
+	for i, r := range fr.pendingShell {
+		if _, err := fr.cur.AddShell(r); err != nil {
+			fr.pendingShell = fr.pendingShell[i:]
+			return err
+		}
+	}
+	fr.pendingShell = nil
+	return nil
 }
 
 // abortBash stops every running bash command, as pi's does.
@@ -1404,7 +1401,7 @@ func (fr *front) stats(*command) (any, error) {
 	}
 	if window > 0 {
 		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
-		if n := contextTokens(session.Branch(es)); n > 0 {
+		if n, ok := contextTokens(session.Branch(es)); ok {
 			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
 		}
 		st["contextUsage"] = cu
@@ -1425,16 +1422,16 @@ func callUsage(c *session.ModelCall) Usage {
 
 // contextTokens is the size of the context at the last answer after the
 // latest compaction (pi's estimate: that answer's tokens), 0 when unknown.
-func contextTokens(branch []session.Entry) int64 {
+func contextTokens(branch []session.Entry) (int64, bool) {
 	for i := len(branch) - 1; i >= 0; i-- {
 		switch en := branch[i]; {
 		case en.Type == session.EntryCompaction:
-			return 0
+			return 0, false
 		case en.Call != nil:
-			return callUsage(en.Call).TotalTokens
+			return callUsage(en.Call).TotalTokens, true
 		}
 	}
-	return 0
+	return 0, true
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {

@@ -11,17 +11,19 @@ import (
 // Levels are pi's thinking levels, lowest first.
 var Levels = []string{"off", "minimal", "low", "medium", "high", "xhigh", "max"}
 
-// AvailableLevels returns the thinking levels of a model: its effort
-// levels that are pi levels, in pi's order; ["off"] for a model without.
+// AvailableLevels returns the thinking levels of a model, in pi's order:
+// as pi 1.6.0 offers them, "off" and "minimal", then its effort levels
+// that are pi levels, for a model with effort levels; ["off"] for one
+// without.
 func AvailableLevels(info model.Info) []string {
+	if len(info.Efforts) == 0 {
+		return []string{"off"}
+	}
 	var out []string
 	for _, l := range Levels {
-		if slices.Contains(info.Efforts, l) {
+		if l == "off" || l == "minimal" || slices.Contains(info.Efforts, l) {
 			out = append(out, l)
 		}
-	}
-	if len(out) == 0 {
-		return []string{"off"}
 	}
 	return out
 }
@@ -41,10 +43,21 @@ func Clamp(info model.Info, level string) string {
 	return best
 }
 
-// Effort is e's effort for a pi level on info: "" for a model without effort levels.
+// Effort is e's effort for a pi level on info: "" for "off" (and a model
+// without effort levels); a level the model has no effort of (pi's
+// "minimal") is its lowest effort above that level.
 func Effort(info model.Info, level string) string {
-	if l := Clamp(info, level); l != "off" {
+	l := Clamp(info, level)
+	if l == "off" {
+		return ""
+	}
+	if slices.Contains(info.Efforts, l) {
 		return l
+	}
+	for _, above := range Levels[slices.Index(Levels, l):] {
+		if slices.Contains(info.Efforts, above) {
+			return above
+		}
 	}
 	return ""
 }

@@ -36,25 +36,28 @@ type Translator struct {
 	Now           func() time.Time // nil: time.Now
 	Recorded      Recorded         // nil: tool call ids are made up
 
-	user        *UserMessage // announced by Begin, emitted at e's turn_start
-	inRun       bool
-	turnOpen    bool
-	turnDone    bool // the open pi turn has its assistant message and every tool result
-	asst        *AssistantMessage
-	blockType   string // "text", "thinking" or "" when no block is open
-	blockText   strings.Builder
-	awaitBatch  bool // the assistant message is complete but may still get tool calls
-	calls       map[int]*call
-	open        int // tool calls without their tool_execution_end
-	toolResults []ToolResultMessage
-	runMessages []any
-	retry       int // the attempt being retried, 0 when none
-	recovered   int // a retry succeeded: auto_retry_end follows its message_end
-	finalError  string
-	settling    bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
-	aborted     bool // of the last e turn
-	compacting  string
-	steers      map[string]steerMessage // by the text e delivers
+	user         *UserMessage // announced by Begin, emitted at e's turn_start
+	inRun        bool
+	turnOpen     bool
+	turnDone     bool // the open pi turn has its assistant message and every tool result
+	asst         *AssistantMessage
+	asstStart    time.Time // when asst started
+	compactUsage *Usage    // the running compaction's summary call
+	after        Event     // goes out right after the next turn_start (After)
+	blockType    string    // "text", "thinking" or "" when no block is open
+	blockText    strings.Builder
+	awaitBatch   bool // the assistant message is complete but may still get tool calls
+	calls        map[int]*call
+	open         int // tool calls without their tool_execution_end
+	toolResults  []ToolResultMessage
+	runMessages  []any
+	retry        int // the attempt being retried, 0 when none
+	recovered    int // a retry succeeded: auto_retry_end follows its message_end
+	finalError   string
+	settling     bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
+	aborted      bool // of the last e turn
+	compacting   string
+	steers       map[string]steerMessage // by the text e delivers
 }
 
 // steerMessage is what pi's user message of a steer holds.
@@ -101,11 +104,8 @@ func (t *Translator) Begin(text string, images []Content) {
 }
 
 func userMessage(text string, images []Content, ts int64) *UserMessage {
-	m := &UserMessage{Role: "user", Content: text, Timestamp: ts}
-	if len(images) > 0 {
-		m.Content = append([]Content{{Type: "text", Text: text}}, images...)
-	}
-	return m
+	// pi 1.6.0 writes a user message's content as blocks, text first.
+	return &UserMessage{Role: "user", Content: append([]Content{{Type: "text", Text: text}}, images...), Timestamp: ts}
 }
 
 // Settle ends the run: agent_end with its messages (unless a retry already
@@ -157,6 +157,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		}
 	case agent.Steered:
 		emit(t.nextCall()...)
+		emit(t.flushAfter()...) // no new pi turn: before the message
 		m := steerMessage{text: ev.Text}
 		if sm, ok := t.steers[ev.Text]; ok {
 			m = sm
@@ -168,8 +169,10 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case *agent.Reasoning:
 		emit(t.delta("thinking", ev.Delta)...)
 	case agent.UsageEvent:
-		if t.compacting != "" {
-			break // the summary's model call: no assistant message
+		if t.compacting != "" { // the summary's model call: no assistant message
+			u := pricedUsage(ev.Usage.Usage, t.Info.Price)
+			t.compactUsage = &u
+			break
 		}
 		emit(t.startAssistant()...)
 		emit(t.closeBlock()...)
@@ -197,7 +200,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		}
 		emit(CompactionStart{Type: "compaction_start", Reason: t.compacting})
 	case agent.Compacted:
-		res := &CompactionResult{TokensBefore: ev.TokensBefore, EstimatedTokensAfter: ev.TokensAfter, Details: map[string]any{}}
+		res := &CompactionResult{TokensBefore: ev.TokensBefore, EstimatedTokensAfter: ev.TokensAfter, Usage: t.compactUsage,
+			Details: map[string]any{}}
+		t.compactUsage = nil
 		if t.Recorded != nil {
 			res.Summary, res.FirstKeptEntryID = t.Recorded.LastCompaction()
 		}
@@ -237,12 +242,13 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: ev.Aborted})
 			t.compacting = ""
 		}
-		if t.asst != nil {
-			stop := "stop"
-			if ev.Aborted {
-				stop = "aborted"
-			}
-			emit(t.endAssistant(stop, "")...)
+		switch {
+		case t.asst != nil && ev.Aborted:
+			emit(t.endAssistant("aborted", abortedError)...)
+		case t.asst != nil:
+			emit(t.endAssistant("stop", "")...)
+		case ev.Aborted && t.awaitsAnswer():
+			emit(t.endCall("aborted", abortedError)...) // interrupted before any output: pi records an empty answer
 		}
 		emit(t.closeTurn()...)
 	}
@@ -261,7 +267,21 @@ func (t *Translator) openTurn() []Event {
 		return nil
 	}
 	t.turnOpen, t.turnDone, t.toolResults = true, false, nil
-	return append(t.openRun(), TurnStart{Type: "turn_start"})
+	return append(append(t.openRun(), TurnStart{Type: "turn_start"}), t.flushAfter()...)
+}
+
+// After holds ev (the queue_update of a delivered steer or follow-up) for
+// where pi sends it: right after the turn_start of the turn that delivers
+// it, before that turn's user message.
+func (t *Translator) After(ev Event) { t.after = ev }
+
+func (t *Translator) flushAfter() []Event {
+	if t.after == nil {
+		return nil
+	}
+	ev := t.after
+	t.after = nil
+	return []Event{ev}
 }
 
 // closeTurn ends the open pi turn with its assistant message (the last
@@ -304,8 +324,7 @@ func (t *Translator) nextCall() []Event {
 
 func (t *Translator) newAssistant(stop string) AssistantMessage {
 	return AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(t.Info.API), Provider: t.Info.Provider,
-		Model: t.Info.Name, ThinkingLevel: t.ThinkingLevel, Usage: NewUsage(model.Usage{}, t.Info.Price),
-		StopReason: stop, Timestamp: t.ms()}
+		Model: t.Info.Name, Usage: NewUsage(model.Usage{}, t.Info.Price), StopReason: stop, Timestamp: t.ms()}
 }
 
 func (t *Translator) startAssistant() []Event {
@@ -314,7 +333,7 @@ func (t *Translator) startAssistant() []Event {
 	}
 	out := t.nextCall()
 	m := t.newAssistant("pending")
-	t.asst = &m
+	t.asst, t.asstStart = &m, t.now()
 	return append(out, MessageStart{Type: "message_start", Message: m})
 }
 
@@ -352,6 +371,14 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	out := t.closeBlock()
 	m := *t.asst
 	m.StopReason, m.ErrorMessage = stop, errMsg
+	// pi adds these once the message is done; an answer's usage (not a
+	// failed or interrupted call's) says who priced it.
+	d := t.now().Sub(t.asstStart).Milliseconds()
+	m.ThinkingLevel, m.DurationMS = t.ThinkingLevel, &d
+	if stop != "error" && stop != "aborted" {
+		fromProvider := false
+		m.Usage.Cost.FromProvider = &fromProvider
+	}
 	t.asst, t.awaitBatch = nil, false
 	t.runMessages = append(t.runMessages, m)
 	if t.open == 0 {
@@ -368,9 +395,35 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 // failCall ends the current model call as failed: its assistant message
 // (an empty one when nothing streamed) says why.
 func (t *Translator) failCall(msg string) []Event {
-	out := t.startAssistant()
-	out = append(out, t.endAssistant("error", msg)...)
+	out := t.endCall("error", msg)
 	return append(out, t.closeTurn()...)
+}
+
+// endCall ends the current model call's assistant message with stop. A
+// call that ended before any output is announced, as pi does, by a
+// message_start that already holds the final message.
+func (t *Translator) endCall(stop, msg string) []Event {
+	fresh := t.asst == nil || t.awaitBatch
+	out := t.startAssistant()
+	end := t.endAssistant(stop, msg)
+	if fresh {
+		for _, ev := range end {
+			if me, ok := ev.(MessageEnd); ok {
+				out[len(out)-1] = MessageStart{Type: "message_start", Message: me.Message}
+			}
+		}
+	}
+	return append(out, end...)
+}
+
+// awaitsAnswer reports whether the run's last message is a user message
+// that no answer followed yet.
+func (t *Translator) awaitsAnswer() bool {
+	if len(t.runMessages) == 0 {
+		return false
+	}
+	_, ok := t.runMessages[len(t.runMessages)-1].(UserMessage)
+	return ok
 }
 
 // toolCalls adds the batch's calls to the assistant message and ends it.
@@ -430,9 +483,9 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 	failed := ev.Outcome != "completed"
 	content := []Content{{Type: "text", Text: ev.Content}}
 	out = append(out, ToolExecutionEnd{Type: "tool_execution_end", ToolCallID: c.id, ToolName: c.name,
-		Result: ToolResult{Content: content, Details: map[string]any{}}, IsError: failed, DurationMS: dur})
+		Result: ToolResult{Content: content}, IsError: failed, DurationMS: dur})
 	m := ToolResultMessage{Role: "toolResult", ToolCallID: c.id, ToolName: c.name, Content: content,
-		Details: map[string]any{}, IsError: failed, Timestamp: t.ms()}
+		IsError: failed, Timestamp: t.ms(), DurationMS: dur}
 	t.toolResults = append(t.toolResults, m)
 	delete(t.calls, ev.ID)
 	t.open--

@@ -125,9 +125,9 @@ func TestTranslate(t *testing.T) {
 			agent.Error{Message: "model: overloaded"}, agent.TurnEnd{}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
-			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start",
-			"agent_start", "turn_start", "message_start:assistant/pending", "message_end:assistant/error",
+			"agent_start", "turn_start", "message_start:assistant/error", "message_end:assistant/error",
 			"turn_end:assistant/error", "agent_end", "auto_retry_end", "agent_settled"},
 	}, {
 		name: "retry cancelled while waiting",
@@ -135,14 +135,14 @@ func TestTranslate(t *testing.T) {
 			agent.TurnEnd{Aborted: true}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
-			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
 	}, {
 		name:   "model error",
 		events: []agent.Event{agent.TurnStart{}, agent.Error{Message: "model: boom"}, agent.TurnEnd{}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
-			"message_start:assistant/pending", "message_end:assistant/error", "turn_end:assistant/error",
+			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end", "agent_settled"},
 	}, {
 		name:   "aborted",

@@ -16,6 +16,9 @@ type Cost struct {
 	CacheRead  float64 `json:"cacheRead"`
 	CacheWrite float64 `json:"cacheWrite"`
 	Total      float64 `json:"total"`
+	// FromProvider is pi's totalFromProvider, set on a finished message:
+	// false, e prices usage itself.
+	FromProvider *bool `json:"totalFromProvider,omitempty"`
 }
 
 // Usage is pi's token usage: cacheWrite is both of e's cache-write
@@ -35,7 +38,7 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite,
 		u.CacheWrite1h + v.CacheWrite1h, u.TotalTokens + v.TotalTokens, Cost{u.Cost.Input + v.Cost.Input,
 			u.Cost.Output + v.Cost.Output, u.Cost.CacheRead + v.Cost.CacheRead, u.Cost.CacheWrite + v.Cost.CacheWrite,
-			u.Cost.Total + v.Cost.Total}}
+			u.Cost.Total + v.Cost.Total, nil}}
 }
 
 // NewUsage converts e's usage, priced at p (nil: no cost).
@@ -48,6 +51,14 @@ func NewUsage(u model.Usage, p *model.Price) Usage {
 			CacheWrite: (float64(u.CacheWrite5m)*p.CacheWrite5m + float64(u.CacheWrite1h)*p.CacheWrite1h) / 1e6}
 		out.Cost.Total = out.Cost.Input + out.Cost.Output + out.Cost.CacheRead + out.Cost.CacheWrite
 	}
+	return out
+}
+
+// pricedUsage is the usage of a finished model call, which pi marks as
+// priced by e (not reported by the provider).
+func pricedUsage(u model.Usage, p *model.Price) Usage {
+	out, fromProvider := NewUsage(u, p), false
+	out.Cost.FromProvider = &fromProvider
 	return out
 }
 
@@ -95,11 +106,12 @@ func (c Content) MarshalJSON() ([]byte, error) {
 	}{"text", c.Text})
 }
 
-// UserMessage is a user message; Content is a string or []Content.
+// UserMessage is a user message (pi's schema also allows a string content;
+// pi 1.6.0 writes blocks).
 type UserMessage struct {
-	Role      string `json:"role"` // "user"
-	Content   any    `json:"content"`
-	Timestamp int64  `json:"timestamp"`
+	Role      string    `json:"role"` // "user"
+	Content   []Content `json:"content"`
+	Timestamp int64     `json:"timestamp"`
 }
 
 // AssistantMessage is an assistant message.
@@ -114,23 +126,25 @@ type AssistantMessage struct {
 	StopReason    string    `json:"stopReason"` // pending, stop, length, toolUse, error, aborted
 	ErrorMessage  string    `json:"errorMessage,omitempty"`
 	Timestamp     int64     `json:"timestamp"`
+	DurationMS    *int64    `json:"durationMs,omitempty"` // the model call's, on a finished message
 }
 
-// ToolResult is the content and details of a tool result.
+// ToolResult is the content and details of a tool result. As pi's, a
+// partial result has details ({}), a final one none.
 type ToolResult struct {
-	Content []Content      `json:"content"`
-	Details map[string]any `json:"details"`
+	Content []Content `json:"content"`
+	Details any       `json:"details,omitempty"`
 }
 
 // ToolResultMessage is a tool result message.
 type ToolResultMessage struct {
-	Role       string         `json:"role"` // "toolResult"
-	ToolCallID string         `json:"toolCallId"`
-	ToolName   string         `json:"toolName"`
-	Content    []Content      `json:"content"`
-	Details    map[string]any `json:"details"`
-	IsError    bool           `json:"isError"`
-	Timestamp  int64          `json:"timestamp"`
+	Role       string    `json:"role"` // "toolResult"
+	ToolCallID string    `json:"toolCallId"`
+	ToolName   string    `json:"toolName"`
+	Content    []Content `json:"content"`
+	IsError    bool      `json:"isError"`
+	Timestamp  int64     `json:"timestamp"`
+	DurationMS *int64    `json:"durationMs,omitempty"` // the tool's run, when it ran
 }
 
 // BashExecutionMessage records a user shell command (the bash command).
@@ -138,7 +152,7 @@ type BashExecutionMessage struct {
 	Role               string `json:"role"` // "bashExecution"
 	Command            string `json:"command"`
 	Output             string `json:"output"`
-	ExitCode           *int   `json:"exitCode"`
+	ExitCode           *int   `json:"exitCode,omitempty"` // none for a killed command, as pi's
 	Cancelled          bool   `json:"cancelled"`
 	Truncated          bool   `json:"truncated"`
 	ExcludeFromContext bool   `json:"excludeFromContext,omitempty"`

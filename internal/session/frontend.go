@@ -1,6 +1,10 @@
 package session
 
 import (
+	"context"
+	"errors"
+
+	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
@@ -17,6 +21,8 @@ const (
 	EntryCompaction = store.TypeCompaction
 	EntryName       = store.TypeName
 	EntryShell      = store.TypeShell
+	// EntryInterrupted follows the text an interrupted answer streamed (if any).
+	EntryInterrupted = store.TypeInterrupted
 )
 
 // Branch returns the active branch of a history, oldest first.
@@ -41,13 +47,39 @@ func Builtin(name string) bool {
 	return ok
 }
 
-// AddUserText records text as a user message of the history outside any
-// turn, seen by the next model call; refused while a turn runs.
-func (s *Session) AddUserText(text string) error {
-	if err := s.a.AddUserText(text); err != nil {
-		return wrap(CodeTurnRunning, "", err)
+// RunShell runs a user's shell command in the session's cwd beside
+// whatever the session does (a turn, a compaction, other commands), as
+// pi's bash does, and records nothing: AddShell records it. ctx ending
+// kills it (its result says cancelled); output streams to sink as
+// agent.ShellOutput events before it returns.
+func (s *Session) RunShell(ctx context.Context, spec ShellSpec, sink func(agent.Event)) (ShellRun, error) {
+	if spec.Command == "" {
+		return ShellRun{}, paramErr(CodeInvalidParams, "command", "expected a non-empty string")
 	}
-	return nil
+	timeout := spec.Timeout
+	if timeout == 0 {
+		timeout = DefaultShellTimeout
+	}
+	run, err := s.a.RunShell(ctx, spec.Command, timeout, sink)
+	if err != nil {
+		return ShellRun{}, wrap(CodeInternal, "", err)
+	}
+	run.Exclude = spec.Exclude
+	return run, nil
+}
+
+// AddShell records a command RunShell ran as a shell entry of the history
+// (as Shell records its own) and returns the entry's id; refused with
+// turn_running while a turn runs.
+func (s *Session) AddShell(run ShellRun) (string, error) {
+	en, err := s.a.AddShell(run)
+	if errors.Is(err, agent.ErrBusy) {
+		return "", wrap(CodeTurnRunning, "", err)
+	}
+	if err != nil {
+		return "", wrap(CodeInternal, "", err)
+	}
+	return en.ID, nil
 }
 
 // MaxAttempts returns the attempts per model call, retries included (0:

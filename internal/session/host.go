@@ -190,11 +190,6 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	return h, nil
 }
 
-// Engine returns the agent engine every session of the process shares.
-// Its one user left is the pi dialect's bash (the engine's process
-// groups), until that runs through Session.Shell.
-func (h *Host) Engine() *agent.Engine { return h.engine }
-
 // Options returns the process options, -m resolved to its full id.
 func (h *Host) Options() Options { return h.opts }
 

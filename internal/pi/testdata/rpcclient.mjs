@@ -33,6 +33,11 @@ async function step(name, f) {
 	}
 }
 
+// userText is a user message's text: pi 1.6.0 writes its content as blocks.
+function userText(content) {
+	return typeof content === "string" ? content : content.filter((b) => b.type === "text").map((b) => b.text).join("");
+}
+
 function types(events) {
 	return events.map((e) => e.type);
 }
@@ -120,7 +125,7 @@ await step("prompt while streaming needs streamingBehavior; steer and follow_up 
 	const t = types(events);
 	check(t.includes("queue_update"), "queue_update");
 	check(t.filter((x) => x === END).length === 1, `one ${END}: ${t}`);
-	const users = events.filter((e) => e.type === "message_start" && e.message.role === "user").map((e) => e.message.content);
+	const users = events.filter((e) => e.type === "message_start" && e.message.role === "user").map((e) => userText(e.message.content));
 	check(users.includes("/text steered") && users.includes("/text followed"), JSON.stringify(users));
 	check(users.indexOf("/text steered") < users.indexOf("/text followed"), "steer before follow-up");
 });
@@ -146,14 +151,14 @@ if (!legacy) await step("clear_queue", async () => {
 await step("thinking levels", async () => {
 	if (!legacy) {
 		const levels = await client.getAvailableThinkingLevels();
-		check(JSON.stringify(levels) === JSON.stringify(["low", "medium", "high"]), JSON.stringify(levels));
+		check(JSON.stringify(levels) === JSON.stringify(["off", "minimal", "low", "medium", "high"]), JSON.stringify(levels));
 	}
 	const seen = [];
 	const off = client.onEvent((e) => e.type === "thinking_level_changed" && seen.push(e.level));
 	await client.setThinkingLevel("high");
 	check((await client.getState()).thinkingLevel === "high", "high");
 	const c = await client.cycleThinkingLevel();
-	check(c.level === "low", JSON.stringify(c));
+	check(c.level === "off", JSON.stringify(c)); // pi cycles high → off
 	await client.setThinkingLevel("max"); // clamped to the model
 	check((await client.getState()).thinkingLevel === "high", "clamped");
 	off();
