@@ -27,14 +27,21 @@ type Member struct {
 // encoding/json) or none of fields, the keys the caller's slow path
 // decodes, in any case. want's keys must be among fields.
 func Object(data []byte, fields []string, want []Member) bool {
+	end, ok := ObjectAt(data, SkipSpace(data, 0), fields, want)
+	return ok && SkipSpace(data, end) == len(data)
+}
+
+// ObjectAt is Object of the object that starts at data[i], whatever
+// follows it: it returns the object's end. An array's element is read
+// with one scan, not a Value to find its end and an Object.
+func ObjectAt(data []byte, i int, fields []string, want []Member) (int, bool) {
 	for i := range want {
 		want[i].Val = nil
 	}
 	if want == nil {
 		want = []Member{} // recorded (none wanted): keys are still checked against fields
 	}
-	end, ok := object(data, SkipSpace(data, 0), 0, fields, want)
-	return ok && SkipSpace(data, end) == len(data)
+	return object(data, i, 0, fields, want)
 }
 
 // object scans the object at data[i:], depth levels deep, and returns its

@@ -297,13 +297,9 @@ func (d *chatDelta) scan(data []byte) bool {
 	if len(choices) == 0 || choices[0] != '[' {
 		return false
 	}
-	i := jsonscan.SkipSpace(choices, 1)
-	end, ok := jsonscan.Value(choices, i)
-	if !ok || jsonscan.SkipSpace(choices, end) != len(choices)-1 {
-		return false
-	}
 	d.choice = [2]jsonscan.Member{{Key: "delta"}, {Key: "finish_reason"}}
-	if !jsonscan.Object(choices[i:end], chatChoiceFields, d.choice[:]) || !jsonscan.IsNull(d.choice[1].Val) || jsonscan.IsNull(d.choice[0].Val) {
+	end, ok := jsonscan.ObjectAt(choices, jsonscan.SkipSpace(choices, 1), chatChoiceFields, d.choice[:])
+	if !ok || jsonscan.SkipSpace(choices, end) != len(choices)-1 || !jsonscan.IsNull(d.choice[1].Val) || jsonscan.IsNull(d.choice[0].Val) {
 		return false
 	}
 	d.delta = [4]jsonscan.Member{{Key: "content"}, {Key: "reasoning_content"}, {Key: "reasoning"}, {Key: "tool_calls"}}

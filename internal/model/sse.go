@@ -158,6 +158,13 @@ func (r *sseReader) readLine() ([]byte, error) {
 		if len(r.line)+i+r.data.Len() > r.max {
 			return nil, fmt.Errorf("%w: over %d bytes", errEventTooLarge, r.max)
 		}
+		if i < len(buf) && len(r.line) == 0 {
+			// The whole line is buffered: a view of it, not a copy, stays
+			// valid until the next read fills the buffer.
+			r.skipLF = buf[i] == '\r'
+			_, _ = r.br.Discard(i + 1)
+			return buf[:i], nil
+		}
 		r.line = append(r.line, buf[:i]...)
 		if i == len(buf) {
 			_, _ = r.br.Discard(i)
