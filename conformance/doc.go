@@ -1,5 +1,6 @@
 // Package conformance runs golden cases against any implementation of the
-// e rpc protocol, as a black box over pipes: it starts the server command
+// e rpc protocol (and of e's other front ends: e -p, pi's RPC dialect,
+// ACP), as a black box over pipes: it starts the server command
 // in fresh temporary directories, plays the client lines of a case, serves
 // the model from the case's tape as an OpenAI-compatible Chat Completions
 // endpoint, and matches what the server prints against the expected lines,
