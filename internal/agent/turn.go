@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -351,7 +352,17 @@ func (t *turn) systemPrompt() string {
 	if t.system != "" {
 		return t.system
 	}
-	s := t.s
+	names := make([]string, len(t.toolDefs))
+	for i, d := range t.toolDefs {
+		names[i] = d.Name
+	}
+	t.system = t.s.prompt(t.effort, names, t.extension)
+	return t.system
+}
+
+// prompt builds the system prompt of a model call at effort offering the
+// named tools (extension: those that are an extension's or MCP's).
+func (s *Session) prompt(effort string, names []string, extension map[string]bool) string {
 	s.mu.Lock()
 	env, cwd := s.env, s.cwd
 	s.mu.Unlock()
@@ -364,15 +375,26 @@ func (t *turn) systemPrompt() string {
 		env = s.env
 		s.mu.Unlock()
 	}
-	names := make([]string, len(t.toolDefs))
-	for i, d := range t.toolDefs {
-		names[i] = d.Name
-	}
 	s.mu.Lock()
 	instructions := s.system
 	s.mu.Unlock()
-	t.system = buildPrompt(s.eng.SystemPrompt, s.eng.AppendSystemPrompt, env, t.effort, instructions, names, t.extension)
-	return t.system
+	return buildPrompt(s.eng.SystemPrompt, s.eng.AppendSystemPrompt, env, effort, instructions, names, extension)
+}
+
+// SystemPrompt returns the system prompt the session's next model call
+// sends, as far as it is known before the call: with the session's tools
+// but not the MCP tools a turn discovers.
+func (s *Session) SystemPrompt() string {
+	s.mu.Lock()
+	effort, names := s.effort, slices.Clone(s.tools)
+	s.mu.Unlock()
+	extension := map[string]bool{}
+	for _, n := range names {
+		if _, ok := tool.Lookup(n); !ok {
+			extension[n] = true
+		}
+	}
+	return s.prompt(effort, names, extension)
 }
 
 // call makes one model call with retries. It returns the text streamed by

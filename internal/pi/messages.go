@@ -28,6 +28,11 @@ type Entry struct {
 // converter turns e's history into pi's shapes. It follows the settings
 // entries so each assistant message names the model that answered.
 type converter struct {
+	// system makes the system message pi keeps before a session's first
+	// user message (nil: none); sysDone once it is placed.
+	system  func(ts int64) SystemMessage
+	sysDone bool
+
 	cat    func(id string) (model.Info, bool)
 	info   model.Info
 	effort string
@@ -156,6 +161,14 @@ func (c *converter) entries(es []session.Entry) []Entry {
 			for i, msg := range c.messages(m, en.Time.UnixMilli()) {
 				if a, ok := msg.(AssistantMessage); ok {
 					msg = c.finished(a, en.Call)
+				}
+				if _, ok := msg.(UserMessage); ok && c.system != nil && !c.sysDone {
+					// pi's system message comes before the first user message.
+					c.sysDone = true
+					sys := base
+					sys.ID, sys.Type, sys.Message = en.ID+".system", "message", c.system(en.Time.UnixMilli())
+					out = append(out, sys)
+					base.ParentID = &sys.ID
 				}
 				e := base
 				if i > 0 {

@@ -588,6 +588,9 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	fr.trMu.Lock()
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
+	if !slices.ContainsFunc(sess.Messages(), func(m session.Message) bool { return m.Role == model.RoleUser }) {
+		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
+	}
 	fr.tr.Begin(text, blocks)
 	etext, eparts := fr.forModel(text, parts)
 	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
@@ -913,12 +916,25 @@ func (fr *front) session() *session.Session {
 
 func (fr *front) converter() *converter {
 	fr.mu.Lock()
-	h := fr.cur.Header()
+	sess := fr.cur
+	h := sess.Header()
 	fr.mu.Unlock()
-	return newConverter(func(id string) (model.Info, bool) {
+	c := newConverter(func(id string) (model.Info, bool) {
 		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, h)
+	c.system = func(ts int64) SystemMessage { return systemMessage(sess, ts) }
+	return c
+}
+
+// systemMessage is the system message pi persists at a session's first
+// model call: e's system prompt and the tools it declares.
+func systemMessage(sess *session.Session, ts int64) SystemMessage {
+	m := SystemMessage{Role: "system", Content: sess.SystemPrompt(), ToolsAdded: []ToolDecl{}, Timestamp: ts}
+	for _, d := range sess.ToolDefs() {
+		m.ToolsAdded = append(m.ToolsAdded, ToolDecl{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return m
 }
 
 // entries is the session's history in pi's shapes, opening as a session
@@ -1023,7 +1039,25 @@ func (fr *front) contextMessages() []any {
 			}
 		}
 	}
-	return out
+	return withSystem(out, conv.system)
+}
+
+// withSystem places pi's system message in a context's messages: before
+// the first user message, or first after a compaction (its checkpoint).
+func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
+	for i, m := range msgs {
+		var ts int64
+		switch m := m.(type) {
+		case UserMessage:
+			ts = m.Timestamp
+		case CompactionSummaryMessage:
+			ts = m.Timestamp
+		default:
+			continue
+		}
+		return slices.Insert(msgs, i, any(system(ts)))
+	}
+	return msgs
 }
 
 func (fr *front) getMessages(*command) (any, error) {
@@ -1387,6 +1421,12 @@ func (fr *front) stats(*command) (any, error) {
 	for _, en := range es {
 		if en.Call != nil {
 			u = u.Add(callUsage(en.Call))
+			// pi keeps each failed attempt's assistant message (a context_edit
+			// hides it from the context); e's log counts the attempts.
+			if n := en.Call.Attempts - 1; n > 0 {
+				assistants += n
+				total += n
+			}
 		}
 	}
 	fr.mu.Lock()

@@ -41,10 +41,11 @@ type Translator struct {
 	turnOpen     bool
 	turnDone     bool // the open pi turn has its assistant message and every tool result
 	asst         *AssistantMessage
-	asstStart    time.Time // when asst started
-	compactUsage *Usage    // the running compaction's summary call
-	after        Event     // goes out right after the next turn_start (After)
-	blockType    string    // "text", "thinking" or "" when no block is open
+	asstStart    time.Time      // when asst started
+	compactUsage *Usage         // the running compaction's summary call
+	after        Event          // goes out right after the next turn_start (After)
+	system       *SystemMessage // goes out before the next turn's user message (BeginSystem)
+	blockType    string         // "text", "thinking" or "" when no block is open
 	blockText    strings.Builder
 	awaitBatch   bool // the assistant message is complete but may still get tool calls
 	calls        map[int]*call
@@ -103,6 +104,10 @@ func (t *Translator) Begin(text string, images []Content) {
 	t.user = userMessage(text, images, t.ms())
 }
 
+// BeginSystem announces the system message pi sends before the user
+// message of a session's first request.
+func (t *Translator) BeginSystem(m SystemMessage) { t.system = &m }
+
 func userMessage(text string, images []Content, ts int64) *UserMessage {
 	// pi 1.6.0 writes a user message's content as blocks, text first.
 	return &UserMessage{Role: "user", Content: append([]Content{{Type: "text", Text: text}}, images...), Timestamp: ts}
@@ -151,6 +156,10 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		emit(t.openRun()...)
 		emit(t.closeTurn()...)
 		emit(t.openTurn()...)
+		if t.system != nil { // a session's first request: pi's system message first
+			emit(t.message(*t.system)...)
+			t.system = nil
+		}
 		if t.user != nil {
 			emit(t.message(*t.user)...)
 			t.user = nil

@@ -114,6 +114,23 @@ type UserMessage struct {
 	Timestamp int64     `json:"timestamp"`
 }
 
+// SystemMessage declares the prompt and tools: pi persists one at a
+// session's first model call. e's prompt is one text (its content), not
+// pi's named sections.
+type SystemMessage struct {
+	Role       string     `json:"role"` // "system"
+	Content    string     `json:"content"`
+	ToolsAdded []ToolDecl `json:"toolsAdded"`
+	Timestamp  int64      `json:"timestamp"`
+}
+
+// ToolDecl is a tool a system message declares.
+type ToolDecl struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
 // AssistantMessage is an assistant message.
 type AssistantMessage struct {
 	Role          string    `json:"role"` // "assistant"

@@ -41,6 +41,35 @@ func (h *Host) Providers() []ProviderStatus { return h.engine.Catalog.Providers(
 // tools, then the extensions'.
 func (h *Host) Tools() []string { return h.toolNames() }
 
+// SystemPrompt returns the system prompt the session's next model call
+// sends, as far as it is known before the call (MCP tools a turn
+// discovers are not in it).
+func (s *Session) SystemPrompt() string { return s.a.SystemPrompt() }
+
+// ToolDefs returns the definitions of the tools the session offers the
+// model: e's built-in tools' and its extensions' (MCP tools, which a turn
+// discovers, are not among them).
+func (s *Session) ToolDefs() []model.ToolDef {
+	var ext []model.ToolDef
+	if s.h.engine.Ext != nil {
+		ext = s.h.engine.Ext.Tools()
+	}
+	var out []model.ToolDef
+	for _, name := range s.a.Tools() {
+		if spec, ok := tool.Lookup(name); ok {
+			out = append(out, model.ToolDef{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters})
+			continue
+		}
+		for _, d := range ext {
+			if d.Name == name {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Builtin reports whether name is one of e's built-in tools.
 func Builtin(name string) bool {
 	_, ok := tool.Lookup(name)

@@ -68,7 +68,9 @@ await step("prompt: text streams, agent_settled ends the run", async () => {
 	check(text(events) === "hello world", `text ${JSON.stringify(text(events))}`);
 	check(legacy || t.indexOf("agent_end") < t.indexOf("agent_settled"), "agent_end before agent_settled");
 	const end = events.find((e) => e.type === "agent_end");
-	check(end.messages.length === 2 && end.messages[1].role === "assistant", JSON.stringify(end.messages));
+	// As pi 1.6.0's: the session's first request opens with its system message.
+	const roles0 = end.messages.map((m) => m.role);
+	check(JSON.stringify(roles0) === JSON.stringify(["system", "user", "assistant"]), JSON.stringify(roles0));
 	check((await client.getLastAssistantText()) === "hello world", "get_last_assistant_text");
 });
 
@@ -101,7 +103,7 @@ await step("bash tool: accumulated partial results", async () => {
 await step("get_messages", async () => {
 	const msgs = await client.getMessages();
 	const roles = msgs.map((m) => m.role);
-	check(roles[0] === "user" && roles.includes("toolResult") && roles.includes("assistant"), String(roles));
+	check(roles[0] === "system" && roles[1] === "user" && roles.includes("toolResult") && roles.includes("assistant"), String(roles));
 });
 
 await step("prompt while streaming needs streamingBehavior; steer and follow_up queue", async () => {
@@ -271,9 +273,9 @@ await step("entries, tree, fork, clone", async () => {
 	const f = await client.fork(forks[1].entryId);
 	check(f.cancelled === false && f.text === forks[1].text, JSON.stringify(f));
 	const after = await client.getMessages();
-	check(after.length === 2, `forked history ${after.length}`);
+	check(after.length === 3 && after[0].role === "system", `forked history ${after.length}`); // system, user, assistant
 	const c = await client.clone();
-	check(c.cancelled === false && (await client.getMessages()).length === 2, "clone");
+	check(c.cancelled === false && (await client.getMessages()).length === 3, "clone");
 	check((await client.getCommands()).length === 0, "commands");
 	const n = await client.newSession();
 	check(n.cancelled === false && (await client.getState()).messageCount === 0, "new session");
