@@ -48,9 +48,9 @@ type Client struct {
 	cs    *sdk.ClientSession
 	tools []Tool
 
-	gone    chan struct{}   // closed when the server's connection ended
-	mu      sync.Mutex
-	why     string // why it ended, once gone
+	gone chan struct{} // closed when the server's connection ended
+	mu   sync.Mutex
+	why  string // why it ended, once gone
 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
