@@ -153,8 +153,11 @@ func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop 
 // line may be written after it.
 func (l *Loop) Close(code int) int {
 	signal.Stop(l.sigs)
+	err := l.out.Close()
+	// SIGPIPE stays caught until the last queued line is written: the
+	// flush to a client that went away must fail, not kill e.
 	signal.Stop(l.pipe)
-	if err := l.out.Close(); err != nil {
+	if err != nil {
 		fmt.Fprintf(l.stderr, "%s: writing stdout: %v; exiting\n", l.name, err)
 		code = max(code, 1)
 	}

@@ -1,10 +1,10 @@
 package store
 
 import (
-	"strings"
-	"unicode/utf8"
-
 	"encoding/json"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/jsonscan"
 )
@@ -57,8 +57,11 @@ func scanEntry(line []byte, e *Entry, prev string) bool {
 	} else {
 		str(p, &e.Parent)
 	}
-	if t := m[3].Val; t != nil && (!jsonscan.IsString(t) || e.Time.UnmarshalJSON(t) != nil) {
-		return false
+	if t := m[3].Val; t != nil {
+		var ok bool
+		if e.Time, ok = parseUTC(t); !ok && (!jsonscan.IsString(t) || e.Time.UnmarshalJSON(t) != nil) {
+			return false
+		}
 	}
 	e.Message = m[4].Val
 	str(m[5].Val, &e.Model)
@@ -139,4 +142,52 @@ func headerOf(line []byte, h *Header) error {
 	}
 	*h = Header{}
 	return json.Unmarshal(line, h)
+}
+
+// parseUTC reads raw, a JSON string, when it has the form e writes,
+// "2006-01-02T15:04:05Z" with a fraction of 1 to 9 digits or none, as
+// time.Time's UnmarshalJSON does, at a fraction of its cost (a resume
+// reads one per entry). ok is false for any other form, or a time that
+// does not exist: UnmarshalJSON decides those.
+func parseUTC(raw []byte) (t time.Time, ok bool) {
+	n := len(raw)
+	if n < 22 || raw[0] != '"' || raw[n-1] != '"' || raw[n-2] != 'Z' {
+		return time.Time{}, false
+	}
+	s := raw[1 : n-2]
+	if s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
+	hour, minute, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
+	nsec := 0
+	if frac := s[19:]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	t = time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day { // 2026-02-30 and the like
+		return time.Time{}, false
+	}
+	return t, true
 }
