@@ -253,8 +253,8 @@ func parseCase(data []byte) (*Case, error) {
 	if !seen["case.json"] {
 		return nil, errors.New("missing case.json section")
 	}
-	if c.printMode() && c.Dialect != "" && c.Dialect != DialectERPC {
-		return nil, fmt.Errorf("case.json: a print case runs e -p: its dialect is %s", DialectERPC)
+	if c.printMode() && c.Dialect == DialectACP {
+		return nil, fmt.Errorf("case.json: a print case runs e -p (dialect %s) or e --mode json (%s); %s has none", DialectERPC, DialectPi, DialectACP)
 	}
 	d := dialectOf(c)
 	for _, e := range c.expect {

@@ -199,15 +199,8 @@ type acpDialect struct{}
 func (acpDialect) argv(srv []string, c *Case) ([]string, error) { return derived(srv, c, "acp") }
 
 func (d acpDialect) classify(obj map[string]any, c *Case, resolve func(string) string) (lineClass, error) {
-	method, hasMethod := obj["method"].(string)
-	if hasMethod {
-		lc := lineClass{key: acpSessionKey(obj, resolve), event: true, typ: method}
-		if method == "session/update" {
-			if u, ok := obj["params"].(map[string]any)["update"].(map[string]any); ok {
-				lc.typ, _ = u["sessionUpdate"].(string)
-			}
-		}
-		return lc, nil
+	if _, hasMethod := obj["method"].(string); hasMethod {
+		return lineClass{key: acpSessionKey(obj, resolve), event: true, typ: acpType(obj)}, nil
 	}
 	id, ok := obj["id"]
 	if !ok {
@@ -223,6 +216,19 @@ func (d acpDialect) classify(obj map[string]any, c *Case, resolve func(string) s
 		}
 	}
 	return lc, nil
+}
+
+// acpType is the type of an ACP request or notification: a session
+// update's kind (params.update.sessionUpdate), else its method; "" for a
+// response.
+func acpType(obj map[string]any) string {
+	method, _ := obj["method"].(string)
+	if method == "session/update" {
+		u, _ := obj["params"].(map[string]any)["update"].(map[string]any)
+		t, _ := u["sessionUpdate"].(string)
+		return t
+	}
+	return method
 }
 
 // acpSessionKey is the stream of a message naming params.sessionId; one
@@ -299,10 +305,11 @@ func (acpDialect) setDelta(obj map[string]any, text string) {
 }
 
 // counts: a request of the agent waits for the client's answer, so every
-// one counts (K9: e acp sends no fs/*, terminal/* or elicitation requests).
-func (acpDialect) counts(obj map[string]any, _ lineClass) bool {
+// one ACP defines counts (K9: e acp sends no fs/*, terminal/* or
+// elicitation requests); one of a method ACP v1 lacks is additive.
+func (acpDialect) counts(obj map[string]any, lc lineClass) bool {
 	_, isRequest := obj["id"]
-	return isRequest
+	return isRequest && acpKnownTypes[lc.typ]
 }
 
 func (acpDialect) knownType(t string) bool { return acpKnownTypes[t] }
@@ -314,7 +321,7 @@ var acpKnownTypes = map[string]bool{
 	"config_option_update": true, "session_info_update": true, "usage_update": true,
 	"session/request_permission": true, "fs/read_text_file": true, "fs/write_text_file": true,
 	"terminal/create": true, "terminal/output": true, "terminal/release": true, "terminal/wait_for_exit": true,
-	"terminal/kill": true,
+	"terminal/kill": true, "session/elicitation": true,
 }
 
 // resolveSession is the stream key of a session id the server printed:

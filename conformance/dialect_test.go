@@ -15,10 +15,10 @@ import (
 const (
 	fakeACPLateUpdate = "acp-late-update" // a session/update after the prompt's response (K5)
 	fakeACPReadsFS    = "acp-reads-fs"    // asks the client fs/read_text_file (K9)
-	fakeACPExtra      = "acp-extra"       // a field no schema declares in every line (additive)
+	fakeACPExtra      = "acp-extra"       // a field no schema declares in every line, types none knows (additive)
 	fakeACPNoJSONRPC  = "acp-no-jsonrpc"  // responses without "jsonrpc" (K1, the schema)
 	fakePiNoResponse  = "pi-no-response"  // abort is never answered
-	fakePiExtra       = "pi-extra"        // a field no schema declares in every line (additive)
+	fakePiExtra       = "pi-extra"        // a field no schema declares in every line, a type none knows (additive)
 )
 
 func fakeACP(mode string) int {
@@ -51,6 +51,12 @@ func fakeACP(mode string) int {
 		case "session/new":
 			write(map[string]any{"id": req.ID, "result": map[string]any{"sessionId": "S1"}})
 		case "session/prompt":
+			if mode == fakeACPExtra {
+				// Types no schema knows: a newer agent's (additive).
+				write(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "S1",
+					"update": map[string]any{"sessionUpdate": "x_future_update", "detail": 1}}})
+				write(map[string]any{"method": "_x/future", "params": map[string]any{"sessionId": "S1"}})
+			}
 			if mode == fakeACPReadsFS {
 				write(map[string]any{"id": 0, "method": "fs/read_text_file", "params": map[string]any{"sessionId": "S1", "path": "/etc/hostname"}})
 			}
@@ -84,6 +90,9 @@ func fakePi(mode string) int {
 		}
 		switch cmd.Type {
 		case "abort":
+			if mode == fakePiExtra {
+				write(map[string]any{"type": "x_future_event"}) // additive
+			}
 			if mode != fakePiNoResponse {
 				write(map[string]any{"id": cmd.ID, "type": "response", "command": "abort", "success": true})
 			}
@@ -112,7 +121,7 @@ func TestDialects(t *testing.T) {
 		{mode: fakeACPNoJSONRPC, file: "testdata/dialects/fake-acp.txtar", want: []string{"ACP schema"}},
 		{mode: "good", file: "testdata/dialects/fake-pi.txtar", strict: true},
 		{mode: fakePiExtra, file: "testdata/dialects/fake-pi.txtar", notes: true},
-		{mode: fakePiExtra, file: "testdata/dialects/fake-pi.txtar", strict: true, want: []string{"/x_future"}},
+		{mode: fakePiExtra, file: "testdata/dialects/fake-pi.txtar", strict: true, want: []string{"x_future_event", "--strict"}},
 		{mode: fakePiNoResponse, file: "testdata/dialects/fake-pi.txtar", want: []string{"waiting for the remaining expected lines", `"abort"`}},
 	}
 	for _, tt := range tests {

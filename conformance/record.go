@@ -388,14 +388,29 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	var client strings.Builder
 	pending := false // server lines arrived since the last wait
 	labels := 0
+	label := func(i int) string {
+		if b.labels[i] == "" {
+			labels++
+			b.labels[i] = fmt.Sprintf("l%d", labels)
+		}
+		return b.labels[i]
+	}
 	for _, l := range log {
 		if l.client {
-			if pending {
-				if b.labels[b.latest] == "" {
-					labels++
-					b.labels[b.latest] = fmt.Sprintf("l%d", labels)
+			ends := l.directive == "#close" || strings.HasPrefix(l.directive, "#signal")
+			switch {
+			case ends && len(b.lines) > 0:
+				// EOF or a signal ends what is still running: it came
+				// after every line received so far, on every stream,
+				// whose order against each other varies.
+				var names []string
+				for _, i := range b.latestOfEachStream() {
+					names = append(names, label(i))
 				}
-				client.WriteString("#wait " + b.labels[b.latest] + "\n")
+				client.WriteString("#wait " + strings.Join(names, " ") + "\n")
+				pending = false
+			case pending:
+				client.WriteString("#wait " + label(b.latest) + "\n")
 				pending = false
 			}
 			switch {

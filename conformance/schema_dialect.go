@@ -58,6 +58,12 @@ func (sv SchemaValidator) ValidateDialectLine(dialect string, line []byte) ([]st
 		if err != nil {
 			return nil, err
 		}
+		if typ := acpType(obj); typ != "" && !acpKnownTypes[typ] {
+			if sv.Strict {
+				return nil, fmt.Errorf("ACP message type %q is in no schema (--strict: e prints only what its schemas describe)", typ)
+			}
+			return []string{fmt.Sprintf("ACP message type %q is in no schema: ignored, new types are additive", typ)}, nil
+		}
 		shape, ok = snode{file: acpSchemaFile, v: doc}, true
 		validate = func(v any) error {
 			if err := s.Validate(v); err != nil {

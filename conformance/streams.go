@@ -270,6 +270,9 @@ func (r *run) validate(raw []byte, method, step string) *Divergence {
 // that must come last (P7); r.mu is held.
 func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence {
 	typ, ok := obj["type"].(string)
+	if r.c.Dialect == DialectPi {
+		return r.feedPiJSON(raw, obj, step)
+	}
 	if !ok {
 		return &Divergence{Step: step, Message: `e -p --json line without a string "type": every line is an event or the result line (P7)`, Got: shorten(string(raw))}
 	}
@@ -287,6 +290,26 @@ func (r *run) feedPrint(raw []byte, obj map[string]any, step string) *Divergence
 		return nil
 	}
 	return r.event(s, typ, obj, step)
+}
+
+// feedPiJSON matches one line of e --mode json (pi's JSON event stream):
+// every line is typed, checked against schemas/pi, and matched as one
+// stream; there is no result line. r.mu is held.
+func (r *run) feedPiJSON(raw []byte, obj map[string]any, step string) *Divergence {
+	lc, err := r.d.classify(obj, r.c, nil)
+	if err != nil {
+		return &Divergence{Step: step, Message: err.Error(), Got: shorten(string(raw))}
+	}
+	if r.o.Validator != nil {
+		if div := r.validate(raw, "", step); div != nil {
+			return div
+		}
+	}
+	s := r.stream(printStream)
+	if !s.types[lc.typ] && !r.d.counts(obj, lc) && (!r.c.Strict || !r.d.knownType(lc.typ)) {
+		return nil
+	}
+	return r.event(s, lc.typ, obj, step)
 }
 
 // event matches one event of stream s: text-like deltas of one run are

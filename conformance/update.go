@@ -238,6 +238,16 @@ func (b *expectBuilder) add(obj map[string]any) {
 	b.latest = len(b.lines) - 1
 }
 
+// latestOfEachStream is the index of each stream's latest line, in order.
+func (b *expectBuilder) latestOfEachStream() []int {
+	var out []int
+	for _, i := range b.last {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
+}
+
 func (b *expectBuilder) String() string {
 	var s strings.Builder
 	for i, l := range b.lines {

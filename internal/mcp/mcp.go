@@ -48,10 +48,9 @@ type Client struct {
 	cs    *sdk.ClientSession
 	tools []Tool
 
-	gone    chan struct{}   // closed when the server's connection ended
-	goneCtx context.Context // done when gone is closed: ends calls waiting on a dead server
-	mu      sync.Mutex
-	why     string // why it ended, once gone
+	gone chan struct{} // closed when the server's connection ended
+	mu   sync.Mutex
+	why  string // why it ended, once gone
 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -100,13 +99,21 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Not StdoutPipe: Wait closes that pipe once the process is reaped,
+	// which can drop the last lines a server wrote before it exited and
+	// fails a read in progress with "file already closed" instead of EOF.
+	// This pipe is the session's, read to its end and closed with it.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
 	}
+	cmd.Stdout = stdoutW
 	// e's own child, never taken for an adopted orphan by a shutdown's
 	// sweep; exited is closed once it is reaped.
-	if err := reaper.Start(cmd); err != nil {
+	err = reaper.Start(cmd)
+	stdoutW.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
 	}
 	exited := make(chan struct{})
@@ -122,14 +129,13 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 	client := sdk.NewClient(&sdk.Implementation{Name: "e", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin}, nil)
 	if err != nil {
+		stdout.Close()
 		stop()
 		return nil, fmt.Errorf("mcp: server %q: %w", cfg.Name, err)
 	}
-	goneCtx, goneCancel := context.WithCancel(context.Background())
-	c := &Client{cfg: cfg, cs: cs, stop: stop, gone: make(chan struct{}), goneCtx: goneCtx}
+	c := &Client{cfg: cfg, cs: cs, stop: stop, gone: make(chan struct{})}
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
-		goneCancel()
 		cs.Close()
 		stop()
 		return nil, fmt.Errorf("mcp: server %q: tools/list: %w", cfg.Name, err)
@@ -148,6 +154,7 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 		// needs, once it is reaped (a server that only closed its stdout
 		// is gone for its tools all the same).
 		cs.Wait()
+		cs.Close() // the pipes' ends are e's to close
 		state := ""
 		select {
 		case <-exited:
@@ -165,7 +172,6 @@ func Connect(ctx context.Context, cfg Config, dir string, onExit func(why string
 		why := c.why
 		c.mu.Unlock()
 		close(c.gone)
-		goneCancel()
 		if !closing && onExit != nil {
 			onExit(why)
 		}
@@ -196,13 +202,11 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (c
 	if len(args) > 0 && string(args) != "null" {
 		a = args
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.goneCtx, cancel) // a dead server answers nothing: do not wait for it
-	defer stop()
+	// A server that goes fails the call by itself: the connection
+	// retires its calls when it ends, after an answer already read.
 	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: a})
 	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) {
+		if errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
 			// A connection that ended is a server that is going: wait, a
 			// bounded time, for its exit to be told, so that the call says
 			// what the notice says.

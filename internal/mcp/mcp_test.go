@@ -51,7 +51,7 @@ func TestTools(t *testing.T) {
 			t.Errorf("%s: parameters %s are not JSON", tl.Name, tl.Parameters)
 		}
 	}
-	want := []string{"mcp__t1__crash=crash", "mcp__t1__echo=echo", "mcp__t1__fail=fail", "mcp__t1__spawn=spawn"}
+	want := []string{"mcp__t1__crash=crash", "mcp__t1__echo=echo", "mcp__t1__fail=fail", "mcp__t1__last=last", "mcp__t1__spawn=spawn"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
@@ -83,8 +83,8 @@ func TestCrashFailsCalls(t *testing.T) {
 	exited := make(chan string, 1)
 	c := connect(t, testServer(t, "t1"), func(why string) { exited <- why })
 	content, failed := c.Call(context.Background(), "crash", nil)
-	if !failed {
-		t.Errorf("the crashing call = %q, not failed", content)
+	if want := "mcp server t1 exited (exit status 3) during the call"; !failed || content != want {
+		t.Errorf("the crashing call = %q, failed %v; want %q, failed", content, failed, want)
 	}
 	select {
 	case why := <-exited:
@@ -97,6 +97,26 @@ func TestCrashFailsCalls(t *testing.T) {
 	content, failed = c.Call(context.Background(), "echo", json.RawMessage(`{"text":"x"}`))
 	if !failed || !strings.Contains(content, "exited") {
 		t.Errorf("a call after the crash = %q, failed %v; want it failed at once, naming the exit", content, failed)
+	}
+}
+
+// A server that answers and exits at once: its answer was written before
+// it exited, so the call gets it (the pipe is read to its end, not closed
+// when the process is reaped), and the exit is told afterwards.
+func TestAnswerBeforeExit(t *testing.T) {
+	exited := make(chan string, 1)
+	c := connect(t, testServer(t, "t1"), func(why string) { exited <- why })
+	content, failed := c.Call(context.Background(), "last", nil)
+	if failed || content != mcptest.LastWords {
+		t.Errorf("Call(last) = %q, failed %v; want %q", content, failed, mcptest.LastWords)
+	}
+	select {
+	case why := <-exited:
+		if want := "mcp server t1 exited (exit status 0)"; why != want {
+			t.Errorf("onExit(%q), want %q", why, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("onExit was not called within 10s of the exit")
 	}
 }
 

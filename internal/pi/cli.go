@@ -25,6 +25,7 @@ type Flags struct {
 	NoTools       bool
 	NoBuiltin     bool
 	NoExtensions  bool
+	NoTemplates   bool     // -np: no prompt templates
 	SystemPrompt  *string  // replaces e's own system prompt text (text or a file's contents)
 	AppendPrompts []string // appended to the system prompt
 	Help, Version bool
@@ -51,9 +52,9 @@ var switches = map[string]string{
 	"-c": "continue", "--continue": "continue", "--no-session": "no-session",
 	"-nt": "no-tools", "--no-tools": "no-tools", "-nbt": "no-builtin-tools", "--no-builtin-tools": "no-builtin-tools",
 	"-ne": "no-extensions", "--no-extensions": "no-extensions", "-h": "help", "--help": "help",
-	"-v": "version", "--version": "version",
+	"-v": "version", "--version": "version", "-np": "no-prompt-templates", "--no-prompt-templates": "no-prompt-templates",
 	// No-ops in e: it has none of these to turn off, or already behaves so.
-	"--no-mcp": "", "-ns": "", "--no-skills": "", "-np": "", "--no-prompt-templates": "", "--no-themes": "",
+	"--no-mcp": "", "-ns": "", "--no-skills": "", "--no-themes": "",
 	"--offline": "", "--verbose": "", "-na": "", "--no-approve": "",
 	// Options e cannot honour: refused with a reason.
 	"-r": "resume", "--resume": "resume", "-p": "print", "--print": "print", "-a": "approve", "--approve": "approve",
@@ -114,6 +115,8 @@ func ParseFlags(args []string) (Flags, error) {
 				f.NoBuiltin = true
 			case "no-extensions":
 				f.NoExtensions = true
+			case "no-prompt-templates":
+				f.NoTemplates = true
 			case "help":
 				f.Help = true
 			case "version":

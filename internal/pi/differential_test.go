@@ -260,6 +260,7 @@ func only(a, b []string) []string {
 //	think                 reasoning deltas, then text
 //	fail-once             503 the first time, then text
 //	hold                  one delta, then waits for release (or the client to go)
+//	/review               400: the prompt template review was not expanded
 //	anything else         the text "w1 w2 w3 "
 type diffMock struct {
 	mu      sync.Mutex
@@ -288,6 +289,10 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if msg.Role == "user" {
 			user = contentText(msg.Content)
 		}
+	}
+	if strings.HasPrefix(user, "/review") { // a prompt template that was not expanded
+		http.Error(w, `{"error":{"message":"unexpanded template"}}`, http.StatusBadRequest)
+		return
 	}
 	if last != "tool" && strings.HasPrefix(user, "fail-once") {
 		m.mu.Lock()
@@ -534,6 +539,11 @@ var diffFlows = []diffFlow{
 			a.call(map[string]any{"type": c})
 		}
 	}},
+	{"prompt-template", func(a *diffAgent) {
+		a.call(map[string]any{"type": "get_commands"})
+		prompt(a, `/review "error handling"`)
+		a.call(map[string]any{"type": "get_last_assistant_text"})
+	}},
 	{"prompt-text", func(a *diffAgent) {
 		prompt(a, "hello")
 		for _, c := range []string{"get_messages", "get_state", "get_session_stats", "get_last_assistant_text", "get_entries", "get_tree"} {
@@ -722,6 +732,9 @@ func TestDifferential(t *testing.T) {
 		os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o600)
 		os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(`{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`), 0o600)
 		os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o600)
+		os.Mkdir(filepath.Join(agentDir, "prompts"), 0o700)
+		os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
+			[]byte("---\ndescription: Review the change\nargument-hint: \"[focus]\"\n---\nReview it. Focus on ${1:-correctness}.\n"), 0o600)
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY="}
 		a := startDiffAgent(t, name, append(argv, flags...), env, work, mock)

@@ -36,7 +36,7 @@ func (fr *front) oneShot() int {
 		fr.mu.Lock()
 		fr.failed = false
 		fr.mu.Unlock()
-		if err := fr.startRun(text, nil, nil, func() {}); err != nil {
+		if err := fr.startRun(Expand(text, fr.templates), nil, nil, func() {}); err != nil {
 			fmt.Fprintf(fr.env.Stderr, "e --mode json: %v\n", err)
 			code = 1
 			break

@@ -45,9 +45,12 @@ type front struct {
 	out   *jsonl.Writer    // the loop's stdout
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
-	ctx      context.Context
-	stop     context.CancelFunc
-	work     sync.WaitGroup // command goroutines and runs: each writes its lines before Done
+	// templates are pi's prompt templates: get_commands lists them, and a
+	// prompt, steer or follow-up "/name args" expands to one.
+	templates []Template
+	ctx       context.Context
+	stop      context.CancelFunc
+	work      sync.WaitGroup // command goroutines and runs: each writes its lines before Done
 
 	mu           sync.Mutex
 	cur          *session.Session
@@ -165,6 +168,11 @@ func start(f Flags, env Env) (*front, error) {
 	fr.h, err = session.Start(ctx, opts, session.Env{Cwd: env.Cwd, Home: env.Home, Getenv: getenv}, ui{fr})
 	if err != nil {
 		return fail(err)
+	}
+	if !f.NoTemplates {
+		// pi loads a project's templates only once the project is trusted:
+		// e's trust list (e trust DIR) decides.
+		fr.templates = LoadTemplates(cfg.Dir, env.Cwd, fr.h.Trusted(env.Cwd))
 	}
 	fr.baseURLs = map[string]string{}
 	for _, p := range fr.h.Providers() {
@@ -471,10 +479,20 @@ func init() {
 		"get_tree":                      simple((*front).getTree),
 		"get_last_assistant_text":       simple((*front).lastAssistantText),
 		"set_session_name":              simple((*front).setName),
-		"get_commands": simple(func(*front, *command) (any, error) {
-			return map[string]any{"commands": []any{}}, nil
-		}),
+		"get_commands":                  simple((*front).getCommands),
 	}
+}
+
+// getCommands lists the prompt templates (e has no extension commands or
+// skills), as pi describes a template command.
+func (fr *front) getCommands(*command) (any, error) {
+	cmds := []any{}
+	for _, t := range fr.templates {
+		cmds = append(cmds, map[string]any{"name": t.Name, "description": t.Description, "source": "prompt",
+			"sourceInfo": map[string]string{"path": t.Path, "source": "auto", "scope": t.Scope, "origin": "top-level",
+				"baseDir": t.BaseDir}})
+	}
+	return map[string]any{"commands": cmds}, nil
 }
 
 // images decodes a command's images.
@@ -544,7 +562,7 @@ func (fr *front) passSteer(m queued) error {
 }
 
 func (fr *front) prompt(c *command) {
-	text := c.str("message")
+	text := Expand(c.str("message"), fr.templates)
 	parts, blocks, err := fr.images(c)
 	if err != nil {
 		fr.respond(c.id, c.typ, nil, err)
@@ -704,7 +722,7 @@ func (fr *front) queueLocked() QueueUpdate {
 // message reads a command's message and images.
 func (fr *front) message(c *command) (queued, error) {
 	parts, blocks, err := fr.images(c)
-	return queued{text: c.str("message"), parts: parts, blocks: blocks}, err
+	return queued{text: Expand(c.str("message"), fr.templates), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {

@@ -70,6 +70,9 @@ func (s *Session) ToolDefs() []model.ToolDef {
 	return out
 }
 
+// Trusted reports whether dir is on the user's trust list (e trust DIR).
+func (h *Host) Trusted(dir string) bool { return store.IsTrusted(h.env.Home, dir) }
+
 // Builtin reports whether name is one of e's built-in tools.
 func Builtin(name string) bool {
 	_, ok := tool.Lookup(name)

@@ -4,9 +4,11 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -41,8 +43,24 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+// LastWords is the answer of the tool last, after which the server exits.
+const LastWords = "last words before exit"
+
+// exitAfter ends the server once the answer holding LastWords is written:
+// a server that answers and exits at once, its answer still in the pipe.
+type exitAfter struct{ io.WriteCloser }
+
+func (w exitAfter) Write(p []byte) (int, error) {
+	n, err := w.WriteCloser.Write(p)
+	if bytes.Contains(p, []byte(LastWords)) {
+		os.Exit(0)
+	}
+	return n, err
+}
+
 // serve offers echo (its text back), fail (a tool error), crash (the
-// server exits) and spawn (a child that outlives the call; its pid).
+// server exits), last (answers, then exits) and spawn (a child that
+// outlives the call; its pid).
 func serve() error {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text."},
@@ -58,6 +76,10 @@ func serve() error {
 			os.Exit(3)
 			return nil, nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "last", Description: "Answer, then exit the server."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: LastWords}}}, nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "spawn", Description: "Start a child that outlives the call; answer its pid."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			cmd := exec.Command("sleep", "300")
@@ -66,5 +88,5 @@ func serve() error {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
 		})
-	return s.Run(context.Background(), &sdk.StdioTransport{})
+	return s.Run(context.Background(), &sdk.IOTransport{Reader: os.Stdin, Writer: exitAfter{os.Stdout}})
 }
