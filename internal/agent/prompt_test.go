@@ -59,7 +59,7 @@ func TestGitSummary(t *testing.T) {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	if got := gitSummary(dir); got != "" {
+	if got := gitSummary(t.Context(), dir); got != "" {
 		t.Errorf("outside a repository: %q", got)
 	}
 	git := func(args ...string) {
@@ -70,7 +70,7 @@ func TestGitSummary(t *testing.T) {
 		}
 	}
 	git("init", "-q", "-b", "trunk")
-	if got := gitSummary(dir); got != "branch trunk, clean" {
+	if got := gitSummary(t.Context(), dir); got != "branch trunk, clean" {
 		t.Errorf("new repository: %q", got)
 	}
 	os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o600)
@@ -79,14 +79,14 @@ func TestGitSummary(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a"), []byte("b"), 0o600)
 	os.WriteFile(filepath.Join(dir, "u1"), nil, 0o600)
 	os.WriteFile(filepath.Join(dir, "u2"), nil, 0o600)
-	if got := gitSummary(dir); got != "branch trunk, 1 changed, 2 untracked" {
+	if got := gitSummary(t.Context(), dir); got != "branch trunk, 1 changed, 2 untracked" {
 		t.Errorf("changed repository: %q", got)
 	}
 	// From a directory below the top, git finds the repository above.
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o700)
 	os.WriteFile(filepath.Join(sub, "u3"), nil, 0o600)
-	if got := gitSummary(sub); got != "branch trunk, 1 changed, 3 untracked" {
+	if got := gitSummary(t.Context(), sub); got != "branch trunk, 1 changed, 3 untracked" {
 		t.Errorf("below the top: %q", got)
 	}
 }
@@ -119,5 +119,51 @@ func TestInRepo(t *testing.T) {
 	t.Setenv("GIT_DIR", filepath.Join(top, "x.git"))
 	if !inRepo(top) {
 		t.Error("GIT_DIR set: inRepo = false")
+	}
+}
+
+// A prefetched git summary serves a session's first model call while it
+// is fresh and no tool call or shell command started since; otherwise git
+// runs again.
+func TestPrefetchEnv(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q", "-b", "trunk").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	e := &Engine{}
+	if wait := e.PrefetchEnv(t.Context(), t.TempDir()); e.prefetch.Load() != nil {
+		wait()
+		t.Fatal("outside a repository: a prefetch started")
+	}
+	wait := e.PrefetchEnv(t.Context(), dir)
+	wait()
+	started := e.prefetch.Load().started
+	os.WriteFile(filepath.Join(dir, "new"), nil, 0o600) // after the prefetch: not in it
+	tests := []struct {
+		name    string
+		cwd     string
+		now     time.Time
+		changes uint64 // added before
+		want    string
+	}{
+		{name: "fresh", cwd: dir, now: started.Add(time.Second), want: "branch trunk, clean"},
+		{name: "another directory", cwd: filepath.Join(dir, "sub"), now: started, want: ""},
+		{name: "too old", cwd: dir, now: started.Add(prefetchFresh + time.Millisecond), want: "branch trunk, 0 changed, 1 untracked"},
+		{name: "a tool ran since", cwd: dir, now: started, changes: 1, want: "branch trunk, 0 changed, 1 untracked"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.changes.Add(tt.changes)
+			if tt.want == "" {
+				os.Mkdir(tt.cwd, 0o700)
+				tt.want = "branch trunk, 0 changed, 1 untracked" // git from the subdirectory, run again
+			}
+			if got, want := e.environment(tt.cwd, tt.now), envText(tt.cwd, tt.now, tt.want); got != want {
+				t.Errorf("environment:\n%s\nwant:\n%s", got, want)
+			}
+		})
 	}
 }

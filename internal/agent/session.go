@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/e-agent/e/internal/mcp"
@@ -48,6 +49,9 @@ type Engine struct {
 	// ("" keeps it); AppendSystemPrompt is added at its end.
 	SystemPrompt, AppendSystemPrompt string
 	Observer                         Observer // nil: no operator log
+
+	prefetch atomic.Pointer[envPrefetch] // PrefetchEnv's, the last one
+	changes  atomic.Uint64               // tool calls and shell commands started
 }
 
 // Options describe a new session.

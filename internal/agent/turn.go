@@ -367,7 +367,7 @@ func (s *Session) prompt(effort string, names []string, extension map[string]boo
 	env, cwd := s.env, s.cwd
 	s.mu.Unlock()
 	if env == "" {
-		env = promptEnv(cwd, time.Now())
+		env = s.eng.environment(cwd, time.Now())
 		s.mu.Lock()
 		if s.env == "" {
 			s.env = env
