@@ -193,6 +193,10 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		if c := t.calls[ev.ID]; c != nil {
 			c.started = t.now()
 			emit(ToolExecutionStart{Type: "tool_execution_start", ToolCallID: c.id, ToolName: c.name, Args: c.args})
+			if c.name == "bash" { // pi's bash tool reports an empty result as it starts
+				emit(ToolExecutionUpdate{Type: "tool_execution_update", ToolCallID: c.id, ToolName: c.name, Args: c.args,
+					PartialResult: ToolResult{Content: []Content{}}})
+			}
 		}
 	case agent.ToolOutput:
 		if c := t.calls[ev.ID]; c != nil {
