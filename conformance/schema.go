@@ -23,13 +23,9 @@ type SchemaValidator struct {
 
 // ValidateLine implements LineValidator.
 func (sv SchemaValidator) ValidateLine(line []byte, method string) ([]string, error) {
-	v, err := decode(line)
+	obj, err := lineObject(line)
 	if err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("not a JSON object")
+		return nil, err
 	}
 	typ, hasType := obj["type"].(string)
 	_, typed := obj["type"]
@@ -119,4 +115,17 @@ func knownEventType(t string) bool {
 	}
 	_, ok := schemas.Schema("events/" + t)
 	return ok
+}
+
+// lineObject decodes a line that must be one JSON object.
+func lineObject(line []byte) (map[string]any, error) {
+	v, err := decode(line)
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	return obj, nil
 }

@@ -26,15 +26,13 @@ type DialectValidator interface {
 // schemas/pi, acp lines against ACP's published schema. As for e rpc,
 // fields and types no schema describes are notes, or errors when Strict.
 func (sv SchemaValidator) ValidateDialectLine(dialect string, line []byte) ([]string, error) {
-	v, err := decode(line)
+	obj, err := lineObject(line)
 	if err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+		return nil, err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
-	}
+	v := any(obj)
 	var shape snode
+	var ok bool
 	var validate func(v any) error
 	switch dialect {
 	case DialectPi:
