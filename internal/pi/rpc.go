@@ -148,6 +148,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
+		ImagePlaceholder:   imageOmitted,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
@@ -534,16 +535,6 @@ func texts(qs ...[]queued) []string {
 // imageOmitted stands for an image the model cannot take, as pi sends it.
 const imageOmitted = "(image omitted: model does not support images)"
 
-// forModel is what e gets of a message for the current model: a model
-// without image input gets pi's placeholder text for each image. fr.mu
-// is held.
-func (fr *front) forModel(text string, parts []model.Part) (string, []model.Part) {
-	if len(parts) == 0 || fr.info.ImageInput {
-		return text, parts
-	}
-	return text + strings.Repeat("\n"+imageOmitted, len(parts)), nil
-}
-
 // steerLocked passes m to the running turn; fr.mu is held.
 func (fr *front) steerLocked(m queued) error {
 	fr.trMu.Lock()
@@ -553,11 +544,10 @@ func (fr *front) steerLocked(m queued) error {
 
 // passSteer is steerLocked with fr.trMu held too.
 func (fr *front) passSteer(m queued) error {
-	text, parts := fr.forModel(m.text, m.parts)
-	if err := fr.cur.SteerParts(text, parts); err != nil {
+	if err := fr.cur.SteerParts(m.text, m.parts); err != nil {
 		return err
 	}
-	fr.tr.Steering(text, m.text, m.blocks)
+	fr.tr.Steering(m.text, m.blocks)
 	return nil
 }
 
@@ -610,8 +600,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
 	}
 	fr.tr.Begin(text, blocks)
-	etext, eparts := fr.forModel(text, parts)
-	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
+	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
 	if err != nil {
 		return err
 	}
@@ -650,8 +639,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 			fr.tr.Begin(next[0].text, next[0].blocks)
-			text, parts := fr.forModel(next[0].text, next[0].parts)
-			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
+			turn, err = sess.PromptParts(fr.ctx, next[0].text, next[0].parts, fr.sink)
 			if err == nil {
 				for _, m := range next[1:] {
 					fr.passSteer(m)
@@ -688,10 +676,7 @@ func (fr *front) sink(ev agent.Event) {
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
 	case agent.Steered:
 		fr.mu.Lock()
-		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
-			t, _ := fr.forModel(m.text, m.parts)
-			return t == ev.Text
-		}); i >= 0 {
+		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool { return m.text == ev.Text }); i >= 0 {
 			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
 		}
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
