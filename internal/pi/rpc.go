@@ -801,13 +801,30 @@ func (fr *front) newSession(c *command) (any, error) {
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	level := Clamp(info, cmpOr(fr.cfg.Settings.DefaultThinkingLevel, levelOf(info.DefaultEffort)))
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: c.str("parentSession")})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
 	return map[string]bool{"cancelled": false}, nil
+}
+
+// defaultLevel is the thinking level a new session of model info starts at.
+func (fr *front) defaultLevel(info model.Info) string {
+	return Clamp(info, cmpOr(fr.cfg.Settings.DefaultThinkingLevel, levelOf(info.DefaultEffort)))
+}
+
+// settingsAt returns the model and effort in force at the end of branch:
+// the header's, then each settings entry's (pi's last model_change and
+// thinking_level_change of the branch).
+func settingsAt(h session.Header, branch []session.Entry) (modelID, effort string) {
+	modelID, effort = h.Model, h.Effort
+	for _, e := range branch {
+		if e.Type == session.EntrySettings {
+			modelID, effort = e.Model, e.Effort
+		}
+	}
+	return modelID, effort
 }
 
 // replace makes m current and closes old.
@@ -840,7 +857,9 @@ func (fr *front) switchSession(c *command) (any, error) {
 }
 
 // forkAt starts a new session whose history is the current branch before
-// entry id (all of it when id is "").
+// entry id (all of it when id is ""). As pi's, it takes the name, model and
+// thinking level in force at that point; a fork with no message left
+// starts at the default level, as new_session does.
 func (fr *front) forkAt(id string) (*session.Session, error) {
 	fr.idle()
 	fr.mu.Lock()
@@ -854,9 +873,16 @@ func (fr *front) forkAt(id string) (*session.Session, error) {
 		}
 		branch = branch[:i]
 	}
-	in := old.Info()
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: in.Model, effort: in.Effort, entries: branch,
-		parent: in.Path, name: in.Name})
+	in, h := old.Info(), old.Header()
+	sp := spec{cwd: old.Cwd(), model: in.Model, entries: branch, parent: in.Path, name: session.Name(h, branch)}
+	sp.effort = Effort(fr.info, fr.defaultLevel(fr.info))
+	if slices.ContainsFunc(branch, func(e session.Entry) bool { return e.Type == session.EntryMessage }) {
+		sp.model, sp.effort = settingsAt(h, branch)
+		if _, err := fr.h.Model(sp.model); err != nil {
+			sp.model, sp.effort = in.Model, Effort(fr.info, levelOf(sp.effort))
+		}
+	}
+	m, err := fr.b.make(sp)
 	if err != nil {
 		return nil, err
 	}
