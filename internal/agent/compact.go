@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/e-agent/e/internal/model"
@@ -170,9 +171,115 @@ func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (
 		return CompactResult{}, err
 	}
 	t.info, t.prov, t.effort = info, prov, effort
-	res, err := t.compact("manual", focus, "", estimate(msgs))
+	keep := ""
+	if n := s.eng.KeepRecentTokens; n > 0 {
+		s.mu.Lock()
+		keep = s.recentCut(n)
+		s.mu.Unlock()
+		if keep == "" {
+			// pi's words; it too announces the compaction that then fails.
+			t.emit(Compacting{Reason: "manual", TokensBefore: estimate(msgs)})
+			return CompactResult{}, errors.New("agent: compaction: nothing to compact (session too small)")
+		}
+	}
+	res, err := t.compact("manual", focus, keep, estimate(msgs))
 	if err == nil {
 		t.syncLog()
 	}
 	return res, err
+}
+
+// recentCut returns the id of the first entry a compaction keeps when it
+// keeps about keep tokens of the newest messages, chosen as pi 1.6.0
+// chooses its cut point: walking back from the newest entry after the last
+// compaction and adding each entry's tokens (pi's estimate, below), at the
+// first cut point (a user or assistant message or a shell command the
+// model sees, never tool results, which must follow their call) at or
+// after the entry where the sum reaches keep, else the last cut point;
+// then back over the entries just before it that the model does not see
+// (settings, names). A cut inside a turn keeps the turn's tail; pi then
+// summarises the turn's head apart, e in the one summary. "" when there
+// is no cut point or nothing before it to summarise (a history smaller
+// than keep). s.mu is held.
+func (s *Session) recentCut(keep int64) string {
+	s.parse()
+	start := 0
+	for i, en := range s.entries {
+		if en.Type == store.TypeCompaction {
+			start = i + 1
+		}
+	}
+	var cuts []int
+	for i := start; i < len(s.entries); i++ {
+		if s.cutPoint(i) {
+			cuts = append(cuts, i)
+		}
+	}
+	if len(cuts) == 0 {
+		return ""
+	}
+	cut := cuts[0]
+	var sum int64
+	for i := len(s.entries) - 1; i >= start; i-- {
+		n := s.piTokens(i)
+		if n == 0 {
+			continue
+		}
+		if sum += n; sum >= keep {
+			cut = cuts[len(cuts)-1]
+			if j := slices.IndexFunc(cuts, func(c int) bool { return c >= i }); j >= 0 {
+				cut = cuts[j]
+			}
+			break
+		}
+	}
+	for cut > start && !s.visible(cut-1) && s.entries[cut-1].Type != store.TypeCompaction {
+		cut--
+	}
+	if len(s.history(s.entries[:cut])) == 0 {
+		return ""
+	}
+	return s.entries[cut].ID
+}
+
+// visible reports whether the model sees anything of entry i of s.entries.
+func (s *Session) visible(i int) bool {
+	en := s.entries[i]
+	return s.parsed[i].ok || en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude
+}
+
+// cutPoint reports whether entry i of s.entries may start what a
+// compaction keeps: a user or assistant message, or a shell command the
+// model sees.
+func (s *Session) cutPoint(i int) bool {
+	if s.entries[i].Type == store.TypeShell {
+		return s.visible(i)
+	}
+	r := s.parsed[i].m.Role
+	return s.parsed[i].ok && (r == model.RoleUser || r == model.RoleAssistant)
+}
+
+// piTokens is pi's token estimate of what the model sees of entry i of
+// s.entries: its characters over 4, rounded up (text, reasoning, a tool
+// call's name and arguments, 4800 characters an image; a shell command's
+// command and output).
+func (s *Session) piTokens(i int) int64 {
+	en := s.entries[i]
+	var chars int
+	switch {
+	case en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude:
+		chars = len(en.Shell.Command) + len(en.Shell.Output)
+	case s.parsed[i].ok:
+		for _, p := range s.parsed[i].m.Content {
+			switch p.Type {
+			case model.PartImage:
+				chars += 4800
+			case model.PartToolCall:
+				chars += len(p.Name) + len(p.Arguments)
+			default:
+				chars += len(p.Text)
+			}
+		}
+	}
+	return int64(chars+3) / 4
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -243,5 +244,55 @@ func TestSteerDuringCompactDiscarded(t *testing.T) {
 	d := ofType[Discarded](rec)
 	if len(d) != 1 || d[0].Reason != "steer" || d[0].Text != "too late" {
 		t.Errorf("discarded events %+v, want the steer", d)
+	}
+}
+
+// Q4: with Engine.KeepRecentTokens (pi's compaction.keepRecentTokens), a
+// manual compaction keeps the newest messages worth that many tokens, cut
+// at a user or assistant message as pi cuts, and fails when the history
+// is smaller than that.
+func TestCompactKeepRecent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		keep    int64
+		want    []string // the history after: roles, "summary" for the summary
+		wantErr string
+	}{
+		// "/text two" is 3 tokens (9 characters), its answer "two" 1.
+		{name: "last answer", keep: 1, want: []string{"summary", "assistant"}},
+		{name: "reaching the last prompt", keep: 2, want: []string{"summary", "user", "assistant"}},
+		{name: "whole last turn", keep: 4, want: []string{"summary", "user", "assistant"}},
+		{name: "history too small", keep: 1000, want: []string{"user", "assistant", "user", "assistant"},
+			wantErr: "agent: compaction: nothing to compact (session too small)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := testEngine(t)
+			eng.KeepRecentTokens = tc.keep
+			s := testSession(t, eng, nil)
+			prompt(t, s, "/text one")
+			prompt(t, s, "/text two")
+			if err := s.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			_, err := s.Compact(t.Context(), "", rec.sink)
+			if gotErr := fmt.Sprint(err); tc.wantErr != "" && gotErr != tc.wantErr || tc.wantErr == "" && err != nil {
+				t.Fatalf("Compact error %v, want %q", err, tc.wantErr)
+			}
+			var got []string
+			for _, m := range History(s.Entries()) {
+				if _, ok := Summary(m); ok {
+					got = append(got, "summary")
+				} else {
+					got = append(got, m.Role)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("history after compaction (-want +got):\n%s", diff)
+			}
+			if rec.types()[0] != "compacting" {
+				t.Errorf("events %v, want compacting first", rec.types())
+			}
+		})
 	}
 }

@@ -52,6 +52,11 @@ type Engine struct {
 	// images: the history keeps them, and each model call sends this text
 	// for each one instead (pi's behaviour); unset, such images are refused.
 	ImagePlaceholder string
+	// KeepRecentTokens, when above 0, makes a manual compaction keep the
+	// newest messages worth about that many tokens after its summary,
+	// cut where pi cuts (pi's compaction.keepRecentTokens); 0 summarises
+	// the whole history.
+	KeepRecentTokens int64
 	Observer         Observer // nil: no operator log
 
 	prefetch atomic.Pointer[envPrefetch] // PrefetchEnv's, the last one
@@ -480,6 +485,12 @@ func decode(en store.Entry) (model.Message, bool) {
 // long session would pay a parse of its whole history per call. s.mu is
 // held. The messages share their parts with s: callers only read them.
 func (s *Session) history(entries []store.Entry) []model.Message {
+	s.parse()
+	return history(entries, func(i int) (model.Message, bool) { return s.parsed[i].m, s.parsed[i].ok })
+}
+
+// parse decodes the messages of s.entries not decoded yet into s.parsed.
+func (s *Session) parse() {
 	if len(s.parsed) > len(s.entries) {
 		s.parsed = nil
 	}
@@ -487,7 +498,6 @@ func (s *Session) history(entries []store.Entry) []model.Message {
 		m, ok := decode(en)
 		s.parsed = append(s.parsed, parsed{m, ok})
 	}
-	return history(entries, func(i int) (model.Message, bool) { return s.parsed[i].m, s.parsed[i].ok })
 }
 
 // history is History with message i of entries given by msg.

@@ -36,7 +36,8 @@ func buildE(t *testing.T, dir string) string {
 }
 
 // piHome writes a pi config dir whose models.json declares the loopback
-// mock model as provider "mock" (openai-completions, literal apiKey).
+// mock model as provider "mock" (openai-completions, literal apiKey), and
+// whose settings.json keeps one token of recent messages in a compaction.
 func piHome(t *testing.T, dir, mockURL string) string {
 	t.Helper()
 	home := filepath.Join(dir, "pi-agent")
@@ -46,6 +47,12 @@ func piHome(t *testing.T, dir, mockURL string) string {
 	models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key",
 		"models":[{"id":"mock-1","contextWindow":32000}]}}}`, mockURL+"/v1")
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The flows' history is far smaller than pi's default 20000 tokens to
+	// keep, which leaves a compaction nothing to summarise (pi too fails).
+	settings := `{"compaction":{"keepRecentTokens":1}}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return home

@@ -38,7 +38,8 @@ type Settings struct {
 	FollowUpMode         string `json:"followUpMode"`
 	SessionDir           string `json:"sessionDir"`
 	Compaction           struct {
-		Enabled *bool `json:"enabled"`
+		Enabled          *bool  `json:"enabled"`
+		KeepRecentTokens *int64 `json:"keepRecentTokens"`
 	} `json:"compaction"`
 	Retry struct {
 		Enabled    *bool `json:"enabled"`

@@ -148,8 +148,11 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder:   imageOmitted,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
+	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
+		opts.KeepRecentTokens = *n
+	}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
 	}
@@ -534,6 +537,10 @@ func texts(qs ...[]queued) []string {
 
 // imageOmitted stands for an image the model cannot take, as pi sends it.
 const imageOmitted = "(image omitted: model does not support images)"
+
+// keepRecentTokens is pi's default compaction.keepRecentTokens: how many
+// tokens of the newest messages a compaction keeps.
+const keepRecentTokens = 20000
 
 // steerLocked passes m to the running turn; fr.mu is held.
 func (fr *front) steerLocked(m queued) error {
@@ -1328,6 +1335,8 @@ func (fr *front) compact(c *command) {
 		fr.flushShell()
 		fr.mu.Unlock()
 		if err != nil {
+			// pi ends the announced compaction with the error, then fails the command.
+			fr.sink(agent.Error{Message: "Compaction failed: " + err.Error()})
 			fr.respond(c.id, c.typ, nil, err)
 			return
 		}

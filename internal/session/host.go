@@ -38,6 +38,10 @@ type Options struct {
 	// history keeps them and each model call sends this text for each one
 	// (pi's dialect); "" refuses them with code unsupported.
 	ImagePlaceholder string
+	// KeepRecentTokens, when above 0, makes a manual compaction keep the
+	// newest messages worth about that many tokens (pi's dialect: its
+	// compaction.keepRecentTokens); 0 summarises the whole history.
+	KeepRecentTokens int64
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -174,7 +178,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			MaxAttempts:        cmp.Or(opts.MaxAttempts, settings.MaxAttempts),
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
-			ImagePlaceholder:   opts.ImagePlaceholder,
+			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a
