@@ -48,7 +48,11 @@ type Engine struct {
 	// SystemPrompt replaces e's own text at the head of the system prompt
 	// ("" keeps it); AppendSystemPrompt is added at its end.
 	SystemPrompt, AppendSystemPrompt string
-	Observer                         Observer // nil: no operator log
+	// ImagePlaceholder, when set, lets a model without image input take
+	// images: the history keeps them, and each model call sends this text
+	// for each one instead (pi's behaviour); unset, such images are refused.
+	ImagePlaceholder string
+	Observer         Observer // nil: no operator log
 
 	prefetch atomic.Pointer[envPrefetch] // PrefetchEnv's, the last one
 	changes  atomic.Uint64               // tool calls and shell commands started

@@ -173,7 +173,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	for _, w := range pending {
 		t.warn(w)
 	}
-	if len(images) > 0 && !info.ImageInput {
+	if len(images) > 0 && !info.ImageInput && s.eng.ImagePlaceholder == "" {
 		return false, fmt.Errorf("agent: model %s does not accept images", modelID)
 	}
 	prov, err := s.eng.Catalog.Provider(modelID)
@@ -344,7 +344,56 @@ type mcpTool struct {
 }
 
 func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDef) *model.Request {
+	if p := t.s.eng.ImagePlaceholder; p != "" && !t.info.ImageInput {
+		msgs = withoutImages(msgs, p)
+	}
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
+}
+
+// withoutImages returns msgs with each image replaced by placeholder,
+// added on a line of its own to the message's first text. Messages it
+// changes are copies: msgs is the session's history.
+func withoutImages(msgs []model.Message, placeholder string) []model.Message {
+	var out []model.Message // nil until a message changes
+	for i, m := range msgs {
+		n := 0
+		for _, p := range m.Content {
+			if p.Type == model.PartImage {
+				n++
+			}
+		}
+		if n == 0 {
+			if out != nil {
+				out = append(out, m)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]model.Message, 0, len(msgs)), msgs[:i]...)
+		}
+		extra := strings.Repeat("\n"+placeholder, n)
+		var parts []model.Part
+		added := false
+		for _, p := range m.Content {
+			switch {
+			case p.Type == model.PartImage:
+				continue
+			case p.Type == model.PartText && !added:
+				p.Text += extra
+				added = true
+			}
+			parts = append(parts, p)
+		}
+		if !added {
+			parts = append(parts, model.Part{Type: model.PartText, Text: extra[1:]})
+		}
+		m.Content = parts
+		out = append(out, m)
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // systemPrompt returns the turn's system prompt, built on first use.

@@ -148,6 +148,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
+		ImagePlaceholder:   imageOmitted,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
@@ -534,16 +535,6 @@ func texts(qs ...[]queued) []string {
 // imageOmitted stands for an image the model cannot take, as pi sends it.
 const imageOmitted = "(image omitted: model does not support images)"
 
-// forModel is what e gets of a message for the current model: a model
-// without image input gets pi's placeholder text for each image. fr.mu
-// is held.
-func (fr *front) forModel(text string, parts []model.Part) (string, []model.Part) {
-	if len(parts) == 0 || fr.info.ImageInput {
-		return text, parts
-	}
-	return text + strings.Repeat("\n"+imageOmitted, len(parts)), nil
-}
-
 // steerLocked passes m to the running turn; fr.mu is held.
 func (fr *front) steerLocked(m queued) error {
 	fr.trMu.Lock()
@@ -553,11 +544,10 @@ func (fr *front) steerLocked(m queued) error {
 
 // passSteer is steerLocked with fr.trMu held too.
 func (fr *front) passSteer(m queued) error {
-	text, parts := fr.forModel(m.text, m.parts)
-	if err := fr.cur.SteerParts(text, parts); err != nil {
+	if err := fr.cur.SteerParts(m.text, m.parts); err != nil {
 		return err
 	}
-	fr.tr.Steering(text, m.text, m.blocks)
+	fr.tr.Steering(m.text, m.blocks)
 	return nil
 }
 
@@ -610,8 +600,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
 	}
 	fr.tr.Begin(text, blocks)
-	etext, eparts := fr.forModel(text, parts)
-	turn, err := sess.PromptParts(fr.ctx, etext, eparts, fr.sink)
+	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
 	if err != nil {
 		return err
 	}
@@ -650,8 +639,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 			fr.tr.Begin(next[0].text, next[0].blocks)
-			text, parts := fr.forModel(next[0].text, next[0].parts)
-			turn, err = sess.PromptParts(fr.ctx, text, parts, fr.sink)
+			turn, err = sess.PromptParts(fr.ctx, next[0].text, next[0].parts, fr.sink)
 			if err == nil {
 				for _, m := range next[1:] {
 					fr.passSteer(m)
@@ -688,10 +676,7 @@ func (fr *front) sink(ev agent.Event) {
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
 	case agent.Steered:
 		fr.mu.Lock()
-		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool {
-			t, _ := fr.forModel(m.text, m.parts)
-			return t == ev.Text
-		}); i >= 0 {
+		if i := slices.IndexFunc(fr.steerHeld, func(m queued) bool { return m.text == ev.Text }); i >= 0 {
 			fr.steerHeld = slices.Delete(fr.steerHeld, i, i+1)
 		}
 		if len(fr.steerWait) > 0 && len(fr.steerHeld) == 0 {
@@ -816,13 +801,30 @@ func (fr *front) newSession(c *command) (any, error) {
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	level := Clamp(info, cmpOr(fr.cfg.Settings.DefaultThinkingLevel, levelOf(info.DefaultEffort)))
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, level), parent: c.str("parentSession")})
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: c.str("parentSession")})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
 	return map[string]bool{"cancelled": false}, nil
+}
+
+// defaultLevel is the thinking level a new session of model info starts at.
+func (fr *front) defaultLevel(info model.Info) string {
+	return Clamp(info, cmpOr(fr.cfg.Settings.DefaultThinkingLevel, levelOf(info.DefaultEffort)))
+}
+
+// settingsAt returns the model and effort in force at the end of branch:
+// the header's, then each settings entry's (pi's last model_change and
+// thinking_level_change of the branch).
+func settingsAt(h session.Header, branch []session.Entry) (modelID, effort string) {
+	modelID, effort = h.Model, h.Effort
+	for _, e := range branch {
+		if e.Type == session.EntrySettings {
+			modelID, effort = e.Model, e.Effort
+		}
+	}
+	return modelID, effort
 }
 
 // replace makes m current and closes old.
@@ -855,7 +857,9 @@ func (fr *front) switchSession(c *command) (any, error) {
 }
 
 // forkAt starts a new session whose history is the current branch before
-// entry id (all of it when id is "").
+// entry id (all of it when id is ""). As pi's, it takes the name, model and
+// thinking level in force at that point; a fork with no message left
+// starts at the default level, as new_session does.
 func (fr *front) forkAt(id string) (*session.Session, error) {
 	fr.idle()
 	fr.mu.Lock()
@@ -869,9 +873,16 @@ func (fr *front) forkAt(id string) (*session.Session, error) {
 		}
 		branch = branch[:i]
 	}
-	in := old.Info()
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: in.Model, effort: in.Effort, entries: branch,
-		parent: in.Path, name: in.Name})
+	in, h := old.Info(), old.Header()
+	sp := spec{cwd: old.Cwd(), model: in.Model, entries: branch, parent: in.Path, name: session.Name(h, branch)}
+	sp.effort = Effort(fr.info, fr.defaultLevel(fr.info))
+	if slices.ContainsFunc(branch, func(e session.Entry) bool { return e.Type == session.EntryMessage }) {
+		sp.model, sp.effort = settingsAt(h, branch)
+		if _, err := fr.h.Model(sp.model); err != nil {
+			sp.model, sp.effort = in.Model, Effort(fr.info, levelOf(sp.effort))
+		}
+	}
+	m, err := fr.b.make(sp)
 	if err != nil {
 		return nil, err
 	}

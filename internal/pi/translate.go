@@ -58,25 +58,19 @@ type Translator struct {
 	settling     bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted      bool // of the last e turn
 	compacting   string
-	steers       map[string]steerMessage // by the text e delivers
+	steers       map[string][]Content // a steer's images, by its text
 }
 
-// steerMessage is what pi's user message of a steer holds.
-type steerMessage struct {
-	text   string
-	images []Content
-}
-
-// Steering announces a steer handed to e as eText: its Steered event
-// becomes a user message of text and images.
-func (t *Translator) Steering(eText, text string, images []Content) {
-	if eText == text && len(images) == 0 {
+// Steering announces a steer with images handed to e: its Steered event
+// (which names only the text) becomes a user message that holds them.
+func (t *Translator) Steering(text string, images []Content) {
+	if len(images) == 0 {
 		return
 	}
 	if t.steers == nil {
-		t.steers = map[string]steerMessage{}
+		t.steers = map[string][]Content{}
 	}
-	t.steers[eText] = steerMessage{text, images}
+	t.steers[text] = images
 }
 
 type call struct {
@@ -167,12 +161,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case agent.Steered:
 		emit(t.nextCall()...)
 		emit(t.flushAfter()...) // no new pi turn: before the message
-		m := steerMessage{text: ev.Text}
-		if sm, ok := t.steers[ev.Text]; ok {
-			m = sm
-			delete(t.steers, ev.Text)
-		}
-		emit(t.message(*userMessage(m.text, m.images, t.ms()))...)
+		images := t.steers[ev.Text]
+		delete(t.steers, ev.Text)
+		emit(t.message(*userMessage(ev.Text, images, t.ms()))...)
 	case *agent.Text:
 		emit(t.delta("text", ev.Delta)...)
 	case *agent.Reasoning:

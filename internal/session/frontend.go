@@ -28,6 +28,10 @@ const (
 // Branch returns the active branch of a history, oldest first.
 func Branch(entries []Entry) []Entry { return store.Branch(entries) }
 
+// Name returns the session name in force at the end of branch: its last
+// name entry's, else the header's.
+func Name(h Header, branch []Entry) string { return store.Name(h, branch) }
+
 // ModelCall is the model call behind an assistant message of the history.
 type ModelCall = store.ModelCall
 

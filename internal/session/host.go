@@ -34,6 +34,10 @@ type Options struct {
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
 	SystemPrompt, AppendSystemPrompt string
+	// ImagePlaceholder lets a model without image input take images: the
+	// history keeps them and each model call sends this text for each one
+	// (pi's dialect); "" refuses them with code unsupported.
+	ImagePlaceholder string
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -170,6 +174,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			MaxAttempts:        cmp.Or(opts.MaxAttempts, settings.MaxAttempts),
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
+			ImagePlaceholder:   opts.ImagePlaceholder,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

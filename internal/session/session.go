@@ -175,6 +175,9 @@ func (s *Session) loadImages(paths []string) ([]model.Part, error) {
 }
 
 func (s *Session) acceptsImages() error {
+	if s.h.engine.ImagePlaceholder != "" {
+		return nil // the model gets the placeholder instead (Options.ImagePlaceholder)
+	}
 	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
 		return paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)
 	}
