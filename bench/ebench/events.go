@@ -13,8 +13,12 @@ import (
 // events compares e rpc streaming an offline /long N turn into a fast
 // reader with the floor: a program writing N pre-encoded event lines of
 // the same shape through a buffered writer, read the same way.
+//
+// With several binaries (-e old,new) each run times every binary in turn,
+// each beside its own floor run, so that an A/B comparison shares the
+// machine's load; a row per binary is printed.
 func events(fs *flag.FlagSet, args []string) error {
-	e := fs.String("e", "./e", "the e binary")
+	e := fs.String("e", "./e", "the e binary, or several, comma-separated (A/B in the same runs)")
 	sizes := fs.String("n", "2000,20000,200000", "words of the /long turn, comma-separated")
 	runs := fs.Int("runs", 5, "runs per size; medians are printed")
 	fs.Parse(args)
@@ -22,28 +26,43 @@ func events(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s %12s %12s\n", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event", "first ms", "after ms")
+	bins := strings.Split(*e, ",")
+	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s %12s %12s", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event", "first ms", "after ms")
+	if len(bins) > 1 {
+		fmt.Print("  binary")
+	}
+	fmt.Println()
+	type figures struct{ es, fl, cs, firsts, afters []float64 }
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
 			return fmt.Errorf("-n: %w", err)
 		}
-		var es, fl, cs, firsts, afters []float64
+		all := make([]figures, len(bins))
 		for range *runs {
-			r, err := eRun(*e, n)
-			if err != nil {
-				return err
+			for i, bin := range bins {
+				r, err := eRun(bin, n)
+				if err != nil {
+					return err
+				}
+				frate, err := floorRun(self, r.sample, n)
+				if err != nil {
+					return err
+				}
+				g := &all[i]
+				g.es, g.fl, g.cs = append(g.es, r.rate), append(g.fl, frate), append(g.cs, r.cpu)
+				g.firsts, g.afters = append(g.firsts, r.first.Seconds()*1e3), append(g.afters, r.after.Seconds()*1e3)
 			}
-			rate, sample := r.rate, r.sample
-			cs, firsts, afters = append(cs, r.cpu), append(firsts, r.first.Seconds()*1e3), append(afters, r.after.Seconds()*1e3)
-			frate, err := floorRun(self, sample, n)
-			if err != nil {
-				return err
-			}
-			es, fl = append(es, rate), append(fl, frate)
 		}
-		me, mf := median(es), median(fl)
-		fmt.Printf("%-8d %14.0f %14.0f %7.1f%% %12.0f %12.0f %14.0f %12.2f %12.2f\n", n, me, mf, 100*me/mf, 1e9/me, 1e9/mf, median(cs), median(firsts), median(afters))
+		for i, g := range all {
+			me, mf := median(g.es), median(g.fl)
+			fmt.Printf("%-8d %14.0f %14.0f %7.1f%% %12.0f %12.0f %14.0f %12.2f %12.2f", n, me, mf, 100*me/mf, 1e9/me, 1e9/mf,
+				median(g.cs), median(g.firsts), median(g.afters))
+			if len(bins) > 1 {
+				fmt.Print("  " + bins[i])
+			}
+			fmt.Println()
+		}
 	}
 	return nil
 }
