@@ -3,6 +3,7 @@ package pi
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
@@ -89,6 +90,26 @@ func (c *converter) messages(m model.Message, ts int64) []any {
 	return nil
 }
 
+// logged converts the message of log entry en as the history shows it:
+// an answer with its model call's usage and duration, a tool result with
+// how long its tool ran (the entry's tool runs).
+func (c *converter) logged(en session.Entry, m model.Message) []any {
+	out := c.messages(m, en.Time.UnixMilli())
+	for i, msg := range out {
+		switch msg := msg.(type) {
+		case AssistantMessage:
+			out[i] = c.finished(msg, en.Call)
+		case ToolResultMessage:
+			if j := slices.IndexFunc(en.Runs, func(r session.ToolRun) bool { return r.CallID == msg.ToolCallID }); j >= 0 {
+				d := en.Runs[j].DurationMS
+				msg.DurationMS = &d
+				out[i] = msg
+			}
+		}
+	}
+	return out
+}
+
 func (c *converter) assistant(stop string, ts int64) AssistantMessage {
 	return AssistantMessage{Role: "assistant", Content: []Content{}, API: piAPI(c.info.API), Provider: c.info.Provider,
 		Model: c.info.Name, ThinkingLevel: levelOf(c.effort), Usage: NewUsage(model.Usage{}, nil), StopReason: stop, Timestamp: ts}
@@ -158,10 +179,7 @@ func (c *converter) entries(es []session.Entry) []Entry {
 			if json.Unmarshal(en.Message, &m) != nil {
 				continue
 			}
-			for i, msg := range c.messages(m, en.Time.UnixMilli()) {
-				if a, ok := msg.(AssistantMessage); ok {
-					msg = c.finished(a, en.Call)
-				}
+			for i, msg := range c.logged(en, m) {
 				if _, ok := msg.(UserMessage); ok && c.system != nil && !c.sysDone {
 					// pi's system message comes before the first user message.
 					c.sysDone = true

@@ -1067,12 +1067,7 @@ func (fr *front) contextMessages() []any {
 			if json.Unmarshal(en.Message, &m) != nil {
 				continue
 			}
-			for _, msg := range conv.messages(m, ts) {
-				if a, ok := msg.(AssistantMessage); ok {
-					msg = conv.finished(a, en.Call)
-				}
-				out = append(out, msg)
-			}
+			out = append(out, conv.logged(en, m)...)
 		}
 	}
 	return withSystem(out, conv.system)

@@ -32,6 +32,9 @@ func Branch(entries []Entry) []Entry { return store.Branch(entries) }
 // name entry's, else the header's.
 func Name(h Header, branch []Entry) string { return store.Name(h, branch) }
 
+// ToolRun is how one tool call of a tool message ran (its duration).
+type ToolRun = store.ToolRun
+
 // ModelCall is the model call behind an assistant message of the history.
 type ModelCall = store.ModelCall
 
