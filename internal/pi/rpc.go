@@ -283,6 +283,56 @@ func (r recorder) LastCompaction() (string, string) {
 	return summary, kept
 }
 
+// CompactedFiles returns the paths the newest compaction's summarised
+// history read and modified, as pi's compaction details list them: the
+// path argument of every read, write and edit call on the branch before
+// the first kept entry; a file both read and modified is only modified.
+func (r recorder) CompactedFiles() CompactionDetails {
+	branch := session.Branch(r.s.Entries())
+	end := len(branch)
+	for i, en := range branch {
+		if en.Type == session.EntryCompaction {
+			end = i
+		}
+	}
+	if end < len(branch) {
+		if k := slices.IndexFunc(branch[:end], func(e session.Entry) bool { return e.ID == branch[end].Kept }); k >= 0 {
+			end = k
+		}
+	}
+	read, modified := map[string]bool{}, map[string]bool{}
+	for _, en := range branch[:end] {
+		var m model.Message
+		if en.Type != session.EntryMessage || json.Unmarshal(en.Message, &m) != nil || m.Role != model.RoleAssistant {
+			continue
+		}
+		for _, p := range m.Content {
+			var args struct {
+				Path string `json:"path"`
+			}
+			if p.Type != model.PartToolCall || json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
+				continue
+			}
+			switch p.Name {
+			case "read":
+				read[args.Path] = true
+			case "write", "edit":
+				modified[args.Path] = true
+			}
+		}
+	}
+	d := CompactionDetails{ReadFiles: []string{}, ModifiedFiles: slices.Sorted(maps.Keys(modified))}
+	for _, f := range slices.Sorted(maps.Keys(read)) {
+		if !modified[f] {
+			d.ReadFiles = append(d.ReadFiles, f)
+		}
+	}
+	if d.ModifiedFiles == nil {
+		d.ModifiedFiles = []string{}
+	}
+	return d
+}
+
 // write queues one record.
 func (fr *front) write(v any) {
 	b, err := json.Marshal(v)
@@ -1338,7 +1388,7 @@ func (fr *front) compact(c *command) {
 		summary, kept := recorder{sess}.LastCompaction()
 		u := pricedUsage(res.Usage, info.Price)
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
-			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: map[string]any{}}, nil)
+			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: recorder{sess}.CompactedFiles()}, nil)
 	})
 }
 

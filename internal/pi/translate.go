@@ -19,6 +19,9 @@ type Recorded interface {
 	// LastCompaction returns the newest compaction's summary and the id of
 	// the first entry it kept.
 	LastCompaction() (summary, firstKept string)
+	// CompactedFiles lists the files the newest compaction's summarised
+	// history read and modified.
+	CompactedFiles() CompactionDetails
 }
 
 // Translator turns the events of e's turns into pi's events. One pi run
@@ -205,10 +208,11 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		emit(CompactionStart{Type: "compaction_start", Reason: t.compacting})
 	case agent.Compacted:
 		res := &CompactionResult{TokensBefore: ev.TokensBefore, EstimatedTokensAfter: ev.TokensAfter, Usage: t.compactUsage,
-			Details: map[string]any{}}
+			Details: CompactionDetails{ReadFiles: []string{}, ModifiedFiles: []string{}}}
 		t.compactUsage = nil
 		if t.Recorded != nil {
 			res.Summary, res.FirstKeptEntryID = t.Recorded.LastCompaction()
+			res.Details = t.Recorded.CompactedFiles()
 		}
 		emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Result: res})
 		t.compacting = ""

@@ -60,6 +60,9 @@ func (r recorded) LastAssistant() (model.Message, bool) {
 	return model.Message{Role: model.RoleAssistant, Content: r.calls}, true
 }
 func (recorded) LastCompaction() (string, string) { return "the summary", "e1" }
+func (recorded) CompactedFiles() CompactionDetails {
+	return CompactionDetails{ReadFiles: []string{"a.txt"}, ModifiedFiles: []string{}}
+}
 
 func TestTranslate(t *testing.T) {
 	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}

@@ -186,12 +186,12 @@ type CompactionSummaryMessage struct {
 
 // CompactionResult is what a compaction produced.
 type CompactionResult struct {
-	Summary              string         `json:"summary"`
-	FirstKeptEntryID     string         `json:"firstKeptEntryId"`
-	TokensBefore         int64          `json:"tokensBefore"`
-	EstimatedTokensAfter int64          `json:"estimatedTokensAfter"`
-	Usage                *Usage         `json:"usage,omitempty"`
-	Details              map[string]any `json:"details"`
+	Summary              string            `json:"summary"`
+	FirstKeptEntryID     string            `json:"firstKeptEntryId"`
+	TokensBefore         int64             `json:"tokensBefore"`
+	EstimatedTokensAfter int64             `json:"estimatedTokensAfter"`
+	Usage                *Usage            `json:"usage,omitempty"`
+	Details              CompactionDetails `json:"details"`
 }
 
 // Event is one session event: a struct whose JSON has a "type" field.
@@ -308,4 +308,11 @@ type AssistantEvent struct {
 	ID           string   `json:"id,omitempty"`
 	ToolName     string   `json:"toolName,omitempty"`
 	ToolCall     *Content `json:"toolCall,omitempty"`
+}
+
+// CompactionDetails lists the files the compacted history read and
+// modified (pi's compaction details).
+type CompactionDetails struct {
+	ReadFiles     []string `json:"readFiles"`
+	ModifiedFiles []string `json:"modifiedFiles"`
 }
