@@ -66,6 +66,8 @@ const environmentHelp = `environment:
                       (a provider declared in settings names its own key variable: api_key_env)
   E_LOG               the operator log's file when --log is not given
   NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
+  GOGC                the Go collector's target; e uses 200 (less CPU, a little more memory)
+                      unless it is set
 `
 
 const settingsHelp = `settings:

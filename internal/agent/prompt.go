@@ -49,50 +49,6 @@ func envText(cwd string, now time.Time, git string) string {
 	return b.String()
 }
 
-// prefetchFresh is how old a prefetched git summary may be at a session's
-// first model call, which then takes it instead of running git again.
-const prefetchFresh = 2 * time.Second
-
-// envPrefetch is a git summary gathered in the background, at start-up,
-// before any session asked for it: in a repository git status takes 10 to
-// 50 ms, which a session's first text would otherwise wait for.
-type envPrefetch struct {
-	dir     string
-	started time.Time
-	changes uint64 // Engine.changes when it started
-	done    chan struct{}
-	git     string // once done is closed
-}
-
-// PrefetchEnv starts gathering the git summary of dir in the background,
-// for the system prompt of the sessions in dir whose first model call
-// comes within prefetchFresh, while no tool call or shell command has
-// started since (either could have changed the tree). Outside a
-// repository it does nothing. ctx ends it; wait returns once it ended.
-func (e *Engine) PrefetchEnv(ctx context.Context, dir string) (wait func()) {
-	if !inRepo(dir) {
-		return func() {}
-	}
-	p := &envPrefetch{dir: dir, started: time.Now(), changes: e.changes.Load(), done: make(chan struct{})}
-	e.prefetch.Store(p)
-	go func() {
-		defer close(p.done)
-		p.git = gitSummary(ctx, dir)
-	}()
-	return func() { <-p.done }
-}
-
-// environment is the environment part of a session in cwd at its first
-// model call: with the prefetched git summary when it is fresh, else with
-// a new one.
-func (e *Engine) environment(cwd string, now time.Time) string {
-	if p := e.prefetch.Load(); p != nil && p.dir == cwd && p.changes == e.changes.Load() && now.Sub(p.started) <= prefetchFresh {
-		<-p.done
-		return envText(cwd, now, p.git)
-	}
-	return envText(cwd, now, gitSummary(context.Background(), cwd))
-}
-
 // gitSummary describes the repository at dir ("branch main, 2 changed, 1
 // untracked"), or "" outside one or without git.
 func gitSummary(ctx context.Context, dir string) string {

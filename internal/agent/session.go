@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/e-agent/e/internal/mcp"
@@ -58,9 +57,6 @@ type Engine struct {
 	// the whole history.
 	KeepRecentTokens int64
 	Observer         Observer // nil: no operator log
-
-	prefetch atomic.Pointer[envPrefetch] // PrefetchEnv's, the last one
-	changes  atomic.Uint64               // tool calls and shell commands started
 }
 
 // Options describe a new session.

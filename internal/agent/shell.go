@@ -41,7 +41,6 @@ func (s *Session) Shell(ctx context.Context, command string, exclude bool, timeo
 // whatever the session is doing, and records nothing: AddShell does. ctx
 // ending kills it (the result says cancelled).
 func (s *Session) RunShell(ctx context.Context, command string, timeout time.Duration, sink func(Event)) (store.ShellRun, error) {
-	s.eng.changes.Add(1) // a prefetched git summary may be out of date from now on
 	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
 		sink(ShellOutput{Delta: chunk})
 	}}, command, timeout)

@@ -30,7 +30,6 @@ type pending struct {
 // reports whether the turn was interrupted.
 func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 	s := t.s
-	s.eng.changes.Add(1) // a prefetched git summary may be out of date from now on
 	batch := make([]*pending, len(parts))
 	calls := make([]Call, len(parts))
 	s.mu.Lock()

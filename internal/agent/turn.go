@@ -416,7 +416,7 @@ func (s *Session) prompt(effort string, names []string, extension map[string]boo
 	env, cwd := s.env, s.cwd
 	s.mu.Unlock()
 	if env == "" {
-		env = s.eng.environment(cwd, time.Now())
+		env = promptEnv(cwd, time.Now())
 		s.mu.Lock()
 		if s.env == "" {
 			s.env = env

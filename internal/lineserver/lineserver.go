@@ -79,7 +79,6 @@ type Loop struct {
 // New starts the writer of stdout; name starts what the loop says on
 // stderr ("e rpc").
 func New(name string, stdin io.Reader, stdout, stderr io.Writer) *Loop {
-	growPipe(stdout)
 	return &Loop{name: name, in: stdin, out: jsonl.NewWriterSize(stdout, jsonl.BurstSize), stderr: stderr,
 		sigs: make(chan os.Signal, 4), pipe: make(chan os.Signal, 1)}
 }

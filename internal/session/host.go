@@ -110,9 +110,6 @@ type Host struct {
 
 	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
 	cancel context.CancelFunc
-	// envDone waits for the git summary of the process's directory that
-	// Start began gathering (agent.Engine.PrefetchEnv); ctx ends it.
-	envDone func()
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -198,9 +195,6 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			h.engine.Ext = extHost{h.ext}
 		}
 	}
-	// A session's first model call would wait for git status otherwise
-	// (10 to 50 ms in a repository).
-	h.envDone = h.engine.PrefetchEnv(hctx, env.Cwd)
 	h.logStart()
 	return h, nil
 }
@@ -323,7 +317,6 @@ func (h *Host) Shutdown() {
 	wg.Wait()
 	h.engine.Procs.KillAll()
 	h.turns.Wait()
-	h.envDone()
 	if h.ext != nil {
 		h.ext.Shutdown(extensionGrace)
 	}
@@ -352,7 +345,6 @@ func (h *Host) Kill(grace time.Duration) bool {
 	case <-timer.C:
 		ok = false
 	}
-	h.envDone() // its git was killed with ctx
 	if h.ext != nil {
 		h.ext.Kill()
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -253,5 +255,33 @@ func TestCreateFromHistory(t *testing.T) {
 	r := create(t, h, Spec{Resume: s.Path()})
 	if got := len(r.Messages()); got != 4 {
 		t.Errorf("resumed copy has %d messages, want 4", got)
+	}
+}
+
+// The system prompt's git summary describes the tree at the session's
+// first model call, not at the process's start: a client that changes the
+// tree between the two (a checkout, a new file) gets a prompt that says so.
+func TestGitSummaryIsCurrent(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q", "-b", "trunk").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	env := Env{Cwd: dir, Home: t.TempDir(), Getenv: func(string) string { return "" }}
+	h, err := Start(context.Background(), Options{}, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	if got, want := create(t, h, Spec{}).SystemPrompt(), "- Git: branch trunk, clean\n"; !strings.Contains(got, want) {
+		t.Errorf("system prompt:\n%s\nwant it to hold %q", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new.txt"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := create(t, h, Spec{}).SystemPrompt(), "- Git: branch trunk, 0 changed, 1 untracked\n"; !strings.Contains(got, want) {
+		t.Errorf("system prompt of a session created after a file was added:\n%s\nwant it to hold %q", got, want)
 	}
 }
