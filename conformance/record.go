@@ -436,6 +436,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		b.add(n.value("", obj).(map[string]any))
 		pending = true
 	}
+	b.dropConcurrentTools()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
 		h["model"] = c.Model

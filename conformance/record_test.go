@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // A recorded session replays as a passing case: the session id becomes a
@@ -158,5 +160,66 @@ func TestRecordReplayRealServer(t *testing.T) {
 		r.Report(&b)
 		data, _ := os.ReadFile(out)
 		t.Fatalf("the recording does not replay:\n%s\n%s", b.String(), data)
+	}
+}
+
+// A recording drops the per-call tool lines of a request whose batch has
+// two calls or more (their order varies from run to run), keeps them for a
+// one-call batch, and keeps them where a #wait names one of them.
+func TestDropConcurrentTools(t *testing.T) {
+	line := func(s string) map[string]any {
+		v, err := decode([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(map[string]any)
+	}
+	two := []string{
+		`{"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"p"}`,
+		`{"type":"tool_start","id":2,"request":"p"}`,
+		`{"type":"tool_end","id":2,"request":"p"}`,
+		`{"type":"tool_start","id":1,"request":"p"}`,
+		`{"type":"tool_output","id":1,"delta":"x","request":"p"}`,
+		`{"type":"tool_end","id":1,"request":"p"}`,
+		`{"id":"p","result":{}}`,
+	}
+	one := []string{
+		`{"type":"tool_batch","calls":[{"id":1}],"request":"q"}`,
+		`{"type":"tool_start","id":1,"request":"q"}`,
+		`{"type":"tool_end","id":1,"request":"q"}`,
+		`{"id":"q","result":{}}`,
+	}
+	tests := []struct {
+		name  string
+		lines []string
+		label int // index of a labelled line, or -1
+		want  []string
+	}{
+		{name: "two calls: per-call lines dropped", lines: two, label: -1, want: []string{two[0], two[6]}},
+		{name: "one call: kept", lines: one, label: -1, want: one},
+		{name: "a wait names a tool line: kept", lines: two, label: 1, want: two},
+		{name: "streams apart", lines: append(append([]string{}, two...), one...), label: -1, want: append([]string{two[0], two[6]}, one...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b expectBuilder
+			for i, l := range tt.lines {
+				b.add(line(l))
+				if i == tt.label {
+					b.labels[len(b.lines)-1] = "l1"
+				}
+			}
+			b.dropConcurrentTools()
+			var want expectBuilder
+			for i, l := range tt.want {
+				want.add(line(l))
+				if tt.label >= 0 && i == tt.label {
+					want.labels[len(want.lines)-1] = "l1"
+				}
+			}
+			if diff := cmp.Diff(want.String(), b.String()); diff != "" {
+				t.Errorf("expect section (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -238,6 +238,50 @@ func (b *expectBuilder) add(obj map[string]any) {
 	b.latest = len(b.lines) - 1
 }
 
+// dropConcurrentTools removes the per-call lines (tool_start, tool_output,
+// tool_end) of each stream with a tool batch of two calls or more: calls
+// of one batch may run at once, in an order that varies from run to run
+// (a recording may even show them one after the other), and order is
+// checked within a stream, so a recording cannot fix theirs. The stream's
+// tool_batch, text and result stay, and the model calls still see the
+// tools' results. A stream where such a line carries a label (a #wait of
+// the client names it) keeps its lines.
+func (b *expectBuilder) dropConcurrentTools() {
+	perCall := func(l map[string]any) bool {
+		t, _ := l["type"].(string)
+		return t == "tool_start" || t == "tool_output" || t == "tool_end"
+	}
+	batched := map[string]bool{}
+	keys := make([]string, len(b.lines))
+	for i, l := range b.lines {
+		key, _, err := streamKey(l)
+		if err != nil {
+			key = "?"
+		}
+		keys[i] = key
+		if calls, _ := l["calls"].([]any); l["type"] == "tool_batch" && len(calls) > 1 {
+			batched[key] = true
+		}
+	}
+	for i, l := range b.lines {
+		if perCall(l) && b.labels[i] != "" {
+			delete(batched, keys[i])
+		}
+	}
+	if len(batched) == 0 {
+		return
+	}
+	var lines []map[string]any
+	var labels []string
+	for i, l := range b.lines {
+		if batched[keys[i]] && perCall(l) {
+			continue
+		}
+		lines, labels = append(lines, l), append(labels, b.labels[i])
+	}
+	b.lines, b.labels, b.last, b.latest = lines, labels, nil, 0
+}
+
 // latestOfEachStream is the index of each stream's latest line, in order.
 func (b *expectBuilder) latestOfEachStream() []int {
 	var out []int

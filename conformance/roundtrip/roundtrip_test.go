@@ -17,9 +17,8 @@ func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
 // cannotRoundTrip lists the cases that no recording of their client side
 // can replay, each with the reason: what the recorder cannot see.
 var cannotRoundTrip = map[string]string{
-	"prompt-two-tools-one-batch": "its two tools run at once: the order of their tool_start and tool_end lines varies between runs, and a recording fixes one",
-	"sigterm-during-bash":        "SIGTERM comes right after tool_start: whether bash had started its command (killed) or not (refused: e is shutting down) varies, and a recording fixes the tool_end's content",
-	"sessions-concurrent":        "two sessions call the model at once: which call takes which tape entry varies between runs, and a recording fixes one",
+	"sigterm-during-bash": "SIGTERM comes right after tool_start: whether bash had started its command (killed) or not (refused: e is shutting down) varies, and a recording fixes the tool_end's content",
+	"sessions-concurrent": "two sessions call the model at once: which call takes which tape entry varies between runs, and a recording fixes one",
 }
 
 // Every golden case of the e rpc dialect is run by the runner with
