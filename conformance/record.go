@@ -234,7 +234,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if likeCase != nil {
 		learnNames(likeCase, log, bindings)
 	}
-	out, err := draftCase(c, log, rec.tape(), bindings)
+	out, err := draftCase(c, log, rec.tape(stopsWork(log)), bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +469,12 @@ type recorder struct {
 	entries       []map[string]any
 }
 
-func (rc *recorder) tape() []map[string]any {
+// tape is the recorded calls in order. stopped says the client stopped
+// work (an interrupt, shutdown, a signal): the tape then ends with an
+// optional held entry, since on another run the stop can come after the
+// server made a call that it came before here (a compaction's, the next
+// step's), and that call must wait to be cancelled as it would upstream.
+func (rc *recorder) tape(stopped bool) []map[string]any {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var out []map[string]any
@@ -480,10 +485,34 @@ func (rc *recorder) tape() []map[string]any {
 	}
 	// A cancelled call at the end may go unsent on another run: the
 	// interrupt can come before it.
+	if stopped && (len(out) == 0 || out[len(out)-1]["hold"] != true) {
+		out = append(out, map[string]any{"hold": true})
+	}
 	for i := len(out) - 1; i >= 0 && out[i]["hold"] == true; i-- {
 		out[i]["optional"] = true
 	}
 	return out
+}
+
+// stopMethods are the requests that stop work in progress.
+var stopMethods = map[string]bool{"session.interrupt": true, "session.close": true, "shutdown": true}
+
+// stopsWork reports whether the client stopped work during the recorded
+// session: a request of stopMethods, or a signal.
+func stopsWork(log []recorded) bool {
+	for _, l := range log {
+		if !l.client {
+			continue
+		}
+		if strings.HasPrefix(l.directive, "#signal") {
+			return true
+		}
+		var req struct{ Method string }
+		if json.Unmarshal([]byte(l.line), &req) == nil && stopMethods[req.Method] {
+			return true
+		}
+	}
+	return false
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // A recorded session replays as a passing case: the session id becomes a
@@ -219,6 +220,44 @@ func TestDropConcurrentTools(t *testing.T) {
 			}
 			if diff := cmp.Diff(want.String(), b.String()); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A recording in which the client stopped work ends its tape with an
+// optional held entry (on another run the stop may come after a call it
+// came before here); one without a stop adds nothing, and a held call
+// already last is not doubled.
+func TestTapeAfterStop(t *testing.T) {
+	text := map[string]any{"text": "hi"}
+	held := map[string]any{"hold": true}
+	optionalHeld := map[string]any{"hold": true, "optional": true}
+	tests := []struct {
+		name    string
+		entries []map[string]any
+		client  []recorded
+		want    []map[string]any
+	}{
+		{name: "no stop", entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"p","method":"session.prompt"}`}}, want: []map[string]any{text}},
+		{name: "interrupt", entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"i","method":"session.interrupt"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "shutdown, empty tape", client: []recorded{{client: true, line: `{"id":"x","method":"shutdown"}`}}, want: []map[string]any{optionalHeld}},
+		{name: "signal", entries: []map[string]any{text}, client: []recorded{{client: true, directive: "#signal TERM"}}, want: []map[string]any{text, optionalHeld}},
+		{name: "held call already last", entries: []map[string]any{text, held}, client: []recorded{{client: true, line: `{"id":"i","method":"session.interrupt"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "a server line naming the method is not a stop", entries: []map[string]any{text}, client: []recorded{{line: `{"id":"i","method":"shutdown"}`}}, want: []map[string]any{text}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := &recorder{}
+			for _, e := range tt.entries {
+				c := map[string]any{}
+				for k, v := range e {
+					c[k] = v
+				}
+				rc.entries = append(rc.entries, c)
+			}
+			if diff := cmp.Diff(tt.want, rc.tape(stopsWork(tt.client)), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("tape (-want +got):\n%s", diff)
 			}
 		})
 	}
