@@ -32,7 +32,7 @@ type turn struct {
 
 	res       Result
 	usage     model.Usage
-	output    strings.Builder
+	output    []string // the text of each model call, which Output joins
 	lastText  string
 	sinkMu    sync.Mutex // tool waves emit from several goroutines
 	toolDefs  []model.ToolDef
@@ -145,7 +145,7 @@ func (t *turn) result() Result {
 	s.mu.Lock()
 	r.Model, r.Effort = s.modelID, s.effort
 	s.mu.Unlock()
-	r.Output = t.output.String()
+	r.Output = strings.Join(t.output, "")
 	r.FinalOutput = t.lastText
 	r.Usage = NewUsage(t.usage)
 	r.CostUSD = t.info.Cost(t.usage)
@@ -218,6 +218,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			return false, err
 		}
 		resp, partial, err := t.call()
+		if partial != "" {
+			t.output = append(t.output, partial) // what the user saw of a failed answer
+		}
 		if err != nil {
 			if t.ctx.Err() != nil {
 				return t.interrupted(partial)
@@ -235,7 +238,11 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 		if err := s.appendEntry(resp.Message, store.Entry{Call: &call}); err != nil {
 			return false, err
 		}
-		if text := resp.Message.Text(); text != "" || len(resp.Message.ToolCalls()) == 0 {
+		text := resp.Message.Text()
+		if text != "" {
+			t.output = append(t.output, text)
+		}
+		if text != "" || len(resp.Message.ToolCalls()) == 0 {
 			t.lastText = text
 		}
 		calls := resp.Message.ToolCalls()
@@ -471,8 +478,6 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		req.Attempt = attempt
-		from := t.output.Len() // this attempt's text is what output gets from here
-		partial := func() string { return t.output.String()[from:] }
 		start, first := time.Now(), time.Time{}
 		resp, err := t.prov.Stream(t.ctx, req, func(d model.Delta) {
 			if first.IsZero() {
@@ -483,7 +488,6 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			}
 			switch d.Kind {
 			case model.DeltaText:
-				t.output.WriteString(d.Text)
 				ev := fromSlab(&t.texts)
 				ev.Delta = d.Text
 				t.emit(ev)
@@ -510,11 +514,17 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				Signatures: signatures(resp.Message)})
 			return resp, "", nil
 		}
+		// What this attempt streamed, from its provider (Provider): the
+		// turn keeps no copy of the deltas.
+		var partial string
+		if resp != nil {
+			partial = resp.Message.Text()
+		}
 		if t.ctx.Err() != nil {
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(t.callRecord(show, "cancelled", attempt+1, began, start, first))
 			}
-			return nil, partial(), t.ctx.Err()
+			return nil, partial, t.ctx.Err()
 		}
 		var me *model.Error
 		if !errors.As(err, &me) {
@@ -539,14 +549,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()
 				o.ModelCall(rec)
 			}
-			return nil, partial(), &modelError{err: me, details: details(me, decision, attempt+1)}
+			return nil, partial, &modelError{err: me, details: details(me, decision, attempt+1)}
 		}
-		if p := partial(); p != "" {
-			// The failed attempt's words must not stay in the output.
-			out := t.output.String()
-			t.output.Reset()
-			t.output.WriteString(out[:from])
-			t.emit(Discarded{Reason: "retry", Text: p})
+		if partial != "" {
+			// The failed attempt's words are not in the output.
+			t.emit(Discarded{Reason: "retry", Text: partial})
 		}
 		delay := model.Backoff(attempt+1, me)
 		if !me.RetryAfterGiven && t.s.eng.RetryBase > 0 {

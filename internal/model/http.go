@@ -476,6 +476,15 @@ func (a *answer) setArgs(i int, s string) {
 // sign sets the provider signature of reasoning part i.
 func (a *answer) sign(i int, sig string) { a.parts[i].Signature = sig }
 
+// streamed is the Response a call that fails returns: the message of what
+// was emitted, or nil when nothing was.
+func (a *answer) streamed() *Response {
+	if len(a.parts) == 0 {
+		return nil
+	}
+	return &Response{Message: a.message()}
+}
+
 // hasCalls reports whether the answer holds a tool call.
 func (a *answer) hasCalls() bool { return len(a.calls) > 0 }
 

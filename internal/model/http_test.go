@@ -204,10 +204,20 @@ func TestErrorClassification(t *testing.T) { // U2
 			f := newFake(t, tt.api, tt.file, tt.hold)
 			s := f.settings()
 			s.StallTimeout = tt.stall
-			_, resp, err := collect(t.Context(), newProvider(s), &Request{Model: "m"})
+			deltas, resp, err := collect(t.Context(), newProvider(s), &Request{Model: "m"})
 			var got *Error
 			if !errors.As(err, &got) {
 				t.Fatalf("Stream = %v, %v; want an *Error", resp, err)
+			}
+			// Beside the error: the text that was streamed (Provider).
+			var text string
+			for _, d := range deltas {
+				if d.Kind == DeltaText {
+					text += d.Text
+				}
+			}
+			if (resp == nil) != (len(deltas) == 0) || resp != nil && resp.Message.Text() != text {
+				t.Errorf("Stream response %+v beside the error, want one holding the streamed %q", resp, text)
 			}
 			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(Error{}, "Err", "Body")); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
@@ -323,16 +333,25 @@ func TestConnectRefused(t *testing.T) {
 }
 
 // TestCancel checks a call cancelled mid-stream returns ctx.Err() at once,
-// while the provider holds the stream open.
+// while the provider holds the stream open, with the text it streamed.
 func TestCancel(t *testing.T) {
 	for _, a := range apis {
 		t.Run(a.name, func(t *testing.T) {
 			f := newFake(t, a.name, "cut.http", holdAfter)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			_, err := a.new(f.settings()).Stream(ctx, &Request{Model: "m"}, func(Delta) { cancel() })
+			var text string
+			resp, err := a.new(f.settings()).Stream(ctx, &Request{Model: "m"}, func(d Delta) {
+				if d.Kind == DeltaText {
+					text += d.Text
+				}
+				cancel()
+			})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Stream error = %v, want context.Canceled", err)
+			}
+			if text == "" || resp == nil || resp.Message.Text() != text {
+				t.Errorf("Stream response %+v beside the error, want one holding the streamed %q", resp, text)
 			}
 			var e *Error
 			if errors.As(err, &e) {

@@ -155,9 +155,14 @@ type Response struct {
 }
 
 // Provider streams one model call. Stream calls emit for every delta, in
-// order, from the calling goroutine, and returns the assembled Response.
+// order, from the calling goroutine, and returns the assembled Response,
+// whose text parts hold exactly the text deltas emitted: the agent takes
+// the turn's text from them rather than keeping a copy of every delta.
 // It returns an *Error for provider failures; it does not retry (the agent
 // owns retries). Cancelling ctx stops the call promptly with ctx.Err().
+// A call that fails after emitting deltas returns, with its error, a
+// Response whose Message holds what was emitted (what the user saw of an
+// answer cut short); Usage and StopReason are then unset.
 type Provider interface {
 	Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
 }

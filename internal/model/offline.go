@@ -71,6 +71,7 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 		}
 	}
 	var words int64
+	emitted := 0 // bytes of the part being streamed that went out: its words are consecutive
 	word := func(kind string) func(string) error {
 		return func(w string) error {
 			if err := wait(); err != nil {
@@ -78,24 +79,38 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 			}
 			emit(Delta{Kind: kind, Text: w})
 			words++
+			emitted += len(w)
 			return nil
 		}
 	}
 
 	msg := Message{Role: RoleAssistant, Content: []Part{}}
+	// failed returns err with what went out (Provider): msg, and of part
+	// typ being streamed, the first emitted bytes of its text.
+	failed := func(err error, typ, text string) (*Response, error) {
+		if text = text[:emitted]; text != "" {
+			msg.Content = append(msg.Content, Part{Type: typ, Text: text})
+		}
+		if len(msg.Content) == 0 {
+			return nil, err
+		}
+		return &Response{Message: msg}, err
+	}
 	if reasoning := strings.Join(seg.think, "\n"); reasoning != "" {
 		if err := eachWord(reasoning, word(DeltaReasoning)); err != nil {
-			return nil, err
+			return failed(err, PartReasoning, reasoning)
 		}
 		msg.Content = append(msg.Content, Part{Type: PartReasoning, Text: reasoning})
 	}
 	if len(seg.text) > 0 {
+		emitted = 0
 		text, err := streamText(seg.text, word(DeltaText))
 		if err != nil {
-			return nil, err
+			return failed(err, PartText, text)
 		}
 		msg.Content = append(msg.Content, Part{Type: PartText, Text: text})
 	}
+	emitted = 0
 	for i, call := range seg.calls {
 		// Two fragments per call, split on a rune boundary, so that
 		// consumers must assemble arguments as they do for real providers.
@@ -106,7 +121,7 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 		}
 		for j, frag := range []string{args[:half], args[half:]} {
 			if err := wait(); err != nil {
-				return nil, err
+				return failed(err, "", "")
 			}
 			d := Delta{Kind: DeltaToolCall, Text: frag, Index: i}
 			if j == 0 {
@@ -118,9 +133,9 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 	}
 	if seg.fail != nil {
 		if err := wait(); err != nil {
-			return nil, err
+			return failed(err, "", "")
 		}
-		return nil, seg.fail
+		return failed(seg.fail, "", "")
 	}
 
 	resp := &Response{Message: msg, StopReason: StopEnd}
@@ -431,7 +446,8 @@ func eachWord(s string, word func(string) error) error {
 }
 
 // streamText calls word with each word of the lines joined by LF, as
-// eachWord splits them, and returns the joined text. A /long line's words
+// eachWord splits them, and returns the joined text; after an error from
+// word, the text made so far. A /long line's words
 // are written into the text as they go out, so the first goes out at
 // once, whatever N; every word is a piece of the text, not a copy.
 func streamText(lines []textLine, word func(string) error) (string, error) {
@@ -449,7 +465,7 @@ func streamText(lines []textLine, word func(string) error) (string, error) {
 		if l.long == 0 {
 			b.WriteString(l.text)
 			if err := eachWord(b.String()[from:], word); err != nil {
-				return "", err
+				return b.String(), err
 			}
 			continue
 		}
@@ -471,7 +487,7 @@ func streamText(lines []textLine, word func(string) error) (string, error) {
 				b.Write(num)
 			}
 			if err := word(b.String()[from:]); err != nil {
-				return "", err
+				return b.String(), err
 			}
 			from = b.Len()
 		}

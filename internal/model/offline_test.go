@@ -266,8 +266,13 @@ func TestOfflineErrors(t *testing.T) {
 			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
-			if resp != nil {
-				t.Errorf("response %+v beside the error", resp)
+			// Beside the error: what was emitted (Provider), or nothing.
+			var streamed string
+			for _, d := range deltas {
+				streamed += d.Text
+			}
+			if (resp == nil) != (streamed == "") || resp != nil && resp.Message.Text() != streamed {
+				t.Errorf("response %+v beside the error, want one holding %q", resp, streamed)
 			}
 		})
 	}
@@ -426,13 +431,19 @@ func TestOfflineCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			var deltas int
+			var text string
 			done := make(chan error, 1)
 			go func() {
 				// The first delta cancels; a delayed call is cancelled below.
-				_, err := Offline{}.Stream(ctx, &Request{Messages: turn(tt.prompt, 0)}, func(Delta) {
+				resp, err := Offline{}.Stream(ctx, &Request{Messages: turn(tt.prompt, 0)}, func(d Delta) {
 					deltas++
+					text += d.Text
 					cancel()
 				})
+				// Beside the error: what was streamed (Provider).
+				if (resp == nil) != (text == "") || resp != nil && resp.Message.Text() != text {
+					t.Errorf("response %+v beside the error, want one holding %q", resp, text)
+				}
 				done <- err
 			}()
 			if tt.wantDeltas == 0 {

@@ -199,7 +199,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return nil, err
+			return a.streamed(), err
 		}
 		if fast.scan(ev) {
 			e := responsesEvent{OutputIndex: fast.output, SummaryIndex: fast.summary}
@@ -218,7 +218,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 		}
 		var e responsesEvent
 		if err := c.decode(ev, &e); err != nil {
-			return nil, err
+			return a.streamed(), err
 		}
 		if e.Type == "" {
 			e.Type = string(ev.Event)
@@ -293,10 +293,10 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			if e.Response != nil && e.Response.Error != nil {
 				eo = *e.Response.Error
 			}
-			return nil, c.eventErr(eo.kind(), eo.Message, ev.Data)
+			return a.streamed(), c.eventErr(eo.kind(), eo.Message, ev.Data)
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)
-			return nil, c.eventErr(kind, msg, ev.Data)
+			return a.streamed(), c.eventErr(kind, msg, ev.Data)
 		}
 	}
 }
