@@ -16,10 +16,24 @@ import (
 )
 
 // Member is one wanted Member of an object: its key and, after Object,
-// its raw value (nil when absent)
+// its raw value (nil when absent).
 type Member struct {
 	Key string
 	Val []byte
+	// In, when set, reads the value's own members in the same pass, so
+	// that nested wanted members cost no second scan: the value must then
+	// be an object (with In.One, an array of exactly one object), or the
+	// scan fails.
+	In *Shape
+}
+
+// Shape is what Object wants of an object: the keys of the caller's slow
+// path (Fields) and the members it reads (Want, whose keys are among
+// Fields).
+type Shape struct {
+	Fields []string
+	Want   []Member
+	One    bool // the value is an array of one such object (Member.In)
 }
 
 // Object reports whether data is one valid JSON object whose keys are
@@ -35,13 +49,27 @@ func Object(data []byte, fields []string, want []Member) bool {
 // follows it: it returns the object's end. An array's element is read
 // with one scan, not a Value to find its end and an Object.
 func ObjectAt(data []byte, i int, fields []string, want []Member) (int, bool) {
+	reset(want)
+	return object(data, i, 0, fields, recorded(want))
+}
+
+// reset clears the values of want and of the members nested in it.
+func reset(want []Member) {
 	for i := range want {
 		want[i].Val = nil
+		if in := want[i].In; in != nil {
+			reset(in.Want)
+		}
 	}
+}
+
+// recorded is want for object: not nil, so that keys are still checked
+// against fields when none is wanted.
+func recorded(want []Member) []Member {
 	if want == nil {
-		want = []Member{} // recorded (none wanted): keys are still checked against fields
+		return []Member{}
 	}
-	return object(data, i, 0, fields, want)
+	return want
 }
 
 // object scans the object at data[i:], depth levels deep, and returns its
@@ -70,9 +98,28 @@ func object(data []byte, i, depth int, fields []string, want []Member) (int, boo
 			return 0, false
 		}
 		i = SkipSpace(data, i+1)
-		vend, ok := value(data, i, depth+1)
-		if !ok || record && !keep(key, data[i:vend], fields, want) {
+		j := -1 // the wanted member of key
+		if record {
+			if j, ok = match(key, fields, want); !ok {
+				return 0, false
+			}
+		}
+		var vend int
+		if j >= 0 && want[j].In != nil {
+			vend, ok = nested(data, i, depth+1, want[j].In)
+		} else {
+			vend, ok = value(data, i, depth+1)
+		}
+		if !ok {
 			return 0, false
+		}
+		if j >= 0 {
+			// encoding/json decodes a repeated member again into the same
+			// value, which merges objects: not this scanner's business.
+			if want[j].Val != nil {
+				return 0, false
+			}
+			want[j].Val = data[i:vend]
 		}
 		i = SkipSpace(data, vend)
 		if i >= len(data) {
@@ -89,31 +136,45 @@ func object(data []byte, i, depth int, fields []string, want []Member) (int, boo
 	}
 }
 
-// keep records a Member's value; it reports false for a key encoding/json
-// could match to another field than this scanner does.
-func keep(key, val []byte, fields []string, want []Member) bool {
+// match returns the index in want of the member key, or -1 for a key the
+// caller does not read; it reports false for a key encoding/json could
+// match to another field than this scanner does.
+func match(key []byte, fields []string, want []Member) (int, bool) {
 	for j := range want {
 		if string(key) == want[j].Key {
-			// encoding/json decodes a repeated member again into the same
-			// value, which merges objects: not this scanner's business.
-			if want[j].Val != nil {
-				return false
-			}
-			want[j].Val = val
-			return true
+			return j, true
 		}
 	}
 	for _, b := range key {
 		if b >= utf8.RuneSelf {
-			return false // encoding/json folds K (U+212A) to k and ſ (U+017F) to s
+			return -1, false // encoding/json folds K (U+212A) to k and ſ (U+017F) to s
 		}
 	}
 	for _, f := range fields {
 		if len(f) == len(key) && foldEqual(f, key) {
-			return false
+			return -1, false
 		}
 	}
-	return true
+	return -1, true
+}
+
+// nested scans the value at data[i:], depth levels deep, as in reads it
+// (Member.In), and returns its end.
+func nested(data []byte, i, depth int, in *Shape) (int, bool) {
+	if !in.One {
+		return object(data, i, depth, in.Fields, recorded(in.Want))
+	}
+	if i >= len(data) || data[i] != '[' {
+		return 0, false
+	}
+	end, ok := object(data, SkipSpace(data, i+1), depth+1, in.Fields, recorded(in.Want))
+	if !ok {
+		return 0, false
+	}
+	if end = SkipSpace(data, end); end >= len(data) || data[end] != ']' {
+		return 0, false
+	}
+	return end + 1, true
 }
 
 func foldEqual(s string, b []byte) bool {

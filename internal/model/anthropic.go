@@ -374,6 +374,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 // without reflection (see package jsonscan).
 type anthropicDelta struct {
 	top, delta [3]jsonscan.Member
+	fields     jsonscan.Shape // top[2]'s
 	index      int
 	text       []byte // the delta's JSON string
 }
@@ -386,16 +387,14 @@ var (
 // scan reports whether data is a text or thinking content_block_delta it
 // has read; any other event is for the slow path.
 func (d *anthropicDelta) scan(data []byte) bool {
-	d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta"}}
+	d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
+	d.fields = jsonscan.Shape{Fields: anthropicDeltaFields, Want: d.delta[:]}
+	d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta", In: &d.fields}}
 	if !jsonscan.Object(data, anthropicFields, d.top[:]) || string(d.top[0].Val) != `"content_block_delta"` {
 		return false
 	}
 	var ok bool
-	if d.index, ok = jsonscan.Int(d.top[1].Val); !ok || jsonscan.IsNull(d.top[2].Val) {
-		return false
-	}
-	d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
-	if !jsonscan.Object(d.top[2].Val, anthropicDeltaFields, d.delta[:]) {
+	if d.index, ok = jsonscan.Int(d.top[1].Val); !ok || d.top[2].Val == nil {
 		return false
 	}
 	switch string(d.delta[0].Val) {

@@ -37,6 +37,12 @@ func FuzzDeltaScan(f *testing.F) {
 		`{"choices":[{"delta":{"content":"x","role":"assistant"},"finish_reason":null,"index":0}],"usage":null}`,
 		`{"choices":[{"delta":{"content":"x"}},{"delta":{}}]}`,
 		` {"type" : "content_block_delta" , "delta" : { "type":"text_delta" , "text" : "" } } `,
+		// Nested members read in the same pass (jsonscan.Member.In).
+		`{"choices":[]}`, `{"choices":[{"delta":null}]}`, `{"choices":{"delta":{"content":"x"}}}`,
+		`{"choices":[ {"delta":{"content":"x"},"delta":{"content":"y"}} ]}`, `{"choices":[{"delta":{"content":"x"}}],"choices":[{"delta":{}}]}`,
+		`{"choices":[{"Delta":{"content":"x"},"delta":{"content":"y"}}]}`, `{"choices":[{"delta":{"CONTENT":"x"}}]}`,
+		`{"type":"content_block_delta","index":0,"delta":null}`, `{"type":"content_block_delta","index":0,"delta":[{"type":"text_delta","text":"x"}]}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","Text":"y"}}`,
 	} {
 		f.Add(s)
 	}
@@ -86,4 +92,33 @@ func FuzzDeltaScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkDeltaScan is the fast path's cost per delta event of each API,
+// without the stream around it.
+func BenchmarkDeltaScan(b *testing.B) {
+	for _, api := range providermock.APIs {
+		_, deltas, _ := providermock.Body(api, 1)
+		_, data, _ := strings.Cut(string(deltas[0]), "data: ")
+		ev := rawEvent{Data: []byte(strings.TrimSpace(data)), Event: []byte("response.output_text.delta")}
+		b.Run(api, func(b *testing.B) {
+			var r responsesDelta
+			var a anthropicDelta
+			var c chatDelta
+			for b.Loop() {
+				var ok bool
+				switch api {
+				case "openai-responses":
+					ok = r.scan(ev)
+				case "anthropic":
+					ok = a.scan(ev.Data)
+				default:
+					ok = c.scan(ev.Data)
+				}
+				if !ok {
+					b.Fatalf("%s: %q not scanned", api, ev.Data)
+				}
+			}
+		})
+	}
 }

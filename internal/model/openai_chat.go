@@ -304,11 +304,12 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 }
 
 // chatDelta reads the chunks that only carry content, one choice without
-// a finish reason, without reflection (see package jsonscan).
+// a finish reason, without reflection (see package jsonscan), in one scan.
 type chatDelta struct {
-	top, choice [2]jsonscan.Member
-	delta       [4]jsonscan.Member
-	content     []byte // the JSON string, or nil or null
+	top, choice     [2]jsonscan.Member
+	delta           [4]jsonscan.Member
+	choices, fields jsonscan.Shape // top[0]'s and choice[0]'s
+	content         []byte         // the JSON string, or nil or null
 }
 
 var (
@@ -319,22 +320,14 @@ var (
 
 // scan reports whether data is such a chunk; any other is for the slow path.
 func (d *chatDelta) scan(data []byte) bool {
-	d.top = [2]jsonscan.Member{{Key: "choices"}, {Key: "usage"}}
-	if !jsonscan.Object(data, chatFields, d.top[:]) || !jsonscan.IsNull(d.top[1].Val) {
-		return false
-	}
-	// choices: exactly one object.
-	choices := d.top[0].Val
-	if len(choices) == 0 || choices[0] != '[' {
-		return false
-	}
-	d.choice = [2]jsonscan.Member{{Key: "delta"}, {Key: "finish_reason"}}
-	end, ok := jsonscan.ObjectAt(choices, jsonscan.SkipSpace(choices, 1), chatChoiceFields, d.choice[:])
-	if !ok || jsonscan.SkipSpace(choices, end) != len(choices)-1 || !jsonscan.IsNull(d.choice[1].Val) || jsonscan.IsNull(d.choice[0].Val) {
-		return false
-	}
+	// choices: exactly one object, whose delta is an object.
 	d.delta = [4]jsonscan.Member{{Key: "content"}, {Key: "reasoning_content"}, {Key: "reasoning"}, {Key: "tool_calls"}}
-	if !jsonscan.Object(d.choice[0].Val, chatDeltaFields, d.delta[:]) ||
+	d.fields = jsonscan.Shape{Fields: chatDeltaFields, Want: d.delta[:]}
+	d.choice = [2]jsonscan.Member{{Key: "delta", In: &d.fields}, {Key: "finish_reason"}}
+	d.choices = jsonscan.Shape{Fields: chatChoiceFields, Want: d.choice[:], One: true}
+	d.top = [2]jsonscan.Member{{Key: "choices", In: &d.choices}, {Key: "usage"}}
+	if !jsonscan.Object(data, chatFields, d.top[:]) || d.top[0].Val == nil || !jsonscan.IsNull(d.top[1].Val) ||
+		d.choice[0].Val == nil || !jsonscan.IsNull(d.choice[1].Val) ||
 		!jsonscan.IsNull(d.delta[1].Val) || !jsonscan.IsNull(d.delta[2].Val) || !jsonscan.IsNull(d.delta[3].Val) {
 		return false
 	}
