@@ -40,15 +40,21 @@ func TestAppendStringEveryByte(t *testing.T) {
 }
 
 // BenchmarkAppendString reports the cost per byte of plain text from 100
-// bytes to 1 MB: flat when nothing grows faster than the text.
+// bytes to 1 MB (flat when nothing grows faster than the text), of a
+// streamed word, and of text with escapes or other scripts.
 func BenchmarkAppendString(b *testing.B) {
+	inputs := []struct{ name, s string }{{"word", " w12345"}}
 	for _, n := range []int{100, 10_000, 1_000_000} {
-		s := strings.Repeat("plain words ", n/12+1)[:n]
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
+		inputs = append(inputs, struct{ name, s string }{strconv.Itoa(n), strings.Repeat("plain words ", n/12+1)[:n]})
+	}
+	inputs = append(inputs, struct{ name, s string }{"escapes", strings.Repeat("a \"quoted\" <line>\n\tand more text here\n", 1000)},
+		struct{ name, s string }{"cjk", strings.Repeat("日本語のテキスト、", 1000)})
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
 			var dst []byte
-			b.SetBytes(int64(n))
+			b.SetBytes(int64(len(in.s)))
 			for b.Loop() {
-				dst = AppendString(dst[:0], s)
+				dst = AppendString(dst[:0], in.s)
 			}
 		})
 	}
