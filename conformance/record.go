@@ -681,13 +681,20 @@ func parseStream(data []byte, entry map[string]any) {
 				PromptTokensDetails struct {
 					CachedTokens int64 `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
+				CompletionTokensDetails struct {
+					ReasoningTokens int64 `json:"reasoning_tokens"`
+				} `json:"completion_tokens_details"`
 			} `json:"usage"`
 		}
 		if json.Unmarshal([]byte(payload), &chunk) != nil {
 			continue
 		}
 		if u := chunk.Usage; u != nil {
-			entry["usage"] = map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}
+			usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}
+			if r := u.CompletionTokensDetails.ReasoningTokens; r > 0 {
+				usage["reasoning_tokens"] = r
+			}
+			entry["usage"] = usage
 		}
 		for _, ch := range chunk.Choices {
 			text.WriteString(ch.Delta.Content)

@@ -44,6 +44,7 @@ type tapeUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	CachedTokens     int64 `json:"cached_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
 }
 
 type tapeError struct {
@@ -384,9 +385,13 @@ func (t *tapeServer) stream(ctx context.Context, w http.ResponseWriter, n int, e
 	}
 	send(nil, finish, nil)
 	if u := e.Usage; u != nil {
-		send(nil, nil, map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+		usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
 			"total_tokens":          u.PromptTokens + u.CompletionTokens,
-			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}})
+			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}}
+		if u.ReasoningTokens > 0 {
+			usage["completion_tokens_details"] = map[string]any{"reasoning_tokens": u.ReasoningTokens}
+		}
+		send(nil, nil, usage)
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 	if fl != nil {

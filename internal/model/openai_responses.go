@@ -149,12 +149,17 @@ type responsesEvent struct {
 	Delta        string               `json:"delta"`
 	Item         *responsesOutputItem `json:"item"`
 	Response     *struct {
-		Usage *struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Usage  *struct {
 			InputTokens        int64 `json:"input_tokens"`
 			OutputTokens       int64 `json:"output_tokens"`
 			InputTokensDetails struct {
 				CachedTokens int64 `json:"cached_tokens"`
 			} `json:"input_tokens_details"`
+			OutputTokensDetails struct {
+				ReasoningTokens int64 `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
 		} `json:"usage"`
 		Error             *errorObject `json:"error"`
 		IncompleteDetails *struct {
@@ -261,7 +266,16 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			if r := e.Response; r != nil && r.Usage != nil {
 				u := r.Usage
 				cached := u.InputTokensDetails.CachedTokens
-				resp.Usage = Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached}
+				resp.Usage = Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached,
+					Reasoning: u.OutputTokensDetails.ReasoningTokens}
+			}
+			if r := e.Response; r != nil {
+				// The finish reason as pi words it: the status, and for an
+				// incomplete response its reason after a dot.
+				resp.ResponseID, resp.FinishReason = r.ID, r.Status
+				if d := r.IncompleteDetails; d != nil && d.Reason != "" {
+					resp.FinishReason += "." + d.Reason
+				}
 			}
 			resp.Message = a.message()
 			switch {
