@@ -19,6 +19,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // RecordOptions configure Record.
@@ -453,12 +454,41 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 			if i > 0 {
 				t.WriteString(",\n")
 			}
+			if k, ok := e["key"].(map[string]any); ok {
+				e["key"] = recordedKey(n, k)
+			}
 			t.WriteString(canonNoEscape(e)) // the model's answers, sent as they are: no matchers there
 		}
 		t.WriteString("\n]\n")
 		a.files = append(a.files, archiveFile{name: "tape.json", data: t.Bytes()})
 	}
 	return formatArchive(a), nil
+}
+
+// maxKeyText is the longest user text a recorded key keeps whole; a
+// longer one is matched by its start.
+const maxKeyText = 200
+
+// recordedKey is the key of a recorded call (callKey) with volatile values
+// made placeholders, as in the server's lines, and a long user text cut to
+// a $prefix.
+func recordedKey(n *normalizer, key map[string]any) any {
+	out := n.value("", key).(map[string]any)
+	u, _ := out["user"].(string)
+	if len(u) <= maxKeyText || strings.HasPrefix(u, "$") && !strings.HasPrefix(u, "$$") {
+		return out
+	}
+	lit := strings.TrimPrefix(u, "$") // "$$x" is the literal "$x"
+	cut := maxKeyText
+	for !utf8.RuneStart(lit[cut]) {
+		cut--
+	}
+	lit = lit[:cut]
+	if i := strings.LastIndex(lit, "{{"); i > strings.LastIndex(lit, "}}") {
+		lit = lit[:i] // not inside a placeholder
+	}
+	out["user"] = "$prefix:" + lit
+	return out
 }
 
 // recorder serves the model endpoint while recording: it forwards each
@@ -534,6 +564,12 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Authorization", "Bearer "+rc.key)
 	// The entry's place is the call's: a stream may still be copied here
 	// when the server, which has what it needs, makes its next call.
+	// The key tells this call from those of other sessions running at
+	// once, whose order varies from run to run.
+	var key map[string]any
+	if v, err := decode(body); err == nil {
+		key = callKey(textContent(v))
+	}
 	rc.mu.Lock()
 	slot := len(rc.entries)
 	rc.entries = append(rc.entries, nil)
@@ -544,7 +580,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil && r.Context().Err() != nil {
 		// The server cancelled the call before the answer began (an
 		// interrupt): in the replay it is held until cancelled.
-		rc.set(slot, map[string]any{"hold": true})
+		rc.set(slot, map[string]any{"hold": true}, key)
 		return
 	}
 	if err != nil {
@@ -578,11 +614,14 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		parseStream(copy.Bytes(), entry)
 	}
-	rc.set(slot, entry)
+	rc.set(slot, entry, key)
 }
 
 // set fills the tape entry reserved for a call.
-func (rc *recorder) set(slot int, entry map[string]any) {
+func (rc *recorder) set(slot int, entry, key map[string]any) {
+	if key != nil {
+		entry["key"] = key
+	}
 	rc.mu.Lock()
 	rc.entries[slot] = entry
 	rc.mu.Unlock()
@@ -635,13 +674,20 @@ func parseStream(data []byte, entry map[string]any) {
 				PromptTokensDetails struct {
 					CachedTokens int64 `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
+				CompletionTokensDetails struct {
+					ReasoningTokens int64 `json:"reasoning_tokens"`
+				} `json:"completion_tokens_details"`
 			} `json:"usage"`
 		}
 		if json.Unmarshal([]byte(payload), &chunk) != nil {
 			continue
 		}
 		if u := chunk.Usage; u != nil {
-			entry["usage"] = map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}
+			usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}
+			if r := u.CompletionTokensDetails.ReasoningTokens; r > 0 {
+				usage["reasoning_tokens"] = r
+			}
+			entry["usage"] = usage
 		}
 		for _, ch := range chunk.Choices {
 			text.WriteString(ch.Delta.Content)

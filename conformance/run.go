@@ -273,6 +273,11 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 			}
 			return mm
 		},
+		keyed: func(key, got any) bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.m.match("", key, got, true, map[string]any{}) == nil // selects; binds nothing
+		},
 		report: func(d *Divergence) {
 			r.mu.Lock()
 			r.tapeDivs = append(r.tapeDivs, d)

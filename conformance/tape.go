@@ -14,11 +14,13 @@ import (
 )
 
 // The tape is the model side of a case: each POST /v1/chat/completions the
-// server under test makes consumes the next entry, streamed back the way an
+// server under test makes consumes the first unused entry whose key it
+// matches (the next one when no entry has a key), streamed back the way an
 // OpenAI-compatible Chat Completions endpoint streams (spec/conformance.md,
 // "Model tape").
 type tapeEntry struct {
 	Request      any             `json:"-"`
+	Key          any             `json:"-"`
 	Reasoning    chunks          `json:"reasoning"`
 	Text         chunks          `json:"text"`
 	ToolCalls    []tapeCall      `json:"tool_calls"`
@@ -29,6 +31,7 @@ type tapeEntry struct {
 	DelayMS      int             `json:"delay_ms"`
 	Error        *tapeError      `json:"error"`
 	RawRequest   json.RawMessage `json:"request"`
+	RawKey       json.RawMessage `json:"key"`
 }
 
 type tapeCall struct {
@@ -41,6 +44,7 @@ type tapeUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	CachedTokens     int64 `json:"cached_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
 }
 
 type tapeError struct {
@@ -100,6 +104,16 @@ func parseTape(data []byte, out *[]tapeEntry) error {
 			}
 			e.Request = v
 		}
+		if len(e.RawKey) > 0 {
+			v, err := decode(e.RawKey)
+			if err != nil {
+				return fmt.Errorf("entry %d: key: %w", i, err)
+			}
+			if err := lintValue(fmt.Sprintf("/%d/key", i), v); err != nil {
+				return err
+			}
+			e.Key = v
+		}
 		if e.Error != nil && (e.Text != nil || e.Reasoning != nil || e.ToolCalls != nil || e.Usage != nil) {
 			return fmt.Errorf("entry %d: an error entry streams nothing else", i)
 		}
@@ -112,14 +126,18 @@ type tapeServer struct {
 	entries []tapeEntry
 	// check matches a request body against an entry's expectation; it
 	// returns a description of the first difference.
-	check  func(want, got any) *mismatch
+	check func(want, got any) *mismatch
+	// keyed reports whether an entry's key matches a call's key value
+	// (callKey); nil accepts every key.
+	keyed  func(key, got any) bool
 	report func(*Divergence)
 	stop   chan struct{} // closed when the case ends: held streams return
 
-	mu   sync.Mutex
-	next int
-	srv  *http.Server
-	wg   sync.WaitGroup
+	mu    sync.Mutex
+	used  []bool // by entry
+	calls int
+	srv   *http.Server
+	wg    sync.WaitGroup
 }
 
 func (t *tapeServer) start() (string, error) {
@@ -147,16 +165,73 @@ func (t *tapeServer) close() {
 	t.wg.Wait()
 }
 
-// unused is the number of entries never requested, less trailing optional
-// ones: a call an interrupt may stop before it is sent.
+// unused is the number of entries never requested, less the optional ones
+// after which every entry is optional: calls an interrupt may stop before
+// they are sent.
 func (t *tapeServer) unused() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(t.entries) - t.next
-	for i := len(t.entries) - 1; i >= t.next && t.entries[i].Optional; i-- {
-		n--
+	n, tail := 0, true // tail: every entry after i is optional
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		tail = tail && t.entries[i].Optional
+		if !tail && (i >= len(t.used) || !t.used[i]) {
+			n++
+		}
 	}
 	return n
+}
+
+// pick marks and returns the entry a call takes: the first unused one
+// that fits it (by entry: its key matches the call's, or it has none); -1
+// when there is none, with the number of entries left unused.
+func (t *tapeServer) pick(fits []bool) (n, left int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.used == nil {
+		t.used = make([]bool, len(t.entries))
+	}
+	for i := range t.entries {
+		if t.used[i] {
+			continue
+		}
+		if fits[i] {
+			t.used[i] = true
+			return i, 0
+		}
+		left++
+	}
+	return -1, left
+}
+
+// callKey is what a tape entry's key is matched against: the number of
+// messages of the request and the text of its last user message (text
+// parts joined), which tell apart the calls of sessions that run at once
+// (spec/conformance.md, section 4).
+func callKey(req any) map[string]any {
+	body, _ := req.(map[string]any)
+	msgs, _ := body["messages"].([]any)
+	key := map[string]any{"messages": json.Number(fmt.Sprint(len(msgs)))}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m, _ := msgs[i].(map[string]any)
+		if m["role"] != "user" {
+			continue
+		}
+		switch c := m["content"].(type) {
+		case string:
+			key["user"] = c
+		case []any:
+			var text strings.Builder
+			for _, p := range c {
+				if part, _ := p.(map[string]any); part["type"] == "text" {
+					s, _ := part["text"].(string)
+					text.WriteString(s)
+				}
+			}
+			key["user"] = text.String()
+		}
+		break
+	}
+	return key
 }
 
 func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -166,12 +241,10 @@ func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.mu.Lock()
-	n := t.next
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
-		t.next++
-	}
+	t.calls++
+	call := t.calls
 	t.mu.Unlock()
-	step := fmt.Sprintf("model call %d", n+1)
+	step := fmt.Sprintf("model call %d", call)
 	diverge := func(msg string, mm *mismatch) {
 		d := &Divergence{Step: step, Message: msg}
 		if mm != nil {
@@ -188,19 +261,33 @@ func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		diverge(fmt.Sprintf("model call without the key of api_key_env E_TAPE_API_KEY (Authorization %q)", got), nil)
 		return
 	}
-	if n >= len(t.entries) {
-		diverge(fmt.Sprintf("unexpected model call: the tape has %d entries", len(t.entries)), nil)
-		return
-	}
-	e := t.entries[n]
 	req, err := decode(body)
 	if err != nil {
 		diverge("request body is not JSON: "+err.Error(), nil)
 		return
 	}
+	req = textContent(req)
+	key := callKey(req)
+	fits := make([]bool, len(t.entries)) // keyed is called outside t.mu: it takes the run's lock
+	for i, e := range t.entries {
+		fits[i] = e.Key == nil || t.keyed == nil || t.keyed(e.Key, key)
+	}
+	n, left := t.pick(fits)
+	if n < 0 {
+		msg := fmt.Sprintf("unexpected model call: the tape has %d entries", len(t.entries))
+		if left > 0 {
+			msg = fmt.Sprintf("unexpected model call: the key of no unused tape entry matches its key %s", canon(key))
+		}
+		diverge(msg, nil)
+		return
+	}
+	if n+1 != call {
+		step += fmt.Sprintf(" (tape entry %d)", n+1)
+	}
+	e := t.entries[n]
 	// check sees every call (for the transcript); a nil expectation
 	// accepts any body.
-	if mm := t.check(e.Request, textContent(req)); mm != nil {
+	if mm := t.check(e.Request, req); mm != nil {
 		diverge("the request does not match the tape entry's expectation", mm)
 		return
 	}
@@ -300,9 +387,13 @@ func (t *tapeServer) stream(ctx context.Context, w http.ResponseWriter, n int, e
 	}
 	send(nil, finish, nil)
 	if u := e.Usage; u != nil {
-		send(nil, nil, map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+		usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
 			"total_tokens":          u.PromptTokens + u.CompletionTokens,
-			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}})
+			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}}
+		if u.ReasoningTokens > 0 {
+			usage["completion_tokens_details"] = map[string]any{"reasoning_tokens": u.ReasoningTokens}
+		}
+		send(nil, nil, usage)
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 	if fl != nil {

@@ -271,6 +271,9 @@ type Usage struct {
 	CacheWrite5MTokens int64 `json:"cache_write_5m_tokens"`
 	// tokens written to the 1-hour prompt cache
 	CacheWrite1HTokens int64 `json:"cache_write_1h_tokens"`
+	// the part of output_tokens the model spent reasoning; present when the provider reports a
+	// non-zero count (not a sixth category, U1)
+	ReasoningTokens int64 `json:"reasoning_tokens,omitzero"`
 	// input + cache reads + cache writes (U1)
 	PromptTokens int64 `json:"prompt_tokens"`
 }
@@ -1083,7 +1086,8 @@ type TurnStartEvent struct {
 func (TurnStartEvent) EventType() string { return "turn_start" }
 
 // UsageEvent is the usage event. After every model call, compaction calls included: that
-// call's usage (U1). Schema: events/usage.json.
+// call's usage (U1), and the provider's id and finish reason of its answer. Schema:
+// events/usage.json.
 type UsageEvent struct {
 	// Always "usage".
 	Type string `json:"type"`
@@ -1097,8 +1101,17 @@ type UsageEvent struct {
 	CacheWrite5MTokens int64 `json:"cache_write_5m_tokens"`
 	// tokens written to the 1-hour prompt cache
 	CacheWrite1HTokens int64 `json:"cache_write_1h_tokens"`
+	// the part of output_tokens the model spent reasoning; present when the provider reports a
+	// non-zero count (not a sixth category, U1)
+	ReasoningTokens int64 `json:"reasoning_tokens,omitzero"`
 	// input + cache reads + cache writes (U1)
 	PromptTokens int64 `json:"prompt_tokens"`
+	// the provider's id of this answer (a chat completion's id, an Anthropic message's id, a
+	// response's id); absent when it sent none
+	ResponseID string `json:"response_id,omitzero"`
+	// why the answer ended, in the provider's own words (stop, tool_calls, length, end_turn,
+	// tool_use, completed, incomplete.max_output_tokens …); absent when it sent none
+	FinishReason string `json:"finish_reason,omitzero"`
 	// stamped by e rpc: the session the event belongs to (S2)
 	Session SessionID `json:"session,omitzero"`
 	// stamped by e rpc: the id of the request the event serves (S2)

@@ -73,7 +73,8 @@ func parts(ps []session.Part) []protocol.Part {
 
 func usage(u agent.Usage) protocol.Usage {
 	return protocol.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
-		CacheWrite5MTokens: u.CacheWrite5m, CacheWrite1HTokens: u.CacheWrite1h, PromptTokens: u.PromptTokens}
+		CacheWrite5MTokens: u.CacheWrite5m, CacheWrite1HTokens: u.CacheWrite1h, ReasoningTokens: u.Reasoning,
+		PromptTokens: u.PromptTokens}
 }
 
 // turnResult is a turn's result (§6) on the wire.

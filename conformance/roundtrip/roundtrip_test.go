@@ -14,13 +14,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
 
-// cannotRoundTrip lists the cases that no recording of their client side
-// can replay, each with the reason: what the recorder cannot see.
-var cannotRoundTrip = map[string]string{
-	"sigterm-during-bash": "SIGTERM comes right after tool_start: whether bash had started its command (killed) or not (refused: e is shutting down) varies, and a recording fixes the tool_end's content",
-	"sessions-concurrent": "two sessions call the model at once: which call takes which tape entry varies between runs, and a recording fixes one",
-}
-
 // Every golden case of the e rpc dialect is run by the runner with
 // "e-conformance record --here --like CASE -- e rpc" as its server: the
 // case must pass through the recorder (it changes nothing), and the case
@@ -54,8 +47,6 @@ func TestRecordReplayEveryCase(t *testing.T) {
 				t.Skip("a print case has no client side to record")
 			case c.Dialect != "" && c.Dialect != conformance.DialectERPC:
 				t.Skip("the recorder speaks e rpc only: it places ids, sessions and deltas by e rpc's framing")
-			case cannotRoundTrip[c.ID] != "":
-				t.Skip(cannotRoundTrip[c.ID])
 			}
 			out := filepath.Join(t.TempDir(), c.ID+".txtar")
 			rec := []string{ec, "record", "--here", "--like", c.File, "--out", out}

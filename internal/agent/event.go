@@ -86,6 +86,15 @@ type (
 	}
 	UsageEvent struct {
 		Usage
+		// The provider's id of the answer and its own finish reason
+		// (model.Response), absent when it sent none.
+		ResponseID   string `json:"response_id,omitempty"`
+		FinishReason string `json:"finish_reason,omitempty"`
+		// Signatures are the signatures of the answer's reasoning parts
+		// that have text, in order, for front ends that show them with the
+		// streamed reasoning (the pi dialect's thinkingSignature). Not on
+		// e's wire: session.messages has them.
+		Signatures []string `json:"-"`
 	}
 	Warning struct {
 		Message string `json:"message"`

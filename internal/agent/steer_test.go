@@ -392,3 +392,28 @@ func TestSteerParts(t *testing.T) {
 		t.Errorf("steer message (-want +got):\n%s", diff)
 	}
 }
+
+// tool_start of a bash call comes once its command runs: an interrupt at
+// that very moment (here inside the event sink, before the turn goes on)
+// kills the command; it never finds the call not yet started.
+func TestInterruptAtBashStart(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	rec := &recorder{}
+	rec.hook = func(ev Event) {
+		if _, ok := ev.(ToolStart); ok {
+			s.Stop()
+		}
+	}
+	done := startPrompt(t, s, `/tool bash {"command":"sleep 100"}`, rec)
+	res := receive(t, done)
+	if !res.Aborted {
+		t.Errorf("aborted %v; want true", res.Aborted)
+	}
+	want := []ToolEnd{{ID: 1, Outcome: "interrupted", Summary: "stopped", Content: "[stopped: the command was killed]"}}
+	if diff := cmp.Diff(want, ofType[ToolEnd](rec)); diff != "" {
+		t.Errorf("tool_end (-want +got):\n%s", diff)
+	}
+	if n := len(ofType[ToolStart](rec)); n != 1 {
+		t.Errorf("%d tool_start events; want 1", n)
+	}
+}

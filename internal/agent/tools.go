@@ -142,12 +142,17 @@ func overlaps(a, b string) bool {
 
 func (t *turn) runOne(p *pending) {
 	p.start = time.Now()
-	t.emit(ToolStart{ID: p.call.ID})
 	s := t.s
-	if s.eng.Ext != nil {
-		s.eng.Ext.Notify("tool.call", map[string]any{"session": s.id, "id": p.call.ID, "name": p.part.Name,
-			"arguments": p.call.Arguments})
-	}
+	// A built-in tool says when it has begun (bash: once its command
+	// runs), so an interrupt after tool_start always finds it running;
+	// one stopped before that ends without tool_start.
+	started := sync.OnceFunc(func() {
+		t.emit(ToolStart{ID: p.call.ID})
+		if s.eng.Ext != nil {
+			s.eng.Ext.Notify("tool.call", map[string]any{"session": s.id, "id": p.call.ID, "name": p.part.Name,
+				"arguments": p.call.Arguments})
+		}
+	})
 	// Tools e did not build: an MCP server's, or an extension's.
 	var call func() (string, bool)
 	if m, ok := t.mcp[p.part.Name]; ok {
@@ -156,6 +161,7 @@ func (t *turn) runOne(p *pending) {
 		call = func() (string, bool) { return s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments) }
 	}
 	if call != nil {
+		started()
 		content, failed := call()
 		outcome := "completed"
 		switch {
@@ -187,7 +193,7 @@ func (t *turn) runOne(p *pending) {
 			s.mu.Unlock()
 		}()
 	}
-	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
+	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Started: started, Output: func(chunk string) {
 		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk})
 	}}
 	r := tool.Run(ctx, env, p.part.Name, p.part.Arguments)

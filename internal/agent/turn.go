@@ -505,11 +505,13 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			rec := t.callRecord(show, "ok", attempt+1, began, start, first)
 			rec.Usage, rec.CostUSD, rec.RequestID, rec.StopReason = resp.Usage, t.info.Cost(resp.Usage), resp.RequestID, resp.StopReason
 			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),
-				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD}
+				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD,
+				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason}
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(rec)
 			}
-			t.emit(UsageEvent{NewUsage(resp.Usage)})
+			t.emit(UsageEvent{Usage: NewUsage(resp.Usage), ResponseID: resp.ResponseID, FinishReason: resp.FinishReason,
+				Signatures: signatures(resp.Message)})
 			return resp, "", nil
 		}
 		// What this attempt streamed, from its provider (Provider): the
@@ -643,4 +645,16 @@ func jsonOr(raw json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(string(raw))
 	return b
+}
+
+// signatures lists the signatures of m's reasoning parts that have text
+// (those the reasoning events streamed), in order; nil when it has none.
+func signatures(m model.Message) []string {
+	var sigs []string
+	for _, p := range m.Content {
+		if p.Type == model.PartReasoning && p.Text != "" {
+			sigs = append(sigs, p.Signature)
+		}
+	}
+	return sigs
 }

@@ -189,8 +189,8 @@ func TestResultFields(t *testing.T) {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	wantUsage := []UsageEvent{
-		{NewUsage(model.Usage{Input: 10, Output: 5, CacheRead: 3, CacheWrite5m: 2, CacheWrite1h: 1})},
-		{NewUsage(model.Usage{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5})},
+		{Usage: NewUsage(model.Usage{Input: 10, Output: 5, CacheRead: 3, CacheWrite5m: 2, CacheWrite1h: 1})},
+		{Usage: NewUsage(model.Usage{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5})},
 	}
 	if diff := cmp.Diff(wantUsage, ofType[UsageEvent](rec)); diff != "" {
 		t.Errorf("usage events (-want +got):\n%s", diff)
@@ -257,7 +257,7 @@ func TestErrorDetails(t *testing.T) {
 			prompt: "/usage 1",
 			want: ErrorDetails{Stage: "model", Provider: "e", Model: model.OfflineID, Status: &st400,
 				ErrorType: "offline_directive", Decision: "not_retryable", Attempts: 1,
-				Message: `model: e: HTTP 400: malformed directive on line 1 "/usage 1": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers`},
+				Message: `model: e: HTTP 400: malformed directive on line 1 "/usage 1": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H [REASONING], non-negative integers, REASONING at most OUTPUT`},
 			wantEvents: []string{"turn_start", "session_name", "error", "error_details", "turn_end"},
 		},
 	}

@@ -188,6 +188,9 @@ type anthropicUsage struct {
 		Ephemeral5m *int64 `json:"ephemeral_5m_input_tokens"`
 		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+	OutputTokensDetails *struct {
+		ThinkingTokens *int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
 }
 
 // merge overwrites u's fields with those present in v.
@@ -206,6 +209,9 @@ func (u *anthropicUsage) merge(v *anthropicUsage) {
 	if v.CacheCreation != nil {
 		u.CacheCreation = v.CacheCreation
 	}
+	if v.OutputTokensDetails != nil {
+		u.OutputTokensDetails = v.OutputTokensDetails
+	}
 }
 
 // usage converts to the disjoint categories: input_tokens already excludes
@@ -218,6 +224,9 @@ func (u *anthropicUsage) usage() Usage {
 		return *p
 	}
 	out := Usage{Input: n(u.InputTokens), Output: n(u.OutputTokens), CacheRead: n(u.CacheReadInputTokens)}
+	if d := u.OutputTokensDetails; d != nil {
+		out.Reasoning = n(d.ThinkingTokens)
+	}
 	if c := u.CacheCreation; c != nil && (c.Ephemeral5m != nil || c.Ephemeral1h != nil) {
 		out.CacheWrite5m, out.CacheWrite1h = n(c.Ephemeral5m), n(c.Ephemeral1h)
 	} else {
@@ -230,6 +239,7 @@ type anthropicEvent struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`
 	Message *struct {
+		ID    string          `json:"id"`
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
@@ -292,6 +302,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 		switch e.Type {
 		case "message_start":
 			if e.Message != nil {
+				resp.ResponseID = e.Message.ID
 				usage.merge(e.Message.Usage)
 			}
 		case "content_block_start":
@@ -335,6 +346,9 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 		case "message_delta":
 			usage.merge(e.Usage)
 			if e.Delta != nil {
+				if e.Delta.StopReason != "" {
+					resp.FinishReason = e.Delta.StopReason
+				}
 				switch e.Delta.StopReason {
 				case "tool_use":
 					resp.StopReason = StopToolUse

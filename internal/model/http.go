@@ -533,6 +533,15 @@ func tagSignature(tag, sig string) string {
 	return tag + ":" + sig
 }
 
+// PlainSignature returns sig as the API that made it sent it, without the
+// tag e keeps beside it (for front ends that show provider data as is).
+func PlainSignature(sig string) string {
+	if _, s, ok := strings.Cut(sig, ":"); ok {
+		return s
+	}
+	return sig
+}
+
 // untagSignature returns the signature made by the API named tag, if sig is one.
 func untagSignature(tag, sig string) (string, bool) {
 	return strings.CutPrefix(sig, tag+":")

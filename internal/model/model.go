@@ -94,19 +94,21 @@ type Request struct {
 }
 
 // Usage holds the five disjoint token categories (U1): Input excludes cache
-// reads and writes.
+// reads and writes. Reasoning is not a sixth: it is the part of Output the
+// model spent reasoning, when the provider reports it (0 when it does not).
 type Usage struct {
 	Input        int64 `json:"input_tokens"`
 	Output       int64 `json:"output_tokens"`
 	CacheRead    int64 `json:"cache_read_tokens"`
 	CacheWrite5m int64 `json:"cache_write_5m_tokens"`
 	CacheWrite1h int64 `json:"cache_write_1h_tokens"`
+	Reasoning    int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Add returns u + v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead,
-		u.CacheWrite5m + v.CacheWrite5m, u.CacheWrite1h + v.CacheWrite1h}
+		u.CacheWrite5m + v.CacheWrite5m, u.CacheWrite1h + v.CacheWrite1h, u.Reasoning + v.Reasoning}
 }
 
 // Prompt is input + cache reads + cache writes (U1).
@@ -142,7 +144,14 @@ type Response struct {
 	Message    Message // role assistant; tool calls fully assembled
 	Usage      Usage
 	StopReason string
-	RequestID  string // the provider's request id, when it sent one
+	RequestID  string // the provider's request id (an HTTP header), when it sent one
+	// ResponseID is the id the API gave this answer (a chat completion's
+	// chatcmpl-…, an Anthropic message's msg_…, a response's resp_…), and
+	// FinishReason its own word for why it ended (stop, tool_calls,
+	// end_turn, completed, incomplete.max_output_tokens …), each "" when
+	// the stream had none. StopReason is e's reading of FinishReason.
+	ResponseID   string
+	FinishReason string
 }
 
 // Provider streams one model call. Stream calls emit for every delta, in

@@ -384,20 +384,23 @@ func (s *segment) add(word, rest string, seg int) error {
 		if s.usage != nil {
 			return fmt.Errorf("a second /usage in one segment")
 		}
-		errUsage := fmt.Errorf("want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers")
+		errUsage := fmt.Errorf("want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H [REASONING], non-negative integers, REASONING at most OUTPUT")
 		f := strings.Fields(rest)
-		var v [5]int64
-		if len(f) != len(v) {
+		var v [6]int64
+		if len(f) != len(v) && len(f) != len(v)-1 {
 			return errUsage
 		}
-		for i := range v {
+		for i := range f {
 			n, err := strconv.ParseInt(f[i], 10, 64)
 			if err != nil || n < 0 {
 				return errUsage
 			}
 			v[i] = n
 		}
-		s.usage = &Usage{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite5m: v[3], CacheWrite1h: v[4]}
+		if v[5] > v[1] {
+			return errUsage
+		}
+		s.usage = &Usage{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite5m: v[3], CacheWrite1h: v[4], Reasoning: v[5]}
 	}
 	return nil
 }

@@ -295,8 +295,9 @@ func TestOfflineMalformed(t *testing.T) {
 		{"zero long", "/long 0", `malformed directive on line 1 "/long 0": want /long N with N from 1 to 1000000`},
 		{"bad error kind", "/error sometimes", `malformed directive on line 1 "/error sometimes": want /error retryable|persistent|fatal [MESSAGE]`},
 		{"second error", "/error fatal\n/error fatal", `malformed directive on line 2 "/error fatal": a second /error in one segment`},
-		{"short usage", "/usage 1 2", `malformed directive on line 1 "/usage 1 2": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers`},
-		{"negative usage", "/usage 1 2 3 4 -5", `malformed directive on line 1 "/usage 1 2 3 4 -5": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H, non-negative integers`},
+		{"short usage", "/usage 1 2", `malformed directive on line 1 "/usage 1 2": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H [REASONING], non-negative integers, REASONING at most OUTPUT`},
+		{"reasoning over output", "/usage 1 2 3 4 5 3", `malformed directive on line 1 "/usage 1 2 3 4 5 3": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H [REASONING], non-negative integers, REASONING at most OUTPUT`},
+		{"negative usage", "/usage 1 2 3 4 -5", `malformed directive on line 1 "/usage 1 2 3 4 -5": want /usage INPUT OUTPUT CACHE_READ CACHE_WRITE_5M CACHE_WRITE_1H [REASONING], non-negative integers, REASONING at most OUTPUT`},
 		{"then with words", "/text a\n/then b", `malformed directive on line 2 "/then b": /then takes no arguments`},
 	}
 	for _, tt := range tests {
@@ -327,6 +328,11 @@ func TestOfflineUsage(t *testing.T) {
 			name: "explicit",
 			req:  &Request{Messages: turn("/text a b\n/usage 1200 80 300 40 5", 0)},
 			want: Usage{Input: 1200, Output: 80, CacheRead: 300, CacheWrite5m: 40, CacheWrite1h: 5},
+		},
+		{
+			name: "explicit with reasoning",
+			req:  &Request{Messages: turn("/text a\n/usage 10 8 0 0 0 6", 0)},
+			want: Usage{Input: 10, Output: 8, Reasoning: 6},
 		},
 		{
 			name: "explicit in the second segment",

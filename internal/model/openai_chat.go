@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,10 +14,15 @@ import (
 
 const openAIBaseURL = "https://api.openai.com/v1"
 
+// sigChat tags the signature of Chat Completions reasoning: the name of
+// the delta field it came in.
+const sigChat = "openai-chat"
+
 // NewOpenAIChat returns a provider speaking the Chat Completions streaming
 // API (POST {BaseURL}/chat/completions), the dialect of OpenAI-compatible
 // servers (Ollama, vLLM, llama.cpp, LM Studio). Reasoning streamed as
-// delta.reasoning_content or delta.reasoning is reported; it is never sent back.
+// delta.reasoning_content, delta.reasoning or delta.reasoning_text is
+// reported (its part's signature names the field); it is never sent back.
 func NewOpenAIChat(s ProviderSettings) Provider {
 	return &openAIChat{newHTTPProvider(s, "openai", openAIBaseURL)}
 }
@@ -156,11 +162,13 @@ func openAIHeader(key string) http.Header {
 }
 
 type chatChunk struct {
+	ID      string `json:"id"`
 	Choices []struct {
 		Delta struct {
 			Content          string `json:"content"`
 			ReasoningContent string `json:"reasoning_content"`
 			Reasoning        string `json:"reasoning"`
+			ReasoningText    string `json:"reasoning_text"`
 			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
@@ -178,6 +186,10 @@ type chatChunk struct {
 		PromptTokensDetails struct {
 			CachedTokens int64 `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+		ReasoningTokens int64 `json:"reasoning_tokens"` // some compatible servers report it here
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -194,6 +206,7 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 	last := -1               // the latest tool call part
 	var finish string
 	var fast chatDelta
+	first := true
 	for {
 		ev, err := c.next()
 		if err != nil {
@@ -202,7 +215,9 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 		if string(ev.Data) == "[DONE]" {
 			break
 		}
-		if string(ev.Event) != "error" && fast.scan(ev.Data) {
+		// The first chunk takes the slow path, which reads the answer's id
+		// (every chunk repeats it).
+		if !first && string(ev.Event) != "error" && fast.scan(ev.Data) {
 			if len(fast.content) > 2 { // a non-empty string
 				a.addQuoted(a.tail(PartText), fast.content)
 			}
@@ -218,9 +233,14 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 			kind, msg := parseErrorBody(ev.Data)
 			return a.streamed(), c.eventErr(kind, msg, ev.Data)
 		}
+		first = false
+		if resp.ResponseID == "" {
+			resp.ResponseID = ch.ID
+		}
 		if u := ch.Usage; u != nil {
 			resp.Usage = Usage{Input: max(u.PromptTokens-u.PromptTokensDetails.CachedTokens, 0),
-				Output: u.CompletionTokens, CacheRead: u.PromptTokensDetails.CachedTokens}
+				Output: u.CompletionTokens, CacheRead: u.PromptTokensDetails.CachedTokens,
+				Reasoning: cmp.Or(u.CompletionTokensDetails.ReasoningTokens, u.ReasoningTokens)}
 		}
 		if len(ch.Choices) == 0 {
 			continue
@@ -230,8 +250,19 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 			finish = ch0.FinishReason
 		}
 		d := ch0.Delta
-		if r := d.ReasoningContent + d.Reasoning; r != "" {
-			a.add(a.tail(PartReasoning), r)
+		// Servers name the reasoning field differently, and some send the
+		// same text in two of them: the first non-empty one counts, and the
+		// reasoning part's signature records which it was.
+		for _, r := range [...]struct{ field, text string }{{"reasoning_content", d.ReasoningContent},
+			{"reasoning", d.Reasoning}, {"reasoning_text", d.ReasoningText}} {
+			if r.text != "" {
+				i := a.tail(PartReasoning)
+				if a.parts[i].Signature == "" {
+					a.sign(i, tagSignature(sigChat, r.field))
+				}
+				a.add(i, r.text)
+				break
+			}
 		}
 		if d.Content != "" {
 			a.add(a.tail(PartText), d.Content)
@@ -260,7 +291,7 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 			a.addArgs(i, tc.Function.Arguments)
 		}
 	}
-	resp.Message = a.message()
+	resp.Message, resp.FinishReason = a.message(), finish
 	switch {
 	case finish == "length":
 		resp.StopReason = StopMaxToken
@@ -284,7 +315,7 @@ type chatDelta struct {
 var (
 	chatFields       = []string{"choices", "usage", "error"}
 	chatChoiceFields = []string{"delta", "finish_reason"}
-	chatDeltaFields  = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
+	chatDeltaFields  = []string{"content", "reasoning_content", "reasoning", "reasoning_text", "tool_calls"}
 )
 
 // scan reports whether data is such a chunk; any other is for the slow path.

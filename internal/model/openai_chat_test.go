@@ -14,21 +14,28 @@ func TestOpenAIChatStream(t *testing.T) { // U1: input excludes cached tokens
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
 				Usage:      Usage{Input: 226, Output: 5, CacheRead: 1024},
-				StopReason: StopEnd, RequestID: "req_chat_text_1"}},
+				StopReason: StopEnd, RequestID: "req_chat_text_1", ResponseID: "chatcmpl-AaA1", FinishReason: "stop"}},
 		{file: "reasoning.http",
 			deltas: []Delta{{Kind: DeltaReasoning, Text: "The user greets."}, {Kind: DeltaReasoning, Text: " Reply briefly."},
 				{Kind: DeltaText, Text: "Hi!"}},
 			want: &Response{
 				Message: Message{Role: RoleAssistant, Content: []Part{
-					{Type: PartReasoning, Text: "The user greets. Reply briefly."}, {Type: PartText, Text: "Hi!"}}},
-				Usage:      Usage{Input: 20, Output: 9},
-				StopReason: StopMaxToken}},
+					{Type: PartReasoning, Text: "The user greets. Reply briefly.", Signature: "openai-chat:reasoning_content"},
+					{Type: PartText, Text: "Hi!"}}},
+				Usage:      Usage{Input: 20, Output: 9, Reasoning: 6},
+				StopReason: StopMaxToken, ResponseID: "chatcmpl-r1", FinishReason: "length"}},
+		{file: "reasoning-twice.http", // the first non-empty reasoning field counts, once
+			deltas: []Delta{{Kind: DeltaReasoning, Text: "Hm."}, {Kind: DeltaText, Text: "Ok."}},
+			want: &Response{
+				Message: Message{Role: RoleAssistant, Content: []Part{
+					{Type: PartReasoning, Text: "Hm.", Signature: "openai-chat:reasoning"}, {Type: PartText, Text: "Ok."}}},
+				StopReason: StopEnd, ResponseID: "gen-9", FinishReason: "stop"}},
 		{file: "tools.http",
 			deltas: twoCallDeltas,
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: twoCalls},
 				Usage:      Usage{Input: 300, Output: 40},
-				StopReason: StopToolUse, RequestID: "req_chat_tools_1"}},
+				StopReason: StopToolUse, RequestID: "req_chat_tools_1", ResponseID: "chatcmpl-T1", FinishReason: "tool_calls"}},
 	})
 }
 

@@ -152,12 +152,17 @@ type responsesEvent struct {
 }
 
 type responsesResult struct {
-	Usage *struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Usage  *struct {
 		InputTokens        int64 `json:"input_tokens"`
 		OutputTokens       int64 `json:"output_tokens"`
 		InputTokensDetails struct {
 			CachedTokens int64 `json:"cached_tokens"`
 		} `json:"input_tokens_details"`
+		OutputTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
 	} `json:"usage"`
 	Error             *errorObject `json:"error"`
 	IncompleteDetails *struct {
@@ -265,7 +270,16 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			if r := e.Response; r != nil && r.Usage != nil {
 				u := r.Usage
 				cached := u.InputTokensDetails.CachedTokens
-				resp.Usage = Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached}
+				resp.Usage = Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached,
+					Reasoning: u.OutputTokensDetails.ReasoningTokens}
+			}
+			if r := e.Response; r != nil {
+				// The finish reason as pi words it: the status, and for an
+				// incomplete response its reason after a dot.
+				resp.ResponseID, resp.FinishReason = r.ID, r.Status
+				if d := r.IncompleteDetails; d != nil && d.Reason != "" {
+					resp.FinishReason += "." + d.Reason
+				}
 			}
 			resp.Message = a.message()
 			switch {
@@ -297,7 +311,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 type responsesDelta struct {
 	m               [6]jsonscan.Member // responsesFields
 	item            [5]jsonscan.Member // responsesItemFields
-	result          [3]jsonscan.Member // responsesResultFields
+	result          [5]jsonscan.Member // responsesResultFields
 	items, results  jsonscan.Shape     // m[4]'s and m[5]'s
 	kind            string             // PartText or PartReasoning
 	output, summary int
@@ -323,7 +337,7 @@ func repeatsText(typ string) bool {
 var (
 	responsesFields       = []string{"type", "output_index", "summary_index", "delta", "item", "response"}
 	responsesItemFields   = []string{"type", "call_id", "name", "arguments", "encrypted_content"}
-	responsesResultFields = []string{"usage", "error", "incomplete_details"}
+	responsesResultFields = []string{"id", "status", "usage", "error", "incomplete_details"}
 )
 
 // scan reports whether ev is a delta event it has read; any other is for
@@ -332,7 +346,7 @@ func (d *responsesDelta) scan(ev rawEvent) bool {
 	if d.m[0].Key == "" { // once: the scans reset the values
 		d.item = [5]jsonscan.Member{{Key: "type"}, {Key: "call_id"}, {Key: "name"}, {Key: "arguments"}, {Key: "encrypted_content"}}
 		d.items = jsonscan.Shape{Fields: responsesItemFields, Want: d.item[:]}
-		d.result = [3]jsonscan.Member{{Key: "usage"}, {Key: "error"}, {Key: "incomplete_details"}}
+		d.result = [5]jsonscan.Member{{Key: "id"}, {Key: "status"}, {Key: "usage"}, {Key: "error"}, {Key: "incomplete_details"}}
 		d.results = jsonscan.Shape{Fields: responsesResultFields, Want: d.result[:]}
 		d.m = [6]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"},
 			{Key: "item", In: &d.items}, {Key: "response", In: &d.results}}
@@ -388,8 +402,11 @@ func (d *responsesDelta) event(e *responsesEvent) bool {
 	}
 	if d.m[5].Val != nil {
 		r := &responsesResult{}
+		if !unquote(d.result[0].Val, &r.ID) || !unquote(d.result[1].Val, &r.Status) {
+			return false
+		}
 		for i, f := range []any{&r.Usage, &r.Error, &r.IncompleteDetails} {
-			if v := d.result[i].Val; v != nil && json.Unmarshal(v, f) != nil {
+			if v := d.result[i+2].Val; v != nil && json.Unmarshal(v, f) != nil {
 				return false
 			}
 		}

@@ -14,7 +14,7 @@ func TestOpenAIResponsesStream(t *testing.T) { // U1: input excludes cached toke
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
 				Usage:      Usage{Input: 152, Output: 6, CacheRead: 2048},
-				StopReason: StopEnd, RequestID: "req_resp_text_1"}},
+				StopReason: StopEnd, RequestID: "req_resp_text_1", ResponseID: "resp_01", FinishReason: "completed"}},
 		{file: "reasoning.http",
 			deltas: []Delta{{Kind: DeltaReasoning, Text: "**Planning** the"}, {Kind: DeltaReasoning, Text: " answer"},
 				{Kind: DeltaReasoning, Text: "\n\n"}, {Kind: DeltaReasoning, Text: "**Checking** facts"},
@@ -24,8 +24,9 @@ func TestOpenAIResponsesStream(t *testing.T) { // U1: input excludes cached toke
 					{Type: PartReasoning, Text: "**Planning** the answer\n\n**Checking** facts",
 						Signature: "openai-responses:gAAAAABoEncrypted=="},
 					{Type: PartText, Text: "42."}}},
-				Usage:      Usage{Input: 50, Output: 120},
-				StopReason: StopMaxToken, RequestID: "req_resp_reason_1"}},
+				Usage:      Usage{Input: 50, Output: 120, Reasoning: 100},
+				StopReason: StopMaxToken, RequestID: "req_resp_reason_1", ResponseID: "resp_02",
+				FinishReason: "incomplete.max_output_tokens"}},
 		{file: "tools.http",
 			// The recording interleaves the calls' argument fragments.
 			deltas: []Delta{twoCallDeltas[0], twoCallDeltas[1], twoCallDeltas[3], twoCallDeltas[2],
@@ -33,7 +34,7 @@ func TestOpenAIResponsesStream(t *testing.T) { // U1: input excludes cached toke
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: twoCalls},
 				Usage:      Usage{Input: 388, Output: 45, CacheRead: 512},
-				StopReason: StopToolUse, RequestID: "req_resp_tools_1"}},
+				StopReason: StopToolUse, RequestID: "req_resp_tools_1", ResponseID: "resp_03", FinishReason: "completed"}},
 	})
 }
 

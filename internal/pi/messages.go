@@ -68,7 +68,7 @@ func (c *converter) messages(m model.Message, ts int64) []any {
 			case model.PartText:
 				a.Content = append(a.Content, Content{Type: "text", Text: p.Text})
 			case model.PartReasoning:
-				a.Content = append(a.Content, Content{Type: "thinking", Text: p.Text, Signature: p.Signature})
+				a.Content = append(a.Content, Content{Type: "thinking", Text: p.Text, Signature: model.PlainSignature(p.Signature)})
 			case model.PartToolCall:
 				c.names[p.ID] = p.Name
 				a.Content = append(a.Content, Content{Type: "toolCall", ID: p.ID, Name: p.Name, Arguments: p.Arguments})
@@ -140,9 +140,10 @@ func (c *converter) interrupted(last any, ts int64) (changed any, added *Assista
 // duration, and who priced it (an interrupted answer has no model call).
 func (c *converter) finished(a AssistantMessage, call *session.ModelCall) AssistantMessage {
 	if call != nil {
-		a.Usage = callUsage(call)
+		a.Usage = withReasoning(callUsage(call), c.info.API, call.Usage.Reasoning)
 		d, fromProvider := call.DurationMS, false
 		a.DurationMS, a.Usage.Cost.FromProvider = &d, &fromProvider
+		a.ResponseID, a.RawStopReason = call.ResponseID, call.FinishReason
 	}
 	return a
 }

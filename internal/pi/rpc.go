@@ -1386,7 +1386,7 @@ func (fr *front) compact(c *command) {
 			return
 		}
 		summary, kept := recorder{sess}.LastCompaction()
-		u := pricedUsage(res.Usage, info.Price)
+		u := withReasoning(pricedUsage(res.Usage, info.Price), info.API, res.Usage.Reasoning)
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: recorder{sess}.CompactedFiles()}, nil)
 	})
@@ -1535,8 +1535,7 @@ func (fr *front) stats(*command) (any, error) {
 // callUsage is a recorded model call's usage, costed as recorded.
 func callUsage(c *session.ModelCall) Usage {
 	x := c.Usage
-	u := NewUsage(model.Usage{Input: x.Input, Output: x.Output, CacheRead: x.CacheRead, CacheWrite5m: x.CacheWrite5m,
-		CacheWrite1h: x.CacheWrite1h}, nil)
+	u := NewUsage(model.Usage(x), nil)
 	if c.CostUSD != nil {
 		u.Cost.Total = *c.CostUSD
 	}

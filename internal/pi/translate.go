@@ -173,13 +173,20 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		emit(t.delta("thinking", ev.Delta)...)
 	case agent.UsageEvent:
 		if t.compacting != "" { // the summary's model call: no assistant message
-			u := pricedUsage(ev.Usage.Usage, t.Info.Price)
+			u := withReasoning(pricedUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
 			t.compactUsage = &u
 			break
 		}
 		emit(t.startAssistant()...)
 		emit(t.closeBlock()...)
-		t.asst.Usage = NewUsage(ev.Usage.Usage, t.Info.Price)
+		t.asst.Usage = withReasoning(NewUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
+		t.asst.ResponseID, t.asst.RawStopReason = ev.ResponseID, ev.FinishReason
+		sigs := ev.Signatures
+		for i := range t.asst.Content {
+			if t.asst.Content[i].Type == "thinking" && len(sigs) > 0 {
+				t.asst.Content[i].Signature, sigs = model.PlainSignature(sigs[0]), sigs[1:]
+			}
+		}
 		t.awaitBatch = true
 	case agent.ToolBatch:
 		emit(t.toolCalls(ev.Calls)...)

@@ -29,14 +29,17 @@ type Usage struct {
 	CacheRead    int64 `json:"cacheRead"`
 	CacheWrite   int64 `json:"cacheWrite"`
 	CacheWrite1h int64 `json:"cacheWrite1h,omitempty"`
-	TotalTokens  int64 `json:"totalTokens"`
-	Cost         Cost  `json:"cost"`
+	// Reasoning is the part of Output spent reasoning, on a finished
+	// answer whose provider reports it (withReasoning).
+	Reasoning   *int64 `json:"reasoning,omitempty"`
+	TotalTokens int64  `json:"totalTokens"`
+	Cost        Cost   `json:"cost"`
 }
 
 // Add returns u + v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite,
-		u.CacheWrite1h + v.CacheWrite1h, u.TotalTokens + v.TotalTokens, Cost{u.Cost.Input + v.Cost.Input,
+		u.CacheWrite1h + v.CacheWrite1h, nil, u.TotalTokens + v.TotalTokens, Cost{u.Cost.Input + v.Cost.Input,
 			u.Cost.Output + v.Cost.Output, u.Cost.CacheRead + v.Cost.CacheRead, u.Cost.CacheWrite + v.Cost.CacheWrite,
 			u.Cost.Total + v.Cost.Total, nil}}
 }
@@ -52,6 +55,16 @@ func NewUsage(u model.Usage, p *model.Price) Usage {
 		out.Cost.Total = out.Cost.Input + out.Cost.Output + out.Cost.CacheRead + out.Cost.CacheWrite
 	}
 	return out
+}
+
+// withReasoning returns u with its reasoning count as pi's providers
+// report it: its OpenAI ones always (0 when the API sent none), its
+// Anthropic one when the API sent a count (e keeps only a non-zero one).
+func withReasoning(u Usage, api string, n int64) Usage {
+	if n > 0 || api == model.APIOpenAIChat || api == model.APIOpenAIResponses {
+		u.Reasoning = &n
+	}
+	return u
 }
 
 // pricedUsage is the usage of a finished model call, which pi marks as
@@ -144,6 +157,10 @@ type AssistantMessage struct {
 	ErrorMessage  string    `json:"errorMessage,omitempty"`
 	Timestamp     int64     `json:"timestamp"`
 	DurationMS    *int64    `json:"durationMs,omitempty"` // the model call's, on a finished message
+	// The provider's id of the answer and its own finish reason, as the
+	// API sent them (model.Response), on a finished message.
+	ResponseID    string `json:"responseId,omitempty"`
+	RawStopReason string `json:"rawStopReason,omitempty"`
 }
 
 // ToolResult is the content and details of a tool result. As pi's, a

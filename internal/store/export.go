@@ -412,7 +412,7 @@ func duration(ms int64) string {
 
 func addUsage(a, b Usage) Usage {
 	return Usage{a.Input + b.Input, a.Output + b.Output, a.CacheRead + b.CacheRead,
-		a.CacheWrite5m + b.CacheWrite5m, a.CacheWrite1h + b.CacheWrite1h}
+		a.CacheWrite5m + b.CacheWrite5m, a.CacheWrite1h + b.CacheWrite1h, a.Reasoning + b.Reasoning}
 }
 
 var exportTmpl = template.Must(template.New("page").Funcs(template.FuncMap{

@@ -94,6 +94,10 @@ type ModelCall struct {
 	FirstByteMS int64    `json:"first_byte_ms,omitempty"` // successful attempt's start to its first delta
 	Usage       Usage    `json:"usage"`
 	CostUSD     *float64 `json:"cost_usd,omitempty"` // absent when the model has no price
+	// The provider's id of the answer and its own finish reason
+	// (model.Response), absent when it sent none.
+	ResponseID   string `json:"response_id,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
 }
 
 // Usage is the five disjoint token categories of a model call (U1).
@@ -103,6 +107,7 @@ type Usage struct {
 	CacheRead    int64 `json:"cache_read_tokens"`
 	CacheWrite5m int64 `json:"cache_write_5m_tokens"`
 	CacheWrite1h int64 `json:"cache_write_1h_tokens"`
+	Reasoning    int64 `json:"reasoning_tokens,omitempty"` // the part of Output spent reasoning, when reported
 }
 
 // ShellRun is a shell command the user ran into the session's context

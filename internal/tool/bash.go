@@ -50,8 +50,9 @@ var bashTool = &builtin{
 		{name: "command", kind: kString, required: true, nonEmpty: true, desc: "The bash command line to run."},
 		{name: "timeout_ms", kind: kInteger, min: 1, max: maxBashTimeout, desc: "Kill the command after this many milliseconds (default 120000)."},
 	},
-	target: "command",
-	run:    runBash,
+	target:     "command",
+	run:        runBash,
+	startsLate: true, // once the command runs: execBash
 }
 
 // Procs tracks every process started by bash calls of this e process so none
@@ -110,11 +111,18 @@ wait:
 	reapAdopted()
 }
 
+// errNotStarted: ctx ended before the command could start.
+var errNotStarted = errors.New("stopped before it started")
+
 // start starts cmd and records it; under the lock, so KillAll either sees it
-// or has already refused it.
-func (p *Procs) start(cmd *exec.Cmd) error {
+// or has already refused it. A stop (ctx) that came first, as it comes
+// before KillAll at shutdown, refuses it with errNotStarted.
+func (p *Procs) start(ctx context.Context, cmd *exec.Cmd) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ctx.Err() != nil {
+		return errNotStarted
+	}
 	if p.closed {
 		return errors.New("e is shutting down")
 	}
@@ -405,6 +413,9 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	}
 	timeout := time.Duration(a.integer("timeout_ms", defaultBashTimeout)) * time.Millisecond
 	r := execBash(ctx, env, a.str("command"), timeout)
+	if errors.Is(r.err, errNotStarted) {
+		return notStarted("bash")
+	}
 	if r.err != nil {
 		return failure("failed", "bash: %v", r.err)
 	}
@@ -450,6 +461,9 @@ func Shell(ctx context.Context, env *Env, command string, timeout time.Duration)
 		return ShellResult{}, errors.New("shell: no process tracker or no absolute working directory")
 	}
 	r := execBash(ctx, env, command, timeout)
+	if errors.Is(r.err, errNotStarted) {
+		return ShellResult{Stopped: true}, nil
+	}
 	if r.err != nil {
 		return ShellResult{}, fmt.Errorf("shell: %w", r.err)
 	}
@@ -472,7 +486,7 @@ type bashRun struct {
 
 // execBash runs command with /bin/bash -c in env.Cwd until it exits, ctx
 // ends or timeout passes; then its process group and every process it
-// started are killed.
+// started are killed. It calls env.Started once the command runs.
 func execBash(ctx context.Context, env *Env, command string, timeout time.Duration) bashRun {
 	call := randomHex()
 	started, _ := uptimeTicks()
@@ -487,13 +501,14 @@ func execBash(ctx context.Context, env *Env, command string, timeout time.Durati
 	cmd.Env = append(os.Environ(), "PWD="+env.Cwd, env.Procs.key+"="+call)
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = env.Procs.start(cmd)
+	err = env.Procs.start(ctx, cmd)
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		return bashRun{err: err}
 	}
 	pid := cmd.Process.Pid
+	env.started()
 
 	r := bashRun{out: &tail{max: maxBashOutput}}
 	readDone := make(chan struct{})
@@ -507,8 +522,14 @@ func execBash(ctx context.Context, env *Env, command string, timeout time.Durati
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var waitErr error
+	ended := false // waitErr holds the shell's end
 	select {
 	case waitErr = <-exited:
+		ended = true
+		// A stop at shutdown ends ctx, then KillAll kills the shell: it
+		// may die before this select sees ctx end. It was stopped all the
+		// same, whichever came first here.
+		r.cancelled = ctx.Err() != nil && cmd.ProcessState != nil && !cmd.ProcessState.Exited()
 	case <-ctx.Done():
 		r.cancelled = true
 	case <-timer.C:
@@ -516,7 +537,9 @@ func execBash(ctx context.Context, env *Env, command string, timeout time.Durati
 	}
 	if r.cancelled || r.timedOut {
 		killed := env.Procs.killCall(pid, call, started)
-		waitErr = <-exited
+		if !ended {
+			waitErr = <-exited
+		}
 		env.Procs.finished(pid)
 		env.Procs.reap(killed, []int{pid})
 	} else {

@@ -424,6 +424,74 @@ func TestCancelledBeforeStart(t *testing.T) {
 	}
 }
 
+// Env.Started: bash calls it once its command runs, before any output, and
+// a stop before that (the stop at shutdown comes before KillAll) ends the
+// call without it and without running the command; other tools call it as
+// they begin, and a call refused for its arguments still began.
+func TestStarted(t *testing.T) {
+	s := newSession(t)
+	calls := 0
+	running := -1
+	s.env.Started = func() {
+		calls++
+		s.env.Procs.mu.Lock()
+		running = len(s.env.Procs.running)
+		s.env.Procs.mu.Unlock()
+	}
+	s.env.Output = func(string) {
+		if calls != 1 {
+			t.Errorf("output before Started (%d calls)", calls)
+		}
+	}
+	checkResult(t, s.run("bash", `{"command":"echo hi"}`), "hi\n[exit 0]", "exit 0", false)
+	if calls != 1 || running != 1 {
+		t.Errorf("bash: Started called %d times, with %d shells running; want once, with 1", calls, running)
+	}
+
+	calls = 0
+	checkResult(t, s.run("bash", `{"command":""}`), "", "invalid arguments", true)
+	checkResult(t, s.run("read", `{"path":"none.txt"}`), "", "", true)
+	if calls != 2 {
+		t.Errorf("refused calls: Started called %d times; want 2", calls)
+	}
+
+	calls = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := Run(ctx, s.env, "bash", json.RawMessage(`{"command":"touch x"}`)); !got.Stopped || got.Content != "bash: stopped before it started" {
+		t.Errorf("stopped bash: result = %+v; want Stopped before it started", got)
+	}
+	// Past Run's check of the context, as at shutdown: ctx ended, then KillAll.
+	s.env.Procs.KillAll()
+	if got := runBash(ctx, s.env, args{"command": "touch x"}); !got.Stopped || got.Content != "bash: stopped before it started" {
+		t.Errorf("bash stopped at shutdown: result = %+v; want Stopped before it started", got)
+	}
+	if calls != 0 {
+		t.Errorf("stopped bash: Started called %d times; want none", calls)
+	}
+	if _, err := os.Stat(filepath.Join(s.cwd, "x")); !os.IsNotExist(err) {
+		t.Errorf("a stopped call ran: %v", err)
+	}
+}
+
+// A stop at shutdown ends the calls' context, then kills every shell: the
+// call ends Stopped (killed), whichever its wait sees first.
+func TestStopThenKillAll(t *testing.T) {
+	s := newSession(t)
+	for range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, wait := startBash(t, ctx, s, "echo ready; sleep 1000")
+		cancel()
+		go s.env.Procs.KillAll()
+		if got := wait(); !got.Stopped || got.Failed || got.Content != "ready\n[stopped: the command was killed]" {
+			t.Fatalf("result = %+v; want Stopped, killed", got)
+		}
+		s.env.Procs.mu.Lock()
+		s.env.Procs.closed = false // the next round
+		s.env.Procs.mu.Unlock()
+	}
+}
+
 // BenchmarkBashCancel measures the time from cancelling a running `sleep 100`
 // to Run's return.
 func BenchmarkBashCancel(b *testing.B) {

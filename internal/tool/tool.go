@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -25,6 +26,17 @@ type Env struct {
 	Cwd    string             // the session's working directory (absolute)
 	Output func(chunk string) // receives streamed output (bash stdout+stderr as it arrives); may be nil
 	Procs  *Procs             // process tracker of the process; required for bash
+	// Started, when set, is called once as the call begins, before any
+	// Output: at once for most tools, once its command runs for bash (so
+	// a stop after it always finds the command running and kills it). A
+	// call that a stop ends before it began does not call it.
+	Started func()
+}
+
+func (e *Env) started() {
+	if e != nil && e.Started != nil {
+		e.Started()
+	}
 }
 
 // Result is the outcome of one call. At most one of Failed and Stopped is set.
@@ -49,6 +61,8 @@ type builtin struct {
 	// reportsStop: run itself answers an already ended ctx, in words the
 	// spec fixes (sleep: "stopped after N ms").
 	reportsStop bool
+	// startsLate: run calls env.Started itself, once its work runs.
+	startsLate bool
 }
 
 var builtins = map[string]*builtin{}
@@ -145,7 +159,15 @@ func Paths(cwd, name string, args json.RawMessage) []string {
 // ctx stops the call promptly, with Stopped set.
 func Run(ctx context.Context, env *Env, name string, args json.RawMessage) Result {
 	start := time.Now()
+	if env != nil && env.Started != nil {
+		e, once := *env, sync.OnceFunc(env.Started)
+		e.Started = once
+		env = &e
+	}
 	r := run(ctx, env, name, args)
+	if !r.Stopped {
+		env.started() // a call refused before it began (its arguments) still ran
+	}
 	if !r.timed {
 		r.Elapsed = time.Since(start)
 	}
@@ -156,6 +178,9 @@ func run(ctx context.Context, env *Env, name string, raw json.RawMessage) Result
 	b, ok := builtins[name]
 	if !ok {
 		return failure("unknown tool", "unknown tool %q", name)
+	}
+	if !b.startsLate {
+		env.started()
 	}
 	a, err := validate(name, b.params, raw)
 	if err != nil {
@@ -169,7 +194,7 @@ func run(ctx context.Context, env *Env, name string, raw json.RawMessage) Result
 		return failure("no working directory", "%s: the session directory %q is not an absolute path", name, cwd)
 	}
 	if ctx.Err() != nil && !b.reportsStop {
-		return Result{Content: name + ": stopped before it started", Summary: "stopped", Stopped: true}
+		return notStarted(name)
 	}
 	return b.run(ctx, env, a)
 }
@@ -177,6 +202,11 @@ func run(ctx context.Context, env *Env, name string, raw json.RawMessage) Result
 // failure is a failed Result whose Content is one line.
 func failure(summary, format string, a ...any) Result {
 	return Result{Content: fmt.Sprintf(format, a...), Summary: summary, Failed: true}
+}
+
+// notStarted is the Result of a call whose context ended before it began.
+func notStarted(name string) Result {
+	return Result{Content: name + ": stopped before it started", Summary: "stopped", Stopped: true}
 }
 
 // stopped is the Result of a call cut short by its context.

@@ -299,6 +299,10 @@ class Usage(TypedDict):
     #: tokens written to the 1-hour prompt cache
     cache_write_1h_tokens: int
 
+    #: the part of output_tokens the model spent reasoning; present when the provider reports a
+    #: non-zero count (not a sixth category, U1)
+    reasoning_tokens: NotRequired[int]
+
     #: input + cache reads + cache writes (U1)
     prompt_tokens: int
 
@@ -1311,8 +1315,8 @@ class TurnStartEvent(TypedDict):
 
 class UsageEvent(TypedDict):
     """
-    usage event: After every model call, compaction calls included: that call's usage (U1).
-    (events/usage.json)
+    usage event: After every model call, compaction calls included: that call's usage (U1),
+    and the provider's id and finish reason of its answer. (events/usage.json)
     """
 
     type: Literal["usage"]
@@ -1332,8 +1336,20 @@ class UsageEvent(TypedDict):
     #: tokens written to the 1-hour prompt cache
     cache_write_1h_tokens: int
 
+    #: the part of output_tokens the model spent reasoning; present when the provider reports a
+    #: non-zero count (not a sixth category, U1)
+    reasoning_tokens: NotRequired[int]
+
     #: input + cache reads + cache writes (U1)
     prompt_tokens: int
+
+    #: the provider's id of this answer (a chat completion's id, an Anthropic message's id, a
+    #: response's id); absent when it sent none
+    response_id: NotRequired[str]
+
+    #: why the answer ended, in the provider's own words (stop, tool_calls, length, end_turn,
+    #: tool_use, completed, incomplete.max_output_tokens …); absent when it sent none
+    finish_reason: NotRequired[str]
 
     #: stamped by e rpc: the session the event belongs to (S2)
     session: NotRequired[SessionID]

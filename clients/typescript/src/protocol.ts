@@ -342,6 +342,11 @@ export interface Usage {
    */
   cache_write_1h_tokens: number;
   /**
+   * the part of output_tokens the model spent reasoning; present when the provider reports a
+   * non-zero count (not a sixth category, U1)
+   */
+  reasoning_tokens?: number;
+  /**
    * input + cache reads + cache writes (U1)
    */
   prompt_tokens: number;
@@ -1402,8 +1407,8 @@ export interface TurnStartEvent {
 }
 
 /**
- * usage event: After every model call, compaction calls included: that call's usage (U1).
- * (events/usage.json)
+ * usage event: After every model call, compaction calls included: that call's usage (U1),
+ * and the provider's id and finish reason of its answer. (events/usage.json)
  */
 export interface UsageEvent {
   type: "usage";
@@ -1428,9 +1433,24 @@ export interface UsageEvent {
    */
   cache_write_1h_tokens: number;
   /**
+   * the part of output_tokens the model spent reasoning; present when the provider reports a
+   * non-zero count (not a sixth category, U1)
+   */
+  reasoning_tokens?: number;
+  /**
    * input + cache reads + cache writes (U1)
    */
   prompt_tokens: number;
+  /**
+   * the provider's id of this answer (a chat completion's id, an Anthropic message's id, a
+   * response's id); absent when it sent none
+   */
+  response_id?: string;
+  /**
+   * why the answer ended, in the provider's own words (stop, tool_calls, length, end_turn,
+   * tool_use, completed, incomplete.max_output_tokens …); absent when it sent none
+   */
+  finish_reason?: string;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
    */
