@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,7 +388,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	n := newNormalizer(bindings)
 	var b expectBuilder
 	var client strings.Builder
-	pending := false // server lines arrived since the last wait
+	pending := map[string]bool{} // the streams that got lines since the last wait
 	labels := 0
 	label := func(i int) string {
 		if b.labels[i] == "" {
@@ -398,21 +399,23 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	}
 	for _, l := range log {
 		if l.client {
-			ends := l.directive == "#close" || strings.HasPrefix(l.directive, "#signal")
-			switch {
-			case ends && len(b.lines) > 0:
-				// EOF or a signal ends what is still running: it came
-				// after every line received so far, on every stream,
-				// whose order against each other varies.
+			if len(pending) > 0 {
+				// The line (or EOF, or a signal, which ends what still
+				// runs) came after every line received so far. Lines of
+				// different streams may come in another order on another
+				// run, so the wait names the latest line of each stream
+				// that got lines since the last wait, not just the latest.
+				var at []int
+				for key := range pending {
+					at = append(at, b.last[key])
+				}
+				sort.Ints(at)
 				var names []string
-				for _, i := range b.latestOfEachStream() {
+				for _, i := range at {
 					names = append(names, label(i))
 				}
 				client.WriteString("#wait " + strings.Join(names, " ") + "\n")
-				pending = false
-			case pending:
-				client.WriteString("#wait " + label(b.latest) + "\n")
-				pending = false
+				clear(pending)
 			}
 			switch {
 			case l.directive != "":
@@ -434,8 +437,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		if err != nil || !ok {
 			return nil, fmt.Errorf("conformance: record: the server printed a line that is not a JSON object: %q", shorten(l.line))
 		}
-		b.add(n.value("", obj).(map[string]any))
-		pending = true
+		pending[b.add(n.value("", obj).(map[string]any))] = true
 	}
 	b.dropConcurrentTools()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
@@ -499,11 +501,14 @@ type recorder struct {
 	entries       []map[string]any
 }
 
-// tape is the recorded calls in order. stopped says the client stopped
-// work (an interrupt, shutdown, a signal): the tape then ends with an
-// optional held entry, since on another run the stop can come after the
-// server made a call that it came before here (a compaction's, the next
-// step's), and that call must wait to be cancelled as it would upstream.
+// tape is the recorded calls in order. A call that was cancelled is an
+// optional held entry: on another run the stop can come before it, and
+// its key lets the calls after it pass it by. stopped says the client
+// stopped work (an interrupt, shutdown, a signal): the tape then ends with
+// an optional held entry without a key, since on another run the stop can
+// come after the server made a call that it came before here (a
+// compaction's, the next step's), and that call must wait to be
+// cancelled as it would upstream.
 func (rc *recorder) tape(stopped bool) []map[string]any {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -515,11 +520,13 @@ func (rc *recorder) tape(stopped bool) []map[string]any {
 	}
 	// A cancelled call at the end may go unsent on another run: the
 	// interrupt can come before it.
-	if stopped && (len(out) == 0 || out[len(out)-1]["hold"] != true) {
+	if stopped && (len(out) == 0 || out[len(out)-1]["hold"] != true || out[len(out)-1]["key"] != nil) {
 		out = append(out, map[string]any{"hold": true})
 	}
-	for i := len(out) - 1; i >= 0 && out[i]["hold"] == true; i-- {
-		out[i]["optional"] = true
+	for _, e := range out {
+		if e["hold"] == true {
+			e["optional"] = true
+		}
 	}
 	return out
 }

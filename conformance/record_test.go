@@ -226,9 +226,10 @@ func TestDropConcurrentTools(t *testing.T) {
 }
 
 // A recording in which the client stopped work ends its tape with an
-// optional held entry (on another run the stop may come after a call it
-// came before here); one without a stop adds nothing, and a held call
-// already last is not doubled.
+// optional held entry without a key (on another run the stop may come
+// after a call it came before here, whichever); one without a stop adds
+// nothing, and a held entry without a key already last is not doubled. A
+// cancelled call is optional wherever it is (the stop may come before it).
 func TestTapeAfterStop(t *testing.T) {
 	text := map[string]any{"text": "hi"}
 	held := map[string]any{"hold": true}
@@ -244,6 +245,9 @@ func TestTapeAfterStop(t *testing.T) {
 		{name: "shutdown, empty tape", client: []recorded{{client: true, line: `{"id":"x","method":"shutdown"}`}}, want: []map[string]any{optionalHeld}},
 		{name: "signal", entries: []map[string]any{text}, client: []recorded{{client: true, directive: "#signal TERM"}}, want: []map[string]any{text, optionalHeld}},
 		{name: "held call already last", entries: []map[string]any{text, held}, client: []recorded{{client: true, line: `{"id":"i","method":"session.interrupt"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "held call with a key last", entries: []map[string]any{text, {"hold": true, "key": "k"}}, client: []recorded{{client: true, line: `{"id":"i","method":"session.interrupt"}`}},
+			want: []map[string]any{text, {"hold": true, "optional": true, "key": "k"}, optionalHeld}},
+		{name: "held call before others", entries: []map[string]any{held, text}, client: []recorded{{client: true, line: `{"id":"p","method":"session.prompt"}`}}, want: []map[string]any{optionalHeld, text}},
 		{name: "a server line naming the method is not a stop", entries: []map[string]any{text}, client: []recorded{{line: `{"id":"i","method":"shutdown"}`}}, want: []map[string]any{text}},
 	}
 	for _, tt := range tests {
@@ -260,5 +264,48 @@ func TestTapeAfterStop(t *testing.T) {
 				t.Errorf("tape (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A client line waits for the latest line of every stream that got lines
+// since the last wait, not only for the latest line: another run may
+// interleave the streams differently (here p's result may come after q's
+// event, and the line sent after both must wait for p's result).
+func TestRecordWaitsEveryStream(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"id":"p","method":"session.prompt"}`},
+		{client: true, line: `{"id":"q","method":"session.prompt"}`},
+		{line: `{"id":"p","result":{}}`},
+		{line: `{"type":"text","delta":"a","request":"q"}`},
+		{client: true, line: `{"id":"r","method":"session.list"}`},
+		{line: `{"type":"text","delta":"b","request":"q"}`},
+		{line: `{"id":"r","result":{}}`},
+		{client: true, directive: "#close"},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST"}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := parseArchive(out)
+	var got string
+	for _, f := range a.files {
+		if f.name == "client" || f.name == "expect" {
+			got += "-- " + f.name + " --\n" + string(f.data)
+		}
+	}
+	want := `-- client --
+{"id":"p","method":"session.prompt"}
+{"id":"q","method":"session.prompt"}
+#wait l1 l2
+{"id":"r","method":"session.list"}
+#wait l2 l3
+#close
+-- expect --
+@l1 {"id":"p","result":{}}
+@l2 {"type":"text","delta":"ab","request":"q"}
+@l3 {"id":"r","result":{}}
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recording (-want +got):\n%s", diff)
 	}
 }

@@ -165,16 +165,14 @@ func (t *tapeServer) close() {
 	t.wg.Wait()
 }
 
-// unused is the number of entries never requested, less the optional ones
-// after which every entry is optional: calls an interrupt may stop before
-// they are sent.
+// unused is the number of entries never requested, less the optional
+// ones: calls an interrupt may stop before they are sent.
 func (t *tapeServer) unused() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n, tail := 0, true // tail: every entry after i is optional
-	for i := len(t.entries) - 1; i >= 0; i-- {
-		tail = tail && t.entries[i].Optional
-		if !tail && (i >= len(t.used) || !t.used[i]) {
+	n := 0
+	for i, e := range t.entries {
+		if !e.Optional && (i >= len(t.used) || !t.used[i]) {
 			n++
 		}
 	}

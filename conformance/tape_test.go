@@ -12,8 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Only optional entries after which every entry is optional may go
-// unrequested.
+// Optional entries may go unrequested.
 func TestTapeUnused(t *testing.T) {
 	opt, req := tapeEntry{Optional: true}, tapeEntry{}
 	tests := []struct {
@@ -26,8 +25,8 @@ func TestTapeUnused(t *testing.T) {
 		{name: "none used", entries: []tapeEntry{req, opt}, want: 1},
 		{name: "required left", entries: []tapeEntry{req, req}, used: []bool{true, false}, want: 1},
 		{name: "optional tail left", entries: []tapeEntry{req, opt, opt}, used: []bool{true, false, false}, want: 0},
-		{name: "optional before required", entries: []tapeEntry{req, opt, req}, used: []bool{true, false, false}, want: 2},
-		{name: "optional before a used required", entries: []tapeEntry{opt, req}, used: []bool{false, true}, want: 1},
+		{name: "optional before required", entries: []tapeEntry{req, opt, req}, used: []bool{true, false, false}, want: 1},
+		{name: "optional before a used required", entries: []tapeEntry{opt, req}, used: []bool{false, true}, want: 0},
 		{name: "out of order", entries: []tapeEntry{req, req, opt}, used: []bool{false, true, false}, want: 1},
 	}
 	for _, tt := range tests {

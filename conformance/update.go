@@ -215,7 +215,9 @@ type expectBuilder struct {
 	latest int            // index of the line the latest received line went into
 }
 
-func (b *expectBuilder) add(obj map[string]any) {
+// add appends a received line, or joins it to its stream's delta run; it
+// returns the line's stream.
+func (b *expectBuilder) add(obj map[string]any) string {
 	if b.last == nil {
 		b.last = map[string]int{}
 	}
@@ -229,13 +231,14 @@ func (b *expectBuilder) add(obj map[string]any) {
 		if ok1 && ok2 {
 			b.lines[i]["delta"] = a + d
 			b.latest = i
-			return
+			return key
 		}
 	}
 	b.lines = append(b.lines, obj)
 	b.labels = append(b.labels, "")
 	b.last[key] = len(b.lines) - 1
 	b.latest = len(b.lines) - 1
+	return key
 }
 
 // dropConcurrentTools removes the per-call lines (tool_start, tool_output,
@@ -280,16 +283,6 @@ func (b *expectBuilder) dropConcurrentTools() {
 		lines, labels = append(lines, l), append(labels, b.labels[i])
 	}
 	b.lines, b.labels, b.last, b.latest = lines, labels, nil, 0
-}
-
-// latestOfEachStream is the index of each stream's latest line, in order.
-func (b *expectBuilder) latestOfEachStream() []int {
-	var out []int
-	for _, i := range b.last {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
 }
 
 func (b *expectBuilder) String() string {

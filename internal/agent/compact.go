@@ -59,6 +59,10 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	if th <= 0 {
 		th = 0.8
 	}
+	limit := th * float64(t.info.ContextWindow)
+	if r := t.s.eng.ReserveTokens; r > 0 {
+		limit = float64(int64(t.info.ContextWindow) - r)
+	}
 	t.s.mu.Lock()
 	msgs := t.s.history(t.s.entries)
 	var earlier []store.Entry // what a compaction could summarise: before this turn
@@ -71,7 +75,7 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	}
 	t.s.mu.Unlock()
 	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
-	if !force && float64(before) <= th*float64(t.info.ContextWindow) {
+	if !force && float64(before) <= limit {
 		return false, nil
 	}
 	// Once per turn: compacting again would only summarise the summary, at
@@ -150,6 +154,36 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 // Compact summarises the whole history now (M9). The session must have
 // been marked with Begin; events go to sink.
 func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (CompactResult, error) {
+	return s.compactNow(ctx, "manual", focus, sink)
+}
+
+// CompactOver compacts between turns as pi 1.6.0 does after a run: when
+// automatic compaction is on and the last answer's context (its prompt
+// and output tokens as the provider counted them, since the last
+// compaction) is above the model's window less ReserveTokens. It keeps
+// the newest messages as Compact does with KeepRecentTokens, and does
+// nothing, with no event, when it is not needed or nothing would be
+// summarised. Its events say reason "auto".
+func (s *Session) CompactOver(ctx context.Context, sink func(Event)) (CompactResult, error) {
+	return s.compactNow(ctx, "auto", "", sink)
+}
+
+// lastContext is the context the newest answer since the last compaction
+// had, as its model call counted it (0 when there is none).
+func (s *Session) lastContext() int64 {
+	for i := len(s.entries) - 1; i >= 0; i-- {
+		switch en := s.entries[i]; {
+		case en.Type == store.TypeCompaction:
+			return 0
+		case en.Type == store.TypeMessage && en.Call != nil:
+			u := en.Call.Usage
+			return u.Input + u.Output + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h
+		}
+	}
+	return 0
+}
+
+func (s *Session) compactNow(ctx context.Context, reason, focus string, sink func(Event)) (CompactResult, error) {
 	ctx = s.start(ctx)
 	t := &turn{s: s, ctx: ctx, sink: sink}
 	defer func() {
@@ -161,10 +195,14 @@ func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (
 	s.mu.Lock()
 	modelID, effort := s.modelID, s.effort
 	msgs := s.history(s.entries)
+	off, last := s.noAutoCompact, s.lastContext()
 	s.mu.Unlock()
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {
 		return CompactResult{}, err
+	}
+	if reason == "auto" && (off || info.ContextWindow <= 0 || last <= int64(info.ContextWindow)-s.eng.ReserveTokens) {
+		return CompactResult{}, nil
 	}
 	prov, err := s.eng.Catalog.Provider(modelID)
 	if err != nil {
@@ -176,13 +214,16 @@ func (s *Session) Compact(ctx context.Context, focus string, sink func(Event)) (
 		s.mu.Lock()
 		keep = s.recentCut(n)
 		s.mu.Unlock()
+		if keep == "" && reason == "auto" {
+			return CompactResult{}, nil // pi's automatic compaction, too, has nothing to do
+		}
 		if keep == "" {
 			// pi's words; it too announces the compaction that then fails.
-			t.emit(Compacting{Reason: "manual", TokensBefore: estimate(msgs)})
+			t.emit(Compacting{Reason: reason, TokensBefore: estimate(msgs)})
 			return CompactResult{}, errors.New("agent: compaction: nothing to compact (session too small)")
 		}
 	}
-	res, err := t.compact("manual", focus, keep, estimate(msgs))
+	res, err := t.compact(reason, focus, keep, estimate(msgs))
 	if err == nil {
 		t.syncLog()
 	}

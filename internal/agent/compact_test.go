@@ -296,3 +296,51 @@ func TestCompactKeepRecent(t *testing.T) {
 		})
 	}
 }
+
+func TestCompactOver(t *testing.T) {
+	// The offline model's window is 200000; the last answer's context is
+	// its /usage: 20000 in + 5 out.
+	for _, tc := range []struct {
+		name    string
+		reserve int64
+		keep    int64
+		off     bool
+		want    []string // the history after: roles, "summary" for the summary
+	}{
+		{name: "over the threshold", reserve: 190000, keep: 1, want: []string{"summary", "assistant"}},
+		{name: "under it", reserve: 1000, keep: 1, want: []string{"user", "assistant", "user", "assistant"}},
+		{name: "automatic compaction off", reserve: 190000, keep: 1, off: true,
+			want: []string{"user", "assistant", "user", "assistant"}},
+		{name: "nothing to summarise", reserve: 190000, keep: 100000, want: []string{"user", "assistant", "user", "assistant"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := testEngine(t)
+			eng.KeepRecentTokens, eng.ReserveTokens = tc.keep, tc.reserve
+			s := testSession(t, eng, nil)
+			prompt(t, s, "/text one")
+			prompt(t, s, "/text two\n/usage 20000 5 0 0 0")
+			s.SetAutoCompact(!tc.off)
+			if err := s.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			if _, err := s.CompactOver(t.Context(), rec.sink); err != nil {
+				t.Fatalf("CompactOver: %v", err)
+			}
+			var got []string
+			for _, m := range History(s.Entries()) {
+				if _, ok := Summary(m); ok {
+					got = append(got, "summary")
+				} else {
+					got = append(got, m.Role)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("history after (-want +got):\n%s", diff)
+			}
+			if compacted := len(got) == 2; compacted != (len(rec.types()) > 0 && rec.types()[0] == "compacting") {
+				t.Errorf("events %v for history %v", rec.types(), got)
+			}
+		})
+	}
+}

@@ -56,7 +56,11 @@ type Engine struct {
 	// cut where pi cuts (pi's compaction.keepRecentTokens); 0 summarises
 	// the whole history.
 	KeepRecentTokens int64
-	Observer         Observer // nil: no operator log
+	// ReserveTokens, when above 0, sets automatic compaction's threshold
+	// as pi sets it (its compaction.reserveTokens): a context above the
+	// model's window less ReserveTokens, in place of CompactThreshold.
+	ReserveTokens int64
+	Observer      Observer // nil: no operator log
 }
 
 // Options describe a new session.

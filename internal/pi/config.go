@@ -40,6 +40,7 @@ type Settings struct {
 	Compaction           struct {
 		Enabled          *bool  `json:"enabled"`
 		KeepRecentTokens *int64 `json:"keepRecentTokens"`
+		ReserveTokens    *int64 `json:"reserveTokens"`
 	} `json:"compaction"`
 	Retry struct {
 		Enabled    *bool `json:"enabled"`

@@ -148,10 +148,13 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
+	}
+	if n := cfg.Settings.Compaction.ReserveTokens; n != nil && *n > 0 {
+		opts.ReserveTokens = *n
 	}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
@@ -592,6 +595,10 @@ const imageOmitted = "(image omitted: model does not support images)"
 // tokens of the newest messages a compaction keeps.
 const keepRecentTokens = 20000
 
+// reserveTokens is pi's default compaction.reserveTokens: automatic
+// compaction starts when the context is above the model's window less it.
+const reserveTokens = 16384
+
 // steerLocked passes m to the running turn; fr.mu is held.
 func (fr *front) steerLocked(m queued) error {
 	fr.trMu.Lock()
@@ -710,6 +717,9 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
+			if !fr.failed && err == nil {
+				fr.compactAfterRun(sess)
+			}
 			fr.running = false
 			fr.flushShell() // what fails stays pending for the next prompt
 			fr.mu.Unlock()
@@ -724,6 +734,29 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		}
 		fr.mu.Unlock()
 	}
+}
+
+// compactAfterRun compacts, as pi does once a run has ended, when the
+// last answer's context is over the threshold: agent_end first, then the
+// compaction's events; agent_settled follows. fr.mu is held, and released
+// while the compaction runs (get_state then says isCompacting).
+func (fr *front) compactAfterRun(sess *session.Session) {
+	fr.compacting = true
+	fr.mu.Unlock()
+	fr.trMu.Lock()
+	evs := fr.tr.EndRun()
+	fr.trMu.Unlock()
+	for _, ev := range evs {
+		fr.write(ev)
+	}
+	if turn, err := sess.CompactOver(fr.ctx, fr.sink); err == nil {
+		<-turn.Done()
+		if _, err := turn.Compacted(); err != nil {
+			fr.sink(agent.Error{Message: "Auto-compaction failed: " + err.Error()})
+		}
+	}
+	fr.mu.Lock()
+	fr.compacting = false
 }
 
 // sink receives the events of the current session's turns.

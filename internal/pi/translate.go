@@ -117,20 +117,27 @@ func (t *Translator) Settle() []Event {
 	if !t.inRun && !t.settling {
 		return nil
 	}
-	var out []Event
-	if t.inRun {
-		msgs := t.runMessages
-		if msgs == nil {
-			msgs = []any{}
-		}
-		out = append(out, AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: false})
-	}
+	out := t.EndRun()
 	if t.retry > 0 {
 		final := cmpOr(t.finalError, "Retry cancelled")
 		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: t.retry, FinalError: final})
 	}
-	t.inRun, t.settling, t.runMessages, t.retry, t.finalError = false, false, nil, 0, ""
+	t.settling, t.retry, t.finalError = false, 0, ""
 	return append(out, AgentSettled{Type: "agent_settled", Aborted: t.aborted})
+}
+
+// EndRun ends the open pi run (agent_end) before what pi does after it
+// and before agent_settled (Settle): an automatic compaction.
+func (t *Translator) EndRun() []Event {
+	if !t.inRun {
+		return nil
+	}
+	msgs := t.runMessages
+	if msgs == nil {
+		msgs = []any{}
+	}
+	t.inRun, t.settling, t.runMessages = false, true, nil
+	return []Event{AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: false}}
 }
 
 // openRun starts a pi run: the first of a prompt, or the one pi starts
@@ -247,6 +254,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		if t.compacting != "" {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, ErrorMessage: ev.Message})
 			t.compacting = ""
+			if !t.inRun {
+				break // a compaction after the run (EndRun): the run itself went well
+			}
 		}
 		if t.inRun || t.settling {
 			emit(t.failCall(ev.Message)...)

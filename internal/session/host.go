@@ -42,6 +42,10 @@ type Options struct {
 	// newest messages worth about that many tokens (pi's dialect: its
 	// compaction.keepRecentTokens); 0 summarises the whole history.
 	KeepRecentTokens int64
+	// ReserveTokens, when above 0, sets automatic compaction's threshold as
+	// pi's compaction.reserveTokens does: a context above the model's
+	// window less it (agent.Engine.ReserveTokens).
+	ReserveTokens int64
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -176,6 +180,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
+			ReserveTokens: opts.ReserveTokens,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

@@ -148,8 +148,23 @@ func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink fu
 
 // Compact summarises the history now (M9); like Prompt, it returns at once.
 func (s *Session) Compact(ctx context.Context, focus string, sink func(agent.Event)) (*Turn, error) {
+	return s.compact(ctx, sink, func(ctx context.Context) (agent.CompactResult, error) {
+		return s.a.Compact(ctx, focus, sink)
+	})
+}
+
+// CompactOver compacts between turns when the last answer's context is
+// over pi's threshold (agent.Session.CompactOver; Options.ReserveTokens),
+// and otherwise ends at once with no event; like Prompt, it returns at once.
+func (s *Session) CompactOver(ctx context.Context, sink func(agent.Event)) (*Turn, error) {
+	return s.compact(ctx, sink, func(ctx context.Context) (agent.CompactResult, error) {
+		return s.a.CompactOver(ctx, sink)
+	})
+}
+
+func (s *Session) compact(ctx context.Context, sink func(agent.Event), run func(context.Context) (agent.CompactResult, error)) (*Turn, error) {
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
-		t.compacted, t.err = s.a.Compact(ctx, focus, sink)
+		t.compacted, t.err = run(ctx)
 		if t.err != nil {
 			t.err = wrap(CodeInternal, "", t.err)
 		}
