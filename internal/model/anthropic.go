@@ -387,9 +387,11 @@ var (
 // scan reports whether data is a text or thinking content_block_delta it
 // has read; any other event is for the slow path.
 func (d *anthropicDelta) scan(data []byte) bool {
-	d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
-	d.fields = jsonscan.Shape{Fields: anthropicDeltaFields, Want: d.delta[:]}
-	d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta", In: &d.fields}}
+	if d.top[0].Key == "" { // once: the scans reset the values
+		d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
+		d.fields = jsonscan.Shape{Fields: anthropicDeltaFields, Want: d.delta[:]}
+		d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta", In: &d.fields}}
+	}
 	if !jsonscan.Object(data, anthropicFields, d.top[:]) || string(d.top[0].Val) != `"content_block_delta"` {
 		return false
 	}

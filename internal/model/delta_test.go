@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/e-agent/e/internal/jsonscan"
 	"github.com/e-agent/e/internal/providermock"
 )
@@ -43,6 +45,13 @@ func FuzzDeltaScan(f *testing.F) {
 		`{"choices":[{"Delta":{"content":"x"},"delta":{"content":"y"}}]}`, `{"choices":[{"delta":{"CONTENT":"x"}}]}`,
 		`{"type":"content_block_delta","index":0,"delta":null}`, `{"type":"content_block_delta","index":0,"delta":[{"type":"text_delta","text":"x"}]}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","Text":"y"}}`,
+		// Responses events read from the members scan kept.
+		`{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","call_id":"c\u00e9","name":"f","arguments":"{}","content":[{"text":"long"}]}}`,
+		`{"type":"response.output_item.done","item":{"type":"reasoning","encrypted_content":"x","Type":"y"}}`,
+		`{"type":"response.completed","response":{"usage":{"input_tokens":3,"output_tokens":4,"input_tokens_details":{"cached_tokens":1}},"output":[]}}`,
+		`{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},"usage":null}}`,
+		`{"type":"response.failed","response":{"error":{"code":"x","message":"m"},"Usage":{}}}`,
+		`{"type":"response.completed","response":{"usage":{"input_tokens":1.5}}}`, `{"type":"x","item":null}`, `{"type":5}`,
 	} {
 		f.Add(s)
 	}
@@ -59,6 +68,19 @@ func FuzzDeltaScan(f *testing.F) {
 			}
 			if e.Type != "" && e.Type != "response.output_text.delta" && e.Type != "response.refusal.delta" && r.kind == PartText {
 				t.Fatalf("responses: %q read as a text delta", data)
+			}
+		}
+		if !r.scan(rawEvent{Data: b}) && r.valid {
+			// Any other event: what event reads of it is what encoding/json
+			// decodes, and it reads nothing encoding/json rejects.
+			var got, want responsesEvent
+			if r.event(&got) {
+				if err := json.Unmarshal(b, &want); err != nil {
+					t.Fatalf("responses: read %q, which encoding/json rejects: %v", data, err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("responses: %q read (-encoding/json +event):\n%s", data, diff)
+				}
 			}
 		}
 		var a anthropicDelta
@@ -120,5 +142,32 @@ func BenchmarkDeltaScan(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkResponsesTail is the cost of the events after the deltas of a
+// 5,000-delta Responses answer (done events that repeat its text, the
+// completed response), read as Stream reads them.
+func BenchmarkResponsesTail(b *testing.B) {
+	_, _, tail := providermock.Body("openai-responses", 5000)
+	var events []rawEvent
+	for _, ev := range strings.Split(strings.TrimSpace(string(tail)), "\n\n") {
+		name, data, _ := strings.Cut(ev, "\ndata: ")
+		events = append(events, rawEvent{Event: []byte(strings.TrimPrefix(name, "event: ")), Data: []byte(data)})
+	}
+	b.SetBytes(int64(len(tail)))
+	var fast responsesDelta
+	for b.Loop() {
+		for _, ev := range events {
+			if fast.scan(ev) || fast.valid && repeatsText(string(fast.typ)) {
+				continue
+			}
+			var e responsesEvent
+			if !fast.valid || !fast.event(&e) {
+				if err := json.Unmarshal(ev.Data, &e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	}
 }

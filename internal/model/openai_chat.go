@@ -321,11 +321,13 @@ var (
 // scan reports whether data is such a chunk; any other is for the slow path.
 func (d *chatDelta) scan(data []byte) bool {
 	// choices: exactly one object, whose delta is an object.
-	d.delta = [4]jsonscan.Member{{Key: "content"}, {Key: "reasoning_content"}, {Key: "reasoning"}, {Key: "tool_calls"}}
-	d.fields = jsonscan.Shape{Fields: chatDeltaFields, Want: d.delta[:]}
-	d.choice = [2]jsonscan.Member{{Key: "delta", In: &d.fields}, {Key: "finish_reason"}}
-	d.choices = jsonscan.Shape{Fields: chatChoiceFields, Want: d.choice[:], One: true}
-	d.top = [2]jsonscan.Member{{Key: "choices", In: &d.choices}, {Key: "usage"}}
+	if d.top[0].Key == "" { // once: the scans reset the values
+		d.delta = [4]jsonscan.Member{{Key: "content"}, {Key: "reasoning_content"}, {Key: "reasoning"}, {Key: "tool_calls"}}
+		d.fields = jsonscan.Shape{Fields: chatDeltaFields, Want: d.delta[:]}
+		d.choice = [2]jsonscan.Member{{Key: "delta", In: &d.fields}, {Key: "finish_reason"}}
+		d.choices = jsonscan.Shape{Fields: chatChoiceFields, Want: d.choice[:], One: true}
+		d.top = [2]jsonscan.Member{{Key: "choices", In: &d.choices}, {Key: "usage"}}
+	}
 	if !jsonscan.Object(data, chatFields, d.top[:]) || d.top[0].Val == nil || !jsonscan.IsNull(d.top[1].Val) ||
 		d.choice[0].Val == nil || !jsonscan.IsNull(d.choice[1].Val) ||
 		!jsonscan.IsNull(d.delta[1].Val) || !jsonscan.IsNull(d.delta[2].Val) || !jsonscan.IsNull(d.delta[3].Val) {

@@ -148,24 +148,26 @@ type responsesEvent struct {
 	SummaryIndex int                  `json:"summary_index"`
 	Delta        string               `json:"delta"`
 	Item         *responsesOutputItem `json:"item"`
-	Response     *struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-		Usage  *struct {
-			InputTokens        int64 `json:"input_tokens"`
-			OutputTokens       int64 `json:"output_tokens"`
-			InputTokensDetails struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-			OutputTokensDetails struct {
-				ReasoningTokens int64 `json:"reasoning_tokens"`
-			} `json:"output_tokens_details"`
-		} `json:"usage"`
-		Error             *errorObject `json:"error"`
-		IncompleteDetails *struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-	} `json:"response"`
+	Response     *responsesResult     `json:"response"`
+}
+
+type responsesResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Usage  *struct {
+		InputTokens        int64 `json:"input_tokens"`
+		OutputTokens       int64 `json:"output_tokens"`
+		InputTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+	Error             *errorObject `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
 }
 
 type responsesOutputItem struct {
@@ -217,8 +219,10 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			continue // valid JSON that repeats what the deltas said: not decoded
 		}
 		var e responsesEvent
-		if err := c.decode(ev, &e); err != nil {
-			return a.streamed(), err
+		if !fast.valid || !fast.event(&e) {
+			if err := c.decode(ev, &e); err != nil {
+				return a.streamed(), err
+			}
 		}
 		if e.Type == "" {
 			e.Type = string(ev.Event)
@@ -305,8 +309,11 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 // (see package jsonscan). After any scan, valid says whether the event was
 // a JSON object jsonscan read, and typ is then its type.
 type responsesDelta struct {
-	m               [4]jsonscan.Member
-	kind            string // PartText or PartReasoning
+	m               [6]jsonscan.Member // responsesFields
+	item            [5]jsonscan.Member // responsesItemFields
+	result          [5]jsonscan.Member // responsesResultFields
+	items, results  jsonscan.Shape     // m[4]'s and m[5]'s
+	kind            string             // PartText or PartReasoning
 	output, summary int
 	delta           []byte // the JSON string
 	valid           bool
@@ -326,12 +333,24 @@ func repeatsText(typ string) bool {
 	return false
 }
 
-var responsesFields = []string{"type", "output_index", "summary_index", "delta", "item", "response"}
+// The members of responsesEvent, of its item and of its response.
+var (
+	responsesFields       = []string{"type", "output_index", "summary_index", "delta", "item", "response"}
+	responsesItemFields   = []string{"type", "call_id", "name", "arguments", "encrypted_content"}
+	responsesResultFields = []string{"id", "status", "usage", "error", "incomplete_details"}
+)
 
 // scan reports whether ev is a delta event it has read; any other is for
 // the slow path.
 func (d *responsesDelta) scan(ev rawEvent) bool {
-	d.m = [4]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"}}
+	if d.m[0].Key == "" { // once: the scans reset the values
+		d.item = [5]jsonscan.Member{{Key: "type"}, {Key: "call_id"}, {Key: "name"}, {Key: "arguments"}, {Key: "encrypted_content"}}
+		d.items = jsonscan.Shape{Fields: responsesItemFields, Want: d.item[:]}
+		d.result = [5]jsonscan.Member{{Key: "id"}, {Key: "status"}, {Key: "usage"}, {Key: "error"}, {Key: "incomplete_details"}}
+		d.results = jsonscan.Shape{Fields: responsesResultFields, Want: d.result[:]}
+		d.m = [6]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"},
+			{Key: "item", In: &d.items}, {Key: "response", In: &d.results}}
+	}
 	d.valid, d.typ = false, nil
 	if !jsonscan.Object(ev.Data, responsesFields, d.m[:]) {
 		return false
@@ -358,4 +377,54 @@ func (d *responsesDelta) scan(ev rawEvent) bool {
 	d.summary, ok2 = jsonscan.Int(d.m[2].Val)
 	d.delta = d.m[3].Val
 	return ok1 && ok2 && jsonscan.IsString(d.delta)
+}
+
+// event reads a valid event that is not a delta into e as encoding/json
+// would, from the members scan kept: the text a done event repeats (an
+// item's content, a response's output; 400 KB each at 50,000 deltas) is
+// validated by the scan and never decoded. It reports false where
+// encoding/json must decide (and report the error).
+func (d *responsesDelta) event(e *responsesEvent) bool {
+	var ok [3]bool
+	e.OutputIndex, ok[0] = jsonscan.Int(d.m[1].Val)
+	e.SummaryIndex, ok[1] = jsonscan.Int(d.m[2].Val)
+	if !ok[0] || !ok[1] || !unquote(d.m[0].Val, &e.Type) || !unquote(d.m[3].Val, &e.Delta) {
+		return false
+	}
+	if d.m[4].Val != nil {
+		it := &responsesOutputItem{}
+		for i, f := range []*string{&it.Type, &it.CallID, &it.Name, &it.Arguments, &it.EncryptedContent} {
+			if !unquote(d.item[i].Val, f) {
+				return false
+			}
+		}
+		e.Item = it
+	}
+	if d.m[5].Val != nil {
+		r := &responsesResult{}
+		if !unquote(d.result[0].Val, &r.ID) || !unquote(d.result[1].Val, &r.Status) {
+			return false
+		}
+		for i, f := range []any{&r.Usage, &r.Error, &r.IncompleteDetails} {
+			if v := d.result[i+2].Val; v != nil && json.Unmarshal(v, f) != nil {
+				return false
+			}
+		}
+		e.Response = r
+	}
+	return true
+}
+
+// unquote sets *s to the scanned string raw; absent or null leaves it.
+func unquote(raw []byte, s *string) bool {
+	switch {
+	case jsonscan.IsNull(raw):
+		return true
+	case !jsonscan.IsString(raw):
+		return false
+	}
+	var b strings.Builder
+	jsonscan.Unquote(&b, raw)
+	*s = b.String()
+	return true
 }

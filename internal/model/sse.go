@@ -84,8 +84,32 @@ func (r *sseReader) NextRaw() (rawEvent, error) {
 			r.dispatched = true
 			return rawEvent{Event: r.event, Data: r.data.Bytes(), ID: r.id, Retry: r.retry}, nil
 		}
+		if value, ok := bytes.CutPrefix(line, []byte("data:")); ok && !r.hasData && r.blankNext() {
+			// An event of one data line whose blank line is already
+			// buffered (a provider's delta): its data is the line as it is,
+			// not a copy.
+			r.dispatched = true
+			return rawEvent{Event: r.event, Data: bytes.TrimPrefix(value, []byte{' '}), ID: r.id, Retry: r.retry}, nil
+		}
 		r.field(line)
 	}
+}
+
+// blankNext consumes the empty line that comes next if it is wholly
+// buffered, reading nothing, and reports whether it did: the line just
+// returned stays valid.
+func (r *sseReader) blankNext() bool {
+	buf, _ := r.br.Peek(r.br.Buffered())
+	i := 0
+	if r.skipLF && len(buf) > 0 && buf[0] == '\n' {
+		i = 1 // the end of the line just read
+	}
+	if i == len(buf) || buf[i] != '\n' && buf[i] != '\r' {
+		return false
+	}
+	r.skipLF = buf[i] == '\r'
+	_, _ = r.br.Discard(i + 1)
+	return true
 }
 
 // field applies one non-empty line to the pending event.

@@ -1,12 +1,15 @@
 package model
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/providermock"
 )
 
 // readAll parses a whole stream; it returns the events and the error that
@@ -126,4 +129,24 @@ func FuzzSSE(f *testing.F) {
 			t.Fatalf("stream %q: events (-want +got):\n%s", b.String(), diff)
 		}
 	})
+}
+
+// BenchmarkSSEReader is the reader's cost per event of a 5,000-delta
+// answer of each API, the stream wholly buffered as a fast server sends it.
+func BenchmarkSSEReader(b *testing.B) {
+	for _, api := range providermock.APIs {
+		head, deltas, tail := providermock.Body(api, 5000)
+		body := string(head) + string(bytes.Join(deltas, nil)) + string(tail)
+		b.Run(api, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				r := newSSEReader(strings.NewReader(body), maxEventSize)
+				for {
+					if _, err := r.NextRaw(); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
 }
