@@ -404,10 +404,11 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				// runs) came after every line received so far. Lines of
 				// different streams may come in another order on another
 				// run, so the wait names the latest line of each stream
-				// that got lines since the last wait, not just the latest.
+				// that got lines since the last wait, not just the latest
+				// (in a batch of calls that may run at once, its batch).
 				var at []int
 				for key := range pending {
-					at = append(at, b.last[key])
+					at = append(at, b.waitable(key, b.last[key]))
 				}
 				sort.Ints(at)
 				var names []string

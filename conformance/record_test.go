@@ -270,7 +270,9 @@ func TestTapeAfterStop(t *testing.T) {
 // A client line waits for the latest line of every stream that got lines
 // since the last wait, not only for the latest line: another run may
 // interleave the streams differently (here p's result may come after q's
-// event, and the line sent after both must wait for p's result).
+// event, and the line sent after both must wait for p's result). A wait
+// never names a per-call line of a batch of two calls (their order varies,
+// and the recording drops them): it names the batch.
 func TestRecordWaitsEveryStream(t *testing.T) {
 	log := []recorded{
 		{client: true, line: `{"id":"p","method":"session.prompt"}`},
@@ -280,7 +282,12 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 		{client: true, line: `{"id":"r","method":"session.list"}`},
 		{line: `{"type":"text","delta":"b","request":"q"}`},
 		{line: `{"id":"r","result":{}}`},
+		{client: true, line: `{"id":"t","method":"session.prompt"}`},
+		{line: `{"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}`},
+		{line: `{"type":"tool_start","id":2,"request":"t"}`},
 		{client: true, directive: "#close"},
+		{line: `{"type":"tool_start","id":1,"request":"t"}`},
+		{line: `{"id":"t","result":{}}`},
 	}
 	out, err := draftCase(&Case{ID: "x", Level: "MUST"}, log, nil, map[string]any{})
 	if err != nil {
@@ -299,11 +306,15 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 #wait l1 l2
 {"id":"r","method":"session.list"}
 #wait l2 l3
+{"id":"t","method":"session.prompt"}
+#wait l4
 #close
 -- expect --
 @l1 {"id":"p","result":{}}
 @l2 {"type":"text","delta":"ab","request":"q"}
 @l3 {"id":"r","result":{}}
+@l4 {"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}
+{"id":"t","result":{}}
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("recording (-want +got):\n%s", diff)

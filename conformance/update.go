@@ -212,6 +212,7 @@ type expectBuilder struct {
 	lines  []map[string]any
 	labels []string
 	last   map[string]int // stream → index of its latest line
+	batch  map[string]int // stream → index of its latest tool_batch
 	latest int            // index of the line the latest received line went into
 }
 
@@ -238,7 +239,35 @@ func (b *expectBuilder) add(obj map[string]any) string {
 	b.labels = append(b.labels, "")
 	b.last[key] = len(b.lines) - 1
 	b.latest = len(b.lines) - 1
+	if obj["type"] == "tool_batch" {
+		if b.batch == nil {
+			b.batch = map[string]int{}
+		}
+		b.batch[key] = b.latest
+	}
 	return key
+}
+
+// waitable is the line a wait for line i names: i, or for a per-call line
+// of a batch of two calls or more, the batch's tool_batch (the per-call
+// lines' order varies, so dropConcurrentTools drops them unless named).
+func (b *expectBuilder) waitable(key string, i int) int {
+	if j, ok := b.batch[key]; ok && perCall(b.lines[i]) && concurrent(b.lines[j]) {
+		return j
+	}
+	return i
+}
+
+// perCall reports whether l is one call's line of a tool batch.
+func perCall(l map[string]any) bool {
+	t, _ := l["type"].(string)
+	return t == "tool_start" || t == "tool_output" || t == "tool_end"
+}
+
+// concurrent reports whether l is a tool batch of two calls or more.
+func concurrent(l map[string]any) bool {
+	calls, _ := l["calls"].([]any)
+	return l["type"] == "tool_batch" && len(calls) > 1
 }
 
 // dropConcurrentTools removes the per-call lines (tool_start, tool_output,
@@ -250,10 +279,6 @@ func (b *expectBuilder) add(obj map[string]any) string {
 // tools' results. A stream where such a line carries a label (a #wait of
 // the client names it) keeps its lines.
 func (b *expectBuilder) dropConcurrentTools() {
-	perCall := func(l map[string]any) bool {
-		t, _ := l["type"].(string)
-		return t == "tool_start" || t == "tool_output" || t == "tool_end"
-	}
 	batched := map[string]bool{}
 	keys := make([]string, len(b.lines))
 	for i, l := range b.lines {
@@ -262,7 +287,7 @@ func (b *expectBuilder) dropConcurrentTools() {
 			key = "?"
 		}
 		keys[i] = key
-		if calls, _ := l["calls"].([]any); l["type"] == "tool_batch" && len(calls) > 1 {
+		if concurrent(l) {
 			batched[key] = true
 		}
 	}
@@ -282,7 +307,7 @@ func (b *expectBuilder) dropConcurrentTools() {
 		}
 		lines, labels = append(lines, l), append(labels, b.labels[i])
 	}
-	b.lines, b.labels, b.last, b.latest = lines, labels, nil, 0
+	b.lines, b.labels, b.last, b.batch, b.latest = lines, labels, nil, nil, 0
 }
 
 func (b *expectBuilder) String() string {
