@@ -41,6 +41,11 @@ func newNormalizer(bindings map[string]any) *normalizer {
 // prompt that names the temp dir.
 var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "first_byte_ms": true, "tokens_before": true, "tokens_after": true}
 
+// volatileID are the keys of a model answer's id (e's usage event, pi's
+// messages): the tape names it after the entry that served the call,
+// which concurrent calls may take in another order on another run.
+var volatileID = map[string]bool{"response_id": true, "responseId": true}
+
 // value normalises v; key is the name of the field holding it.
 func (n *normalizer) value(key string, v any) any {
 	switch x := v.(type) {
@@ -71,6 +76,8 @@ func (n *normalizer) str(key, s string) string {
 		return "{{" + name + "}}"
 	}
 	switch {
+	case volatileID[key] && s != "":
+		return "$nonempty"
 	case key == "session" && s != "" && !strings.HasPrefix(s, "/"):
 		return "{{" + n.bind(s, "s") + "}}"
 	case entryIDKey[key] && entryIDRE.MatchString(s):

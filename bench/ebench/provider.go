@@ -22,8 +22,12 @@ import (
 // and the turn's events per second against the floor of events (a
 // program writing as many pre-encoded text event lines, read the same
 // way), in the same run.
+//
+// With several binaries (-e old,new) each binary runs one turn in turn
+// (after its warm-up turn), -runs times, so that an A/B comparison shares
+// the machine's load; a row per binary is printed.
 func provider(fs *flag.FlagSet, args []string) error {
-	e := fs.String("e", "./e", "the e binary")
+	e := fs.String("e", "./e", "the e binary, or several, comma-separated (A/B in the same runs)")
 	sizes := fs.String("n", "500,5000,50000", "deltas per answer, comma-separated")
 	apis := fs.String("api", strings.Join(providermock.APIs, ","), "provider APIs, comma-separated")
 	runs := fs.Int("runs", 5, "turns per size after a warm-up turn; medians are printed")
@@ -32,28 +36,54 @@ func provider(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-17s %7s %12s %10s %14s %16s %10s %8s\n", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs", "floor ms", "ratio")
+	bins := strings.Split(*e, ",")
+	fmt.Printf("%-17s %7s %12s %10s %14s %16s %10s %8s", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs", "floor ms", "ratio")
+	if len(bins) > 1 {
+		fmt.Print("  binary")
+	}
+	fmt.Println()
+	rounds, turns := 1, *runs // one binary: all its turns in one process
+	if len(bins) > 1 {
+		rounds, turns = *runs, 1
+	}
 	for _, api := range strings.Split(*apis, ",") {
 		for _, f := range strings.Split(*sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				return fmt.Errorf("-n: %w", err)
 			}
-			r, err := providerRun(*e, api, n, *runs)
-			if err != nil {
-				return fmt.Errorf("%s, %d deltas: %w", api, n, err)
+			all := make([][]turnFigures, len(bins))
+			for range rounds {
+				for i, bin := range bins {
+					r, err := providerRun(bin, api, n, turns)
+					if err != nil {
+						return fmt.Errorf("%s, %s, %d deltas: %w", bin, api, n, err)
+					}
+					all[i] = append(all[i], r)
+				}
 			}
 			var floors []float64
 			for range *runs {
-				rate, err := floorRun(self, r.sample, n)
+				rate, err := floorRun(self, all[0][0].sample, n)
 				if err != nil {
 					return err
 				}
 				floors = append(floors, float64(n)/rate)
 			}
 			fl := median(floors) // seconds for n lines
-			fmt.Printf("%-17s %7d %12.2f %10.2f %14.2f %16.0f %10.2f %7.1f%%\n", api, n, r.cpu.Seconds()*1e6/float64(n),
-				r.cpu.Seconds()*1e3, r.turn.Seconds()*1e3, r.first.Seconds()*1e6, fl*1e3, 100*fl/r.turn.Seconds())
+			for i, rs := range all {
+				var cpus, walls, firsts []float64
+				for _, r := range rs {
+					cpus, walls, firsts = append(cpus, r.cpu.Seconds()), append(walls, r.turn.Seconds()), append(firsts, r.first.Seconds())
+				}
+				c, t := median(cpus), median(walls)
+				fmt.Printf("%-17s %7d %12.2f %10.2f %14.2f %16.0f %10.2f %7.1f%%", api, n, c*1e6/float64(n),
+					c*1e3, t*1e3, median(firsts)*1e6, fl*1e3, 100*fl/t)
+				if len(bins) > 1 {
+					fmt.Print("  " + bins[i])
+				}
+				fmt.Println()
+			}
 		}
 	}
 	return nil

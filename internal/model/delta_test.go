@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,29 +146,34 @@ func BenchmarkDeltaScan(b *testing.B) {
 	}
 }
 
-// BenchmarkResponsesTail is the cost of the events after the deltas of a
-// 5,000-delta Responses answer (done events that repeat its text, the
-// completed response), read as Stream reads them.
+// BenchmarkResponsesTail is the cost per byte of the events after the
+// deltas of Responses answers of 500 and 50,000 deltas (done events that
+// repeat the text, the completed response), read as Stream reads them:
+// flat when nothing grows faster than the text.
 func BenchmarkResponsesTail(b *testing.B) {
-	_, _, tail := providermock.Body("openai-responses", 5000)
-	var events []rawEvent
-	for _, ev := range strings.Split(strings.TrimSpace(string(tail)), "\n\n") {
-		name, data, _ := strings.Cut(ev, "\ndata: ")
-		events = append(events, rawEvent{Event: []byte(strings.TrimPrefix(name, "event: ")), Data: []byte(data)})
-	}
-	b.SetBytes(int64(len(tail)))
-	var fast responsesDelta
-	for b.Loop() {
-		for _, ev := range events {
-			if fast.scan(ev) || fast.valid && repeatsText(string(fast.typ)) {
-				continue
-			}
-			var e responsesEvent
-			if !fast.valid || !fast.event(&e) {
-				if err := json.Unmarshal(ev.Data, &e); err != nil {
-					b.Fatal(err)
+	for _, n := range []int{500, 50000} {
+		_, _, tail := providermock.Body("openai-responses", n)
+		var events []rawEvent
+		for _, ev := range strings.Split(strings.TrimSpace(string(tail)), "\n\n") {
+			name, data, _ := strings.Cut(ev, "\ndata: ")
+			events = append(events, rawEvent{Event: []byte(strings.TrimPrefix(name, "event: ")), Data: []byte(data)})
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(tail)))
+			var fast responsesDelta
+			for b.Loop() {
+				for _, ev := range events {
+					if fast.scan(ev) || fast.valid && repeatsText(string(fast.typ)) {
+						continue
+					}
+					var e responsesEvent
+					if !fast.valid || !fast.event(&e) {
+						if err := json.Unmarshal(ev.Data, &e); err != nil {
+							b.Fatal(err)
+						}
+					}
 				}
 			}
-		}
+		})
 	}
 }

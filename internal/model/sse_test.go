@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,22 +132,25 @@ func FuzzSSE(f *testing.F) {
 	})
 }
 
-// BenchmarkSSEReader is the reader's cost per event of a 5,000-delta
-// answer of each API, the stream wholly buffered as a fast server sends it.
+// BenchmarkSSEReader is the reader's cost per byte of answers of 500 and
+// 50,000 deltas of each API (flat when nothing grows faster than the
+// stream), the stream wholly buffered as a fast server sends it.
 func BenchmarkSSEReader(b *testing.B) {
 	for _, api := range providermock.APIs {
-		head, deltas, tail := providermock.Body(api, 5000)
-		body := string(head) + string(bytes.Join(deltas, nil)) + string(tail)
-		b.Run(api, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				r := newSSEReader(strings.NewReader(body), maxEventSize)
-				for {
-					if _, err := r.NextRaw(); err != nil {
-						break
+		for _, n := range []int{500, 50000} {
+			head, deltas, tail := providermock.Body(api, n)
+			body := string(head) + string(bytes.Join(deltas, nil)) + string(tail)
+			b.Run(api+"/"+strconv.Itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					r := newSSEReader(strings.NewReader(body), maxEventSize)
+					for {
+						if _, err := r.NextRaw(); err != nil {
+							break
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
