@@ -96,25 +96,24 @@ func parseTape(data []byte, out *[]tapeEntry) error {
 	}
 	for i := range *out {
 		e := &(*out)[i]
-		if len(e.RawRequest) > 0 {
-			v, err := decode(e.RawRequest)
-			if err != nil {
-				return fmt.Errorf("entry %d: request: %w", i, err)
+		// An expectation on the call (request, key): matchers and
+		// placeholders, linted like an expected line.
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+			into *any
+		}{{"request", e.RawRequest, &e.Request}, {"key", e.RawKey, &e.Key}} {
+			if len(f.raw) == 0 {
+				continue
 			}
-			if err := lintValue(fmt.Sprintf("/%d/request", i), v); err != nil {
+			v, err := decode(f.raw)
+			if err != nil {
+				return fmt.Errorf("entry %d: %s: %w", i, f.name, err)
+			}
+			if err := lintValue(fmt.Sprintf("/%d/%s", i, f.name), v); err != nil {
 				return err
 			}
-			e.Request = v
-		}
-		if len(e.RawKey) > 0 {
-			v, err := decode(e.RawKey)
-			if err != nil {
-				return fmt.Errorf("entry %d: key: %w", i, err)
-			}
-			if err := lintValue(fmt.Sprintf("/%d/key", i), v); err != nil {
-				return err
-			}
-			e.Key = v
+			*f.into = v
 		}
 		if e.Error != nil && (e.Text != nil || e.Reasoning != nil || e.ToolCalls != nil || e.Usage != nil) {
 			return fmt.Errorf("entry %d: an error entry streams nothing else", i)
