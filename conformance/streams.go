@@ -95,10 +95,15 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 			return div
 		}
 		p.r.mu.Lock()
-		ok, eof := done(), p.r.eof
+		ok, eof, queued := done(), p.r.eof, len(p.r.lineQueue) > 0
 		p.r.mu.Unlock()
 		if ok {
 			return nil
+		}
+		if queued {
+			// Lines came after drain, with EOF maybe: feed them first, or
+			// finish would call them missing.
+			continue
 		}
 		if eof {
 			if strings.HasPrefix(what, "@") {
