@@ -23,20 +23,36 @@ func TestUntilFeedsLinesQueuedWithEOF(t *testing.T) {
 	}
 	r := newRun(c, Options{})
 	r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
-	calls := 0
-	done := func() bool { // called with r.mu held, right after a drain
-		calls++
-		if calls == 1 { // the reader's last line and EOF land now
-			r.lineQueue = append(r.lineQueue, []byte(`{"id":"b","result":{}}`))
-			r.eof = true
-		}
-		return false
-	}
-	p := &pump{r: r, ctx: context.Background()}
-	if div := p.until("the server to exit", done); div != nil {
-		t.Fatalf("until: %+v", div)
-	}
-	if div := r.finish(&tapeServer{}); div != nil {
-		t.Errorf("a line queued with EOF was not matched: %s: %s", div.Step, div.Message)
+	for _, tt := range []struct {
+		name string
+		done func() bool
+	}{
+		{name: "waiting for a label", done: func() bool { return false }},
+		{name: "waiting for EOF", done: func() bool { return r.eof }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
+			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]bool{}
+			for _, e := range joinExpected(r.d, c.expect) {
+				s := r.stream(e.stream)
+				s.exp = append(s.exp, e)
+			}
+			calls := 0
+			done := func() bool { // called with r.mu held, right after a drain
+				calls++
+				if calls == 1 { // the reader's last line and EOF land now
+					r.lineQueue = append(r.lineQueue, []byte(`{"id":"b","result":{}}`))
+					r.eof = true
+				}
+				return tt.done()
+			}
+			p := &pump{r: r, ctx: context.Background()}
+			if div := p.until("the server to exit", done); div != nil {
+				t.Fatalf("until: %+v", div)
+			}
+			if div := r.finish(&tapeServer{}); div != nil {
+				t.Errorf("a line queued with EOF was not matched: %s: %s", div.Step, div.Message)
+			}
+		})
 	}
 }
