@@ -397,8 +397,18 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		}
 		return b.labels[i]
 	}
+	cut := map[int]string{} // delta runs open when the client stopped work: their text then
 	for _, l := range log {
 		if l.client {
+			if stop, session := stopOf(l); stop {
+				for _, i := range b.last {
+					_, text, ok := erpcDialect{}.delta(b.lines[i])
+					_, seen := cut[i]
+					if ok && !seen && (session == "" || b.lines[i]["session"] == n.str("session", session)) {
+						cut[i] = text
+					}
+				}
+			}
 			if len(pending) > 0 {
 				// The line (or EOF, or a signal, which ends what still
 				// runs) came after every line received so far. Lines of
@@ -440,6 +450,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		}
 		pending[b.add(n.value("", obj).(map[string]any))] = true
 	}
+	b.cutRuns(cut)
 	b.dropConcurrentTools()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -532,6 +543,22 @@ func (rc *recorder) tape(stopped bool) []map[string]any {
 	return out
 }
 
+// stopOf reports whether a client line stops work in progress (a stop
+// request, a signal, EOF), and the session it names, "" for all.
+func stopOf(l recorded) (stop bool, session string) {
+	if strings.HasPrefix(l.directive, "#signal") || l.directive == "#close" {
+		return true, ""
+	}
+	var req struct {
+		Method string
+		Params struct{ Session string }
+	}
+	if json.Unmarshal([]byte(l.line), &req) != nil || !stopMethods[req.Method] {
+		return false, ""
+	}
+	return true, req.Params.Session
+}
+
 // stopMethods are the requests that stop work in progress.
 var stopMethods = map[string]bool{"session.interrupt": true, "session.close": true, "shutdown": true}
 
@@ -539,14 +566,7 @@ var stopMethods = map[string]bool{"session.interrupt": true, "session.close": tr
 // session: a request of stopMethods, or a signal.
 func stopsWork(log []recorded) bool {
 	for _, l := range log {
-		if !l.client {
-			continue
-		}
-		if strings.HasPrefix(l.directive, "#signal") {
-			return true
-		}
-		var req struct{ Method string }
-		if json.Unmarshal([]byte(l.line), &req) == nil && stopMethods[req.Method] {
+		if stop, _ := stopOf(l); l.client && stop && l.directive != "#close" {
 			return true
 		}
 	}
@@ -661,6 +681,7 @@ func parseStream(data []byte, entry map[string]any) {
 			continue
 		}
 		var chunk struct {
+			ID      string `json:"id"`
 			Choices []struct {
 				Delta struct {
 					Content          string `json:"content"`
@@ -689,6 +710,9 @@ func parseStream(data []byte, entry map[string]any) {
 		}
 		if json.Unmarshal([]byte(payload), &chunk) != nil {
 			continue
+		}
+		if chunk.ID != "" {
+			entry["id"] = chunk.ID // the answer's id, which the server may report (usage response_id)
 		}
 		if u := chunk.Usage; u != nil {
 			usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}

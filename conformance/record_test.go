@@ -311,12 +311,51 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 #close
 -- expect --
 @l1 {"id":"p","result":{}}
-@l2 {"type":"text","delta":"ab","request":"q"}
+@l2 {"type":"text","delta":"$prefix:ab","request":"q"}
 @l3 {"id":"r","result":{}}
 @l4 {"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}
 {"id":"t","result":{}}
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("recording (-want +got):\n%s", diff)
+	}
+}
+
+// A delta run still streaming when the client stopped work is expected to
+// start with the text received before the stop, as are the texts that
+// hold it after it (the result's output, a tool_end's content): how much
+// more comes before the stop lands depends on the machine's speed. Runs
+// of other sessions, and a run that ended before the stop, stay exact.
+func TestRecordCutRuns(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+		{client: true, line: `{"id":"q","method":"session.prompt","params":{"session":"S2"}}`},
+		{line: `{"type":"text","delta":"hel","session":"S1","request":"p"}`},
+		{line: `{"type":"text","delta":"x","session":"S2","request":"q"}`},
+		{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
+		{line: `{"type":"text","delta":"lo","session":"S1","request":"p"}`},
+		{line: `{"type":"text","delta":"y","session":"S2","request":"q"}`},
+		{line: `{"id":"p","result":{"aborted":true,"output":"hello","final_output":"hello"}}`},
+		{line: `{"id":"q","result":{"output":"xy"}}`},
+		{line: `{"id":"i","result":{}}`},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST"}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, f := range parseArchive(out).files {
+		if f.name == "expect" {
+			got = string(f.data)
+		}
+	}
+	want := `@l1 {"type":"text","delta":"$prefix:hel","session":"{{s1}}","request":"p"}
+@l2 {"type":"text","delta":"xy","session":"{{s2}}","request":"q"}
+{"id":"p","result":{"aborted":true,"final_output":"$prefix:hel","output":"$prefix:hel"}}
+{"id":"q","result":{"output":"xy"}}
+{"id":"i","result":{}}
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("expect section (-want +got):\n%s", diff)
 	}
 }

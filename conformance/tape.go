@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,7 @@ type tapeEntry struct {
 	FinishReason string          `json:"finish_reason"`
 	Hold         bool            `json:"hold"`
 	Optional     bool            `json:"optional"`
+	ID           string          `json:"id"` // the completion's id; default chatcmpl-tape-<n>
 	DelayMS      int             `json:"delay_ms"`
 	Error        *tapeError      `json:"error"`
 	RawRequest   json.RawMessage `json:"request"`
@@ -325,7 +327,7 @@ func (t *tapeServer) stream(ctx context.Context, w http.ResponseWriter, n int, e
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Request-Id", fmt.Sprintf("req_tape_%d", n+1))
 	fl, _ := w.(http.Flusher)
-	id := fmt.Sprintf("chatcmpl-tape-%d", n+1)
+	id := cmp.Or(e.ID, fmt.Sprintf("chatcmpl-tape-%d", n+1))
 	send := func(delta map[string]any, finish any, usage any) {
 		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": "model"}
 		if delta != nil || finish != nil {

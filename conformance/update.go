@@ -265,6 +265,42 @@ func (b *expectBuilder) waitable(key string, i int) int {
 	return i
 }
 
+// cutRuns loosens the delta runs that were still streaming when the
+// client stopped work (by line index: the text they had then). Where the
+// stop cuts a run depends on the machine's speed, so such a run is
+// expected to start with the text received before the stop (a wait on it
+// is met once that text is in), and so are the texts after it in its
+// stream that hold the run (a result's output, a tool_end's content).
+func (b *expectBuilder) cutRuns(cut map[int]string) {
+	for i, before := range cut {
+		full, _ := b.lines[i]["delta"].(string)
+		if full == "" || strings.HasPrefix(full, "$") && !strings.HasPrefix(full, "$$") {
+			continue // a matcher already
+		}
+		full, before = strings.TrimPrefix(full, "$"), strings.TrimPrefix(before, "$") // "$$x" is "$x"
+		b.lines[i]["delta"] = "$prefix:" + before
+		key, _, _ := streamKey(b.lines[i])
+		for _, l := range b.lines[i+1:] {
+			if k, _, _ := streamKey(l); k != key {
+				continue
+			}
+			holders := []map[string]any{l}
+			if r, ok := l["result"].(map[string]any); ok {
+				holders = append(holders, r)
+			}
+			for _, h := range holders {
+				for _, f := range []string{"output", "final_output", "content"} {
+					if s, ok := h[f].(string); ok && !isPattern(s) {
+						if at := strings.Index(s, full); at >= 0 {
+							h[f] = "$prefix:" + s[:at] + before
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // perCall reports whether l is one call's line of a tool batch.
 func perCall(l map[string]any) bool {
 	t, _ := l["type"].(string)

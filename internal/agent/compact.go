@@ -75,6 +75,15 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	}
 	t.s.mu.Unlock()
 	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
+	if t.s.eng.ReserveTokens > 0 {
+		// pi's measure: the last answer's context as its call counted it,
+		// and the estimate of what came after it.
+		t.s.mu.Lock()
+		if i, used := t.s.lastContext(); i >= 0 {
+			before = used + estimate(msgs) - estimate(t.s.history(t.s.entries[:i+1]))
+		}
+		t.s.mu.Unlock()
+	}
 	if !force && float64(before) <= limit {
 		return false, nil
 	}
@@ -168,19 +177,20 @@ func (s *Session) CompactOver(ctx context.Context, sink func(Event)) (CompactRes
 	return s.compactNow(ctx, "auto", "", sink)
 }
 
-// lastContext is the context the newest answer since the last compaction
-// had, as its model call counted it (0 when there is none).
-func (s *Session) lastContext() int64 {
+// lastContext returns the index of the newest answer since the last
+// compaction and its context as its model call counted it (its prompt and
+// output tokens); -1 and 0 when there is none.
+func (s *Session) lastContext() (int, int64) {
 	for i := len(s.entries) - 1; i >= 0; i-- {
 		switch en := s.entries[i]; {
 		case en.Type == store.TypeCompaction:
-			return 0
+			return -1, 0
 		case en.Type == store.TypeMessage && en.Call != nil:
 			u := en.Call.Usage
-			return u.Input + u.Output + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h
+			return i, u.Input + u.Output + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h
 		}
 	}
-	return 0
+	return -1, 0
 }
 
 func (s *Session) compactNow(ctx context.Context, reason, focus string, sink func(Event)) (CompactResult, error) {
@@ -195,7 +205,8 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 	s.mu.Lock()
 	modelID, effort := s.modelID, s.effort
 	msgs := s.history(s.entries)
-	off, last := s.noAutoCompact, s.lastContext()
+	off := s.noAutoCompact
+	_, last := s.lastContext()
 	s.mu.Unlock()
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {

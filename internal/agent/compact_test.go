@@ -279,14 +279,7 @@ func TestCompactKeepRecent(t *testing.T) {
 			if gotErr := fmt.Sprint(err); tc.wantErr != "" && gotErr != tc.wantErr || tc.wantErr == "" && err != nil {
 				t.Fatalf("Compact error %v, want %q", err, tc.wantErr)
 			}
-			var got []string
-			for _, m := range History(s.Entries()) {
-				if _, ok := Summary(m); ok {
-					got = append(got, "summary")
-				} else {
-					got = append(got, m.Role)
-				}
-			}
+			got := historyRoles(s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("history after compaction (-want +got):\n%s", diff)
 			}
@@ -327,14 +320,7 @@ func TestCompactOver(t *testing.T) {
 			if _, err := s.CompactOver(t.Context(), rec.sink); err != nil {
 				t.Fatalf("CompactOver: %v", err)
 			}
-			var got []string
-			for _, m := range History(s.Entries()) {
-				if _, ok := Summary(m); ok {
-					got = append(got, "summary")
-				} else {
-					got = append(got, m.Role)
-				}
-			}
+			got := historyRoles(s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("history after (-want +got):\n%s", diff)
 			}
@@ -343,4 +329,43 @@ func TestCompactOver(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCompactInTurnPiMeasure(t *testing.T) {
+	// With ReserveTokens, a turn measures its context as pi does: the last
+	// answer's context as its call counted it (20005 here) and an estimate
+	// of what followed; e's own estimate of this history is far smaller.
+	for _, tc := range []struct {
+		name    string
+		reserve int64
+		want    []string
+	}{
+		{name: "pi's measure, over window less reserve", reserve: 190000, want: []string{"summary", "user", "assistant"}},
+		{name: "e's estimate, under the fraction", reserve: 0, want: []string{"user", "assistant", "user", "assistant"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := testEngine(t)
+			eng.ReserveTokens = tc.reserve
+			s := testSession(t, eng, nil)
+			prompt(t, s, "/text one\n/usage 20000 5 0 0 0")
+			prompt(t, s, "/text two")
+			got := historyRoles(s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// historyRoles is s's history as roles, "summary" for a compaction summary.
+func historyRoles(s *Session) []string {
+	var got []string
+	for _, m := range History(s.Entries()) {
+		if _, ok := Summary(m); ok {
+			got = append(got, "summary")
+		} else {
+			got = append(got, m.Role)
+		}
+	}
+	return got
 }
