@@ -222,6 +222,7 @@ type run struct {
 	lineQueue  [][]byte
 	eof        bool
 	readErr    error
+	killed     bool // the runner killed the server past the case's timeout
 }
 
 func newRun(c *Case, o Options) *run {
@@ -309,7 +310,12 @@ func (r *run) exec(ctx context.Context) (div *Divergence, err error) {
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	killer := time.AfterFunc(timeout+time.Second, func() { killGroup(cmd) })
+	killer := time.AfterFunc(timeout+time.Second, func() {
+		r.mu.Lock()
+		r.killed = true // a line it cuts short is the timeout's, reported as such
+		r.mu.Unlock()
+		killGroup(cmd)
+	})
 	defer killer.Stop()
 
 	defer r.teardown(pr)

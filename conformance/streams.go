@@ -163,7 +163,7 @@ func (r *run) read(f io.Reader) {
 			r.transcript = append(r.transcript, Exchange{At: time.Now(), Dir: "received", Line: string(line)})
 			if line[len(line)-1] == '\n' {
 				r.lineQueue = append(r.lineQueue, line[:len(line)-1])
-			} else if err == io.EOF {
+			} else if err == io.EOF && !r.killed {
 				r.readErr = fmt.Errorf("the last stdout line %q has no LF: output lines must be complete (F5)", shorten(string(line)))
 			}
 		}

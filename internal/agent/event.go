@@ -134,6 +134,10 @@ type (
 	}
 	TurnEnd struct {
 		Aborted bool `json:"aborted"`
+		// ResponseID is the provider's id of the answer an interruption
+		// cut short, when it gave one, for front ends that show it (the pi
+		// dialect's responseId). Not on e's wire.
+		ResponseID string `json:"-"`
 	}
 )
 

@@ -41,6 +41,7 @@ type turn struct {
 	extension    map[string]bool
 	mcp          map[string]mcpTool // e's name → the server and its name there
 	lastCall     store.ModelCall    // the last successful model call, for its message's entry
+	cutID        string             // the response id of the answer an interruption cut short
 	prompted     bool               // the prompt is in the history
 	system       string             // the system prompt, once built
 	texts        []Text             // the rest of the slab the next Text events come from
@@ -114,7 +115,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
-	t.emit(TurnEnd{Aborted: aborted})
+	t.emit(TurnEnd{Aborted: aborted, ResponseID: t.cutID})
 	if s.eng.Ext != nil {
 		s.eng.Ext.Notify("turn.end", map[string]any{"session": s.id, "aborted": aborted})
 	}
@@ -525,6 +526,9 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if t.ctx.Err() != nil {
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(t.callRecord(show, "cancelled", attempt+1, began, start, first))
+			}
+			if show && resp != nil {
+				t.cutID = resp.ResponseID
 			}
 			return nil, partial, t.ctx.Err()
 		}

@@ -287,7 +287,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(), err
+			return a.streamed(resp.ResponseID), err
 		}
 		if fast.scan(ev.Data) {
 			if i, ok := blocks[fast.index]; ok {
@@ -297,7 +297,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 		}
 		var e anthropicEvent
 		if err := c.decode(ev, &e); err != nil {
-			return a.streamed(), err
+			return a.streamed(resp.ResponseID), err
 		}
 		switch e.Type {
 		case "message_start":
@@ -365,7 +365,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 			return resp, nil
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
 		}
 	}
 }

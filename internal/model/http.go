@@ -477,12 +477,13 @@ func (a *answer) setArgs(i int, s string) {
 func (a *answer) sign(i int, sig string) { a.parts[i].Signature = sig }
 
 // streamed is the Response a call that fails returns: the message of what
-// was emitted, or nil when nothing was.
-func (a *answer) streamed() *Response {
-	if len(a.parts) == 0 {
+// was emitted and the answer's id when the stream gave one (id), or nil
+// when it had neither.
+func (a *answer) streamed(id string) *Response {
+	if len(a.parts) == 0 && id == "" {
 		return nil
 	}
-	return &Response{Message: a.message()}
+	return &Response{Message: a.message(), ResponseID: id}
 }
 
 // hasCalls reports whether the answer holds a tool call.

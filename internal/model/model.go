@@ -162,7 +162,9 @@ type Response struct {
 // owns retries). Cancelling ctx stops the call promptly with ctx.Err().
 // A call that fails after emitting deltas returns, with its error, a
 // Response whose Message holds what was emitted (what the user saw of an
-// answer cut short); Usage and StopReason are then unset.
+// answer cut short) and ResponseID the id the stream gave, if it gave one
+// (it may have given one before any delta); Usage and StopReason are then
+// unset.
 type Provider interface {
 	Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
 }

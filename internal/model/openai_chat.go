@@ -210,7 +210,7 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(), err
+			return a.streamed(resp.ResponseID), err
 		}
 		if string(ev.Data) == "[DONE]" {
 			break
@@ -226,12 +226,12 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 		var ch chatChunk
 		if string(ev.Event) != "error" {
 			if err := c.decode(ev, &ch); err != nil {
-				return a.streamed(), err
+				return a.streamed(resp.ResponseID), err
 			}
 		}
 		if string(ev.Event) == "error" || len(ch.Error) > 0 {
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
 		}
 		first = false
 		if resp.ResponseID == "" {

@@ -201,7 +201,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(), err
+			return a.streamed(resp.ResponseID), err
 		}
 		if fast.scan(ev) {
 			e := responsesEvent{OutputIndex: fast.output, SummaryIndex: fast.summary}
@@ -221,13 +221,18 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 		var e responsesEvent
 		if !fast.valid || !fast.event(&e) {
 			if err := c.decode(ev, &e); err != nil {
-				return a.streamed(), err
+				return a.streamed(resp.ResponseID), err
 			}
 		}
 		if e.Type == "" {
 			e.Type = string(ev.Event)
 		}
 		switch e.Type {
+		case "response.created":
+			// The id, known from the start, for an answer cut short.
+			if r := e.Response; r != nil {
+				resp.ResponseID = r.ID
+			}
 		case "response.output_item.added":
 			if e.Item == nil {
 				continue
@@ -297,10 +302,10 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			if e.Response != nil && e.Response.Error != nil {
 				eo = *e.Response.Error
 			}
-			return a.streamed(), c.eventErr(eo.kind(), eo.Message, ev.Data)
+			return a.streamed(resp.ResponseID), c.eventErr(eo.kind(), eo.Message, ev.Data)
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
 		}
 	}
 }

@@ -58,8 +58,9 @@ type Translator struct {
 	retry        int // the attempt being retried, 0 when none
 	recovered    int // a retry succeeded: auto_retry_end follows its message_end
 	finalError   string
-	settling     bool // the run ended for a retry (agent_end willRetry): agent_settled is still due
-	aborted      bool // of the last e turn
+	settling     bool   // the run ended for a retry (agent_end willRetry): agent_settled is still due
+	aborted      bool   // of the last e turn
+	cutID        string // the response id of the answer the last e turn's interruption cut short
 	compacting   string
 	steers       map[string][]Content // a steer's images, by its text
 }
@@ -267,6 +268,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: ev.Aborted})
 			t.compacting = ""
 		}
+		t.cutID = ev.ResponseID
 		switch {
 		case t.asst != nil && ev.Aborted:
 			emit(t.endAssistant("aborted", abortedError)...)
@@ -396,6 +398,9 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	out := t.closeBlock()
 	m := *t.asst
 	m.StopReason, m.ErrorMessage = stop, errMsg
+	if stop == "aborted" {
+		m.ResponseID = t.cutID // pi keeps the id of the stream's first chunk
+	}
 	// pi adds these once the message is done; an answer's usage (not a
 	// failed or interrupted call's) says who priced it.
 	d := t.now().Sub(t.asstStart).Milliseconds()
