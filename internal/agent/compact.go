@@ -177,6 +177,22 @@ func (s *Session) CompactOver(ctx context.Context, sink func(Event)) (CompactRes
 	return s.compactNow(ctx, "auto", "", sink)
 }
 
+// CompactDue reports whether CompactOver would find the context over the
+// threshold now (it may still have nothing to summarise), for a front end
+// that compacts before a run as pi does.
+func (s *Session) CompactDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dueLocked()
+}
+
+// dueLocked is CompactDue with s.mu held.
+func (s *Session) dueLocked() bool {
+	info, err := s.eng.Catalog.Lookup(s.modelID)
+	_, last := s.lastContext()
+	return err == nil && !s.noAutoCompact && info.ContextWindow > 0 && last > int64(info.ContextWindow)-s.eng.ReserveTokens
+}
+
 // lastContext returns the index of the newest answer since the last
 // compaction and its context as its model call counted it (its prompt and
 // output tokens); -1 and 0 when there is none.
@@ -205,14 +221,13 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 	s.mu.Lock()
 	modelID, effort := s.modelID, s.effort
 	msgs := s.history(s.entries)
-	off := s.noAutoCompact
-	_, last := s.lastContext()
+	due := s.dueLocked()
 	s.mu.Unlock()
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {
 		return CompactResult{}, err
 	}
-	if reason == "auto" && (off || info.ContextWindow <= 0 || last <= int64(info.ContextWindow)-s.eng.ReserveTokens) {
+	if reason == "auto" && !due {
 		return CompactResult{}, nil
 	}
 	prov, err := s.eng.Catalog.Provider(modelID)

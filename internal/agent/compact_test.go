@@ -298,13 +298,14 @@ func TestCompactOver(t *testing.T) {
 		reserve int64
 		keep    int64
 		off     bool
+		due     bool     // CompactDue before
 		want    []string // the history after: roles, "summary" for the summary
 	}{
-		{name: "over the threshold", reserve: 190000, keep: 1, want: []string{"summary", "assistant"}},
+		{name: "over the threshold", reserve: 190000, keep: 1, due: true, want: []string{"summary", "assistant"}},
 		{name: "under it", reserve: 1000, keep: 1, want: []string{"user", "assistant", "user", "assistant"}},
 		{name: "automatic compaction off", reserve: 190000, keep: 1, off: true,
 			want: []string{"user", "assistant", "user", "assistant"}},
-		{name: "nothing to summarise", reserve: 190000, keep: 100000, want: []string{"user", "assistant", "user", "assistant"}},
+		{name: "nothing to summarise", reserve: 190000, keep: 100000, due: true, want: []string{"user", "assistant", "user", "assistant"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
@@ -313,6 +314,9 @@ func TestCompactOver(t *testing.T) {
 			prompt(t, s, "/text one")
 			prompt(t, s, "/text two\n/usage 20000 5 0 0 0")
 			s.SetAutoCompact(!tc.off)
+			if got := s.CompactDue(); got != tc.due {
+				t.Errorf("CompactDue = %v, want %v", got, tc.due)
+			}
 			if err := s.Begin(); err != nil {
 				t.Fatal(err)
 			}
@@ -326,6 +330,9 @@ func TestCompactOver(t *testing.T) {
 			}
 			if compacted := len(got) == 2; compacted != (len(rec.types()) > 0 && rec.types()[0] == "compacting") {
 				t.Errorf("events %v for history %v", rec.types(), got)
+			}
+			if tc.due && len(got) == 2 && s.CompactDue() {
+				t.Errorf("CompactDue after the compaction = true, want false")
 			}
 		})
 	}

@@ -623,8 +623,26 @@ func (fr *front) prompt(c *command) {
 		return
 	}
 	fr.mu.Lock()
-	running := fr.running
+	running, sess := fr.running, fr.cur
+	due := !running && !fr.compacting && sess.CompactDue()
+	if due {
+		fr.compacting = true
+	}
 	fr.mu.Unlock()
+	if due {
+		// pi checks before a run too (its _prepareRun): a context already
+		// over the threshold (a run that ended aborted, auto compaction
+		// turned on since) is compacted first, and the prompt's response
+		// follows the compaction's events. Only then is the prompt async.
+		fr.async(func() {
+			fr.compactOver(sess)
+			fr.mu.Lock()
+			fr.compacting = false
+			fr.mu.Unlock()
+			fr.begin(c, text, parts, blocks)
+		})
+		return
+	}
 	if running {
 		switch c.str("streamingBehavior") {
 		case "steer":
@@ -637,6 +655,11 @@ func (fr *front) prompt(c *command) {
 		fr.respond(c.id, c.typ, map[string]string{"disposition": "queued"}, err)
 		return
 	}
+	fr.begin(c, text, parts, blocks)
+}
+
+// begin starts the run of prompt command c and answers it.
+func (fr *front) begin(c *command, text string, parts []model.Part, blocks []Content) {
 	if err := fr.startRun(text, parts, blocks, func() {
 		fr.respond(c.id, c.typ, map[string]string{"disposition": "started"}, nil)
 	}); err != nil {
@@ -749,14 +772,20 @@ func (fr *front) compactAfterRun(sess *session.Session) {
 	for _, ev := range evs {
 		fr.write(ev)
 	}
+	fr.compactOver(sess)
+	fr.mu.Lock()
+	fr.compacting = false
+}
+
+// compactOver runs sess's automatic compaction, when it is due, to its
+// end; fr.mu is not held.
+func (fr *front) compactOver(sess *session.Session) {
 	if turn, err := sess.CompactOver(fr.ctx, fr.sink); err == nil {
 		<-turn.Done()
 		if _, err := turn.Compacted(); err != nil {
 			fr.sink(agent.Error{Message: "Auto-compaction failed: " + err.Error()})
 		}
 	}
-	fr.mu.Lock()
-	fr.compacting = false
 }
 
 // sink receives the events of the current session's turns.

@@ -162,6 +162,10 @@ func (s *Session) CompactOver(ctx context.Context, sink func(agent.Event)) (*Tur
 	})
 }
 
+// CompactDue reports whether CompactOver would find the context over
+// pi's threshold now (agent.Session.CompactDue).
+func (s *Session) CompactDue() bool { return s.a.CompactDue() }
+
 func (s *Session) compact(ctx context.Context, sink func(agent.Event), run func(context.Context) (agent.CompactResult, error)) (*Turn, error) {
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
 		t.compacted, t.err = run(ctx)
