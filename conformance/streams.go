@@ -95,8 +95,13 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 			return div
 		}
 		p.r.mu.Lock()
-		ok, eof := done(), p.r.eof
+		ok, eof, queued := done(), p.r.eof, len(p.r.lineQueue) > 0
 		p.r.mu.Unlock()
+		if queued {
+			// Lines came after drain, with EOF maybe: feed them before
+			// judging done, or finish would call them missing.
+			continue
+		}
 		if ok {
 			return nil
 		}

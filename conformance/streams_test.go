@@ -1,0 +1,58 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+)
+
+// Lines the reader queues, with EOF, after the pump drained and before it
+// looked at EOF are still matched: a server whose last lines and EOF came
+// in that window passed or failed by timing ("expected line never
+// arrived" for lines received).
+func TestUntilFeedsLinesQueuedWithEOF(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["P7"]}
+-- client --
+{"id":"a","method":"hello","params":{}}
+-- expect --
+{"id":"a","result":{}}
+{"id":"b","result":{}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(c, Options{})
+	r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
+	for _, tt := range []struct {
+		name string
+		done func() bool
+	}{
+		{name: "waiting for a label", done: func() bool { return false }},
+		{name: "waiting for EOF", done: func() bool { return r.eof }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
+			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]bool{}
+			for _, e := range joinExpected(r.d, c.expect) {
+				s := r.stream(e.stream)
+				s.exp = append(s.exp, e)
+			}
+			calls := 0
+			done := func() bool { // called with r.mu held, right after a drain
+				calls++
+				if calls == 1 { // the reader's last line and EOF land now
+					r.lineQueue = append(r.lineQueue, []byte(`{"id":"b","result":{}}`))
+					r.eof = true
+				}
+				return tt.done()
+			}
+			p := &pump{r: r, ctx: context.Background()}
+			if div := p.until("the server to exit", done); div != nil {
+				t.Fatalf("until: %+v", div)
+			}
+			if div := r.finish(&tapeServer{}); div != nil {
+				t.Errorf("a line queued with EOF was not matched: %s: %s", div.Step, div.Message)
+			}
+		})
+	}
+}
