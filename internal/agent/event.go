@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/tool"
 )
 
 // Event is one session event (P8). Each concrete type marshals to a JSON
@@ -74,6 +75,10 @@ type (
 		Outcome string `json:"outcome"` // completed, failed, denied, interrupted
 		Summary string `json:"summary"`
 		Content string `json:"content"`
+		// Shell is how a bash call's command ended when it exited by
+		// itself (tool.Result.Shell), for front ends that show it as data
+		// (the pi dialect's structuredContent). Not on e's wire.
+		Shell *tool.ShellResult `json:"-"`
 	}
 	Compacting struct {
 		Reason       string `json:"reason"` // "manual" or "auto"

@@ -23,7 +23,8 @@ type pending struct {
 	result model.Part
 	failed bool
 	run    store.ToolRun
-	start  time.Time // when it began running; zero when it never ran
+	start  time.Time         // when it began running; zero when it never ran
+	shell  *tool.ShellResult // a bash call's end (tool.Result.Shell)
 }
 
 // runTools runs a batch in waves (L2, L3) and records every result. It
@@ -215,6 +216,7 @@ func (t *turn) runOne(p *pending) {
 			t.emit(SleepStopped{ID: p.call.ID, MS: ms, Reason: "steer"})
 		}
 	}
+	p.shell = r.Shell
 	t.end(p, outcome, r.Summary, r.Content)
 }
 
@@ -237,7 +239,7 @@ func (t *turn) end(p *pending, outcome, sum, content string) {
 		t.res.Tools.Failures++
 	}
 	t.sinkMu.Unlock()
-	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content})
+	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content, Shell: p.shell})
 	if t.s.eng.Ext != nil {
 		t.s.eng.Ext.Notify("tool.result", map[string]any{"session": t.s.id, "id": p.call.ID, "name": p.part.Name,
 			"failed": p.failed, "content": content})

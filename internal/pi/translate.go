@@ -3,6 +3,7 @@ package pi
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -512,8 +513,21 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 	}
 	failed := ev.Outcome != "completed"
 	content := []Content{{Type: "text", Text: ev.Content}}
+	res := ToolResult{Content: content}
+	switch {
+	case c.name == "read" && !failed:
+		res.StructuredContent = ev.Content
+	case c.name == "bash" && ev.Shell != nil && ev.Shell.ExitCode != nil:
+		// pi rounds the wall time to tenths of a second.
+		var wall float64
+		if dur != nil {
+			wall = math.Round(float64(*dur)/100) / 10
+		}
+		res.StructuredContent = BashStructured{Output: ev.Shell.Output, Truncated: ev.Shell.Truncated,
+			ExitCode: *ev.Shell.ExitCode, WallTimeSeconds: wall}
+	}
 	out = append(out, ToolExecutionEnd{Type: "tool_execution_end", ToolCallID: c.id, ToolName: c.name,
-		Result: ToolResult{Content: content}, IsError: failed, DurationMS: dur})
+		Result: res, IsError: failed, DurationMS: dur})
 	m := ToolResultMessage{Role: "toolResult", ToolCallID: c.id, ToolName: c.name, Content: content,
 		IsError: failed, Timestamp: t.ms(), DurationMS: dur}
 	t.toolResults = append(t.toolResults, m)

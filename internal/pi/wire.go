@@ -168,6 +168,18 @@ type AssistantMessage struct {
 type ToolResult struct {
 	Content []Content `json:"content"`
 	Details any       `json:"details,omitempty"`
+	// StructuredContent is the result as data, as pi's read (the text)
+	// and bash (BashStructured) give it on tool_execution_end.
+	StructuredContent any `json:"structuredContent,omitempty"`
+}
+
+// BashStructured is the structuredContent of a bash call whose command
+// exited by itself.
+type BashStructured struct {
+	Output          string  `json:"output"`
+	Truncated       bool    `json:"truncated"`
+	ExitCode        int     `json:"exit_code"`
+	WallTimeSeconds float64 `json:"wall_time_seconds"`
 }
 
 // ToolResultMessage is a tool result message.

@@ -440,7 +440,12 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		summary = "killed by " + signalName(r.status.Signal())
 	}
 	b.WriteString("[" + summary + "]")
-	return Result{Content: b.String(), Summary: summary, Failed: r.status.ExitStatus() != 0}
+	res := Result{Content: b.String(), Summary: summary, Failed: r.status.ExitStatus() != 0}
+	if r.status.Exited() {
+		code := r.status.ExitStatus()
+		res.Shell = &ShellResult{Output: string(r.out.kept()), Truncated: r.out.truncated(), ExitCode: &code}
+	}
+	return res
 }
 
 // ShellResult is how a user's shell command ended (Shell).

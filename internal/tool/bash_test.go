@@ -25,18 +25,23 @@ import (
 
 func TestBash(t *testing.T) {
 	s := newSession(t)
+	exit := func(n int) *int { return &n }
 	tests := []struct {
 		name, command    string
 		timeoutMs        int
 		content, summary string
 		failed           bool
+		shell            *ShellResult // Result.Shell; checked where set
 	}{
-		{name: "output and exit 0", command: "echo hi", content: "hi\n[exit 0]", summary: "exit 0"},
+		{name: "output and exit 0", command: "echo hi", content: "hi\n[exit 0]", summary: "exit 0",
+			shell: &ShellResult{Output: "hi\n", ExitCode: exit(0)}},
 		{name: "no output", command: "true", content: "[exit 0]", summary: "exit 0"},
 		{name: "no final newline", command: "printf x", content: "x\n[exit 0]"},
 		{name: "stderr combined", command: "echo a; echo b >&2; echo c", content: "a\nb\nc\n[exit 0]"},
-		{name: "non-zero exit", command: "echo bad; exit 3", content: "bad\n[exit 3]", summary: "exit 3", failed: true},
-		{name: "killed by a signal", command: "kill -KILL $$", content: "[killed by SIGKILL]", summary: "killed by SIGKILL", failed: true},
+		{name: "non-zero exit", command: "echo bad; exit 3", content: "bad\n[exit 3]", summary: "exit 3", failed: true,
+			shell: &ShellResult{Output: "bad\n", ExitCode: exit(3)}},
+		{name: "killed by a signal", command: "kill -KILL $$", content: "[killed by SIGKILL]", summary: "killed by SIGKILL", failed: true,
+			shell: &ShellResult{}},
 		{name: "working directory", command: "pwd", content: s.cwd + "\n[exit 0]"},
 		{name: "stdin is empty", command: "cat; read x; echo rc=$?", content: "rc=1\n[exit 0]"},
 		{name: "own process group", command: `read -r -a f </proc/$$/stat; [ "${f[4]}" = $$ ] && echo leader`, content: "leader\n[exit 0]"},
@@ -51,7 +56,17 @@ func TestBash(t *testing.T) {
 			if tt.timeoutMs != 0 {
 				args["timeout_ms"] = tt.timeoutMs
 			}
-			checkResult(t, s.run("bash", jsonArgs(t, args)), tt.content, tt.summary, tt.failed)
+			r := s.run("bash", jsonArgs(t, args))
+			checkResult(t, r, tt.content, tt.summary, tt.failed)
+			// A command that did not exit by itself has no Shell: shell {} says so.
+			if want := tt.shell; want != nil {
+				if want.ExitCode == nil {
+					want = nil
+				}
+				if diff := cmp.Diff(want, r.Shell); diff != "" {
+					t.Errorf("Shell (-want +got):\n%s", diff)
+				}
+			}
 		})
 	}
 }

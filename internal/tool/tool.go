@@ -46,6 +46,10 @@ type Result struct {
 	Failed  bool   // the call failed (bad arguments, missing file, non-zero exit, timeout, ...)
 	Stopped bool   // the call ended because ctx was cancelled (interrupt, or steer for sleep)
 	Elapsed time.Duration
+	// Shell is how a bash call's command ended, when it exited by itself
+	// (nil otherwise and for other tools), for front ends that show the
+	// result as data beside Content (the pi dialect's structuredContent).
+	Shell *ShellResult
 
 	timed bool // the tool measured Elapsed itself (sleep: its content names the same ms)
 }
