@@ -34,6 +34,7 @@ const waitLimit = 20 * time.Second
 type serverSetup struct {
 	opts     Options
 	settings string // settings.json content, "" for none
+	osPipe   bool   // stdout is an OS pipe (the writer's vectored writes), not an io.Pipe
 }
 
 func startServer(t testing.TB, setup serverSetup) *client {
@@ -46,7 +47,16 @@ func startServer(t testing.TB, setup serverSetup) *client {
 	}
 	setup.opts.NoExtensions = true
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	var outR io.ReadCloser
+	var outW io.WriteCloser
+	outR, outW = io.Pipe()
+	if setup.osPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW = r, w
+	}
 	getenv := func(k string) string { return "" }
 	srv, err := New(context.Background(), setup.opts, Env{Stdin: inR, Stdout: outW, Stderr: io.Discard, Cwd: cwd, Home: home, Getenv: getenv})
 	if err != nil {
@@ -71,6 +81,7 @@ func startServer(t testing.TB, setup serverSetup) *client {
 		for range c.lines {
 		}
 		<-c.exit
+		outR.Close()
 	})
 	return c
 }

@@ -236,7 +236,10 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.started(r, t, func() (any, error) { return turnResult(t.Result()), nil }), nil
+	return s.started(r, t, func() (any, error) {
+		res := t.Result()
+		return turnReply{turnResult(res), res.FinalOutputJSON}, nil
+	}), nil
 }
 
 func (s *Server) sessionSteer(r *request) (any, error) {

@@ -288,12 +288,17 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 
 // reply writes the one response of r: its result, or its error.
 func (s *Server) reply(r *request, result any, err error) {
-	if res, ok := result.(protocol.Result); ok && err == nil {
-		// A long turn's result holds its whole text: encoded in place.
-		_ = s.out.Append(context.Background(), func(b []byte) []byte {
-			b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)
-			return append(appendResult(b, res), '}')
-		})
+	if res, ok := result.(turnReply); ok && err == nil {
+		// A long turn's result holds its whole text: written from the
+		// history's entry, or encoded in place.
+		if parts := resultParts(r.id, res.Result, res.finalJSON); parts != nil {
+			_ = s.out.AppendShared(context.Background(), parts...)
+		} else {
+			_ = s.out.Append(context.Background(), func(b []byte) []byte {
+				b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)
+				return append(appendResult(b, res.Result, res.finalJSON), '}')
+			})
+		}
 	} else if err == nil {
 		var b []byte
 		if b, err = json.Marshal(result); err == nil {

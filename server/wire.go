@@ -77,6 +77,13 @@ func usage(u agent.Usage) protocol.Usage {
 		PromptTokens: u.PromptTokens}
 }
 
+// turnReply is a turn's result and its final output already encoded
+// (agent.Result.FinalOutputJSON), for reply.
+type turnReply struct {
+	protocol.Result
+	finalJSON []byte
+}
+
 // turnResult is a turn's result (§6) on the wire.
 func turnResult(r agent.Result) protocol.Result {
 	out := protocol.Result{Output: r.Output, FinalOutput: r.FinalOutput, Model: r.Model, Effort: r.Effort, Aborted: r.Aborted,
@@ -98,10 +105,34 @@ func turnResult(r agent.Result) protocol.Result {
 // appendResult appends r encoded as encoding/json encodes it, valid UTF-8.
 // The turn's text, in output and final_output, is most of a long turn's
 // result: those two are encoded by hand, the rest by encoding/json.
-func appendResult(dst []byte, r protocol.Result) []byte {
-	rest := r
-	rest.Output, rest.FinalOutput = "", ""
-	b, err := json.Marshal(rest)
+// finalJSON, when not nil, is r.FinalOutput already encoded (see
+// agent.Result.FinalOutputJSON): copied, not encoded again.
+func appendResult(dst []byte, r protocol.Result, finalJSON []byte) []byte {
+	tail := resultTail(r)
+	// One growth for the whole result, not a dozen of a growing copy.
+	dst = slices.Grow(dst, len(r.Output)+len(r.FinalOutput)+len(tail)+32)
+	dst = append(dst, `{"output":`...)
+	switch {
+	case finalJSON != nil && r.Output == r.FinalOutput:
+		dst = append(append(append(dst, finalJSON...), `,"final_output":`...), finalJSON...)
+	case r.Output == r.FinalOutput:
+		// The turn's one answer: copying its encoding is cheaper than
+		// encoding it again.
+		from := len(dst)
+		dst = jsonenc.AppendString(dst, r.Output)
+		dst = append(append(dst, `,"final_output":`...), dst[from:]...)
+	case finalJSON != nil:
+		dst = append(append(jsonenc.AppendString(dst, r.Output), `,"final_output":`...), finalJSON...)
+	default:
+		dst = jsonenc.AppendString(append(jsonenc.AppendString(dst, r.Output), `,"final_output":`...), r.FinalOutput)
+	}
+	return append(dst, tail...)
+}
+
+// resultTail is r encoded after its output and final_output: `,"model":…}`.
+func resultTail(r protocol.Result) []byte {
+	r.Output, r.FinalOutput = "", ""
+	b, err := json.Marshal(r)
 	if err != nil {
 		// Result is plain data: a failure is a programming error.
 		panic("server: marshal result: " + err.Error())
@@ -110,18 +141,23 @@ func appendResult(dst []byte, r protocol.Result) []byte {
 	if !bytes.HasPrefix(b, []byte(head)) {
 		panic("server: result fields out of order: " + string(b[:min(len(b), len(head))]))
 	}
-	// One growth for the whole result, not a dozen of a growing copy.
-	dst = slices.Grow(dst, len(r.Output)+len(r.FinalOutput)+len(b)+32)
-	from := len(dst) + len(`{"output":`)
-	dst = jsonenc.AppendString(append(dst, `{"output":`...), r.Output)
-	to := len(dst)
-	dst = append(dst, `,"final_output":`...)
-	if r.FinalOutput == r.Output {
-		// The turn's one answer: copying its encoding is cheaper than
-		// encoding it again.
-		dst = append(dst, dst[from:to]...)
-	} else {
-		dst = jsonenc.AppendString(dst, r.FinalOutput)
+	return b[len(head):]
+}
+
+// sharedMin is the size of an answer's encoding from which its response
+// is written from the session's history (resultParts), not copied.
+const sharedMin = 64 << 10
+
+// resultParts returns the response line of request id (a JSON value) with
+// result r, made of parts that hold finalJSON (r.FinalOutput encoded, see
+// agent.Result.FinalOutputJSON) instead of copies, for jsonl.Writer's
+// AppendShared: a long answer's response then costs no fresh copy of its
+// text, twice over. It returns nil for a short answer or one whose
+// output is not its final output.
+func resultParts(id []byte, r protocol.Result, finalJSON []byte) [][]byte {
+	if len(finalJSON) < sharedMin || r.Output != r.FinalOutput {
+		return nil
 	}
-	return append(dst, b[len(head):]...)
+	head := append(append([]byte(`{"id":`), bytes.ToValidUTF8(id, []byte("\uFFFD"))...), `,"result":{"output":`...)
+	return [][]byte{head, finalJSON, []byte(`,"final_output":`), finalJSON, append(resultTail(r), '}')}
 }

@@ -3,10 +3,12 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
@@ -108,8 +110,64 @@ func FuzzAppendResult(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendResult([]byte("x"), r); string(got) != "x"+string(want) {
+		if got := appendResult([]byte("x"), r, nil); string(got) != "x"+string(want) {
 			t.Errorf("appendResult = %s, want x%s", got, want)
 		}
+		// With final_output already encoded, as a long answer's entry has it.
+		if got := appendResult([]byte("x"), r, jsonenc.AppendString(nil, final)); string(got) != "x"+string(want) {
+			t.Errorf("appendResult with finalJSON = %s, want x%s", got, want)
+		}
+		// A long answer's response line, written from its parts.
+		if out == "" {
+			return
+		}
+		r.Output = strings.Repeat(out, sharedMin/len(out)+1)
+		r.FinalOutput = r.Output
+		if final != out {
+			r.FinalOutput += final
+		}
+		want, err = json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := resultParts([]byte("\"p\xff\""), r, jsonenc.AppendString(nil, r.FinalOutput))
+		if r.FinalOutput != r.Output {
+			if parts != nil {
+				t.Errorf("resultParts = %d parts for output and final_output that differ, want nil", len(parts))
+			}
+			return
+		}
+		if got, want := string(bytes.Join(parts, nil)), `{"id":"p`+"\uFFFD"+`","result":`+string(want)+"}"; got != want {
+			i := 0
+			for i < min(len(got), len(want)) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("resultParts joined differs at %d of %d/%d: %.300q, want %.300q", i, len(got), len(want), got[i:], want[i:])
+		}
 	})
+}
+
+// A long answer's response is written from its history entry, not copied
+// (resultParts, jsonl's vectored AppendShared on an OS pipe): the line is
+// what encoding/json writes for the result.
+func TestLongResultShared(t *testing.T) {
+	c := startServer(t, serverSetup{osPipe: true})
+	sid := c.create(nil)
+	c.call("p", "session.prompt", map[string]any{"session": sid, "prompt": "/long 20000"})
+	resp := c.response(`"p"`)
+	var got struct{ Result protocol.Result }
+	if err := json.Unmarshal([]byte(resp), &got); err != nil {
+		t.Fatal(err)
+	}
+	r := got.Result
+	if len(r.Output) < sharedMin || r.Output != r.FinalOutput || !strings.HasPrefix(r.Output, "w1 w2 ") || !strings.HasSuffix(r.Output, " w20000") {
+		t.Fatalf("result output %d bytes %.40q…, final_output %d bytes", len(r.Output), r.Output, len(r.FinalOutput))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"p","result":` + string(b) + "}"; resp != want {
+		t.Errorf("response line of %d bytes differs from encoding/json's %d", len(resp), len(want))
+	}
 }

@@ -184,6 +184,12 @@ type Result struct {
 	Tools        ToolCounts    `json:"tools"`
 	Session      *string       `json:"session"`
 	Path         *string       `json:"path"`
+
+	// FinalOutputJSON is FinalOutput encoded as a JSON string, as
+	// jsonenc.AppendString encodes it, when the turn has that at hand (a
+	// long answer's entry); nil otherwise. Read only: a view of the
+	// session's history.
+	FinalOutputJSON []byte `json:"-"`
 }
 
 // ToolCounts counts a turn's tool calls.

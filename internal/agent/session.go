@@ -439,11 +439,15 @@ func (s *Session) append(entries ...store.Entry) error {
 }
 
 func (s *Session) appendMessage(m model.Message) error {
-	return s.appendEntry(m, store.Entry{})
+	_, err := s.appendEntry(m, store.Entry{})
+	return err
 }
 
-// appendEntry records m in e, which may carry the message's metadata.
-func (s *Session) appendEntry(m model.Message, e store.Entry) error {
+// appendEntry records m in e, which may carry the message's metadata. It
+// returns m's text as the entry encodes it when m is one text part (see
+// model.Message.AppendJSONText), a view of the entry, which is never
+// changed.
+func (s *Session) appendEntry(m model.Message, e store.Entry) ([]byte, error) {
 	if m.Content == nil {
 		m.Content = []model.Part{} // the persisted shape has an array, never null
 	}
@@ -451,12 +455,12 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) error {
 	for _, p := range m.Content {
 		size += 64 + len(p.Text) + len(p.Signature) + len(p.Data)*4/3 + len(p.Arguments)
 	}
-	b, err := m.AppendJSON(make([]byte, 0, size))
+	b, text, err := m.AppendJSONText(make([]byte, 0, size))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.Type, e.Message = store.TypeMessage, b
-	return s.append(e)
+	return text, s.append(e)
 }
 
 // History returns the messages a model call sees: after the last

@@ -93,7 +93,7 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 		msg.Content = append(msg.Content, p.result)
 		runs[i] = p.run
 	}
-	if err := s.appendEntry(msg, store.Entry{Runs: runs}); err != nil {
+	if _, err := s.appendEntry(msg, store.Entry{Runs: runs}); err != nil {
 		t.warn(err.Error())
 	}
 	if t.ctx.Err() != nil {

@@ -30,21 +30,22 @@ type turn struct {
 	prov   model.Provider
 	effort string
 
-	res       Result
-	usage     model.Usage
-	output    []string // the text of each model call, which Output joins
-	lastText  string
-	sinkMu    sync.Mutex // tool waves emit from several goroutines
-	toolDefs  []model.ToolDef
-	offered   map[string]bool
-	extension map[string]bool
-	mcp       map[string]mcpTool // e's name → the server and its name there
-	lastCall  store.ModelCall    // the last successful model call, for its message's entry
-	cutID     string             // the response id of the answer an interruption cut short
-	prompted  bool               // the prompt is in the history
-	system    string             // the system prompt, once built
-	texts     []Text             // the rest of the slab the next Text events come from
-	reasoning []Reasoning        // the same for Reasoning events
+	res          Result
+	usage        model.Usage
+	output       []string // the text of each model call, which Output joins
+	lastText     string
+	lastTextJSON []byte     // lastText encoded, a view of its entry; nil if the entry has it otherwise
+	sinkMu       sync.Mutex // tool waves emit from several goroutines
+	toolDefs     []model.ToolDef
+	offered      map[string]bool
+	extension    map[string]bool
+	mcp          map[string]mcpTool // e's name → the server and its name there
+	lastCall     store.ModelCall    // the last successful model call, for its message's entry
+	cutID        string             // the response id of the answer an interruption cut short
+	prompted     bool               // the prompt is in the history
+	system       string             // the system prompt, once built
+	texts        []Text             // the rest of the slab the next Text events come from
+	reasoning    []Reasoning        // the same for Reasoning events
 }
 
 // slabSize is how many Text (or Reasoning) events one allocation holds.
@@ -147,7 +148,7 @@ func (t *turn) result() Result {
 	r.Model, r.Effort = s.modelID, s.effort
 	s.mu.Unlock()
 	r.Output = strings.Join(t.output, "")
-	r.FinalOutput = t.lastText
+	r.FinalOutput, r.FinalOutputJSON = t.lastText, t.lastTextJSON
 	r.Usage = NewUsage(t.usage)
 	r.CostUSD = t.info.Cost(t.usage)
 	return r
@@ -236,7 +237,8 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			return false, err
 		}
 		call := t.lastCall
-		if err := s.appendEntry(resp.Message, store.Entry{Call: &call}); err != nil {
+		textJSON, err := s.appendEntry(resp.Message, store.Entry{Call: &call})
+		if err != nil {
 			return false, err
 		}
 		text := resp.Message.Text()
@@ -244,7 +246,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			t.output = append(t.output, text)
 		}
 		if text != "" || len(resp.Message.ToolCalls()) == 0 {
-			t.lastText = text
+			t.lastText, t.lastTextJSON = text, textJSON
 		}
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
@@ -294,7 +296,7 @@ func (t *turn) interrupted(partial string) (aborted bool, err error) {
 		if err := t.s.appendMessage(m); err != nil {
 			t.warn(err.Error())
 		}
-		t.lastText = partial
+		t.lastText, t.lastTextJSON = partial, nil
 	}
 	_ = t.s.append(store.Entry{Type: store.TypeInterrupted})
 	return true, nil

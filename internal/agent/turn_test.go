@@ -184,6 +184,8 @@ func TestResultFields(t *testing.T) {
 			PromptTokens: 11 + 6 + 6 + 6},
 		CostUSD: &zero,
 		Tools:   ToolCounts{Calls: 1, Failures: 1},
+		// The last answer is one text part: its entry's encoding.
+		FinalOutputJSON: []byte(`"second"`),
 	}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)

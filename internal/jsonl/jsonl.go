@@ -89,20 +89,31 @@ func (r *Reader) Next() ([]byte, error) {
 // the queue. Lines queued while a write is in progress go out together in
 // the next one, so a burst of events costs one write(2) per batch rather
 // than one per line, while a lone line is written as soon as it is queued.
-// Every line lies whole inside one Write call, in queue order (F5).
+// Every line lies whole inside one Write call (or one vectored write, for
+// AppendShared), in queue order (F5).
 type Writer struct {
-	w io.Writer
+	w   io.Writer
+	vec func(bufs [][]byte) error // writes bufs with one call; nil if w cannot
 
-	mu      sync.Mutex
-	pending []byte        // whole lines, each ending in LF
-	wake    chan struct{} // holds a token while pending is non-empty or the writer is closing
-	woken   bool          // a token for pending was sent and pending not yet taken
-	room    chan struct{} // closed when pending is taken; made when a Write waits for room
-	closing bool
-	err     error
+	mu          sync.Mutex
+	pending     []byte       // whole lines, each ending in LF
+	shared      []sharedLine // lines queued by AppendShared, between those of pending
+	sharedBytes int
+	wake        chan struct{} // holds a token while pending is non-empty or the writer is closing
+	woken       bool          // a token for pending was sent and pending not yet taken
+	room        chan struct{} // closed when pending is taken; made when a Write waits for room
+	closing     bool
+	err         error
 
 	done   chan struct{}
 	failed chan struct{}
+}
+
+// sharedLine is a line queued by AppendShared: its parts go out after
+// pending[:at], then an LF.
+type sharedLine struct {
+	at    int
+	parts [][]byte
 }
 
 // maxPending is how many bytes of queued lines make Write wait for the
@@ -125,8 +136,8 @@ const BurstSize = maxPending + 64<<10
 // NewWriterSize is NewWriter with each of the writer's two buffers
 // starting at size bytes.
 func NewWriterSize(w io.Writer, size int) *Writer {
-	wr := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{}), failed: make(chan struct{}),
-		pending: make([]byte, 0, size)}
+	wr := &Writer{w: w, vec: vectored(w), wake: make(chan struct{}, 1), done: make(chan struct{}),
+		failed: make(chan struct{}), pending: make([]byte, 0, size)}
 	go wr.run(size)
 	return wr
 }
@@ -134,9 +145,11 @@ func NewWriterSize(w io.Writer, size int) *Writer {
 func (wr *Writer) run(size int) {
 	defer close(wr.done)
 	batch := make([]byte, 0, size)
+	var shared []sharedLine
 	for range wr.wake {
 		wr.mu.Lock()
 		batch, wr.pending = wr.pending, batch[:0]
+		shared, wr.shared, wr.sharedBytes = wr.shared, shared[:0], 0
 		wr.woken = false
 		closing := wr.closing
 		if wr.room != nil {
@@ -145,15 +158,16 @@ func (wr *Writer) run(size int) {
 		}
 		failed := wr.err != nil
 		wr.mu.Unlock()
-		if len(batch) > 0 && !failed {
-			if _, err := wr.w.Write(batch); err != nil {
+		if len(batch)+len(shared) > 0 && !failed {
+			if err := wr.write(batch, shared); err != nil {
 				wr.mu.Lock()
 				wr.err = err
-				wr.pending = wr.pending[:0]
+				wr.pending, wr.shared, wr.sharedBytes = wr.pending[:0], wr.shared[:0], 0
 				wr.mu.Unlock()
 				close(wr.failed)
 			}
 		}
+		clear(shared) // let go of the parts
 		if cap(batch) > keepBuffer {
 			batch = nil
 		}
@@ -161,6 +175,27 @@ func (wr *Writer) run(size int) {
 			return
 		}
 	}
+}
+
+var newline = []byte{'\n'}
+
+// write writes batch with its shared lines: each shared line, with the
+// lines before it, in one vectored write.
+func (wr *Writer) write(batch []byte, shared []sharedLine) error {
+	from := 0
+	var bufs [][]byte
+	for _, l := range shared {
+		bufs = append(append(append(bufs[:0], batch[from:l.at]), l.parts...), newline)
+		if err := wr.vec(bufs); err != nil {
+			return err
+		}
+		from = l.at
+	}
+	if from == len(batch) {
+		return nil
+	}
+	_, err := wr.w.Write(batch[from:])
+	return err
 }
 
 // Write queues one record; a newline is appended. It copies line, so the
@@ -201,10 +236,38 @@ func (wr *Writer) Append(ctx context.Context, appendLine func([]byte) []byte) er
 	return nil
 }
 
+// AppendShared queues the record that is parts joined, like Append (the
+// parts must be valid UTF-8 JSON), without copying parts when the stream
+// takes vectored writes (a file, on Linux; otherwise they are copied into
+// the queue): a long record made mostly of bytes held elsewhere, such as
+// a long answer's text in its history entry, then costs no fresh copy.
+// The parts must never change afterwards.
+func (wr *Writer) AppendShared(ctx context.Context, parts ...[]byte) error {
+	if err := wr.lock(ctx); err != nil {
+		return err
+	}
+	if wr.err == nil {
+		if wr.vec == nil {
+			for _, p := range parts {
+				wr.pending = append(wr.pending, p...)
+			}
+			wr.queued()
+		} else {
+			wr.shared = append(wr.shared, sharedLine{at: len(wr.pending), parts: parts})
+			for _, p := range parts {
+				wr.sharedBytes += len(p)
+			}
+			wr.wake1()
+		}
+	}
+	wr.mu.Unlock()
+	return nil
+}
+
 // lock locks mu once the queue has room (or the writer has failed).
 func (wr *Writer) lock(ctx context.Context) error {
 	wr.mu.Lock()
-	for len(wr.pending) >= maxPending && wr.err == nil {
+	for len(wr.pending)+wr.sharedBytes >= maxPending && wr.err == nil {
 		if wr.room == nil {
 			wr.room = make(chan struct{})
 		}
@@ -224,6 +287,12 @@ func (wr *Writer) lock(ctx context.Context) error {
 // unless it is already due to take pending. mu is held.
 func (wr *Writer) queued() {
 	wr.pending = append(wr.pending, '\n')
+	wr.wake1()
+}
+
+// wake1 wakes the writer unless it is already due to take the queue. mu
+// is held.
+func (wr *Writer) wake1() {
 	if !wr.woken {
 		wr.woken = true
 		select {

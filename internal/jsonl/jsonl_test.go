@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -219,3 +222,91 @@ func (g *gated) Write(b []byte) (int, error) {
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// AppendShared's lines keep their place among the others, whole, whether
+// the stream takes vectored writes (a pipe: its parts are not copied, and
+// lines longer than the pipe holds are written in several goes) or not
+// (the parts are copied into the queue).
+func TestWriterShared(t *testing.T) {
+	long := bytes.Repeat([]byte("0123456789"), 50_000) // 500 KB, more than a pipe holds
+	var want bytes.Buffer
+	queue := func(wr *Writer) {
+		for i := range 50 {
+			line := fmt.Appendf(nil, `{"n":%d}`, i)
+			wr.Append(context.Background(), func(b []byte) []byte { return append(b, line...) })
+			fmt.Fprintf(&want, "%s\n", line)
+			if i%7 == 3 {
+				parts := [][]byte{fmt.Appendf(nil, `{"s":%d,"a":"`, i), long[:i*10_000], []byte(`","b":"`), long[i*100:], []byte(`"}`)}
+				if err := wr.AppendShared(context.Background(), parts...); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&want, "%s\n", bytes.Join(parts, nil))
+			}
+		}
+	}
+
+	t.Run("pipe", func(t *testing.T) {
+		want.Reset()
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		got := make(chan []byte)
+		go func() {
+			b, _ := io.ReadAll(r)
+			got <- b
+		}()
+		wr := NewWriter(w)
+		if wr.vec == nil && runtime.GOOS == "linux" {
+			t.Fatal("no vectored writes to a pipe on Linux")
+		}
+		queue(wr)
+		if err := wr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if b := <-got; !bytes.Equal(b, want.Bytes()) {
+			t.Errorf("read %d bytes, want %d: %.200q", len(b), want.Len(), b)
+		}
+	})
+	t.Run("copied", func(t *testing.T) {
+		want.Reset()
+		var rec recorder
+		wr := NewWriter(&rec)
+		queue(wr)
+		if err := wr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var b []byte
+		for _, w := range rec.writes {
+			if len(w) == 0 || w[len(w)-1] != '\n' {
+				t.Fatalf("write does not end a line: %.100q", w)
+			}
+			b = append(b, w...)
+		}
+		if !bytes.Equal(b, want.Bytes()) {
+			t.Errorf("wrote %d bytes, want %d", len(b), want.Len())
+		}
+	})
+}
+
+// A pipe whose reader is gone fails AppendShared's write as it fails
+// Write's, with EPIPE, and the writer drops what follows.
+func TestWriterSharedFailure(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	wr := NewWriter(w)
+	if err := wr.AppendShared(context.Background(), []byte(`{"a":`), []byte(`1}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-wr.Failed()
+	wr.Write(context.Background(), []byte(`{}`))
+	if err := wr.Close(); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Close = %v, want EPIPE", err)
+	}
+}

@@ -53,6 +53,11 @@ func FuzzDeltaScan(f *testing.F) {
 		`{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},"usage":null}}`,
 		`{"type":"response.failed","response":{"error":{"code":"x","message":"m"},"Usage":{}}}`,
 		`{"type":"response.completed","response":{"usage":{"input_tokens":1.5}}}`, `{"type":"x","item":null}`, `{"type":5}`,
+		// Keys that encoding/json folds to a field: non-ASCII of another
+		// length (U+017F, U+212A), case variants; unknown keys of a field's length.
+		`{"type":"response.reasoning_summary_text.delta","delta":"x","ſummary_index":1}`, `{"type":"response.output_text.delta","delta":"x","Response":{}}`,
+		`{"type":"response.output_text.delta","delta":"x","logprobs":[],"K":1,"DELTA":"y","":0}`,
+		`{"choices":[{"delta":{"content":"x","Tool_Calls":[]}}],"USAGE":null}`, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","thinKing":"y"}}`,
 	} {
 		f.Add(s)
 	}

@@ -211,11 +211,22 @@ func IsRetryable(err error) bool {
 // with image data or tool arguments go through encoding/json, whose
 // errors (arguments that are not JSON) it returns.
 func (m Message) AppendJSON(dst []byte) ([]byte, error) {
+	b, _, err := m.AppendJSONText(dst)
+	return b, err
+}
+
+// AppendJSONText is AppendJSON that also returns, when m's content is one
+// text part and nothing else, that part's text as AppendJSON encoded it
+// (a JSON string, as jsonenc.AppendString writes it): a view of the
+// returned slice, nil otherwise. A long answer's text then need not be
+// encoded again for the turn's result.
+func (m Message) AppendJSONText(dst []byte) (b, text []byte, err error) {
 	dst = append(jsonenc.AppendString(append(dst, `{"role":`...), m.Role), `,"content":`...)
 	if m.Content == nil {
-		return append(dst, "null}"...), nil
+		return append(dst, "null}"...), nil, nil
 	}
 	dst = append(dst, '[')
+	from, to := 0, 0 // the last string written: the text, when it is alone
 	for i, p := range m.Content {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -223,7 +234,7 @@ func (m Message) AppendJSON(dst []byte) ([]byte, error) {
 		if p.Data != nil || p.Arguments != nil {
 			b, err := json.Marshal(p)
 			if err != nil {
-				return dst, err
+				return dst, nil, err
 			}
 			dst = append(dst, b...)
 			continue
@@ -232,7 +243,9 @@ func (m Message) AppendJSON(dst []byte) ([]byte, error) {
 		for _, f := range [...]struct{ key, val string }{{`,"text":`, p.Text}, {`,"signature":`, p.Signature},
 			{`,"media_type":`, p.MediaType}, {`,"id":`, p.ID}, {`,"name":`, p.Name}, {`,"call_id":`, p.CallID}} {
 			if f.val != "" {
+				from = len(dst) + len(f.key)
 				dst = jsonenc.AppendString(append(dst, f.key...), f.val)
+				to = len(dst)
 			}
 		}
 		if p.IsError {
@@ -240,5 +253,12 @@ func (m Message) AppendJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...), nil
+	dst = append(dst, "]}"...)
+	if len(m.Content) == 1 {
+		if p := m.Content[0]; p.Type == PartText && p.Text != "" && p.Signature == "" && p.MediaType == "" &&
+			p.ID == "" && p.Name == "" && p.CallID == "" && !p.IsError && p.Data == nil && p.Arguments == nil {
+			text = dst[from:to:to]
+		}
+	}
+	return dst, text, nil
 }
