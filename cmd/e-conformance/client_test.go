@@ -22,15 +22,23 @@ func runClientKit(t *testing.T, bug string, command string, args ...string) (fai
 	code = run(append([]string{"client", "--json", "--timeout-scale", "2", "--command", command}, args...), nil, &stdout, &stderr)
 	dec := json.NewDecoder(&stdout)
 	for dec.More() {
+		var raw json.RawMessage
 		var r struct {
 			ID, Verdict string
 		}
-		if err := dec.Decode(&r); err != nil {
+		if err := dec.Decode(&raw); err != nil {
 			t.Fatalf("report: %v\n%s", err, stderr.String())
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("report: %v\n%s", err, raw)
 		}
 		if r.Verdict != "PASS" {
 			failed = append(failed, r.ID)
+			t.Logf("%s: %s", r.ID, raw) // why, should the test fail
 		}
+	}
+	if stderr.Len() > 0 {
+		t.Logf("stderr:\n%s", stderr.String())
 	}
 	slices.Sort(failed)
 	return failed, code
