@@ -17,7 +17,10 @@ type stream struct {
 	exp       []*expectation
 	pos       int
 	types     map[string]bool
-	pending   map[string]any // a text/reasoning/tool_output run being joined
+	pending   map[string]any  // a text/reasoning/tool_output run being joined
+	pendRun   string          // the run pending is of (dialect.delta)
+	pendText  strings.Builder // the run's text so far: joined in place, not re-copied per delta
+	pendStale bool            // pending's delta lags pendText
 	pendStep  string
 	pendIdx   int
 	responded bool
@@ -321,16 +324,17 @@ func (r *run) feedPiJSON(raw []byte, obj map[string]any, step string) *Divergenc
 // joined before matching, so chunking never matters; r.mu is held.
 func (r *run) event(s *stream, typ string, obj map[string]any, step string) *Divergence {
 	if run, text, ok := r.d.delta(obj); ok {
-		if s.pending != nil {
-			if prun, ptext, _ := r.d.delta(s.pending); prun == run {
-				r.d.setDelta(s.pending, ptext+text)
-				return nil
-			}
+		if s.pending != nil && s.pendRun == run {
+			s.pendText.WriteString(text)
+			s.pendStale = true
+			return nil
 		}
 		if div := r.flush(s); div != nil {
 			return div
 		}
-		s.pending, s.pendStep, s.pendIdx = obj, step, len(r.received)-1
+		s.pending, s.pendRun, s.pendStep, s.pendIdx = obj, run, step, len(r.received)-1
+		s.pendText.Reset()
+		s.pendText.WriteString(text)
 		return nil
 	}
 	if div := r.flush(s); div != nil {
@@ -343,9 +347,18 @@ func (r *run) flush(s *stream) *Divergence {
 	if s.pending == nil {
 		return nil
 	}
-	obj, step := s.pending, s.pendStep
+	obj, step := r.joined(s), s.pendStep
 	s.pending = nil
 	return r.next(s, obj, step+" (joined deltas)", s.pendIdx)
+}
+
+// joined is s's pending run with its text joined so far.
+func (r *run) joined(s *stream) map[string]any {
+	if s.pendStale {
+		r.d.setDelta(s.pending, s.pendText.String())
+		s.pendStale = false
+	}
+	return s.pending
 }
 
 // next matches obj against the next expectation of its stream.
@@ -443,7 +456,7 @@ func (r *run) pendingMatches(s *stream) (*expectation, bool) {
 		return nil, false
 	}
 	e := s.exp[s.pos]
-	return e, r.m.match("", e.value, s.pending, true, map[string]any{}) == nil
+	return e, r.m.match("", e.value, r.joined(s), true, map[string]any{}) == nil
 }
 
 func (r *run) labelsDone(labels []string) bool {

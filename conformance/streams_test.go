@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -53,6 +54,37 @@ func TestUntilFeedsLinesQueuedWithEOF(t *testing.T) {
 			if div := r.finish(&tapeServer{}); div != nil {
 				t.Errorf("a line queued with EOF was not matched: %s: %s", div.Step, div.Message)
 			}
+		})
+	}
+}
+
+// Joining a run of n deltas costs O(n), not O(n²): ns/delta stays flat
+// from 1,000 to 100,000 deltas (a quadratic join made a long streamed
+// answer fall behind its case's timeout on a slow machine).
+func BenchmarkJoinDeltas(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, err := parseCase([]byte("-- case.json --\n{\"id\": \"x\", \"level\": \"MUST\", \"requirements\": [\"P7\"]}\n-- client --\n{\"id\":\"p\",\"method\":\"hello\",\"params\":{}}\n-- expect --\n{\"type\":\"text\",\"delta\":\"$prefix:word\",\"request\":\"p\"}\n"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				r := newRun(c, Options{})
+				var s *stream
+				for _, one := range r.streams {
+					s = one // the case has one stream
+				}
+				for range n {
+					if div := r.event(s, "text", map[string]any{"type": "text", "delta": "word ", "request": "p"}, "x"); div != nil {
+						b.Fatal(div.Message)
+					}
+				}
+				if div := r.flush(s); div != nil {
+					b.Fatal(div.Message)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delta")
 		})
 	}
 }
