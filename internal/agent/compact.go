@@ -202,8 +202,8 @@ func (s *Session) lastContext() (int, int64) {
 		case en.Type == store.TypeCompaction:
 			return -1, 0
 		case en.Type == store.TypeMessage && en.Call != nil:
-			u := en.Call.Usage
-			return i, u.Input + u.Output + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h
+			u := model.Usage(en.Call.Usage)
+			return i, u.Prompt() + u.Output
 		}
 	}
 	return -1, 0

@@ -15,15 +15,23 @@ import (
 
 const summaryPrefix = "[Summary of the earlier conversation]\n"
 
-// M9: Session.Compact emits compacting then compacted, and the history
-// then starts with the summary.
-func TestCompactManual(t *testing.T) {
-	s := testSession(t, testEngine(t), nil)
+// twoTurns is a session of eng with the turns "/text one" and "/text
+// two" behind it, begun for the next operation (a compaction).
+func twoTurns(t *testing.T, eng *Engine) *Session {
+	t.Helper()
+	s := testSession(t, eng, nil)
 	prompt(t, s, "/text one")
 	prompt(t, s, "/text two")
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// M9: Session.Compact emits compacting then compacted, and the history
+// then starts with the summary.
+func TestCompactManual(t *testing.T) {
+	s := twoTurns(t, testEngine(t))
 	rec := &recorder{}
 	res, err := s.Compact(t.Context(), "the numbers", rec.sink)
 	if err != nil {
@@ -268,12 +276,7 @@ func TestCompactKeepRecent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
 			eng.KeepRecentTokens = tc.keep
-			s := testSession(t, eng, nil)
-			prompt(t, s, "/text one")
-			prompt(t, s, "/text two")
-			if err := s.Begin(); err != nil {
-				t.Fatal(err)
-			}
+			s := twoTurns(t, eng)
 			rec := &recorder{}
 			_, err := s.Compact(t.Context(), "", rec.sink)
 			if gotErr := fmt.Sprint(err); tc.wantErr != "" && gotErr != tc.wantErr || tc.wantErr == "" && err != nil {

@@ -746,12 +746,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.running = false
 			fr.flushShell() // what fails stays pending for the next prompt
 			fr.mu.Unlock()
-			fr.trMu.Lock()
-			evs := fr.tr.Settle()
-			fr.trMu.Unlock()
-			for _, ev := range evs {
-				fr.write(ev)
-			}
+			fr.translate((*Translator).Settle)
 			close(done)
 			return
 		}
@@ -766,12 +761,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 func (fr *front) compactAfterRun(sess *session.Session) {
 	fr.compacting = true
 	fr.mu.Unlock()
-	fr.trMu.Lock()
-	evs := fr.tr.EndRun()
-	fr.trMu.Unlock()
-	for _, ev := range evs {
-		fr.write(ev)
-	}
+	fr.translate((*Translator).EndRun)
 	fr.compactOver(sess)
 	fr.mu.Lock()
 	fr.compacting = false
@@ -811,11 +801,17 @@ func (fr *front) sink(ev agent.Event) {
 		fr.tr.After(q)
 		fr.trMu.Unlock()
 	}
+	fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
+}
+
+// translate writes, in order, the events f takes from the translator:
+// f runs under trMu, the writes outside it.
+func (fr *front) translate(f func(*Translator) []Event) {
 	fr.trMu.Lock()
-	evs := fr.tr.Feed(ev)
+	evs := f(fr.tr)
 	fr.trMu.Unlock()
-	for _, e := range evs {
-		fr.write(e)
+	for _, ev := range evs {
+		fr.write(ev)
 	}
 }
 

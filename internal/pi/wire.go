@@ -47,7 +47,7 @@ func (u Usage) Add(v Usage) Usage {
 // NewUsage converts e's usage, priced at p (nil: no cost).
 func NewUsage(u model.Usage, p *model.Price) Usage {
 	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite5m + u.CacheWrite1h,
-		CacheWrite1h: u.CacheWrite1h, TotalTokens: u.Input + u.Output + u.CacheRead + u.CacheWrite5m + u.CacheWrite1h}
+		CacheWrite1h: u.CacheWrite1h, TotalTokens: u.Prompt() + u.Output}
 	if p != nil {
 		out.Cost = Cost{Input: float64(u.Input) * p.Input / 1e6, Output: float64(u.Output) * p.Output / 1e6,
 			CacheRead:  float64(u.CacheRead) * p.CacheRead / 1e6,
