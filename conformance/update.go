@@ -16,10 +16,11 @@ import (
 type normalizer struct {
 	names map[string]string // a bound string value → its placeholder name
 	paths []string          // bound path values, longest first
+	k     *volatileKeys     // what the dialect's lines name volatile values by
 }
 
-func newNormalizer(bindings map[string]any) *normalizer {
-	n := &normalizer{names: map[string]string{}}
+func newNormalizer(d dialect, bindings map[string]any) *normalizer {
+	n := &normalizer{names: map[string]string{}, k: keysOf(d)}
 	for _, name := range sortedKeys(bindings) {
 		v, ok := bindings[name].(string)
 		if !ok || len(v) < 3 {
@@ -36,10 +37,47 @@ func newNormalizer(bindings map[string]any) *normalizer {
 	return n
 }
 
-// volatileNumber are the fields whose numbers differ between runs of the
-// same session: measured durations, and token estimates over a system
-// prompt that names the temp dir.
-var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "first_byte_ms": true, "tokens_before": true, "tokens_after": true}
+// volatileKeys are the fields of a dialect's lines that hold values which
+// differ between runs of the same session.
+type volatileKeys struct {
+	session map[string]bool // a session id: {{s1}} …
+	entry   map[string]bool // a log entry's id, when entryRE matches it: {{e1}} …
+	entryRE *regexp.Regexp
+	// number are the fields whose numbers differ between runs (measured
+	// durations, clock times, token estimates over a system prompt that
+	// names the temp dir), with the matcher they become.
+	number map[string]string
+}
+
+var (
+	erpcKeys = &volatileKeys{
+		session: map[string]bool{"session": true},
+		entry:   map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true, "entry": true},
+		entryRE: regexp.MustCompile(`^[0-9a-f]{8,64}$`),
+		number:  map[string]string{"ms": "$int>=0", "duration_ms": "$int>=0", "first_byte_ms": "$int>=0", "tokens_before": "$int>=0", "tokens_after": "$int>=0", "wall_time_seconds": "$number"},
+	}
+	// pi's entry ids are e's (hex) or derived from the session's ULID,
+	// either with suffixes naming the entry (".model", ".system", ".1"); its
+	// messages carry the clock in milliseconds (timestamp).
+	piKeys = &volatileKeys{
+		session: map[string]bool{"sessionId": true},
+		entry:   map[string]bool{"id": true, "parentId": true, "leafId": true, "entryId": true, "firstKeptEntryId": true, "targetId": true},
+		entryRE: regexp.MustCompile(`^([0-9a-f]{8,64}|[0-9A-HJKMNP-TV-Z]{26})(\.[0-9A-Za-z_-]+)*$`),
+		number:  map[string]string{"timestamp": "$int>=0", "durationMs": "$int>=0", "tokensBefore": "$int>=0", "tokensAfter": "$int>=0", "wall_time_seconds": "$number"},
+	}
+	acpKeys = &volatileKeys{session: map[string]bool{"sessionId": true}, entry: map[string]bool{}, entryRE: erpcKeys.entryRE, number: map[string]string{}}
+)
+
+// keysOf is the volatile fields of d's lines.
+func keysOf(d dialect) *volatileKeys {
+	switch d.(type) {
+	case piDialect:
+		return piKeys
+	case acpDialect:
+		return acpKeys
+	}
+	return erpcKeys
+}
 
 // volatileID are the keys of a model answer's id (e's usage event, pi's
 // messages): the tape names it after the entry that served the call,
@@ -50,9 +88,11 @@ var volatileID = map[string]bool{"response_id": true, "responseId": true}
 func (n *normalizer) value(key string, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// In key order, so that placeholders are numbered alike on
+		// every run.
 		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = n.value(k, e)
+		for _, k := range sortedKeys(x) {
+			out[k] = n.value(k, x[k])
 		}
 		return out
 	case []any:
@@ -64,8 +104,8 @@ func (n *normalizer) value(key string, v any) any {
 	case string:
 		return n.str(key, x)
 	case json.Number:
-		if volatileNumber[key] {
-			return "$int>=0"
+		if m := n.k.number[key]; m != "" {
+			return m
 		}
 	}
 	return v
@@ -78,9 +118,9 @@ func (n *normalizer) str(key, s string) string {
 	switch {
 	case volatileID[key] && s != "":
 		return "$nonempty"
-	case key == "session" && s != "" && !strings.HasPrefix(s, "/"):
+	case n.k.session[key] && s != "" && !strings.HasPrefix(s, "/"):
 		return "{{" + n.bind(s, "s") + "}}"
-	case entryIDKey[key] && entryIDRE.MatchString(s):
+	case n.k.entry[key] && n.k.entryRE.MatchString(s):
 		return "{{" + n.bind(s, "e") + "}}" // a log entry's random id
 	}
 	if len(s) >= 20 && strings.Contains(s, "T") {
@@ -101,7 +141,7 @@ func (n *normalizer) str(key, s string) string {
 			s = strings.ReplaceAll(s, v, "{{"+name+"}}")
 		}
 	}
-	if logPathRE.MatchString(s) && strings.HasPrefix(s, "{{home}}/sessions/") && !strings.ContainsAny(s, " \n") {
+	if logPathRE.MatchString(s) && !strings.ContainsAny(s, " \n") {
 		// A whole log path: its directory is the cwd's slug, which
 		// differs on every run; bind the path so later lines and
 		// client requests can name it.
@@ -116,16 +156,15 @@ func (n *normalizer) str(key, s string) string {
 	return s
 }
 
-// entryIDKey are the fields that hold a log entry's id.
-var entryIDKey = map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true, "entry": true}
-
 var (
-	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
-	logPathRE = regexp.MustCompile(`^\{\{home\}\}/sessions/[^/]+/`)
+	// logPathRE is a log path: e's ($E_HOME/sessions/SLUG/) or pi's
+	// ($PI_CODING_AGENT_DIR/sessions/--SLUG--/, inside E_HOME in a case).
+	logPathRE = regexp.MustCompile(`^\{\{home\}\}(/pi-agent)?/sessions/[^/]+/`)
 	// volatileRE finds what differs between runs inside a string: the
 	// slug of a log directory, a date-time, a duration in ms, a process id
-	// (the holder of a lock).
-	volatileRE = regexp.MustCompile(`\{\{home\}\}/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
+	// (the holder of a lock), a loopback server's port (the tape's, which
+	// pi's models.json names).
+	volatileRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
 )
 
 // volatilePattern is an anchored regular expression for s with its
@@ -138,12 +177,16 @@ func volatilePattern(s string) string {
 	for _, loc := range volatileRE.FindAllStringIndex(s, -1) {
 		b.WriteString(quoteKeepingPlaceholders(s[last:loc[0]]))
 		switch v := s[loc[0]:loc[1]]; {
+		case strings.HasPrefix(v, "{{home}}/pi-agent"):
+			b.WriteString("{{home}}/pi-agent/sessions/[^/]+/")
 		case strings.HasPrefix(v, "{{home}}"):
 			b.WriteString("{{home}}/sessions/[^/]+/")
 		case strings.HasSuffix(v, " ms"):
 			b.WriteString("[0-9]+ ms")
 		case strings.HasPrefix(v, "pid "):
 			b.WriteString("pid [0-9]+")
+		case strings.HasPrefix(v, "http://"):
+			b.WriteString(`http://127\.0\.0\.1:[0-9]+`)
 		default:
 			b.WriteString(`[0-9T:.Z+-]+`)
 		}
@@ -214,13 +257,36 @@ func (n *normalizer) rawLine(line string) string {
 	return line
 }
 
-// expectBuilder collects expect lines, joining adjacent deltas of a stream.
+// expectBuilder collects expect lines of a case in dialect d (nil: e rpc),
+// joining adjacent deltas of a stream. c holds the client lines sent so
+// far, by which acp places a response in its session's stream.
 type expectBuilder struct {
+	d      dialect
+	c      *Case
 	lines  []map[string]any
 	labels []string
 	last   map[string]int // stream → index of its latest line
 	batch  map[string]int // stream → index of its latest tool_batch
 	latest int            // index of the line the latest received line went into
+}
+
+func (b *expectBuilder) dialect() dialect {
+	if b.d == nil {
+		return erpcDialect{}
+	}
+	return b.d
+}
+
+// key is the stream of a line; "?" for one the dialect cannot place.
+func (b *expectBuilder) key(obj map[string]any) string {
+	if b.c == nil {
+		b.c = &Case{}
+	}
+	lc, err := b.dialect().classify(obj, b.c, nil)
+	if err != nil {
+		return "?"
+	}
+	return lc.key
 }
 
 // add appends a received line, or joins it to its stream's delta run; it
@@ -229,15 +295,12 @@ func (b *expectBuilder) add(obj map[string]any) string {
 	if b.last == nil {
 		b.last = map[string]int{}
 	}
-	key, _, err := streamKey(obj)
-	if err != nil {
-		key = "?"
-	}
-	if i, ok := b.last[key]; ok && sameRun(b.lines[i], obj) {
-		a, ok1 := b.lines[i]["delta"].(string)
-		d, ok2 := obj["delta"].(string)
-		if ok1 && ok2 {
-			b.lines[i]["delta"] = a + d
+	key, d := b.key(obj), b.dialect()
+	if i, ok := b.last[key]; ok {
+		ra, a, ok1 := d.delta(b.lines[i])
+		rb, t, ok2 := d.delta(obj)
+		if ok1 && ok2 && ra == rb {
+			d.setDelta(b.lines[i], a+t)
 			b.latest = i
 			return key
 		}
@@ -270,36 +333,53 @@ func (b *expectBuilder) waitable(key string, i int) int {
 // stop cuts a run depends on the machine's speed, so such a run is
 // expected to start with the text received before the stop (a wait on it
 // is met once that text is in), and so are the texts after it in its
-// stream that hold the run (a result's output, a tool_end's content).
+// stream that hold the run (e rpc: a result's output, a tool_end's
+// content; pi: the message's content in text_end, message_end, turn_end
+// and agent_end).
 func (b *expectBuilder) cutRuns(cut map[int]string) {
+	d := b.dialect()
 	for i, before := range cut {
-		full, _ := b.lines[i]["delta"].(string)
+		_, full, _ := d.delta(b.lines[i])
 		if full == "" || strings.HasPrefix(full, "$") && !strings.HasPrefix(full, "$$") {
 			continue // a matcher already
 		}
 		full, before = strings.TrimPrefix(full, "$"), strings.TrimPrefix(before, "$") // "$$x" is "$x"
-		b.lines[i]["delta"] = "$prefix:" + before
-		key, _, _ := streamKey(b.lines[i])
+		d.setDelta(b.lines[i], "$prefix:"+before)
+		key := b.key(b.lines[i])
 		for _, l := range b.lines[i+1:] {
-			if k, _, _ := streamKey(l); k != key {
-				continue
-			}
-			holders := []map[string]any{l}
-			if r, ok := l["result"].(map[string]any); ok {
-				holders = append(holders, r)
-			}
-			for _, h := range holders {
-				for _, f := range []string{"output", "final_output", "content"} {
-					if s, ok := h[f].(string); ok && !isPattern(s) {
-						if at := strings.Index(s, full); at >= 0 {
-							h[f] = "$prefix:" + s[:at] + before
-						}
-					}
-				}
+			if b.key(l) == key {
+				cutHolders(l, full, before)
 			}
 		}
 	}
 }
+
+// cutHolders replaces, at any depth of v, each literal string of a field
+// that holds text (holderFields) and contains full by a $prefix: of what
+// came before full and before.
+func cutHolders(v any, full, before string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && holderFields[k] && !isPattern(s) {
+				if at := strings.Index(s, full); at >= 0 {
+					x[k] = "$prefix:" + s[:at] + before
+				}
+				continue
+			}
+			cutHolders(e, full, before)
+		}
+	case []any:
+		for _, e := range x {
+			cutHolders(e, full, before)
+		}
+	}
+}
+
+// holderFields are the fields that may hold a delta run's text after it:
+// e rpc's result output and final_output and a tool_end's content; pi's
+// text_end content and its messages' text parts.
+var holderFields = map[string]bool{"output": true, "final_output": true, "content": true, "text": true}
 
 // perCall reports whether l is one call's line of a tool batch.
 func perCall(l map[string]any) bool {
@@ -325,10 +405,7 @@ func (b *expectBuilder) dropConcurrentTools() {
 	batched := map[string]bool{}
 	keys := make([]string, len(b.lines))
 	for i, l := range b.lines {
-		key, _, err := streamKey(l)
-		if err != nil {
-			key = "?"
-		}
+		key := b.key(l)
 		keys[i] = key
 		if concurrent(l) {
 			batched[key] = true
@@ -407,8 +484,8 @@ func Update(c *Case, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("conformance: %w", err)
 	}
-	n := newNormalizer(r.Bindings)
-	var b expectBuilder
+	n := newNormalizer(dialectOf(c), r.Bindings)
+	b := expectBuilder{d: dialectOf(c), c: c}
 	placed := map[string]bool{}
 	into := make([]int, len(r.Lines)) // received line → expect line
 	for i, raw := range r.Lines {
