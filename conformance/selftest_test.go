@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // proxyPrefix runs this test binary as the mutation proxy (TestMain).
@@ -114,5 +117,66 @@ func TestReencode(t *testing.T) {
 	}
 	if canon(back) != canon(v) {
 		t.Errorf("value changed:\n%s\n%s", canon(back), canon(v))
+	}
+}
+
+// A case that catches a listed survivor fails the self-test only when it
+// catches it every time: one failure that does not come again is timing
+// (a case timing out under load), reported as a note, not a catch. A
+// mutant that is not listed is killed by its first failure.
+func TestSelfTestConfirmsListedCatches(t *testing.T) {
+	var mu sync.Mutex
+	runs := map[string]int{} // mutant → runs of its case
+	fake := func(_ context.Context, c *Case, o Options) *Result {
+		name := ""
+		for i, a := range o.Server {
+			if a == "--mutant" {
+				name = o.Server[i+1]
+			}
+		}
+		mu.Lock()
+		runs[name]++
+		n := runs[name]
+		mu.Unlock()
+		fail := map[string]bool{"x/steady": true, "x/plain": true, "x/flaky": n == 1}[name]
+		if !fail {
+			return &Result{ID: c.ID, Verdict: Pass}
+		}
+		return &Result{ID: c.ID, Verdict: Fail, Divergence: &Divergence{Step: "exit", Message: "boom"}}
+	}
+	rep, err := SelfTest(context.Background(), SelfTestOptions{
+		Server: []string{"server"}, Proxy: []string{"proxy"}, Cases: []*Case{{ID: "c"}},
+		Mutants:   []*Mutant{{Name: "x/flaky"}, {Name: "x/steady"}, {Name: "x/plain"}},
+		Survivors: map[string]string{"x/flaky": "why", "x/steady": "why"},
+		run:       fake,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]MutantResult{}
+	for _, r := range rep.Results {
+		r.Duration = 0
+		got[r.Name] = r
+	}
+	want := map[string]MutantResult{
+		"x/flaky":  {Name: "x/flaky", Cases: 1, Tried: 1, Listed: "why", Unconfirmed: "c: exit: boom"},
+		"x/steady": {Name: "x/steady", Cases: 1, Tried: 1, Listed: "why", Killed: true, KilledBy: "c", Detail: "exit: boom"},
+		"x/plain":  {Name: "x/plain", Cases: 1, Tried: 1, Killed: true, KilledBy: "c", Detail: "exit: boom"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	wantRuns := map[string]int{"": 1, "x/flaky": 2, "x/steady": 1 + confirmRuns, "x/plain": 1}
+	if diff := cmp.Diff(wantRuns, runs); diff != "" {
+		t.Errorf("runs per mutant (-want +got):\n%s", diff)
+	}
+	wantProblems := []string{"mutant x/steady is listed as a survivor but c catches it (exit: boom): remove it from the survivors file"}
+	if diff := cmp.Diff(wantProblems, rep.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	rep.Write(&b)
+	if !strings.Contains(b.String(), "note: with the listed survivor x/flaky, a case failed once and passed when run again (timing, not the mutant): c: exit: boom") {
+		t.Errorf("the report does not note the unconfirmed catch:\n%s", b.String())
 	}
 }
