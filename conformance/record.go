@@ -144,6 +144,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		dialect = ""
 	}
 	c := &Case{ID: strings.TrimSuffix(filepath.Base(o.Out), ".txtar"), Level: "MUST", Requirements: []string{"F2"}, Model: model, Dialect: dialect}
+	d := dialectOf(c)
 	var cwd, home string
 	env := []string(nil)
 	if o.Here {
@@ -232,14 +233,18 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
+				l := recorded{client: true, line: strings.TrimSuffix(string(line), "\n"), noLF: !bytes.HasSuffix(line, []byte("\n"))}
+				stop, _ := stopOf(d, l)
+				rec.sent(stop)
 				mu.Lock()
-				log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n"), noLF: !bytes.HasSuffix(line, []byte("\n"))})
+				log = append(log, l)
 				mu.Unlock()
 				if _, werr := stdin.Write(line); werr != nil {
 					return
 				}
 			}
 			if err != nil {
+				rec.sent(true) // EOF ends what still runs
 				mu.Lock()
 				eofAt = len(log)
 				mu.Unlock()
@@ -255,6 +260,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		for {
 			select {
 			case sig := <-sigs:
+				rec.sent(true)
 				mu.Lock()
 				log = append(log, recorded{client: true, directive: "#signal " + signalName(sig)})
 				mu.Unlock()
@@ -289,7 +295,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if likeCase != nil {
 		learnNames(likeCase, log, bindings)
 	}
-	out, err := draftCase(c, log, rec.tape(stopsWork(dialectOf(c), log)), bindings)
+	out, err := draftCase(c, log, rec.tape(stopsWork(d, log)), bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -524,9 +530,24 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		return b.labels[i]
 	}
 	cut := map[int]string{} // delta runs open when the client stopped work: their text then
+	var windows []stopWindow
+	open := map[string]int{} // stream → its window in windows, from a stop to the stopped work's end
 	for _, l := range log {
 		if l.client {
+			// A window ends at the next client line at the latest: what
+			// comes after it may be the line's doing.
+			for key, w := range open {
+				windows[w].to = len(b.lines)
+				delete(open, key)
+			}
 			if stop, session := stopOf(d, l); stop {
+				for _, key := range sortedKeys(b.last) {
+					i := b.last[key]
+					if b.inProgress(key) && (session == "" || sessionOf(d, b.lines[i]) == n.str(sessionField(d), session)) {
+						open[key] = len(windows)
+						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1})
+					}
+				}
 				for _, i := range b.last {
 					_, text, ok := d.delta(b.lines[i])
 					_, seen := cut[i]
@@ -576,9 +597,19 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		if err != nil || !ok {
 			return nil, fmt.Errorf("conformance: record: the server printed a line that is not a JSON object: %q", shorten(l.line))
 		}
-		pending[b.add(n.value("", obj).(map[string]any))] = true
+		line := n.value("", obj).(map[string]any)
+		key := b.add(line)
+		pending[key] = true
+		if w, ok := open[key]; ok && endsWork(d, line) {
+			windows[w].to = len(b.lines) - 1
+			delete(open, key)
+		}
+	}
+	for _, w := range open {
+		windows[w].to = len(b.lines)
 	}
 	b.cutRuns(cut)
+	b.loosenStops(windows)
 	b.dropConcurrentTools()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -642,10 +673,23 @@ type recorder struct {
 	upstream, key string
 	mu            sync.Mutex
 	entries       []map[string]any
+	late          []bool // the call began after the client stopped work
+	stopped       bool   // the client's latest line stopped work (stopOf)
 }
 
-// tape is the recorded calls in order. A call that was cancelled is an
-// optional held entry: on another run the stop can come before it, and
+// sent notes a client line: after one that stops work, the calls that
+// begin are optional on the tape (on another run the stop can land before
+// the server makes them), until the next line, whose doing later calls
+// may be.
+func (rc *recorder) sent(stop bool) {
+	rc.mu.Lock()
+	rc.stopped = stop
+	rc.mu.Unlock()
+}
+
+// tape is the recorded calls in order. A call that began after the
+// client stopped work is optional (the stop can land before it on another
+// run). A call that was cancelled is an optional held entry: on another run the stop can come before it, and
 // its key lets the calls after it pass it by. stopped says the client
 // stopped work (an interrupt, shutdown, a signal): the tape then ends with
 // an optional held entry without a key, since on another run the stop can
@@ -656,8 +700,11 @@ func (rc *recorder) tape(stopped bool) []map[string]any {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var out []map[string]any
-	for _, e := range rc.entries {
+	for i, e := range rc.entries {
 		if e != nil { // nil: a call still in flight when the session ended
+			if i < len(rc.late) && rc.late[i] {
+				e["optional"] = true
+			}
 			out = append(out, e)
 		}
 	}
@@ -765,6 +812,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	slot := len(rc.entries)
 	rc.entries = append(rc.entries, nil)
+	rc.late = append(rc.late, rc.stopped)
 	rc.mu.Unlock()
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)

@@ -265,6 +265,7 @@ type expectBuilder struct {
 	c      *Case
 	lines  []map[string]any
 	labels []string
+	opt    []string       // a line's prefix: "" or "?* " (loosenStops)
 	last   map[string]int // stream → index of its latest line
 	batch  map[string]int // stream → index of its latest tool_batch
 	latest int            // index of the line the latest received line went into
@@ -307,6 +308,7 @@ func (b *expectBuilder) add(obj map[string]any) string {
 	}
 	b.lines = append(b.lines, obj)
 	b.labels = append(b.labels, "")
+	b.opt = append(b.opt, "")
 	b.last[key] = len(b.lines) - 1
 	b.latest = len(b.lines) - 1
 	if obj["type"] == "tool_batch" {
@@ -381,6 +383,153 @@ func cutHolders(v any, full, before string) {
 // text_end content and its messages' text parts.
 var holderFields = map[string]bool{"output": true, "final_output": true, "content": true, "text": true}
 
+// stopWindow is what a stream printed between a stop and the stopped
+// work's end: lines [from, to) of the builder that are in stream key.
+type stopWindow struct {
+	key      string
+	from, to int
+}
+
+// loosenStops makes each stop window timing-independent (spec/conformance.md
+// 5): how far the server got between the client's stop and the moment it
+// landed (a usage, a tool batch, a free-running tool's start and end, the
+// next step's model call) depends on the machine's speed, so the window's
+// lines become one "?*" line taking any line of the stream (progressLine)
+// until the work's end, which stays required. The counts in that end and
+// after it (usage, tools) depend on the same progress and are matched by
+// type. A window a #wait names a line of keeps its lines.
+func (b *expectBuilder) loosenStops(windows []stopWindow) {
+	skip := map[int]bool{}
+	first := map[int][]stopWindow{} // the index a window's ?* line goes before
+	for _, w := range windows {
+		var in []int
+		labelled := false
+		for i := w.from; i < w.to; i++ {
+			if b.key(b.lines[i]) == w.key {
+				in = append(in, i)
+				labelled = labelled || b.labels[i] != ""
+			}
+		}
+		if labelled {
+			continue
+		}
+		for _, i := range in {
+			skip[i] = true
+		}
+		first[w.from] = append(first[w.from], w)
+		for i := w.to; i < len(b.lines); i++ {
+			if b.key(b.lines[i]) == w.key {
+				loosenCounts(b.lines[i])
+			}
+		}
+	}
+	if len(first) == 0 {
+		return
+	}
+	var lines []map[string]any
+	var labels, opt []string
+	for i := 0; i <= len(b.lines); i++ {
+		for _, w := range first[i] {
+			lines, labels, opt = append(lines, progressLine(b.dialect(), w.key)), append(labels, ""), append(opt, "?* ")
+		}
+		if i < len(b.lines) && !skip[i] {
+			lines, labels, opt = append(lines, b.lines[i]), append(labels, b.labels[i]), append(opt, b.opt[i])
+		}
+	}
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+}
+
+// inProgress reports whether stream key of dialect d has work a stop can
+// cut: an e rpc request whose response has not come, pi's process stream
+// during a run (after agent_start, before agent_settled), an ACP session
+// whose latest line is an update or a request of the agent's.
+func (b *expectBuilder) inProgress(key string) bool {
+	i, ok := b.last[key]
+	if !ok {
+		return false
+	}
+	switch b.dialect().(type) {
+	case piDialect:
+		for j := len(b.lines) - 1; j >= 0 && key == "process"; j-- {
+			switch b.lines[j]["type"] {
+			case "agent_start":
+				return true
+			case "agent_settled":
+				return false
+			}
+		}
+		return false
+	case acpDialect:
+		_, isMessage := b.lines[i]["method"]
+		return strings.HasPrefix(key, "s:") && isMessage
+	}
+	_, isEvent := b.lines[i]["type"]
+	return strings.HasPrefix(key, "r:") && isEvent
+}
+
+// endsWork reports whether a line of dialect d ends the work of its
+// stream that a stop cut: e rpc's turn_end or response, pi's
+// agent_settled, an ACP response (session/prompt's stopReason).
+func endsWork(d dialect, obj map[string]any) bool {
+	switch d.(type) {
+	case piDialect:
+		return obj["type"] == "agent_settled"
+	case acpDialect:
+		_, isMessage := obj["method"]
+		return !isMessage
+	}
+	t, isEvent := obj["type"]
+	return !isEvent || t == "turn_end"
+}
+
+// progressLine is the "?*" line that takes any progress line of stream
+// key: any event of an e rpc request, any pi event, any update of an ACP
+// session.
+func progressLine(d dialect, key string) map[string]any {
+	switch d.(type) {
+	case piDialect:
+		return map[string]any{"type": "$string"}
+	case acpDialect:
+		return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "{{" + strings.TrimPrefix(key, "s:") + "}}"}}
+	}
+	id, _ := decode([]byte(strings.TrimPrefix(key, "r:")))
+	return map[string]any{"type": "$string", "request": id}
+}
+
+// loosenCounts matches the numbers of v's usage and tools counts by type.
+func loosenCounts(v any) {
+	var numbers func(any) any
+	numbers = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = numbers(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = numbers(e)
+			}
+		case json.Number:
+			return "$number"
+		}
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "usage" || k == "tools" {
+				x[k] = numbers(e)
+			} else {
+				loosenCounts(e)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			loosenCounts(e)
+		}
+	}
+}
+
 // perCall reports whether l is one call's line of a tool batch.
 func perCall(l map[string]any) bool {
 	t, _ := l["type"].(string)
@@ -420,19 +569,20 @@ func (b *expectBuilder) dropConcurrentTools() {
 		return
 	}
 	var lines []map[string]any
-	var labels []string
+	var labels, opt []string
 	for i, l := range b.lines {
 		if batched[keys[i]] && perCall(l) {
 			continue
 		}
-		lines, labels = append(lines, l), append(labels, b.labels[i])
+		lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
 	}
-	b.lines, b.labels, b.last, b.batch, b.latest = lines, labels, nil, nil, 0
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
 }
 
 func (b *expectBuilder) String() string {
 	var s strings.Builder
 	for i, l := range b.lines {
+		s.WriteString(b.opt[i])
 		if b.labels[i] != "" {
 			s.WriteString("@" + b.labels[i] + " ")
 		}
