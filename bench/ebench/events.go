@@ -26,7 +26,7 @@ func events(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	bins := strings.Split(*e, ",")
+	bins := binaries(*e)
 	fmt.Printf("%-8s %14s %14s %8s %12s %12s %14s %12s %12s", "words", "e events/s", "floor lines/s", "ratio", "e ns/event", "floor ns/line", "e CPU ns/event", "first ms", "after ms")
 	if len(bins) > 1 {
 		fmt.Print("  binary")

@@ -1,7 +1,9 @@
 // Command ebench drives the benchmarks of bench/ that need whole
 // processes: e rpc against the floor of pre-encoded lines (events), e rpc
-// against a loopback provider mock (provider), e --mode rpc beside real
-// pi (pi), and e beside its peers (peers). The scripts in bench/ run it.
+// against a loopback provider mock (provider), the time from a provider's
+// first delta to e's first text event beside a minimal SSE client
+// (first), e --mode rpc beside real pi (pi), and e beside its peers
+// (peers). The scripts in bench/ run it.
 package main
 
 import (
@@ -12,7 +14,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: ebench events|floor|provider|pi|peers|mock [flags]")
+		fmt.Fprintln(os.Stderr, "usage: ebench events|floor|provider|first|sse-floor|pi|peers|mock [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -25,6 +27,10 @@ func main() {
 		err = floor(fs, args)
 	case "provider":
 		err = provider(fs, args)
+	case "first":
+		err = first(fs, args)
+	case "sse-floor":
+		err = sseFloor(fs, args)
 	case "mock":
 		err = mock(fs, args)
 	case "peers":

@@ -171,3 +171,17 @@ func median[T int64 | float64 | time.Duration](xs []T) T {
 	}
 	return s[len(s)/2]
 }
+
+// binaries splits a comma-separated -e list, making relative paths
+// absolute: the agents run in their own temporary directories.
+func binaries(list string) []string {
+	bins := strings.Split(list, ",")
+	for i, b := range bins {
+		if strings.ContainsRune(b, filepath.Separator) {
+			if abs, err := filepath.Abs(b); err == nil {
+				bins[i] = abs
+			}
+		}
+	}
+	return bins
+}

@@ -36,7 +36,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	bins := strings.Split(*e, ",")
+	bins := binaries(*e)
 	fmt.Printf("%-17s %7s %12s %10s %14s %16s %10s %8s", "api", "deltas", "CPU µs/delta", "CPU ms", "turn ms", "first delta µs", "floor ms", "ratio")
 	if len(bins) > 1 {
 		fmt.Print("  binary")
@@ -96,34 +96,36 @@ type turnFigures struct {
 }
 
 // mockHome starts a mock of api on loopback and returns an E_HOME whose
-// settings make mock/m, served by it, the default model.
-func mockHome(api string, n int) (home string, mock *providermock.Server, stop func(), err error) {
+// settings make mock/m, served by it, the default model, and the mock's
+// base URL.
+func mockHome(api string, n int) (home, base string, mock *providermock.Server, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, nil, err
+		return "", "", nil, nil, err
 	}
+	base = "http://" + ln.Addr().String()
 	mock = providermock.NewServer(api, n)
 	srv := &http.Server{Handler: mock}
 	go srv.Serve(ln)
 	home, err = os.MkdirTemp("", "ebench-home-")
 	if err != nil {
 		srv.Close()
-		return "", nil, nil, err
+		return "", "", nil, nil, err
 	}
 	settings, _ := json.Marshal(map[string]any{
-		"providers": map[string]any{"mock": map[string]any{"api": api, "base_url": "http://" + ln.Addr().String(),
+		"providers": map[string]any{"mock": map[string]any{"api": api, "base_url": base,
 			"models": []any{map[string]any{"id": "m"}}}},
 		"default_model": "mock/m",
 	})
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), settings, 0o600); err != nil {
 		srv.Close()
-		return "", nil, nil, err
+		return "", "", nil, nil, err
 	}
-	return home, mock, func() { srv.Close(); os.RemoveAll(home) }, nil
+	return home, base, mock, func() { srv.Close(); os.RemoveAll(home) }, nil
 }
 
 func providerRun(e, api string, n, runs int) (turnFigures, error) {
-	home, mock, stop, err := mockHome(api, n)
+	home, _, mock, stop, err := mockHome(api, n)
 	if err != nil {
 		return turnFigures{}, err
 	}

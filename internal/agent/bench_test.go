@@ -73,7 +73,11 @@ func BenchmarkInterruptBash(b *testing.B) {
 // BenchmarkProviderTurn runs turns of 500, 5,000 and 50,000 text deltas
 // from a loopback server of each provider API through the engine and a
 // sink that encodes every event as e rpc does, and reports the cost per
-// delta: flat with the size when nothing on the path is quadratic.
+// delta (flat with the size when nothing on the path is quadratic) and
+// first-µs, the median time from the mock's write of the first delta to
+// the first text event's encoding, with the rest of the answer held back
+// until then (providermock.HoldNext), as a real provider's next delta comes
+// later.
 func BenchmarkProviderTurn(b *testing.B) {
 	for _, api := range providermock.APIs {
 		for _, n := range []int{500, 5000, 50000} {
@@ -92,11 +96,13 @@ func BenchmarkProviderTurn(b *testing.B) {
 				texts := 0
 				var first time.Time  // the first text event's encoding done
 				var firsts []float64 // µs from the mock's flush of the first delta
+				var release func()
 				sink := func(ev Event) {
 					buf = st.Append(buf[:0], ev)
 					if _, ok := ev.(*Text); ok {
 						if texts == 0 {
 							first = time.Now()
+							release()
 						}
 						texts++
 					}
@@ -108,6 +114,7 @@ func BenchmarkProviderTurn(b *testing.B) {
 						b.Fatal(err)
 					}
 					texts = 0
+					release = mock.HoldNext()
 					if res := s.Prompt(context.Background(), "hi", nil, sink); res.Error != nil || texts != n {
 						b.Fatalf("%d text events, error %v", texts, res.Error)
 					}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
 
@@ -114,6 +115,10 @@ type (
 		Attempt int    `json:"attempt"` // the attempt about to start, from 2
 		DelayMS int64  `json:"delay_ms"`
 		Reason  string `json:"reason"`
+		// Logged is the failed attempt's entry in the history (nil when it
+		// could not be written), for front ends that announce it (the pi
+		// dialect's entry_appended). Not on e's wire: session.entries has it.
+		Logged *store.Entry `json:"-"`
 	}
 	Recovered struct {
 		Attempts int `json:"attempts"`

@@ -125,6 +125,12 @@ func TestInterruptKeepsPartial(t *testing.T) {
 	if last.Role != model.RoleAssistant || last.Text() != res.Output || res.Output == "" {
 		t.Errorf("last message %+v, want the assistant's partial answer %.30q", last, res.Output)
 	}
+	// The interrupted entry describes the model call it cut short.
+	es := s.Entries()
+	if en := es[len(es)-1]; en.Type != store.TypeInterrupted || en.Call == nil || en.Call.Model != model.OfflineID ||
+		en.Call.Attempts != 1 {
+		t.Errorf("last entry %+v (call %+v), want an interrupted entry with the call it cut short", en, en.Call)
+	}
 }
 
 // An interrupt that comes after Begin but before the turn has started is

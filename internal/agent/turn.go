@@ -41,7 +41,7 @@ type turn struct {
 	extension    map[string]bool
 	mcp          map[string]mcpTool // e's name → the server and its name there
 	lastCall     store.ModelCall    // the last successful model call, for its message's entry
-	cutID        string             // the response id of the answer an interruption cut short
+	cut          *store.ModelCall   // the model call an interruption cut short, for its interrupted entry
 	prompted     bool               // the prompt is in the history
 	system       string             // the system prompt, once built
 	texts        []Text             // the rest of the slab the next Text events come from
@@ -115,7 +115,11 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
-	t.emit(TurnEnd{Aborted: aborted, ResponseID: t.cutID})
+	end := TurnEnd{Aborted: aborted}
+	if t.cut != nil {
+		end.ResponseID = t.cut.ResponseID
+	}
+	t.emit(end)
 	if s.eng.Ext != nil {
 		s.eng.Ext.Notify("turn.end", map[string]any{"session": s.id, "aborted": aborted})
 	}
@@ -298,7 +302,7 @@ func (t *turn) interrupted(partial string) (aborted bool, err error) {
 		}
 		t.lastText, t.lastTextJSON = partial, nil
 	}
-	_ = t.s.append(store.Entry{Type: store.TypeInterrupted})
+	_ = t.s.append(store.Entry{Type: store.TypeInterrupted, Call: t.cut})
 	return true, nil
 }
 
@@ -527,8 +531,8 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(t.callRecord(show, "cancelled", attempt+1, began, start, first))
 			}
-			if show && resp != nil {
-				t.cutID = resp.ResponseID
+			if show {
+				t.cut = t.attemptCall(attempt, began, start, first, resp)
 			}
 			return nil, partial, t.ctx.Err()
 		}
@@ -565,7 +569,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if !me.RetryAfterGiven && t.s.eng.RetryBase > 0 {
 			delay = t.s.eng.RetryBase << attempt
 		}
-		t.emit(Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()})
+		retry := Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()}
+		if show {
+			retry.Logged = t.recordAttempt(t.attemptCall(attempt, start, start, first, resp), me.Error(), resp)
+		}
+		t.emit(retry)
 		if o := t.s.eng.Observer; o != nil {
 			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
 		}
@@ -577,6 +585,44 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		case <-timer.C:
 		}
 	}
+}
+
+// attemptCall describes the turn's model call that failed or was cut
+// short at attempt (from 0): timed from began, its last attempt started
+// at start and streamed first at first; resp is what it streamed.
+func (t *turn) attemptCall(attempt int, began, start, first time.Time, resp *model.Response) *store.ModelCall {
+	c := &store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: time.Since(began).Milliseconds()}
+	if !first.IsZero() {
+		c.FirstByteMS = first.Sub(start).Milliseconds()
+	}
+	if resp != nil {
+		c.Usage, c.ResponseID = store.Usage(resp.Usage), resp.ResponseID
+	}
+	return c
+}
+
+// recordAttempt logs a failed attempt that is about to be retried, with
+// what it streamed, and returns its entry (nil when it could not be
+// written: the turn goes on, as without a log).
+func (t *turn) recordAttempt(call *store.ModelCall, reason string, resp *model.Response) *store.Entry {
+	en := store.Entry{Type: store.TypeAttempt, Call: call, Error: reason}
+	if resp != nil && len(resp.Message.Content) > 0 {
+		m := resp.Message
+		m.Role = model.RoleAssistant
+		b, err := json.Marshal(m)
+		if err == nil {
+			en.Message = b
+		}
+	}
+	es := []store.Entry{en}
+	t.s.mu.Lock()
+	err := t.s.appendLocked(es...)
+	t.s.mu.Unlock()
+	if err != nil {
+		t.warn(err.Error())
+		return nil
+	}
+	return &es[0]
 }
 
 // callRecord starts the observer's record of a model call: began is the

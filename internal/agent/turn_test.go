@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,8 +282,26 @@ func TestErrorDetails(t *testing.T) {
 			if len(evs) != 1 || !cmp.Equal(evs[0].Details, *res.ErrorDetails) {
 				t.Errorf("error_details events = %+v, want one equal to the result's", evs)
 			}
-			if diff := cmp.Diff(tt.wantRetry, ofType[Retry](rec)); diff != "" {
+			if diff := cmp.Diff(tt.wantRetry, ofType[Retry](rec), cmpopts.IgnoreFields(Retry{}, "Logged")); diff != "" {
 				t.Errorf("retry events (-want +got):\n%s", diff)
+			}
+			// Each retried attempt is in the history, before the error.
+			var got []string
+			for _, en := range s.Entries() {
+				switch en.Type {
+				case store.TypeAttempt:
+					got = append(got, fmt.Sprintf("attempt %d: %s", en.Call.Attempts, en.Error))
+				case store.TypeError:
+					got = append(got, "error: "+en.Error)
+				}
+			}
+			want := []string{}
+			for i, r := range tt.wantRetry {
+				want = append(want, fmt.Sprintf("attempt %d: %s", i+1, r.Reason))
+			}
+			want = append(want, "error: "+tt.want.Message)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("attempt and error entries (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantEvents, rec.types()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -307,8 +326,35 @@ func TestRetryRecovers(t *testing.T) {
 	if diff := cmp.Diff([]Discarded{{Reason: "retry", Text: "partial words"}}, ofType[Discarded](rec)); diff != "" {
 		t.Errorf("discarded (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Retry{{Attempt: 2, DelayMS: 1, Reason: "model: e: HTTP 503: overloaded"}}, ofType[Retry](rec)); diff != "" {
+	retries := ofType[Retry](rec)
+	if diff := cmp.Diff([]Retry{{Attempt: 2, DelayMS: 1, Reason: "model: e: HTTP 503: overloaded"}}, retries,
+		cmpopts.IgnoreFields(Retry{}, "Logged")); diff != "" {
 		t.Errorf("retry (-want +got):\n%s", diff)
+	}
+	// The failed attempt is an entry of the history, with what it streamed,
+	// before the answer; the retry event names it. Model calls never see it.
+	var attempts []store.Entry
+	for _, en := range s.Entries() {
+		if en.Type == store.TypeAttempt {
+			attempts = append(attempts, en)
+		}
+	}
+	if len(attempts) != 1 || len(retries) != 1 || retries[0].Logged == nil || retries[0].Logged.ID != attempts[0].ID {
+		t.Fatalf("attempt entries %+v, retry events %+v: want one attempt entry, named by the retry event", attempts, retries)
+	}
+	a := attempts[0]
+	if a.Error != "model: e: HTTP 503: overloaded" || a.Call == nil || a.Call.Attempts != 1 || a.Call.Model != model.OfflineID ||
+		string(a.Message) != `{"role":"assistant","content":[{"type":"text","text":"partial words"}]}` {
+		t.Errorf("attempt entry %+v (call %+v, message %s): want attempt 1 of e/offline, its error and its partial answer", a, a.Call, a.Message)
+	}
+	var answers int
+	for _, m := range History(s.Entries()) {
+		if m.Role == model.RoleAssistant {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Errorf("the history holds %d assistant messages, want 1: the failed attempt is not a message", answers)
 	}
 	if diff := cmp.Diff([]Recovered{{Attempts: 2}}, ofType[Recovered](rec)); diff != "" {
 		t.Errorf("recovered (-want +got):\n%s", diff)

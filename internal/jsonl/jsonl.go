@@ -10,7 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
@@ -88,7 +92,9 @@ func (r *Reader) Next() ([]byte, error) {
 // Writer owns an output stream: Write queues a line, one goroutine writes
 // the queue. Lines queued while a write is in progress go out together in
 // the next one, so a burst of events costs one write(2) per batch rather
-// than one per line, while a lone line is written as soon as it is queued.
+// than one per line, while a lone line is written as soon as it is queued:
+// a line that wakes a writer idle for a while (a lone line, the first of a
+// burst) yields the caller's processor to it (wake1).
 // Every line lies whole inside one Write call (or one vectored write, for
 // AppendShared), in queue order (F5).
 type Writer struct {
@@ -104,6 +110,10 @@ type Writer struct {
 	room        chan struct{} // closed when pending is taken; made when a Write waits for room
 	closing     bool
 	err         error
+
+	// idleSince is when the writer last finished a write (monotonic
+	// nanoseconds from epoch), or busy while it writes a batch.
+	idleSince atomic.Int64
 
 	done   chan struct{}
 	failed chan struct{}
@@ -151,6 +161,7 @@ func (wr *Writer) run(size int) {
 		batch, wr.pending = wr.pending, batch[:0]
 		shared, wr.shared, wr.sharedBytes = wr.shared, shared[:0], 0
 		wr.woken = false
+		wr.idleSince.Store(busy)
 		closing := wr.closing
 		if wr.room != nil {
 			close(wr.room)
@@ -167,6 +178,7 @@ func (wr *Writer) run(size int) {
 				close(wr.failed)
 			}
 		}
+		wr.idleSince.Store(monotonic())
 		clear(shared) // let go of the parts
 		if cap(batch) > keepBuffer {
 			batch = nil
@@ -211,11 +223,12 @@ func (wr *Writer) Write(ctx context.Context, line []byte) error {
 	if err := wr.lock(ctx); err != nil {
 		return err
 	}
+	yield := false
 	if wr.err == nil {
 		wr.pending = append(wr.pending, line...)
-		wr.queued()
+		yield = wr.queued()
 	}
-	wr.mu.Unlock()
+	wr.unlock(yield)
 	return nil
 }
 
@@ -228,11 +241,12 @@ func (wr *Writer) Append(ctx context.Context, appendLine func([]byte) []byte) er
 	if err := wr.lock(ctx); err != nil {
 		return err
 	}
+	yield := false
 	if wr.err == nil {
 		wr.pending = appendLine(wr.pending)
-		wr.queued()
+		yield = wr.queued()
 	}
-	wr.mu.Unlock()
+	wr.unlock(yield)
 	return nil
 }
 
@@ -246,21 +260,22 @@ func (wr *Writer) AppendShared(ctx context.Context, parts ...[]byte) error {
 	if err := wr.lock(ctx); err != nil {
 		return err
 	}
+	yield := false
 	if wr.err == nil {
 		if wr.vec == nil {
 			for _, p := range parts {
 				wr.pending = append(wr.pending, p...)
 			}
-			wr.queued()
+			yield = wr.queued()
 		} else {
 			wr.shared = append(wr.shared, sharedLine{at: len(wr.pending), parts: parts})
 			for _, p := range parts {
 				wr.sharedBytes += len(p)
 			}
-			wr.wake1()
+			yield = wr.wake1()
 		}
 	}
-	wr.mu.Unlock()
+	wr.unlock(yield)
 	return nil
 }
 
@@ -284,21 +299,50 @@ func (wr *Writer) lock(ctx context.Context) error {
 }
 
 // queued ends the record just appended to pending and wakes the writer
-// unless it is already due to take pending. mu is held.
-func (wr *Writer) queued() {
+// unless it is already due to take pending. mu is held. It reports
+// whether the caller should yield to the writer (wake1).
+func (wr *Writer) queued() bool {
 	wr.pending = append(wr.pending, '\n')
-	wr.wake1()
+	return wr.wake1()
 }
 
+// idleYield is how long the writer must have had nothing to write for a
+// line that wakes it to count as a lone line or the first of a burst.
+const idleYield = 100 * time.Microsecond
+
+// busy is idleSince while the writer writes.
+const busy = math.MaxInt64
+
+var epoch = time.Now()
+
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
 // wake1 wakes the writer unless it is already due to take the queue. mu
-// is held.
-func (wr *Writer) wake1() {
-	if !wr.woken {
-		wr.woken = true
-		select {
-		case wr.wake <- struct{}{}:
-		default: // Close's token is there: the writer takes pending after it
-		}
+// is held. It reports whether the writer had been idle for idleYield: then
+// the caller yields to it once mu is unlocked. A producer that keeps
+// finding its input buffered (a provider's stream read faster than it is
+// parsed) never blocks, so the woken writer waits for another thread, and
+// on a loaded machine that thread waits for the OS, for milliseconds; the
+// first text of an answer would wait with it. Within a burst the writer is
+// never idle that long, so lines still go out in batches.
+func (wr *Writer) wake1() bool {
+	if wr.woken {
+		return false
+	}
+	wr.woken = true
+	select {
+	case wr.wake <- struct{}{}:
+		return monotonic()-wr.idleSince.Load() >= int64(idleYield)
+	default: // Close's token is there: the writer takes pending after it
+		return false
+	}
+}
+
+// unlock unlocks mu, then lets the woken writer run now if yield is set.
+func (wr *Writer) unlock(yield bool) {
+	wr.mu.Unlock()
+	if yield {
+		runtime.Gosched()
 	}
 }
 

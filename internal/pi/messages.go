@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
@@ -24,6 +25,18 @@ type Entry struct {
 	FirstKeptEntryID string  `json:"firstKeptEntryId,omitempty"`
 	TokensBefore     *int64  `json:"tokensBefore,omitempty"`
 	Name             *string `json:"name,omitempty"`
+	// context_edit: the entry it edits and what replaces it (null: the
+	// entry leaves the model's context).
+	TargetID    string          `json:"targetId,omitempty"`
+	Replacement json.RawMessage `json:"replacement,omitempty"`
+}
+
+// hideAttempt is the context_edit entry pi appends after a failed attempt
+// it retries (id: the attempt's id with ".1"), taking the attempt's
+// message (id) out of the model's context; the attempt stays in the log.
+func hideAttempt(id string, ts time.Time) Entry {
+	return Entry{Type: "context_edit", ID: id + ".1", ParentID: &id, Timestamp: ts.UTC().Format(isoMillis), TargetID: id,
+		Replacement: json.RawMessage("null")}
 }
 
 // converter turns e's history into pi's shapes. It follows the settings
@@ -118,22 +131,63 @@ func (c *converter) assistant(stop string, ts int64) AssistantMessage {
 // abortedError is pi's errorMessage of an interrupted answer.
 const abortedError = "Request was aborted"
 
-// interrupted applies an interrupted entry to the messages converted so
+// interrupted applies interrupted entry en to the messages converted so
 // far, as pi records an interrupted answer: e logged the text it had
-// streamed (the last message), which pi marks aborted; when nothing came
-// (the last message is the user's), pi keeps an empty aborted answer,
-// returned as added. An interruption of tools changes nothing.
-func (c *converter) interrupted(last any, ts int64) (changed any, added *AssistantMessage) {
+// streamed (last, the last message), which pi marks aborted; when nothing
+// came (last is the user's message), pi keeps an empty aborted answer,
+// returned as added. Either carries the duration and answer id of the
+// model call it cut (the entry's call). Right after a failed attempt
+// (afterAttempt: en's parent), the retry was cut before any output when
+// en has a call (an empty aborted answer), and the wait before it was
+// otherwise (nothing). An interruption of tools changes nothing.
+func (c *converter) interrupted(en session.Entry, last any, afterAttempt bool) (changed any, added *AssistantMessage) {
+	cut := func(m AssistantMessage) AssistantMessage {
+		m.StopReason, m.ErrorMessage = "aborted", abortedError
+		if en.Call != nil {
+			d := en.Call.DurationMS
+			m.DurationMS, m.ResponseID = &d, en.Call.ResponseID
+		}
+		return m
+	}
+	empty := func() *AssistantMessage {
+		a := cut(c.assistant("aborted", en.Time.UnixMilli()))
+		return &a
+	}
+	if afterAttempt {
+		if en.Call != nil {
+			return nil, empty()
+		}
+		return nil, nil
+	}
 	switch m := last.(type) {
 	case AssistantMessage:
-		m.StopReason, m.ErrorMessage = "aborted", abortedError
-		return m, nil
+		return cut(m), nil
 	case UserMessage:
-		a := c.assistant("aborted", ts)
-		a.ErrorMessage = abortedError
-		return nil, &a
+		return nil, empty()
 	}
 	return nil, nil
+}
+
+// failed is pi's error assistant message of a model call that failed: a
+// retried attempt (what it streamed, if anything) or the error that ended
+// a turn.
+func (c *converter) failed(en session.Entry) AssistantMessage {
+	a := c.assistant("error", en.Time.UnixMilli())
+	var m model.Message
+	if en.Message != nil && json.Unmarshal(en.Message, &m) == nil {
+		for _, msg := range c.messages(m, 0) {
+			if am, ok := msg.(AssistantMessage); ok {
+				a.Content = am.Content
+			}
+		}
+	}
+	a.ErrorMessage = en.Error
+	if call := en.Call; call != nil {
+		a.Usage = withReasoning(callUsage(call), c.info.API, call.Usage.Reasoning)
+		d := call.DurationMS
+		a.DurationMS, a.ResponseID = &d, call.ResponseID
+	}
+	return a
 }
 
 // finished adds what pi records of an answer: its model call's usage and
@@ -161,7 +215,8 @@ func levelOf(effort string) string {
 // its id, the others get "ID.N" and chain after it.
 func (c *converter) entries(es []session.Entry) []Entry {
 	var out []Entry
-	last := map[string]string{} // e entry id → id of the last pi entry made from it
+	last := map[string]string{}   // e entry id → id of the last pi entry made from it
+	attempts := map[string]bool{} // ids of attempt entries
 	for _, en := range es {
 		parent := func() *string {
 			if en.Parent == "" {
@@ -226,12 +281,25 @@ func (c *converter) entries(es []session.Entry) []Entry {
 				continue
 			}
 			base.Type, base.Message = "message", bashMessage(en)
+		case session.EntryAttempt, session.EntryError:
+			// pi keeps a failed call's error message; it hides a retried
+			// attempt from the model's context with a context_edit after it.
+			base.Type, base.Message = "message", c.failed(en)
+			out = append(out, base)
+			last[en.ID] = base.ID
+			if en.Type == session.EntryAttempt {
+				attempts[en.ID] = true
+				edit := hideAttempt(en.ID, en.Time)
+				out = append(out, edit)
+				last[en.ID] = edit.ID
+			}
+			continue
 		case session.EntryInterrupted:
 			var lastMsg any
 			if n := len(out); n > 0 && en.Parent != "" && out[n-1].ID == last[en.Parent] {
 				lastMsg = out[n-1].Message
 			}
-			changed, added := c.interrupted(lastMsg, en.Time.UnixMilli())
+			changed, added := c.interrupted(en, lastMsg, attempts[en.Parent])
 			switch {
 			case changed != nil:
 				out[len(out)-1].Message = changed
@@ -246,7 +314,7 @@ func (c *converter) entries(es []session.Entry) []Entry {
 			}
 			continue
 		default:
-			// title and interrupted have no pi counterpart; keep the chain intact.
+			// title has no pi counterpart; keep the chain intact.
 			if p := parent(); p != nil {
 				last[en.ID] = *p
 			}

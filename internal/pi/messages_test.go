@@ -26,3 +26,53 @@ func TestEntries(t *testing.T) {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
 }
+
+// TestFailedAttemptEntries checks pi's shapes of a retried model call: the
+// failed attempt is an error message entry (what it streamed, its error,
+// duration and answer id) followed by the context_edit that hides it, with
+// the id entry_appended announced (hideAttempt); the answer chains after
+// the edit. get_messages leaves both out (contextMessages, via visible).
+// An interruption then cuts the retry before any output: an empty aborted
+// answer with the cut call's duration and id.
+func TestFailedAttemptEntries(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ms := at.UnixMilli()
+	info := model.Info{ID: "p/m", Provider: "p", Name: "m", API: model.APIOpenAIChat}
+	conv := newConverter(func(string) (model.Info, bool) { return info, true }, session.Header{Model: "p/m", Effort: "high"})
+	got := conv.entries([]session.Entry{
+		{Type: session.EntryMessage, ID: "u", Time: at, Message: []byte(`{"role":"user","content":[{"type":"text","text":"hi"}]}`)},
+		{Type: session.EntryAttempt, ID: "a", Parent: "u", Time: at, Error: "model: p: HTTP 503: busy",
+			Message: []byte(`{"role":"assistant","content":[{"type":"text","text":"par"}]}`),
+			Call:    &session.ModelCall{Model: "p/m", Attempts: 1, DurationMS: 7, ResponseID: "r1"}},
+		{Type: session.EntryInterrupted, ID: "i", Parent: "a", Time: at,
+			Call: &session.ModelCall{Model: "p/m", Attempts: 2, DurationMS: 9, ResponseID: "r2"}},
+	})
+	seven, nine := int64(7), int64(9)
+	u, a, edit := "u", "a", "a.1"
+	usage := withReasoning(NewUsage(model.Usage{}, nil), info.API, 0)
+	want := []Entry{
+		{Type: "message", ID: "u", Timestamp: "2026-12-01T12:00:00.000Z", Message: *userMessage("hi", nil, ms)},
+		{Type: "message", ID: "a", ParentID: &u, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
+			Content: []Content{{Type: "text", Text: "par"}}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
+			Usage: usage, StopReason: "error", ErrorMessage: "model: p: HTTP 503: busy", Timestamp: ms, DurationMS: &seven, ResponseID: "r1"}},
+		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: []byte("null")},
+		{Type: "message", ID: "i", ParentID: &edit, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
+			Content: []Content{}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
+			Usage: NewUsage(model.Usage{}, nil), StopReason: "aborted", ErrorMessage: abortedError, Timestamp: ms, DurationMS: &nine, ResponseID: "r2"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if live := hideAttempt("a", at); !cmp.Equal(live, want[2]) {
+		t.Errorf("entry_appended's entry %+v, want get_entries' %+v", live, want[2])
+	}
+	// Interrupted while waiting to retry: no answer was cut.
+	waited := newConverter(func(string) (model.Info, bool) { return info, true }, session.Header{Model: "p/m"}).entries([]session.Entry{
+		{Type: session.EntryMessage, ID: "u", Time: at, Message: []byte(`{"role":"user","content":[{"type":"text","text":"hi"}]}`)},
+		{Type: session.EntryAttempt, ID: "a", Parent: "u", Time: at, Error: "busy", Call: &session.ModelCall{Attempts: 1}},
+		{Type: session.EntryInterrupted, ID: "i", Parent: "a", Time: at},
+	})
+	if n := len(waited); n != 3 || waited[n-1].Type != "context_edit" {
+		t.Errorf("an interruption of the wait before a retry gives %+v, want nothing after the context_edit", waited)
+	}
+}

@@ -1146,7 +1146,9 @@ func (fr *front) contextMessages() []any {
 		}
 		force[e.ID] = inForce{conv.info, conv.effort}
 	}
+	attempt := map[string]bool{}
 	for _, en := range visible(branch) {
+		attempt[en.ID] = en.Type == session.EntryAttempt
 		if f, ok := force[en.ID]; ok {
 			conv.info, conv.effort = f.info, f.effort
 		}
@@ -1159,12 +1161,14 @@ func (fr *front) contextMessages() []any {
 			if en.Shell != nil {
 				out = append(out, bashMessage(en))
 			}
+		case session.EntryError: // an attempt that was retried is not in the context
+			out = append(out, conv.failed(en))
 		case session.EntryInterrupted:
 			var lastMsg any
 			if len(out) > 0 {
 				lastMsg = out[len(out)-1]
 			}
-			switch changed, added := conv.interrupted(lastMsg, ts); {
+			switch changed, added := conv.interrupted(en, lastMsg, attempt[en.Parent]); {
 			case changed != nil:
 				out[len(out)-1] = changed
 			case added != nil:
@@ -1562,12 +1566,6 @@ func (fr *front) stats(*command) (any, error) {
 	for _, en := range es {
 		if en.Call != nil {
 			u = u.Add(callUsage(en.Call))
-			// pi keeps each failed attempt's assistant message (a context_edit
-			// hides it from the context); e's log counts the attempts.
-			if n := en.Call.Attempts - 1; n > 0 {
-				assistants += n
-				total += n
-			}
 		}
 	}
 	fr.mu.Lock()
@@ -1607,7 +1605,7 @@ func contextTokens(branch []session.Entry) (int64, bool) {
 		switch en := branch[i]; {
 		case en.Type == session.EntryCompaction:
 			return 0, false
-		case en.Call != nil:
+		case en.Type == session.EntryMessage && en.Call != nil:
 			return callUsage(en.Call).TotalTokens, true
 		}
 	}

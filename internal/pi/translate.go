@@ -246,6 +246,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		t.retry, t.recovered = ev.Attempt-1, 0
 		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: t.retry, MaxAttempts: t.maxRetries(), DelayMS: ev.DelayMS,
 			ErrorMessage: ev.Reason})
+		if ev.Logged != nil { // pi then hides the attempt from the context, as get_entries shows
+			emit(EntryAppended{Type: "entry_appended", Entry: hideAttempt(ev.Logged.ID, ev.Logged.Time)})
+		}
 	case agent.Recovered:
 		// e knows at the first byte; pi says so after the answer's message_end.
 		t.recovered, t.retry = ev.Attempts-1, 0

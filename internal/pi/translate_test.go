@@ -10,6 +10,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
 
@@ -113,12 +114,12 @@ func TestTranslate(t *testing.T) {
 	}, {
 		name: "retry then recover",
 		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "x"}, agent.Discarded{Reason: "retry", Text: "x"},
-			agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"}, agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use,
-			agent.TurnEnd{}},
+			agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded", Logged: &session.Entry{Type: session.EntryAttempt, ID: "a1"}},
+			agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
 			"message_update:text_end", "message_end:assistant/error", "turn_end:assistant/error",
-			"agent_end:willRetry", "auto_retry_start",
+			"agent_end:willRetry", "auto_retry_start", "entry_appended",
 			"agent_start", "turn_start", "message_start:assistant/pending", "message_update:text_start",
 			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop", "auto_retry_end",
 			"turn_end:assistant/stop"},

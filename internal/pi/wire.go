@@ -314,6 +314,13 @@ type (
 		DelayMS      int64  `json:"delayMs"`
 		ErrorMessage string `json:"errorMessage"`
 	}
+	// EntryAppended announces an entry added to the session outside a
+	// message: pi's context_edit that hides a failed attempt from the
+	// model's context.
+	EntryAppended struct {
+		Type  string `json:"type"`
+		Entry Entry  `json:"entry"`
+	}
 	AutoRetryEnd struct {
 		Type       string `json:"type"`
 		Success    bool   `json:"success"`

@@ -89,6 +89,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	firsts []time.Time
+	gate   chan struct{} // set by HoldNext: the next answer waits for it after its first delta
+	held   func()        // if set, called when an answer starts waiting for its release (tests)
 }
 
 // NewServer returns the handler of answers of n deltas in api.
@@ -125,9 +127,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.firsts = append(s.firsts, t)
+	gate := s.gate
+	s.gate = nil
 	s.mu.Unlock()
+	if gate != nil {
+		if s.held != nil {
+			s.held()
+		}
+		hold := time.NewTimer(holdLimit)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+		case <-hold.C:
+		}
+		hold.Stop()
+	}
 	w.Write(s.deltas[s.first:])
 	w.Write(s.tail)
+}
+
+// holdLimit bounds how long a held answer waits for its release, so a
+// client that never shows the first delta cannot stall the mock.
+const holdLimit = 10 * time.Second
+
+// HoldNext makes the next answer stop after its first delta until release
+// is called: the first delta then travels alone, as a real provider's does
+// (the next one comes milliseconds later), and a benchmark of the time to
+// the client's first output does not share the machine with the rest of
+// the stream. Release may be called once, before or after the answer
+// starts.
+func (s *Server) HoldNext() (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
 }
 
 // Firsts returns when the first delta of each answer so far was sent: just

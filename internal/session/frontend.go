@@ -23,6 +23,10 @@ const (
 	EntryShell      = store.TypeShell
 	// EntryInterrupted follows the text an interrupted answer streamed (if any).
 	EntryInterrupted = store.TypeInterrupted
+	// EntryAttempt is a failed attempt of a model call that was retried.
+	EntryAttempt = store.TypeAttempt
+	// EntryError is where an error ended a turn.
+	EntryError = store.TypeError
 )
 
 // Branch returns the active branch of a history, oldest first.

@@ -210,6 +210,12 @@ func (x exporter) item(e Entry) (item, bool) {
 		it.Kind, it.Note = "error", Redact(e.Error)
 	case TypeShell:
 		return shellItem(e), e.Shell != nil
+	case TypeAttempt:
+		n := 0
+		if e.Call != nil {
+			n = e.Call.Attempts
+		}
+		it.Kind, it.Note = "note", fmt.Sprintf("attempt %d failed, retried: %s", n, Redact(e.Error))
 	default:
 		it.Kind, it.Note = "note", "entry "+e.Type
 	}

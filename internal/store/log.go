@@ -397,12 +397,15 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		return e, fmt.Errorf("store: append %s: %w", l.path, os.ErrClosed)
 	}
 	switch e.Type {
-	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted, TypeError, TypeShell:
+	case TypeMessage, TypeSettings, TypeCompaction, TypeName, TypeTitle, TypeInterrupted, TypeError, TypeShell, TypeAttempt:
 	default:
 		return e, fmt.Errorf("store: append %s: unknown entry type %q", l.path, e.Type)
 	}
 	if e.Type == TypeMessage && !json.Valid(e.Message) {
 		return e, fmt.Errorf("store: append %s: message entry without a valid JSON message", l.path)
+	}
+	if e.Type == TypeAttempt && (e.Call == nil || e.Error == "" || e.Message != nil && !json.Valid(e.Message)) {
+		return e, fmt.Errorf("store: append %s: attempt entry without its call and error, or with a message that is not JSON", l.path)
 	}
 	if e.ID == "" {
 		e.ID = NewEntryID()

@@ -148,6 +148,11 @@ func TestAppendRejects(t *testing.T) {
 		{name: "unknown type", entry: store.Entry{Type: "bogus"}, want: `unknown entry type "bogus"`},
 		{name: "message without JSON", entry: store.Entry{Type: store.TypeMessage, Message: json.RawMessage(`{`)}, want: "valid JSON message"},
 		{name: "duplicate id", entry: store.Entry{Type: store.TypeInterrupted, ID: first[0].ID}, want: "duplicate entry id"},
+		{name: "attempt without call", entry: store.Entry{Type: store.TypeAttempt, Error: "e"}, want: "attempt entry without its call and error"},
+		{name: "attempt without error", entry: store.Entry{Type: store.TypeAttempt, Call: &store.ModelCall{Model: "a/b", Attempts: 1}},
+			want: "attempt entry without its call and error"},
+		{name: "attempt message not JSON", entry: store.Entry{Type: store.TypeAttempt, Error: "e", Call: &store.ModelCall{Model: "a/b", Attempts: 1},
+			Message: json.RawMessage(`{`)}, want: "message that is not JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

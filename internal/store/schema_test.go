@@ -66,7 +66,10 @@ func TestFilesMatchSchemas(t *testing.T) {
 	withCall.Call = &store.ModelCall{Model: "a/b", Attempts: 2, DurationMS: 10, FirstByteMS: 3, Usage: store.Usage{Input: 1}, CostUSD: &cost}
 	withRuns := msg(json.RawMessage(`{"role":"tool","content":[{"type":"tool_result","call_id":"c1","text":"x"}]}`))
 	withRuns.Runs = []store.ToolRun{{CallID: "c1", Outcome: "denied", DurationMS: 0}}
-	mustAppend(t, l, withCall, withRuns)
+	attempt := store.Entry{Type: store.TypeAttempt, Error: "model: HTTP 503: busy", Message: json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"par"}]}`),
+		Call: &store.ModelCall{Model: "a/b", Attempts: 1, DurationMS: 4, ResponseID: "r1"}}
+	cut := store.Entry{Type: store.TypeInterrupted, Call: &store.ModelCall{Model: "a/b", Attempts: 2, DurationMS: 9}}
+	mustAppend(t, l, withCall, withRuns, attempt, store.Entry{Type: store.TypeAttempt, Error: "e", Call: &store.ModelCall{Model: "a/b", Attempts: 2}}, cut)
 	b, _ := os.ReadFile(l.Path())
 	// The export tests' sample is a valid log too.
 	sample, _ := os.ReadFile(filepath.Join("testdata", "export.jsonl"))
@@ -84,6 +87,8 @@ func TestFilesMatchSchemas(t *testing.T) {
 		`{"type":"bogus","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
 		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
 		`{"type":"error","id":"a","parent":"","time":"2025-01-01T00:00:00Z"}`,
+		`{"type":"attempt","id":"a","parent":"","time":"2025-01-01T00:00:00Z","error":"e"}`,
+		`{"type":"attempt","id":"a","parent":"","time":"2025-01-01T00:00:00Z","call":{"model":"a/b","attempts":1,"duration_ms":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_tokens":0,"cache_write_5m_tokens":0,"cache_write_1h_tokens":0}}}`,
 		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"tool","content":[]},"tools":[{"call_id":"c","outcome":"odd","duration_ms":1}]}`,
 		`{"type":"message","id":"a","parent":"","time":"2025-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"image","media_type":"text/html","data":""}]}}`,
 	} {

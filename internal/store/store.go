@@ -31,6 +31,7 @@ const (
 	TypeInterrupted = "interrupted"
 	TypeError       = "error"
 	TypeShell       = "shell"
+	TypeAttempt     = "attempt"
 )
 
 // Home returns e's home directory: $E_HOME when set, else ~/.e. It creates
@@ -73,23 +74,23 @@ type Entry struct {
 	ID      string          `json:"id"`                      // assigned by Append when empty
 	Parent  string          `json:"parent"`                  // assigned by Append when empty: the previous entry's id
 	Time    time.Time       `json:"time"`                    // assigned by Append when zero
-	Message json.RawMessage `json:"message,omitempty"`       // message
+	Message json.RawMessage `json:"message,omitempty"`       // message; attempt: what it streamed (an assistant message), if anything
 	Model   string          `json:"model,omitempty"`         // settings
 	Effort  string          `json:"effort,omitempty"`        // settings
 	Summary string          `json:"summary,omitempty"`       // compaction: the summary replacing earlier history
 	Kept    string          `json:"kept,omitempty"`          // compaction: id of the first entry kept after the summary ("" = none)
 	Tokens  int64           `json:"tokens_before,omitempty"` // compaction
 	Name    string          `json:"name,omitempty"`          // name (user label, C8) and title (automatic)
-	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it
+	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it; attempt: the failed attempt; interrupted: the model call it cut short
 	Runs    []ToolRun       `json:"tools,omitempty"`         // tool message: how each result's call ran, in content order
-	Error   string          `json:"error,omitempty"`         // error: the message of the error that ended the turn
+	Error   string          `json:"error,omitempty"`         // error: the message of the error that ended the turn; attempt: why it failed
 	Shell   *ShellRun       `json:"shell,omitempty"`         // shell: a user's shell command and how it ended
 }
 
 // ModelCall describes the model call behind an assistant message.
 type ModelCall struct {
 	Model       string   `json:"model"`                   // catalog id, provider/name
-	Attempts    int      `json:"attempts"`                // 1 + retries
+	Attempts    int      `json:"attempts"`                // 1 + retries; an attempt entry's: its number
 	DurationMS  int64    `json:"duration_ms"`             // first attempt's start to the answer's end
 	FirstByteMS int64    `json:"first_byte_ms,omitempty"` // successful attempt's start to its first delta
 	Usage       Usage    `json:"usage"`
