@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -136,10 +137,10 @@ func listDir(dir string) ([]Summary, error) {
 	}
 	fresh := listCache{Version: 1, Files: make(map[string]cached, len(des))}
 	type file struct {
-		name string
-		fi   fs.FileInfo
-		c    cached
-		ok   bool // c is valid
+		name        string
+		size, mtime int64 // mtime in Unix nanoseconds
+		have, ok    bool  // size and mtime are known; c is valid
+		c           cached
 	}
 	var files []file
 	var stale []int
@@ -148,52 +149,58 @@ func listDir(dir string) ([]Summary, error) {
 		if !isLogName(name) || !de.Type().IsRegular() {
 			continue
 		}
-		c, ok := old.Files[name]
-		var fi fs.FileInfo
-		if ok {
-			var err error
-			if fi, err = de.Info(); err != nil {
+		f := file{name: name}
+		if c, ok := old.Files[name]; ok {
+			fi, err := de.Info()
+			if err != nil {
 				continue // removed while listing
 			}
-			ok = c.Size == fi.Size() && c.MtimeNS == fi.ModTime().UnixNano()
+			f.size, f.mtime, f.have = fi.Size(), fi.ModTime().UnixNano(), true
+			f.c, f.ok = c, c.Size == f.size && c.MtimeNS == f.mtime
 		}
-		if !ok {
-			stale = append(stale, len(files)) // and stat there, in parallel, when not yet
+		if !f.ok {
+			stale = append(stale, len(files)) // and stat there, in parallel
 		}
-		files = append(files, file{name: name, fi: fi, c: c, ok: ok})
+		files = append(files, f)
 	}
 	// Reading the stale logs is the slow part of a cold listing: spread it.
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for range min(runtime.GOMAXPROCS(0), len(stale)) {
-		wg.Go(func() {
-			var buf []byte
-			for i := next.Add(1) - 1; i < int64(len(stale)); i = next.Add(1) - 1 {
-				f := &files[stale[i]]
-				path := filepath.Join(dir, f.name)
-				if f.fi == nil {
-					fi, err := os.Lstat(path)
+	if len(stale) > 0 {
+		d, err := openLogDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("store: list: %w", err)
+		}
+		defer d.Close()
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		for range min(runtime.GOMAXPROCS(0), len(stale)) {
+			wg.Go(func() {
+				var buf []byte
+				for i := next.Add(1) - 1; i < int64(len(stale)); i = next.Add(1) - 1 {
+					f := &files[stale[i]]
+					r, size, mtime, err := d.open(f.name)
 					if err != nil {
+						f.have = false
 						continue // removed while listing
 					}
-					f.fi = fi
+					f.size, f.mtime, f.have = size, mtime, true
+					f.c = summarize(r, filepath.Join(dir, f.name), size, &buf)
+					r.Close()
+					f.c.Size, f.c.MtimeNS = size, mtime
 				}
-				f.c = summarize(path, f.fi.Size(), &buf)
-				f.c.Size, f.c.MtimeNS = f.fi.Size(), f.fi.ModTime().UnixNano()
-			}
-		})
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	out := make([]Summary, 0, len(files))
 	for _, f := range files {
-		if f.fi == nil {
+		if !f.have {
 			continue
 		}
 		fresh.Files[f.name] = f.c
 		if f.c.Invalid {
 			continue
 		}
-		out = append(out, Summary{Path: filepath.Join(dir, f.name), Title: f.c.Title, Name: f.c.Name, Modified: f.fi.ModTime().UTC(),
+		out = append(out, Summary{Path: filepath.Join(dir, f.name), Title: f.c.Title, Name: f.c.Name, Modified: time.Unix(0, f.mtime).UTC(),
 			Messages: f.c.Messages, Turns: f.c.Turns, Cwd: f.c.Cwd})
 	}
 	if len(stale) > 0 || len(fresh.Files) != len(old.Files) {
@@ -208,10 +215,10 @@ func isLogName(name string) bool {
 	return ok && validID(stem)
 }
 
-// summarize returns the summary of the log at path, of size bytes, using
-// buf as summarizeTail does.
-func summarize(path string, size int64, buf *[]byte) cached {
-	if c, ok := summarizeTail(path, size, buf); ok {
+// summarize returns the summary of the log at path, open as f, of size
+// bytes, using buf as summarizeTail does.
+func summarize(f io.ReaderAt, path string, size int64, buf *[]byte) cached {
+	if c, ok := summarizeTail(f, size, buf); ok {
 		return c
 	}
 	r, err := Read(path)

@@ -289,7 +289,6 @@ const parallelFrom = 1 << 20
 // parseLines parses whole lines, the first being line number first. The
 // entries are decoded in place into one slice of the exact size.
 func parseLines(path string, data []byte, first int) ([]Entry, []string) {
-	entries := make([]Entry, bytes.Count(data, []byte{'\n'})) // data ends with LF
 	type chunk struct {
 		data        []byte
 		line, at, n int // first line number, index of its first entry, entries decoded
@@ -307,6 +306,7 @@ func parseLines(path string, data []byte, first int) ([]Entry, []string) {
 		line += bytes.Count(chunks[i].data, []byte{'\n'})
 		start = end
 	}
+	entries := make([]Entry, line-first) // one per line: data ends with LF
 	parse := func(c *chunk) {
 		c.n, c.warnings = parseChunk(path, c.data, c.line, entries[c.at:])
 	}

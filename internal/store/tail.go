@@ -88,18 +88,13 @@ type readerAtCloser interface {
 // all of a log this small, which most are.
 const headTail = 64 << 10
 
-// summarizeTail summarizes the log at path, of size bytes when it was
+// summarizeTail summarizes the log open as f, of size bytes when it was
 // listed (what is appended since is for the next listing), from its
 // header and its last entry's branch member, and the one or two lines that member points at;
 // false when the log has no such member (written before e kept it, or by
 // a writer that branched), which the caller then reads whole. buf is
 // reused from one log to the next; nothing returned points into it.
-func summarizeTail(path string, size int64, buf *[]byte) (cached, bool) {
-	f, err := openRead(path)
-	if err != nil {
-		return cached{}, false
-	}
-	defer f.Close()
+func summarizeTail(f io.ReaderAt, size int64, buf *[]byte) (cached, bool) {
 	n := int(min(size, 2*headTail))
 	if cap(*buf) < n {
 		*buf = make([]byte, 2*headTail)

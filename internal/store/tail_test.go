@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/json"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,7 +55,7 @@ func TestSummarizeTail(t *testing.T) {
 				f.WriteString(tt.after)
 				f.Close()
 			}
-			got, ok := summarizeTail(l.Path(), size(t, l.Path()), new([]byte))
+			got, ok := summarizeTail(openLog(t, l.Path()), sizeOf(t, l.Path()), new([]byte))
 			hand := tt.after != "" && !strings.HasPrefix(tt.after, "\n") && strings.HasSuffix(tt.after, "}")
 			if ok == hand {
 				t.Fatalf("summarizeTail ok = %v", ok)
@@ -70,7 +72,7 @@ func TestSummarizeTail(t *testing.T) {
 					t.Errorf("tail summary (-whole +tail):\n%s", diff)
 				}
 			}
-			if diff := cmp.Diff(want, summarize(l.Path(), size(t, l.Path()), new([]byte)), cmp.AllowUnexported(cached{})); diff != "" {
+			if diff := cmp.Diff(want, summarize(openLog(t, l.Path()), l.Path(), sizeOf(t, l.Path()), new([]byte)), cmp.AllowUnexported(cached{})); diff != "" {
 				t.Errorf("summarize (-whole +got):\n%s", diff)
 			}
 		})
@@ -93,7 +95,7 @@ func TestSummaryAcrossResume(t *testing.T) {
 	}
 	l.Append(Entry{Type: TypeMessage, Message: textMsg("user", "two")})
 	l.Close()
-	if got, ok := summarizeTail(path, size(t, path), new([]byte)); !ok || got.Messages != 2 || got.Turns != 2 || got.Title != "T" {
+	if got, ok := summarizeTail(openLog(t, path), sizeOf(t, path), new([]byte)); !ok || got.Messages != 2 || got.Turns != 2 || got.Title != "T" {
 		t.Errorf("after resume: %+v, %v", got, ok)
 	}
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -105,20 +107,44 @@ func TestSummaryAcrossResume(t *testing.T) {
 	}
 	l.Append(Entry{Type: TypeMessage, Message: textMsg("user", "three")})
 	l.Close()
-	if _, ok := summarizeTail(path, size(t, path), new([]byte)); ok {
+	if _, ok := summarizeTail(openLog(t, path), sizeOf(t, path), new([]byte)); ok {
 		t.Error("a summary after an entry without one")
 	}
-	if got := summarize(path, size(t, path), new([]byte)); got.Messages != 4 || got.Turns != 4 {
+	if got := summarize(openLog(t, path), path, sizeOf(t, path), new([]byte)); got.Messages != 4 || got.Turns != 4 {
 		t.Errorf("whole read: %+v", got)
 	}
 }
 
-func size(t *testing.T, path string) int64 {
+func sizeOf(t *testing.T, path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// openLog opens the log at path as a listing does, until the test ends,
+// and checks the size and time that come with it.
+func openLog(t *testing.T, path string) io.ReaderAt {
+	t.Helper()
+	d, err := openLogDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, size, mtime, err := d.open(filepath.Base(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != fi.Size() || mtime != fi.ModTime().UnixNano() {
+		t.Errorf("open: size %d, mtime %d; Lstat: %d, %d", size, mtime, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return r
 }
 
 // The listing cache written by hand reads back as encoding/json wrote it.
@@ -136,6 +162,35 @@ func TestListCacheJSON(t *testing.T) {
 		json.Unmarshal(b, &want)
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(cached{})); diff != "" {
 			t.Errorf("(-encoding/json +appendJSON):\n%s", diff)
+		}
+	}
+}
+
+// A listing opens regular files only: not a link to a log (which may lie
+// anywhere), not a directory.
+func TestLogDirOpen(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "log.jsonl"), []byte("{}\n"), 0o600)
+	os.Symlink(filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "link.jsonl"))
+	os.Mkdir(filepath.Join(dir, "dir.jsonl"), 0o700)
+	d, err := openLogDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{{"log.jsonl", true}, {"link.jsonl", false}, {"dir.jsonl", false}, {"gone.jsonl", false}} {
+		r, size, _, err := d.open(tt.name)
+		if (err == nil) != tt.ok {
+			t.Errorf("open(%s): %v, want ok %v", tt.name, err, tt.ok)
+		}
+		if err == nil {
+			if size != 3 {
+				t.Errorf("open(%s): size %d, want 3", tt.name, size)
+			}
+			r.Close()
 		}
 	}
 }
