@@ -82,6 +82,10 @@ type expectation struct {
 	// optional lines ("? {…}") may be absent: one the next line of its
 	// stream does not match is skipped.
 	optional bool
+	// repeat ("?* {…}"): optional, and it takes every line of its stream
+	// that matches it, none included, until one matches the expectation
+	// after it.
+	repeat bool
 }
 
 //go:embed case.schema.json
@@ -432,6 +436,9 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 		e := &expectation{line: n}
 		if rest, ok := strings.CutPrefix(t, "?"); ok {
 			e.optional, t = true, strings.TrimSpace(rest)
+			if rest, ok := strings.CutPrefix(t, "*"); ok {
+				e.repeat, t = true, strings.TrimSpace(rest)
+			}
 			if strings.HasPrefix(t, "@") {
 				return nil, fmt.Errorf("line %d: an optional line cannot have a label: a #wait on it could wait forever", n)
 			}

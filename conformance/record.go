@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,42 @@ type RecordOptions struct {
 	// than client, expect and tape.json (fixtures, files, stderr.re) the
 	// recording takes, so a re-recorded golden case runs as the original.
 	Like string
+	// Dialect is the protocol the server speaks (DialectERPC, DialectPi,
+	// DialectACP); "" takes Like's, else the one the server command
+	// names (DialectOf).
+	Dialect string
+}
+
+// DialectOf is the dialect a server command speaks: acp for "e acp …",
+// pi-rpc for "e --mode rpc …", else e-rpc.
+func DialectOf(argv []string) string {
+	for i, a := range argv {
+		switch {
+		case a == "acp":
+			return DialectACP
+		case a == "--mode=rpc" || a == "--mode" && i+1 < len(argv) && argv[i+1] == "rpc":
+			return DialectPi
+		case a == "rpc":
+			return DialectERPC
+		}
+	}
+	return DialectERPC
+}
+
+// rpcCommand is the e rpc command a server command of dialect d is
+// derived from (section 1.5 backwards: "e acp" → "e rpc", "e --mode rpc"
+// → "e rpc"), without the server arguments after it, from which "e trust"
+// is derived.
+func rpcCommand(argv []string, d string) []string {
+	for i := len(argv) - 1; i >= 0; i-- {
+		switch {
+		case d == DialectACP && argv[i] == "acp",
+			d == DialectPi && argv[i] == "--mode=rpc",
+			d == DialectPi && argv[i] == "--mode" && i+1 < len(argv) && argv[i+1] == "rpc":
+			return append(append([]string{}, argv[:i]...), "rpc")
+		}
+	}
+	return uptoRPC(argv)
 }
 
 // Record proxies one client session to a fresh server (as a case would
@@ -83,12 +120,36 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if model == "" && o.Upstream == "" && !o.Here {
 		model = "e/offline"
 	}
-	c := &Case{ID: strings.TrimSuffix(filepath.Base(o.Out), ".txtar"), Level: "MUST", Requirements: []string{"F2"}, Model: model}
+	var like *archive
+	var likeCase *Case
+	if o.Like != "" {
+		data, err := os.ReadFile(o.Like)
+		if err != nil {
+			return nil, fmt.Errorf("conformance: record: %w", err)
+		}
+		if likeCase, err = parseCase(data); err != nil {
+			return nil, fmt.Errorf("conformance: record: %s: %w", o.Like, err)
+		}
+		like = parseArchive(data)
+	}
+	dialect := o.Dialect
+	switch {
+	case dialect != "":
+	case likeCase != nil:
+		dialect = cmp.Or(likeCase.Dialect, DialectERPC)
+	default:
+		dialect = DialectOf(o.Server)
+	}
+	if dialect == DialectERPC {
+		dialect = ""
+	}
+	c := &Case{ID: strings.TrimSuffix(filepath.Base(o.Out), ".txtar"), Level: "MUST", Requirements: []string{"F2"}, Model: model, Dialect: dialect}
+	d := dialectOf(c)
 	var cwd, home string
 	env := []string(nil)
 	if o.Here {
 		var restore func()
-		if cwd, home, restore, err = recordHere(rec, baseURL); err != nil {
+		if cwd, home, restore, err = recordHere(rec, baseURL, dialect == DialectPi); err != nil {
 			return nil, err
 		}
 		defer restore()
@@ -106,23 +167,16 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		if err := writeFixtures(c, cwd, home, baseURL); err != nil {
 			return nil, err
 		}
-		env = serverEnv(home, nil)
-	}
-	var like *archive
-	var likeCase *Case
-	if o.Like != "" {
-		data, err := os.ReadFile(o.Like)
-		if err != nil {
-			return nil, fmt.Errorf("conformance: record: %w", err)
+		// A client names the session's directory (ACP's session/new
+		// requires it): the first line on stderr says where it is.
+		if o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "e-conformance record: cwd %s\n", cwd)
 		}
-		if likeCase, err = parseCase(data); err != nil {
-			return nil, fmt.Errorf("conformance: record: %s: %w", o.Like, err)
-		}
-		like = parseArchive(data)
+		// pi's configuration is the case's too, as the runner sets it.
+		env = serverEnv(home, map[string]string{"PI_CODING_AGENT_DIR": piAgentDir(home)})
 	}
-
 	if !o.NoTrust {
-		trustDir(uptoRPC(o.Server), cwd, home, nil)
+		trustDir(rpcCommand(o.Server, cmp.Or(dialect, DialectERPC)), cwd, home, nil)
 	}
 	cmd := exec.CommandContext(ctx, o.Server[0], o.Server[1:]...)
 	cmd.Dir, cmd.Env = cwd, env
@@ -179,14 +233,18 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
+				l := recorded{client: true, line: strings.TrimSuffix(string(line), "\n"), noLF: !bytes.HasSuffix(line, []byte("\n"))}
+				stop, _ := stopOf(d, l)
+				rec.sent(stop)
 				mu.Lock()
-				log = append(log, recorded{client: true, line: strings.TrimSuffix(string(line), "\n"), noLF: !bytes.HasSuffix(line, []byte("\n"))})
+				log = append(log, l)
 				mu.Unlock()
 				if _, werr := stdin.Write(line); werr != nil {
 					return
 				}
 			}
 			if err != nil {
+				rec.sent(true) // EOF ends what still runs
 				mu.Lock()
 				eofAt = len(log)
 				mu.Unlock()
@@ -202,6 +260,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 		for {
 			select {
 			case sig := <-sigs:
+				rec.sent(true)
 				mu.Lock()
 				log = append(log, recorded{client: true, directive: "#signal " + signalName(sig)})
 				mu.Unlock()
@@ -236,7 +295,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if likeCase != nil {
 		learnNames(likeCase, log, bindings)
 	}
-	out, err := draftCase(c, log, rec.tape(stopsWork(log)), bindings)
+	out, err := draftCase(c, log, rec.tape(stopsWork(d, log)), bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +309,10 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 }
 
 // recordHere points the tape provider of $E_HOME/settings.json at the
-// recorder, forwarding to where it pointed; it returns the current
-// directory, $E_HOME, and what puts the settings back.
-func recordHere(rec *recorder, baseURL string) (cwd, home string, restore func(), err error) {
+// recorder, forwarding to where it pointed (and, for pi, the providers of
+// $PI_CODING_AGENT_DIR/models.json that point there too); it returns the
+// current directory, $E_HOME, and what puts the settings back.
+func recordHere(rec *recorder, baseURL string, pi bool) (cwd, home string, restore func(), err error) {
 	if cwd, err = os.Getwd(); err == nil {
 		cwd, err = filepath.EvalSymlinks(cwd)
 	}
@@ -275,9 +335,9 @@ func recordHere(rec *recorder, baseURL string) (cwd, home string, restore func()
 	if tape == nil {
 		return "", "", nil, fmt.Errorf("conformance: record --here: %s declares no tape provider", p)
 	}
+	old, _ := tape["base_url"].(string)
 	if rec.upstream == "" {
-		rec.upstream, _ = tape["base_url"].(string)
-		rec.upstream = strings.TrimSuffix(rec.upstream, "/")
+		rec.upstream = strings.TrimSuffix(old, "/")
 	}
 	if rec.key == "" {
 		env, _ := tape["api_key_env"].(string)
@@ -291,7 +351,48 @@ func recordHere(rec *recorder, baseURL string) (cwd, home string, restore func()
 	if err != nil {
 		return "", "", nil, fmt.Errorf("conformance: record --here: %w", err)
 	}
-	return cwd, home, func() { os.WriteFile(p, data, 0o644) }, nil
+	restore = func() { os.WriteFile(p, data, 0o644) }
+	if pi {
+		undo, err := pointPiModels(old, baseURL)
+		if err != nil {
+			restore()
+			return "", "", nil, err
+		}
+		restore = func() { os.WriteFile(p, data, 0o644); undo() }
+	}
+	return cwd, home, restore, nil
+}
+
+// pointPiModels points the providers of $PI_CODING_AGENT_DIR/models.json
+// whose baseUrl is old at baseURL; it returns what puts the file back.
+func pointPiModels(old, baseURL string) (restore func(), err error) {
+	dir := os.Getenv("PI_CODING_AGENT_DIR")
+	if dir == "" {
+		return nil, fmt.Errorf("conformance: record --here: PI_CODING_AGENT_DIR is not set")
+	}
+	p := filepath.Join(dir, "models.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: record --here: %w", err)
+	}
+	var models map[string]any
+	if err := json.Unmarshal(data, &models); err != nil {
+		return nil, fmt.Errorf("conformance: record --here: %s: %w", p, err)
+	}
+	providers, _ := models["providers"].(map[string]any)
+	for _, v := range providers {
+		if pr, ok := v.(map[string]any); ok && pr["baseUrl"] == old {
+			pr["baseUrl"] = baseURL
+		}
+	}
+	mine, err := json.Marshal(models)
+	if err == nil {
+		err = os.WriteFile(p, mine, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("conformance: record --here: %w", err)
+	}
+	return func() { os.WriteFile(p, data, 0o644) }, nil
 }
 
 // learnNames adds to bindings the values that like's sent lines bind to
@@ -342,6 +443,35 @@ func learnNames(like *Case, log []recorded, bindings map[string]any) {
 			}
 		}
 	}
+	learnFromExpect(like, log, bindings)
+}
+
+// learnFromExpect adds to bindings what like's expected lines bind that
+// its client lines do not (a session id only the server names, which a
+// files section uses): each expected line with a placeholder binds what
+// it binds in the first server line recorded that it matches.
+func learnFromExpect(like *Case, log []recorded, bindings map[string]any) {
+	var got []map[string]any
+	for _, l := range log {
+		if v, err := decode([]byte(l.line)); err == nil && !l.client {
+			if obj, ok := v.(map[string]any); ok {
+				got = append(got, obj)
+			}
+		}
+	}
+	m := &matcher{bindings: bindings}
+	for _, e := range like.expect {
+		if !strings.Contains(e.raw, "{{") {
+			continue
+		}
+		for _, obj := range got {
+			nb := map[string]any{}
+			if m.match("", e.value, obj, true, nb) == nil {
+				m.commit(nb)
+				break
+			}
+		}
+	}
 }
 
 // uptoRPC is the server command up to its last "rpc" argument, without
@@ -385,8 +515,10 @@ type recorded struct {
 // draftCase writes the recorded session as a case file.
 // bindings name the values that become placeholders from the start.
 func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[string]any) ([]byte, error) {
-	n := newNormalizer(bindings)
-	var b expectBuilder
+	d := dialectOf(c)
+	n := newNormalizer(d, bindings)
+	sent := &Case{Dialect: c.Dialect} // the client lines so far, as the case writes them
+	b := expectBuilder{d: d, c: sent}
 	var client strings.Builder
 	pending := map[string]bool{} // the streams that got lines since the last wait
 	labels := 0
@@ -398,13 +530,28 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		return b.labels[i]
 	}
 	cut := map[int]string{} // delta runs open when the client stopped work: their text then
+	var windows []stopWindow
+	open := map[string]int{} // stream → its window in windows, from a stop to the stopped work's end
 	for _, l := range log {
 		if l.client {
-			if stop, session := stopOf(l); stop {
+			// A window ends at the next client line at the latest: what
+			// comes after it may be the line's doing.
+			for key, w := range open {
+				windows[w].to = len(b.lines)
+				delete(open, key)
+			}
+			if stop, session := stopOf(d, l); stop {
+				for _, key := range sortedKeys(b.last) {
+					i := b.last[key]
+					if b.inProgress(key) && (session == "" || sessionOf(d, b.lines[i]) == n.str(sessionField(d), session)) {
+						open[key] = len(windows)
+						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1})
+					}
+				}
 				for _, i := range b.last {
-					_, text, ok := erpcDialect{}.delta(b.lines[i])
+					_, text, ok := d.delta(b.lines[i])
 					_, seen := cut[i]
-					if ok && !seen && (session == "" || b.lines[i]["session"] == n.str("session", session)) {
+					if ok && !seen && (session == "" || sessionOf(d, b.lines[i]) == n.str(sessionField(d), session)) {
 						cut[i] = text
 					}
 				}
@@ -439,7 +586,9 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				q, _ := json.Marshal(n.rawLine(raw))
 				client.WriteString("#raw " + string(q) + "\n")
 			default:
-				client.WriteString(padded(n.rawLine(l.line)) + "\n")
+				line := n.rawLine(l.line)
+				client.WriteString(padded(line) + "\n")
+				sent.client = append(sent.client, step{kind: "send", text: []byte(line)})
 			}
 			continue
 		}
@@ -448,13 +597,26 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		if err != nil || !ok {
 			return nil, fmt.Errorf("conformance: record: the server printed a line that is not a JSON object: %q", shorten(l.line))
 		}
-		pending[b.add(n.value("", obj).(map[string]any))] = true
+		line := n.value("", obj).(map[string]any)
+		key := b.add(line)
+		pending[key] = true
+		if w, ok := open[key]; ok && endsWork(d, line) {
+			windows[w].to = len(b.lines) - 1
+			delete(open, key)
+		}
+	}
+	for _, w := range open {
+		windows[w].to = len(b.lines)
 	}
 	b.cutRuns(cut)
+	b.loosenStops(windows)
 	b.dropConcurrentTools()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
 		h["model"] = c.Model
+	}
+	if c.Dialect != "" && c.Dialect != DialectERPC {
+		h["dialect"] = c.Dialect
 	}
 	head, _ := json.Marshal(h)
 	a := &archive{comment: []byte("Recorded by e-conformance record. Describe what this case shows, cite its\nrequirements in case.json, and loosen what the requirements do not fix.\n")}
@@ -511,10 +673,23 @@ type recorder struct {
 	upstream, key string
 	mu            sync.Mutex
 	entries       []map[string]any
+	late          []bool // the call began after the client stopped work
+	stopped       bool   // the client's latest line stopped work (stopOf)
 }
 
-// tape is the recorded calls in order. A call that was cancelled is an
-// optional held entry: on another run the stop can come before it, and
+// sent notes a client line: after one that stops work, the calls that
+// begin are optional on the tape (on another run the stop can land before
+// the server makes them), until the next line, whose doing later calls
+// may be.
+func (rc *recorder) sent(stop bool) {
+	rc.mu.Lock()
+	rc.stopped = stop
+	rc.mu.Unlock()
+}
+
+// tape is the recorded calls in order. A call that began after the
+// client stopped work is optional (the stop can land before it on another
+// run). A call that was cancelled is an optional held entry: on another run the stop can come before it, and
 // its key lets the calls after it pass it by. stopped says the client
 // stopped work (an interrupt, shutdown, a signal): the tape then ends with
 // an optional held entry without a key, since on another run the stop can
@@ -525,8 +700,11 @@ func (rc *recorder) tape(stopped bool) []map[string]any {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var out []map[string]any
-	for _, e := range rc.entries {
+	for i, e := range rc.entries {
 		if e != nil { // nil: a call still in flight when the session ended
+			if i < len(rc.late) && rc.late[i] {
+				e["optional"] = true
+			}
 			out = append(out, e)
 		}
 	}
@@ -543,30 +721,63 @@ func (rc *recorder) tape(stopped bool) []map[string]any {
 	return out
 }
 
-// stopOf reports whether a client line stops work in progress (a stop
-// request, a signal, EOF), and the session it names, "" for all.
-func stopOf(l recorded) (stop bool, session string) {
+// stopOf reports whether a client line of dialect d stops work in
+// progress (a stop request, a signal, EOF), and the session it names, ""
+// for all.
+func stopOf(d dialect, l recorded) (stop bool, session string) {
 	if strings.HasPrefix(l.directive, "#signal") || l.directive == "#close" {
 		return true, ""
 	}
 	var req struct {
 		Method string
-		Params struct{ Session string }
+		Type   string // pi's command
+		Params struct {
+			Session   string
+			SessionID string `json:"sessionId"`
+		}
 	}
-	if json.Unmarshal([]byte(l.line), &req) != nil || !stopMethods[req.Method] {
+	if json.Unmarshal([]byte(l.line), &req) != nil {
 		return false, ""
 	}
-	return true, req.Params.Session
+	switch d.(type) {
+	case piDialect:
+		return piStops[req.Type], "" // one session per process
+	case acpDialect:
+		return req.Method == "session/cancel", req.Params.SessionID
+	}
+	return stopMethods[req.Method], req.Params.Session
 }
 
-// stopMethods are the requests that stop work in progress.
+// stopMethods are the e rpc requests that stop work in progress.
 var stopMethods = map[string]bool{"session.interrupt": true, "session.close": true, "shutdown": true}
 
+// piStops are the pi commands that stop work in progress: the run, a
+// bash command, a retry's wait.
+var piStops = map[string]bool{"abort": true, "abort_bash": true, "abort_retry": true}
+
+// sessionOf is the session id a line of dialect d names ("" for none or
+// pi, whose process has one session); sessionField is the field that
+// holds it.
+func sessionOf(d dialect, obj map[string]any) any {
+	if _, ok := d.(acpDialect); ok {
+		p, _ := obj["params"].(map[string]any)
+		return p["sessionId"]
+	}
+	return obj["session"]
+}
+
+func sessionField(d dialect) string {
+	if _, ok := d.(erpcDialect); ok {
+		return "session"
+	}
+	return "sessionId"
+}
+
 // stopsWork reports whether the client stopped work during the recorded
-// session: a request of stopMethods, or a signal.
-func stopsWork(log []recorded) bool {
+// session: a stop request (stopOf), or a signal.
+func stopsWork(d dialect, log []recorded) bool {
 	for _, l := range log {
-		if stop, _ := stopOf(l); l.client && stop && l.directive != "#close" {
+		if stop, _ := stopOf(d, l); l.client && stop && l.directive != "#close" {
 			return true
 		}
 	}
@@ -601,6 +812,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	slot := len(rc.entries)
 	rc.entries = append(rc.entries, nil)
+	rc.late = append(rc.late, rc.stopped)
 	rc.mu.Unlock()
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)

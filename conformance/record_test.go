@@ -260,7 +260,7 @@ func TestTapeAfterStop(t *testing.T) {
 				}
 				rc.entries = append(rc.entries, c)
 			}
-			if diff := cmp.Diff(tt.want, rc.tape(stopsWork(tt.client)), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, rc.tape(stopsWork(erpcDialect{}, tt.client)), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("tape (-want +got):\n%s", diff)
 			}
 		})
@@ -314,6 +314,8 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 @l2 {"type":"text","delta":"$prefix:ab","request":"q"}
 @l3 {"id":"r","result":{}}
 @l4 {"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}
+?* {"type":"$string","request":"q"}
+?* {"type":"$string","request":"t"}
 {"id":"t","result":{}}
 `
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -351,11 +353,272 @@ func TestRecordCutRuns(t *testing.T) {
 	}
 	want := `@l1 {"type":"text","delta":"$prefix:hel","session":"{{s1}}","request":"p"}
 @l2 {"type":"text","delta":"xy","session":"{{s2}}","request":"q"}
+?* {"type":"$string","request":"p"}
 {"id":"p","result":{"aborted":true,"final_output":"$prefix:hel","output":"$prefix:hel"}}
 {"id":"q","result":{"output":"xy"}}
 {"id":"i","result":{}}
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("expect section (-want +got):\n%s", diff)
+	}
+}
+
+// expectOf is the client and expect sections of a recording.
+func sectionsOf(t *testing.T, out []byte) string {
+	t.Helper()
+	var got string
+	for _, f := range parseArchive(out).files {
+		if f.name == "case.json" || f.name == "client" || f.name == "expect" {
+			got += "-- " + f.name + " --\n" + string(f.data)
+		}
+	}
+	return got
+}
+
+// A pi session records with pi's framing: responses in their own streams
+// and events in the process stream (the waits name both), the text
+// deltas of one content block joined and cut at the abort (so are the
+// texts holding the run after it), session and entry ids (also those
+// with a suffix, also in client lines) as placeholders, and the message
+// clock (timestamp) and durations volatile.
+func TestRecordPi(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"id":"1","type":"get_state"}`},
+		{line: `{"id":"1","type":"response","command":"get_state","success":true,"data":{"sessionId":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
+		{client: true, line: `{"id":"2","type":"get_tree"}`},
+		{line: `{"id":"2","type":"response","command":"get_tree","success":true,"data":{"leafId":"7209d0a54c4bf9949177a0f5f7b7309c.1","tree":[{"entry":{"id":"01M8SNJQ30ZX6X92FB33HP47FD.model","parentId":null,"timestamp":"2026-12-01T20:43:44.096Z"}}]}}`},
+		{client: true, line: `{"id":"3","type":"fork","entryId":"7209d0a54c4bf9949177a0f5f7b7309c.1"}`},
+		{client: true, line: `{"id":"4","type":"prompt","message":"/long 9"}`},
+		{line: `{"id":"4","type":"response","command":"prompt","success":true}`},
+		{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"w1"}}`},
+		{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":" w2"}}`},
+		{client: true, line: `{"id":"5","type":"abort"}`},
+		{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":" w3"}}`},
+		{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_end","contentIndex":0,"content":"w1 w2 w3"}}`},
+		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"w1 w2 w3"}],"stopReason":"aborted","timestamp":1796157824123,"durationMs":4}}`},
+		{line: `{"id":"5","type":"response","command":"abort","success":true}`},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: DialectPi}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `-- case.json --
+{"dialect":"pi-rpc","exit":"","id":"x","level":"MUST","requirements":null,"timeout_ms":10000}
+-- client --
+{"id":"1","type":"get_state"}
+#wait l1
+{"id":"2","type":"get_tree"}
+#wait l2
+{"id":"3","type":"fork","entryId":"{{e1}}"}
+{"id":"4","type":"prompt","message":"/long 9"}
+#wait l3 l4
+{"id":"5","type":"abort"}
+-- expect --
+@l1 {"type":"response","id":"1","command":"get_state","data":{"sessionId":"{{s1}}"},"success":true}
+@l2 {"type":"response","id":"2","command":"get_tree","data":{"leafId":"{{e1}}","tree":[{"entry":{"id":"{{e2}}","parentId":null,"timestamp":"$datetime"}}]},"success":true}
+@l3 {"type":"response","id":"4","command":"prompt","success":true}
+@l4 {"type":"message_update","assistantMessageEvent":{"contentIndex":0,"delta":"$prefix:w1 w2","type":"text_delta"}}
+{"type":"message_update","assistantMessageEvent":{"content":"$prefix:w1 w2","contentIndex":0,"type":"text_end"}}
+{"type":"message_end","message":{"content":[{"text":"$prefix:w1 w2","type":"text"}],"durationMs":"$int>=0","role":"assistant","stopReason":"aborted","timestamp":"$int>=0"}}
+{"type":"response","id":"5","command":"abort","success":true}
+`
+	if diff := cmp.Diff(want, sectionsOf(t, out)); diff != "" {
+		t.Errorf("recording (-want +got):\n%s", diff)
+	}
+}
+
+// An ACP session records with ACP's framing: a session's updates, the
+// agent's requests about it and the responses to the client's requests
+// naming it are one stream (so one wait names the latest of them), the
+// session id is a placeholder wherever it appears, message chunks are
+// joined, and session/cancel cuts the run of its own session only.
+func TestRecordACP(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{line: `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{line: `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K8"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","prompt":[]}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K8","prompt":[]}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K8","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"b"}}}}`},
+		{client: true, line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9"}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"c"}}}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K8","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"y"}}}}`},
+		{line: `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"cancelled"}}`},
+		{line: `{"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":5,"method":"session/list","params":{}}`},
+		{line: `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"session 01M8SP0NR2ZXZS3GS98HCGD9K9: broken"}}`},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: DialectACP}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `-- case.json --
+{"dialect":"acp","exit":"","id":"x","level":"MUST","requirements":null,"timeout_ms":10000}
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}
+#wait l1
+{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}
+#wait l2
+{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"{{s1}}","prompt":[]}}
+{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"{{s2}}","prompt":[]}}
+#wait l3 l4
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"{{s1}}"}}
+#wait l5 l6
+{"jsonrpc":"2.0","id":5,"method":"session/list","params":{}}
+-- expect --
+@l1 {"id":1,"jsonrpc":"2.0","result":{"sessionId":"{{s1}}"}}
+@l2 {"id":2,"jsonrpc":"2.0","result":{"sessionId":"{{s2}}"}}
+@l3 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"content":{"text":"$prefix:ab","type":"text"},"sessionUpdate":"agent_message_chunk"}}}
+@l4 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s2}}","update":{"content":{"text":"xy","type":"text"},"sessionUpdate":"agent_message_chunk"}}}
+?* {"method":"session/update","params":{"sessionId":"{{s1}}"}}
+@l5 {"id":3,"jsonrpc":"2.0","result":{"stopReason":"cancelled"}}
+@l6 {"id":4,"jsonrpc":"2.0","result":{"stopReason":"end_turn"}}
+{"id":5,"jsonrpc":"2.0","error":{"code":-32603,"message":"session {{s1}}: broken"}}
+`
+	if diff := cmp.Diff(want, sectionsOf(t, out)); diff != "" {
+		t.Errorf("recording (-want +got):\n%s", diff)
+	}
+}
+
+// The recorder takes the dialect from the server command, and derives
+// "e trust" from the e rpc command the dialect's is derived from.
+func TestRecordDialectOf(t *testing.T) {
+	tests := []struct {
+		argv    []string
+		dialect string
+		rpc     []string
+	}{
+		{argv: []string{"e", "rpc", "--x"}, dialect: DialectERPC, rpc: []string{"e", "rpc"}},
+		{argv: []string{"go", "run", "./cmd/e", "acp", "--model", "m"}, dialect: DialectACP, rpc: []string{"go", "run", "./cmd/e", "rpc"}},
+		{argv: []string{"/bin/e", "--mode", "rpc", "--no-session"}, dialect: DialectPi, rpc: []string{"/bin/e", "rpc"}},
+		{argv: []string{"/bin/e", "--mode=rpc"}, dialect: DialectPi, rpc: []string{"/bin/e", "rpc"}},
+		{argv: []string{"other-server"}, dialect: DialectERPC, rpc: []string{"other-server"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {
+			d := DialectOf(tt.argv)
+			if d != tt.dialect {
+				t.Errorf("DialectOf = %q, want %q", d, tt.dialect)
+			}
+			if diff := cmp.Diff(tt.rpc, rpcCommand(tt.argv, d)); diff != "" {
+				t.Errorf("rpcCommand (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// What a stopped stream prints between the stop and the stopped work's end
+// (a tool's end, a usage, the next step's start: how far the server got
+// before the stop landed depends on the machine's speed) becomes one "?*"
+// line, in every dialect; the end stays required, its counts matched by
+// type. Other streams, a stream whose work had ended, lines after the
+// next client line, and a window a wait names a line of stay exact.
+func TestRecordStopWindows(t *testing.T) {
+	tests := []struct {
+		name, dialect string
+		log           []recorded
+		want          string
+	}{
+		{name: "e rpc interrupt", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+			{client: true, line: `{"id":"q","method":"session.prompt","params":{"session":"S2"}}`},
+			{line: `{"type":"tool_start","id":1,"session":"S1","request":"p"}`},
+			{line: `{"type":"tool_start","id":1,"session":"S2","request":"q"}`},
+			{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
+			{line: `{"type":"tool_end","id":1,"outcome":"ok","session":"S1","request":"p"}`},
+			{line: `{"type":"usage","usage":{"input_tokens":5},"session":"S1","request":"p"}`},
+			{line: `{"type":"tool_end","id":1,"outcome":"ok","session":"S2","request":"q"}`},
+			{line: `{"type":"turn_end","aborted":true,"session":"S1","request":"p"}`},
+			{line: `{"id":"p","result":{"aborted":true,"tools":{"calls":1,"failures":0},"usage":{"input_tokens":5}}}`},
+			{line: `{"id":"i","result":{}}`},
+			{line: `{"id":"q","result":{"aborted":false}}`},
+			{client: true, line: `{"id":"j","method":"session.interrupt","params":{"session":"S1"}}`},
+			{line: `{"id":"j","result":{}}`},
+		}, want: `@l1 {"type":"tool_start","id":1,"session":"{{s1}}","request":"p"}
+@l2 {"type":"tool_start","id":1,"session":"{{s2}}","request":"q"}
+?* {"type":"$string","request":"p"}
+{"type":"tool_end","id":1,"outcome":"ok","session":"{{s2}}","request":"q"}
+{"type":"turn_end","aborted":true,"session":"{{s1}}","request":"p"}
+@l3 {"id":"p","result":{"aborted":true,"tools":{"calls":"$number","failures":"$number"},"usage":{"input_tokens":"$number"}}}
+@l4 {"id":"i","result":{}}
+@l5 {"id":"q","result":{"aborted":false}}
+{"id":"j","result":{}}
+`},
+		{name: "the next client line ends the window", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+			{line: `{"type":"tool_start","id":1,"session":"S1","request":"p"}`},
+			{client: true, directive: "#signal TERM"},
+			{client: true, line: `{"id":"x","method":"session.list"}`},
+			{line: `{"type":"usage","usage":{"input_tokens":5},"session":"S1","request":"p"}`},
+		}, want: `@l1 {"type":"tool_start","id":1,"session":"{{s1}}","request":"p"}
+?* {"type":"$string","request":"p"}
+{"type":"usage","usage":{"input_tokens":"$number"},"session":"{{s1}}","request":"p"}
+`},
+		{name: "a wait names a line of the window", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+			{line: `{"type":"tool_start","id":1,"session":"S1","request":"p"}`},
+			{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
+			{line: `{"type":"tool_end","id":1,"outcome":"ok","session":"S1","request":"p"}`},
+			{client: true, line: `{"id":"x","method":"session.list"}`},
+		}, want: `@l1 {"type":"tool_start","id":1,"session":"{{s1}}","request":"p"}
+@l2 {"type":"tool_end","id":1,"outcome":"ok","session":"{{s1}}","request":"p"}
+`},
+		{name: "pi abort", dialect: DialectPi, log: []recorded{
+			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+			{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+			{line: `{"type":"agent_start"}`},
+			{line: `{"type":"tool_execution_start","toolCallId":"c1"}`},
+			{client: true, line: `{"id":"2","type":"abort"}`},
+			{line: `{"type":"tool_execution_end","toolCallId":"c1","isError":false}`},
+			{line: `{"type":"agent_end","messages":[]}`},
+			{line: `{"type":"agent_settled","aborted":true}`},
+			{line: `{"id":"2","type":"response","command":"abort","success":true}`},
+			{client: true, line: `{"id":"3","type":"abort"}`},
+			{line: `{"id":"3","type":"response","command":"abort","success":true}`},
+		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
+{"type":"agent_start"}
+@l2 {"type":"tool_execution_start","toolCallId":"c1"}
+?* {"type":"$string"}
+@l3 {"type":"agent_settled","aborted":true}
+@l4 {"type":"response","id":"2","command":"abort","success":true}
+{"type":"response","id":"3","command":"abort","success":true}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: tt.dialect}, tt.log, nil, map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, f := range parseArchive(out).files {
+				if f.name == "expect" {
+					got = string(f.data)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("expect section (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A call that began after the client's latest line stopped work is
+// optional on the tape: on another run the stop can land before the
+// server makes it. Calls a later line caused are not.
+func TestTapeLateCalls(t *testing.T) {
+	rc := &recorder{}
+	rc.sent(false)
+	rc.entries, rc.late = append(rc.entries, map[string]any{"text": "a"}), append(rc.late, rc.stopped)
+	rc.sent(true)
+	rc.entries, rc.late = append(rc.entries, map[string]any{"text": "b"}), append(rc.late, rc.stopped)
+	rc.sent(false)
+	rc.entries, rc.late = append(rc.entries, map[string]any{"text": "c"}), append(rc.late, rc.stopped)
+	want := []map[string]any{{"text": "a"}, {"text": "b", "optional": true}, {"text": "c"}}
+	if diff := cmp.Diff(want, rc.tape(false)); diff != "" {
+		t.Errorf("tape (-want +got):\n%s", diff)
 	}
 }

@@ -380,6 +380,16 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 		return &Divergence{Step: step, Message: msg, Got: shorten(canon(obj))}
 	}
 	e := s.exp[s.pos]
+	if e.repeat {
+		if s.pos+1 < len(s.exp) && r.m.match("", s.exp[s.pos+1].value, obj, true, map[string]any{}) == nil {
+			s.pos++ // the line is the next expectation's: the run of e ends
+			return r.next(s, obj, step, idx)
+		}
+		if nb := map[string]any{}; r.m.match("", e.value, obj, true, nb) == nil {
+			r.m.commit(nb)
+			return nil // one more line of e's run
+		}
+	}
 	if e.optional {
 		if r.m.match("", e.value, obj, true, map[string]any{}) != nil {
 			s.pos++ // the optional line is absent

@@ -88,3 +88,51 @@ func BenchmarkJoinDeltas(b *testing.B) {
 		})
 	}
 }
+
+// A "?*" line takes any number of lines of its stream that match it, none
+// included, until one matches the expectation after it, which stays
+// required.
+func TestRepeatLines(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["P7"]}
+-- client --
+{"id":"p","method":"session.prompt","params":{}}
+-- expect --
+{"type":"tool_start","id":1,"request":"p"}
+?* {"type":"$string","request":"p"}
+{"type":"turn_end","aborted":true,"request":"p"}
+{"id":"p","result":{"aborted":true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end, result := `{"type":"tool_start","id":1,"request":"p"}`, `{"type":"turn_end","aborted":true,"request":"p"}`, `{"id":"p","result":{"aborted":true}}`
+	tests := []struct {
+		name  string
+		lines []string
+		pass  bool
+	}{
+		{name: "none", lines: []string{start, end, result}, pass: true},
+		{name: "several", lines: []string{start, `{"type":"tool_end","id":1,"request":"p"}`, `{"type":"usage","request":"p"}`, `{"type":"tool_start","id":2,"request":"p"}`, end, result}, pass: true},
+		{name: "the end missing", lines: []string{start, `{"type":"tool_end","id":1,"request":"p"}`, result}},
+		{name: "the end different", lines: []string{start, `{"type":"turn_end","aborted":false,"request":"p"}`, result}},
+		{name: "before the first line", lines: []string{`{"type":"tool_start","id":2,"request":"p"}`, start, end, result}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			var div *Divergence
+			for _, l := range tt.lines {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
+			}
+			if div == nil {
+				div = r.finish(&tapeServer{})
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}

@@ -16,10 +16,11 @@ import (
 type normalizer struct {
 	names map[string]string // a bound string value → its placeholder name
 	paths []string          // bound path values, longest first
+	k     *volatileKeys     // what the dialect's lines name volatile values by
 }
 
-func newNormalizer(bindings map[string]any) *normalizer {
-	n := &normalizer{names: map[string]string{}}
+func newNormalizer(d dialect, bindings map[string]any) *normalizer {
+	n := &normalizer{names: map[string]string{}, k: keysOf(d)}
 	for _, name := range sortedKeys(bindings) {
 		v, ok := bindings[name].(string)
 		if !ok || len(v) < 3 {
@@ -36,10 +37,47 @@ func newNormalizer(bindings map[string]any) *normalizer {
 	return n
 }
 
-// volatileNumber are the fields whose numbers differ between runs of the
-// same session: measured durations, and token estimates over a system
-// prompt that names the temp dir.
-var volatileNumber = map[string]bool{"ms": true, "duration_ms": true, "first_byte_ms": true, "tokens_before": true, "tokens_after": true}
+// volatileKeys are the fields of a dialect's lines that hold values which
+// differ between runs of the same session.
+type volatileKeys struct {
+	session map[string]bool // a session id: {{s1}} …
+	entry   map[string]bool // a log entry's id, when entryRE matches it: {{e1}} …
+	entryRE *regexp.Regexp
+	// number are the fields whose numbers differ between runs (measured
+	// durations, clock times, token estimates over a system prompt that
+	// names the temp dir), with the matcher they become.
+	number map[string]string
+}
+
+var (
+	erpcKeys = &volatileKeys{
+		session: map[string]bool{"session": true},
+		entry:   map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true, "entry": true},
+		entryRE: regexp.MustCompile(`^[0-9a-f]{8,64}$`),
+		number:  map[string]string{"ms": "$int>=0", "duration_ms": "$int>=0", "first_byte_ms": "$int>=0", "tokens_before": "$int>=0", "tokens_after": "$int>=0", "wall_time_seconds": "$number"},
+	}
+	// pi's entry ids are e's (hex) or derived from the session's ULID,
+	// either with suffixes naming the entry (".model", ".system", ".1"); its
+	// messages carry the clock in milliseconds (timestamp).
+	piKeys = &volatileKeys{
+		session: map[string]bool{"sessionId": true},
+		entry:   map[string]bool{"id": true, "parentId": true, "leafId": true, "entryId": true, "firstKeptEntryId": true, "targetId": true},
+		entryRE: regexp.MustCompile(`^([0-9a-f]{8,64}|[0-9A-HJKMNP-TV-Z]{26})(\.[0-9A-Za-z_-]+)*$`),
+		number:  map[string]string{"timestamp": "$int>=0", "durationMs": "$int>=0", "tokensBefore": "$int>=0", "tokensAfter": "$int>=0", "wall_time_seconds": "$number"},
+	}
+	acpKeys = &volatileKeys{session: map[string]bool{"sessionId": true}, entry: map[string]bool{}, entryRE: erpcKeys.entryRE, number: map[string]string{}}
+)
+
+// keysOf is the volatile fields of d's lines.
+func keysOf(d dialect) *volatileKeys {
+	switch d.(type) {
+	case piDialect:
+		return piKeys
+	case acpDialect:
+		return acpKeys
+	}
+	return erpcKeys
+}
 
 // volatileID are the keys of a model answer's id (e's usage event, pi's
 // messages): the tape names it after the entry that served the call,
@@ -50,9 +88,11 @@ var volatileID = map[string]bool{"response_id": true, "responseId": true}
 func (n *normalizer) value(key string, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// In key order, so that placeholders are numbered alike on
+		// every run.
 		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = n.value(k, e)
+		for _, k := range sortedKeys(x) {
+			out[k] = n.value(k, x[k])
 		}
 		return out
 	case []any:
@@ -64,8 +104,8 @@ func (n *normalizer) value(key string, v any) any {
 	case string:
 		return n.str(key, x)
 	case json.Number:
-		if volatileNumber[key] {
-			return "$int>=0"
+		if m := n.k.number[key]; m != "" {
+			return m
 		}
 	}
 	return v
@@ -78,9 +118,9 @@ func (n *normalizer) str(key, s string) string {
 	switch {
 	case volatileID[key] && s != "":
 		return "$nonempty"
-	case key == "session" && s != "" && !strings.HasPrefix(s, "/"):
+	case n.k.session[key] && s != "" && !strings.HasPrefix(s, "/"):
 		return "{{" + n.bind(s, "s") + "}}"
-	case entryIDKey[key] && entryIDRE.MatchString(s):
+	case n.k.entry[key] && n.k.entryRE.MatchString(s):
 		return "{{" + n.bind(s, "e") + "}}" // a log entry's random id
 	}
 	if len(s) >= 20 && strings.Contains(s, "T") {
@@ -101,7 +141,7 @@ func (n *normalizer) str(key, s string) string {
 			s = strings.ReplaceAll(s, v, "{{"+name+"}}")
 		}
 	}
-	if logPathRE.MatchString(s) && strings.HasPrefix(s, "{{home}}/sessions/") && !strings.ContainsAny(s, " \n") {
+	if logPathRE.MatchString(s) && !strings.ContainsAny(s, " \n") {
 		// A whole log path: its directory is the cwd's slug, which
 		// differs on every run; bind the path so later lines and
 		// client requests can name it.
@@ -116,16 +156,15 @@ func (n *normalizer) str(key, s string) string {
 	return s
 }
 
-// entryIDKey are the fields that hold a log entry's id.
-var entryIDKey = map[string]bool{"id": true, "parent": true, "leaf": true, "first_kept": true, "since": true, "entry": true}
-
 var (
-	entryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
-	logPathRE = regexp.MustCompile(`^\{\{home\}\}/sessions/[^/]+/`)
+	// logPathRE is a log path: e's ($E_HOME/sessions/SLUG/) or pi's
+	// ($PI_CODING_AGENT_DIR/sessions/--SLUG--/, inside E_HOME in a case).
+	logPathRE = regexp.MustCompile(`^\{\{home\}\}(/pi-agent)?/sessions/[^/]+/`)
 	// volatileRE finds what differs between runs inside a string: the
 	// slug of a log directory, a date-time, a duration in ms, a process id
-	// (the holder of a lock).
-	volatileRE = regexp.MustCompile(`\{\{home\}\}/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
+	// (the holder of a lock), a loopback server's port (the tape's, which
+	// pi's models.json names).
+	volatileRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
 )
 
 // volatilePattern is an anchored regular expression for s with its
@@ -138,12 +177,16 @@ func volatilePattern(s string) string {
 	for _, loc := range volatileRE.FindAllStringIndex(s, -1) {
 		b.WriteString(quoteKeepingPlaceholders(s[last:loc[0]]))
 		switch v := s[loc[0]:loc[1]]; {
+		case strings.HasPrefix(v, "{{home}}/pi-agent"):
+			b.WriteString("{{home}}/pi-agent/sessions/[^/]+/")
 		case strings.HasPrefix(v, "{{home}}"):
 			b.WriteString("{{home}}/sessions/[^/]+/")
 		case strings.HasSuffix(v, " ms"):
 			b.WriteString("[0-9]+ ms")
 		case strings.HasPrefix(v, "pid "):
 			b.WriteString("pid [0-9]+")
+		case strings.HasPrefix(v, "http://"):
+			b.WriteString(`http://127\.0\.0\.1:[0-9]+`)
 		default:
 			b.WriteString(`[0-9T:.Z+-]+`)
 		}
@@ -214,13 +257,37 @@ func (n *normalizer) rawLine(line string) string {
 	return line
 }
 
-// expectBuilder collects expect lines, joining adjacent deltas of a stream.
+// expectBuilder collects expect lines of a case in dialect d (nil: e rpc),
+// joining adjacent deltas of a stream. c holds the client lines sent so
+// far, by which acp places a response in its session's stream.
 type expectBuilder struct {
+	d      dialect
+	c      *Case
 	lines  []map[string]any
 	labels []string
+	opt    []string       // a line's prefix: "" or "?* " (loosenStops)
 	last   map[string]int // stream → index of its latest line
 	batch  map[string]int // stream → index of its latest tool_batch
 	latest int            // index of the line the latest received line went into
+}
+
+func (b *expectBuilder) dialect() dialect {
+	if b.d == nil {
+		return erpcDialect{}
+	}
+	return b.d
+}
+
+// key is the stream of a line; "?" for one the dialect cannot place.
+func (b *expectBuilder) key(obj map[string]any) string {
+	if b.c == nil {
+		b.c = &Case{}
+	}
+	lc, err := b.dialect().classify(obj, b.c, nil)
+	if err != nil {
+		return "?"
+	}
+	return lc.key
 }
 
 // add appends a received line, or joins it to its stream's delta run; it
@@ -229,21 +296,19 @@ func (b *expectBuilder) add(obj map[string]any) string {
 	if b.last == nil {
 		b.last = map[string]int{}
 	}
-	key, _, err := streamKey(obj)
-	if err != nil {
-		key = "?"
-	}
-	if i, ok := b.last[key]; ok && sameRun(b.lines[i], obj) {
-		a, ok1 := b.lines[i]["delta"].(string)
-		d, ok2 := obj["delta"].(string)
-		if ok1 && ok2 {
-			b.lines[i]["delta"] = a + d
+	key, d := b.key(obj), b.dialect()
+	if i, ok := b.last[key]; ok {
+		ra, a, ok1 := d.delta(b.lines[i])
+		rb, t, ok2 := d.delta(obj)
+		if ok1 && ok2 && ra == rb {
+			d.setDelta(b.lines[i], a+t)
 			b.latest = i
 			return key
 		}
 	}
 	b.lines = append(b.lines, obj)
 	b.labels = append(b.labels, "")
+	b.opt = append(b.opt, "")
 	b.last[key] = len(b.lines) - 1
 	b.latest = len(b.lines) - 1
 	if obj["type"] == "tool_batch" {
@@ -270,33 +335,197 @@ func (b *expectBuilder) waitable(key string, i int) int {
 // stop cuts a run depends on the machine's speed, so such a run is
 // expected to start with the text received before the stop (a wait on it
 // is met once that text is in), and so are the texts after it in its
-// stream that hold the run (a result's output, a tool_end's content).
+// stream that hold the run (e rpc: a result's output, a tool_end's
+// content; pi: the message's content in text_end, message_end, turn_end
+// and agent_end).
 func (b *expectBuilder) cutRuns(cut map[int]string) {
+	d := b.dialect()
 	for i, before := range cut {
-		full, _ := b.lines[i]["delta"].(string)
+		_, full, _ := d.delta(b.lines[i])
 		if full == "" || strings.HasPrefix(full, "$") && !strings.HasPrefix(full, "$$") {
 			continue // a matcher already
 		}
 		full, before = strings.TrimPrefix(full, "$"), strings.TrimPrefix(before, "$") // "$$x" is "$x"
-		b.lines[i]["delta"] = "$prefix:" + before
-		key, _, _ := streamKey(b.lines[i])
+		d.setDelta(b.lines[i], "$prefix:"+before)
+		key := b.key(b.lines[i])
 		for _, l := range b.lines[i+1:] {
-			if k, _, _ := streamKey(l); k != key {
+			if b.key(l) == key {
+				cutHolders(l, full, before)
+			}
+		}
+	}
+}
+
+// cutHolders replaces, at any depth of v, each literal string of a field
+// that holds text (holderFields) and contains full by a $prefix: of what
+// came before full and before.
+func cutHolders(v any, full, before string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && holderFields[k] && !isPattern(s) {
+				if at := strings.Index(s, full); at >= 0 {
+					x[k] = "$prefix:" + s[:at] + before
+				}
 				continue
 			}
-			holders := []map[string]any{l}
-			if r, ok := l["result"].(map[string]any); ok {
-				holders = append(holders, r)
+			cutHolders(e, full, before)
+		}
+	case []any:
+		for _, e := range x {
+			cutHolders(e, full, before)
+		}
+	}
+}
+
+// holderFields are the fields that may hold a delta run's text after it:
+// e rpc's result output and final_output and a tool_end's content; pi's
+// text_end content and its messages' text parts.
+var holderFields = map[string]bool{"output": true, "final_output": true, "content": true, "text": true}
+
+// stopWindow is what a stream printed between a stop and the stopped
+// work's end: lines [from, to) of the builder that are in stream key.
+type stopWindow struct {
+	key      string
+	from, to int
+}
+
+// loosenStops makes each stop window timing-independent (spec/conformance.md
+// 5): how far the server got between the client's stop and the moment it
+// landed (a usage, a tool batch, a free-running tool's start and end, the
+// next step's model call) depends on the machine's speed, so the window's
+// lines become one "?*" line taking any line of the stream (progressLine)
+// until the work's end, which stays required. The counts in that end and
+// after it (usage, tools) depend on the same progress and are matched by
+// type. A window a #wait names a line of keeps its lines.
+func (b *expectBuilder) loosenStops(windows []stopWindow) {
+	skip := map[int]bool{}
+	first := map[int][]stopWindow{} // the index a window's ?* line goes before
+	for _, w := range windows {
+		var in []int
+		labelled := false
+		for i := w.from; i < w.to; i++ {
+			if b.key(b.lines[i]) == w.key {
+				in = append(in, i)
+				labelled = labelled || b.labels[i] != ""
 			}
-			for _, h := range holders {
-				for _, f := range []string{"output", "final_output", "content"} {
-					if s, ok := h[f].(string); ok && !isPattern(s) {
-						if at := strings.Index(s, full); at >= 0 {
-							h[f] = "$prefix:" + s[:at] + before
-						}
-					}
-				}
+		}
+		if labelled {
+			continue
+		}
+		for _, i := range in {
+			skip[i] = true
+		}
+		first[w.from] = append(first[w.from], w)
+		for i := w.to; i < len(b.lines); i++ {
+			if b.key(b.lines[i]) == w.key {
+				loosenCounts(b.lines[i])
 			}
+		}
+	}
+	if len(first) == 0 {
+		return
+	}
+	var lines []map[string]any
+	var labels, opt []string
+	for i := 0; i <= len(b.lines); i++ {
+		for _, w := range first[i] {
+			lines, labels, opt = append(lines, progressLine(b.dialect(), w.key)), append(labels, ""), append(opt, "?* ")
+		}
+		if i < len(b.lines) && !skip[i] {
+			lines, labels, opt = append(lines, b.lines[i]), append(labels, b.labels[i]), append(opt, b.opt[i])
+		}
+	}
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+}
+
+// inProgress reports whether stream key of dialect d has work a stop can
+// cut: an e rpc request whose response has not come, pi's process stream
+// during a run (after agent_start, before agent_settled), an ACP session
+// whose latest line is an update or a request of the agent's.
+func (b *expectBuilder) inProgress(key string) bool {
+	i, ok := b.last[key]
+	if !ok {
+		return false
+	}
+	switch b.dialect().(type) {
+	case piDialect:
+		for j := len(b.lines) - 1; j >= 0 && key == "process"; j-- {
+			switch b.lines[j]["type"] {
+			case "agent_start":
+				return true
+			case "agent_settled":
+				return false
+			}
+		}
+		return false
+	case acpDialect:
+		_, isMessage := b.lines[i]["method"]
+		return strings.HasPrefix(key, "s:") && isMessage
+	}
+	_, isEvent := b.lines[i]["type"]
+	return strings.HasPrefix(key, "r:") && isEvent
+}
+
+// endsWork reports whether a line of dialect d ends the work of its
+// stream that a stop cut: e rpc's turn_end or response, pi's
+// agent_settled, an ACP response (session/prompt's stopReason).
+func endsWork(d dialect, obj map[string]any) bool {
+	switch d.(type) {
+	case piDialect:
+		return obj["type"] == "agent_settled"
+	case acpDialect:
+		_, isMessage := obj["method"]
+		return !isMessage
+	}
+	t, isEvent := obj["type"]
+	return !isEvent || t == "turn_end"
+}
+
+// progressLine is the "?*" line that takes any progress line of stream
+// key: any event of an e rpc request, any pi event, any update of an ACP
+// session.
+func progressLine(d dialect, key string) map[string]any {
+	switch d.(type) {
+	case piDialect:
+		return map[string]any{"type": "$string"}
+	case acpDialect:
+		return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "{{" + strings.TrimPrefix(key, "s:") + "}}"}}
+	}
+	id, _ := decode([]byte(strings.TrimPrefix(key, "r:")))
+	return map[string]any{"type": "$string", "request": id}
+}
+
+// loosenCounts matches the numbers of v's usage and tools counts by type.
+func loosenCounts(v any) {
+	var numbers func(any) any
+	numbers = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = numbers(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = numbers(e)
+			}
+		case json.Number:
+			return "$number"
+		}
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "usage" || k == "tools" {
+				x[k] = numbers(e)
+			} else {
+				loosenCounts(e)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			loosenCounts(e)
 		}
 	}
 }
@@ -325,10 +554,7 @@ func (b *expectBuilder) dropConcurrentTools() {
 	batched := map[string]bool{}
 	keys := make([]string, len(b.lines))
 	for i, l := range b.lines {
-		key, _, err := streamKey(l)
-		if err != nil {
-			key = "?"
-		}
+		key := b.key(l)
 		keys[i] = key
 		if concurrent(l) {
 			batched[key] = true
@@ -343,19 +569,20 @@ func (b *expectBuilder) dropConcurrentTools() {
 		return
 	}
 	var lines []map[string]any
-	var labels []string
+	var labels, opt []string
 	for i, l := range b.lines {
 		if batched[keys[i]] && perCall(l) {
 			continue
 		}
-		lines, labels = append(lines, l), append(labels, b.labels[i])
+		lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
 	}
-	b.lines, b.labels, b.last, b.batch, b.latest = lines, labels, nil, nil, 0
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
 }
 
 func (b *expectBuilder) String() string {
 	var s strings.Builder
 	for i, l := range b.lines {
+		s.WriteString(b.opt[i])
 		if b.labels[i] != "" {
 			s.WriteString("@" + b.labels[i] + " ")
 		}
@@ -407,8 +634,8 @@ func Update(c *Case, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("conformance: %w", err)
 	}
-	n := newNormalizer(r.Bindings)
-	var b expectBuilder
+	n := newNormalizer(dialectOf(c), r.Bindings)
+	b := expectBuilder{d: dialectOf(c), c: c}
 	placed := map[string]bool{}
 	into := make([]int, len(r.Lines)) // received line → expect line
 	for i, raw := range r.Lines {

@@ -65,10 +65,12 @@ examples:
 case, the tape provider of spec/conformance.md §4) and writes it as a draft case: the
 client lines, the server's lines as expectations, the model calls as a tape. Model calls
 go to --upstream (recorded) or to the offline model. Signals it gets (TERM, HUP, INT) go
-to the server and into the case as #signal; it exits as the server did.
+to the server and into the case as #signal; it exits as the server did. Any dialect:
+e rpc, e --mode rpc (pi-rpc) and e acp sessions record alike. Its first stderr line names
+the session's directory ("e-conformance record: cwd DIR"), which ACP's session/new needs.
 
 usage:
-  e-conformance record --out FILE [--model M] [--upstream URL] [--here] [--no-trust] [--like CASE] -- CMD ARGS
+  e-conformance record --out FILE [--model M] [--upstream URL] [--here] [--no-trust] [--like CASE] [--dialect D] -- CMD ARGS
 
 flags:
   --out FILE            the case file to write, e.g. golden/new-case.txtar (required)
@@ -79,6 +81,7 @@ flags:
                         as a case's server re-records it
   --no-trust            do not run "e trust CWD" first
   --like CASE           take the description, header, fixtures and checks of CASE
+  --dialect D           e-rpc, pi-rpc or acp (default: CASE's, else the one CMD names)
 
 environment:
   E_RECORD_API_KEY      the upstream's key (sent upstream, never written to the case)
@@ -88,6 +91,7 @@ exit status:
 
 examples:
   e-conformance record --out golden/my-case.txtar -- ./e rpc
+  e-conformance record --out golden/acp-my-case.txtar -- ./e acp
   e-conformance --server "e-conformance record --here --no-trust --like golden/prompt-text.txtar --out /tmp/re.txtar -- ./e rpc" prompt-text
   E_RECORD_API_KEY=… e-conformance record --out golden/real.txtar --upstream https://api.openai.com/v1 -- ./e rpc
 `,

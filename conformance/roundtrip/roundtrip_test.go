@@ -14,12 +14,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
 
-// Every golden case of the e rpc dialect is run by the runner with
-// "e-conformance record --here --like CASE -- e rpc" as its server: the
-// case must pass through the recorder (it changes nothing), and the case
-// it writes (the client lines it saw, the server's lines, the model
-// calls as a tape, with the original's header and fixtures) must pass
-// against e rpc on its own, in other temp dirs.
+// Every golden case with a client side (e rpc, pi-rpc and acp alike) is
+// run by the runner with "e-conformance record --here --like CASE -- e
+// rpc" as its server (for a dialect case the runner derives "… -- e acp"
+// or "… -- e --mode rpc" from it, as for any server): the case must pass
+// through the recorder (it changes nothing), and the case it writes (the
+// client lines it saw, the server's lines, the model calls as a tape,
+// with the original's header and fixtures) must pass against e on its
+// own, in other temp dirs.
 func TestRecordReplayEveryCase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds e and e-conformance and runs every case twice")
@@ -45,8 +47,6 @@ func TestRecordReplayEveryCase(t *testing.T) {
 				t.Skip(c.Skip)
 			case c.Mode == "print":
 				t.Skip("a print case has no client side to record")
-			case c.Dialect != "" && c.Dialect != conformance.DialectERPC:
-				t.Skip("the recorder speaks e rpc only: it places ids, sessions and deltas by e rpc's framing")
 			}
 			out := filepath.Join(t.TempDir(), c.ID+".txtar")
 			rec := []string{ec, "record", "--here", "--like", c.File, "--out", out}
