@@ -42,6 +42,7 @@ type turn struct {
 	mcp          map[string]mcpTool // e's name → the server and its name there
 	lastCall     store.ModelCall    // the last successful model call, for its message's entry
 	cut          *store.ModelCall   // the model call an interruption cut short, for its interrupted entry
+	failedCall   *store.ModelCall   // the model call that failed the turn, for its error entry
 	prompted     bool               // the prompt is in the history
 	system       string             // the system prompt, once built
 	texts        []Text             // the rest of the slab the next Text events come from
@@ -111,7 +112,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	if err != nil && t.prompted {
 		// The log shows where the turn failed (an export shows it there);
 		// a prompt refused before it was recorded leaves nothing.
-		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error()})
+		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error(), Call: t.failedCall})
 	}
 	t.res.Aborted = aborted
 	t.syncLog()
@@ -554,6 +555,9 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			decision = "exhausted"
 		}
 		if !me.Retryable || attempt+1 >= maxAttempts {
+			if show {
+				t.failedCall = t.attemptCall(attempt, began, start, first, resp)
+			}
 			if o := t.s.eng.Observer; o != nil {
 				rec := t.callRecord(show, "error", attempt+1, began, start, first)
 				rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()

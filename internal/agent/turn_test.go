@@ -292,14 +292,18 @@ func TestErrorDetails(t *testing.T) {
 				case store.TypeAttempt:
 					got = append(got, fmt.Sprintf("attempt %d: %s", en.Call.Attempts, en.Error))
 				case store.TypeError:
-					got = append(got, "error: "+en.Error)
+					n := 0
+					if en.Call != nil {
+						n = en.Call.Attempts
+					}
+					got = append(got, fmt.Sprintf("error after %d attempts: %s", n, en.Error))
 				}
 			}
 			want := []string{}
 			for i, r := range tt.wantRetry {
 				want = append(want, fmt.Sprintf("attempt %d: %s", i+1, r.Reason))
 			}
-			want = append(want, "error: "+tt.want.Message)
+			want = append(want, fmt.Sprintf("error after %d attempts: %s", tt.want.Attempts, tt.want.Message))
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("attempt and error entries (-want +got):\n%s", diff)
 			}

@@ -259,6 +259,7 @@ func only(a, b []string) []string {
 //	call-read, call-bash  a tool call (read a.txt; bash echo one; echo two)
 //	think                 reasoning deltas, then text
 //	fail-once             503 the first time, then text
+//	fail-hard             400, not retried
 //	hold                  one delta, then waits for release (or the client to go)
 //	big                   the text, with a context of 20000 prompt tokens (over the compaction threshold)
 //	/review               400: the prompt template review was not expanded
@@ -320,6 +321,10 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if last != "tool" && strings.HasPrefix(user, "fail-hard") {
+		http.Error(w, `{"error":{"message":"bad request, no retry","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
 	}
 	if strings.HasPrefix(user, "/review") { // a prompt template that was not expanded
 		http.Error(w, `{"error":{"message":"unexpanded template"}}`, http.StatusBadRequest)
@@ -684,6 +689,12 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_session_stats"})
 		a.call(map[string]any{"type": "abort_retry"})
+	}},
+	{"model-error", func(a *diffAgent) {
+		prompt(a, "fail-hard please")
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_last_assistant_text"})
+		a.call(map[string]any{"type": "get_session_stats"})
 	}},
 	{"compact", func(a *diffAgent) {
 		a.call(map[string]any{"type": "compact", "customInstructions": "keep it short"})

@@ -190,7 +190,7 @@ func (c *converter) failed(en session.Entry) AssistantMessage {
 	}
 	a.ErrorMessage = en.Error
 	if call := en.Call; call != nil {
-		a.Usage = withReasoning(callUsage(call), c.info.API, call.Usage.Reasoning)
+		a.Usage = callUsage(call) // pi's failed message has no reasoning count
 		d := call.DurationMS
 		a.DurationMS, a.ResponseID = &d, call.ResponseID
 	}

@@ -49,7 +49,7 @@ func TestFailedAttemptEntries(t *testing.T) {
 	})
 	seven, nine := int64(7), int64(9)
 	u, a, edit := "u", "a", "a.1"
-	usage := withReasoning(NewUsage(model.Usage{}, nil), info.API, 0)
+	usage := NewUsage(model.Usage{}, nil)
 	want := []Entry{
 		{Type: "message", ID: "u", Timestamp: "2026-12-01T12:00:00.000Z", Message: *userMessage("hi", nil, ms)},
 		{Type: "message", ID: "a", ParentID: &u, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",

@@ -69,7 +69,8 @@ func TestFilesMatchSchemas(t *testing.T) {
 	attempt := store.Entry{Type: store.TypeAttempt, Error: "model: HTTP 503: busy", Message: json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"par"}]}`),
 		Call: &store.ModelCall{Model: "a/b", Attempts: 1, DurationMS: 4, ResponseID: "r1"}}
 	cut := store.Entry{Type: store.TypeInterrupted, Call: &store.ModelCall{Model: "a/b", Attempts: 2, DurationMS: 9}}
-	mustAppend(t, l, withCall, withRuns, attempt, store.Entry{Type: store.TypeAttempt, Error: "e", Call: &store.ModelCall{Model: "a/b", Attempts: 2}}, cut)
+	failed := store.Entry{Type: store.TypeError, Error: "model: boom", Call: &store.ModelCall{Model: "a/b", Attempts: 3, DurationMS: 12}}
+	mustAppend(t, l, withCall, withRuns, attempt, store.Entry{Type: store.TypeAttempt, Error: "e", Call: &store.ModelCall{Model: "a/b", Attempts: 2}}, cut, failed)
 	b, _ := os.ReadFile(l.Path())
 	// The export tests' sample is a valid log too.
 	sample, _ := os.ReadFile(filepath.Join("testdata", "export.jsonl"))

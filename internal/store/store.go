@@ -81,7 +81,7 @@ type Entry struct {
 	Kept    string          `json:"kept,omitempty"`          // compaction: id of the first entry kept after the summary ("" = none)
 	Tokens  int64           `json:"tokens_before,omitempty"` // compaction
 	Name    string          `json:"name,omitempty"`          // name (user label, C8) and title (automatic)
-	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it; attempt: the failed attempt; interrupted: the model call it cut short
+	Call    *ModelCall      `json:"call,omitempty"`          // assistant message: the model call that produced it; attempt: the failed attempt; interrupted: the model call it cut short; error: the model call that failed
 	Runs    []ToolRun       `json:"tools,omitempty"`         // tool message: how each result's call ran, in content order
 	Error   string          `json:"error,omitempty"`         // error: the message of the error that ended the turn; attempt: why it failed
 	Shell   *ShellRun       `json:"shell,omitempty"`         // shell: a user's shell command and how it ended
