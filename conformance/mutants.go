@@ -23,6 +23,9 @@ type Mutant struct {
 	Name    string // e.g. "drop-event/steered", "falsify/usage/input_tokens"
 	Class   string // the family, e.g. "drop-event"
 	Control bool
+	// Dialects are the dialects of the cases it is tried against; nil:
+	// e rpc's only (it edits e rpc's lines).
+	Dialects []string
 
 	start     [][]byte // lines printed before the server's first
 	server    func(p *proxy, line []byte, obj map[string]any) [][]byte
@@ -114,8 +117,9 @@ func buildMutants() []*Mutant {
 	add := func(m *Mutant) { ms = append(ms, m) }
 
 	// Controls: what a conforming client must accept.
-	add(&Mutant{Name: "identity", Class: "control", Control: true})
-	add(&Mutant{Name: "control/unknown-field", Class: "control", Control: true,
+	all := []string{DialectERPC, DialectPi, DialectACP}
+	add(&Mutant{Name: "identity", Class: "control", Control: true, Dialects: all})
+	add(&Mutant{Name: "control/unknown-field", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			obj["x_future"] = map[string]any{"nested": []any{json.Number("1"), "two"}}
 			if r, ok := obj["result"].(map[string]any); ok {
@@ -137,11 +141,25 @@ func buildMutants() []*Mutant {
 			}
 			return [][]byte{line(ev), l}
 		}})
-	add(&Mutant{Name: "control/re-encoded", Class: "control", Control: true,
+	add(&Mutant{Name: "control/unknown-event/pi", Class: "control", Control: true, Dialects: []string{DialectPi},
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if obj["type"] != "response" {
+				return [][]byte{l}
+			}
+			return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive"}), l}
+		}})
+	add(&Mutant{Name: "control/unknown-event/acp", Class: "control", Control: true, Dialects: []string{DialectACP},
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if _, isMessage := obj["method"]; isMessage {
+				return [][]byte{l}
+			}
+			return [][]byte{line(map[string]any{"jsonrpc": "2.0", "method": "_x_future/notice", "params": map[string]any{"detail": "additive"}}), l}
+		}})
+	add(&Mutant{Name: "control/re-encoded", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			return [][]byte{append(reencode(obj), '\n')}
 		}})
-	add(&Mutant{Name: "control/slow-and-chunked", Class: "control", Control: true,
+	add(&Mutant{Name: "control/slow-and-chunked", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			time.Sleep(2 * time.Millisecond)
 			half := len(l) / 2
@@ -359,7 +377,7 @@ func buildMutants() []*Mutant {
 		}})
 
 	// Noise on stdout.
-	add(&Mutant{Name: "noise/log-line-at-start", Class: "noise", start: [][]byte{[]byte("e: starting up\n")}})
+	add(&Mutant{Name: "noise/log-line-at-start", Class: "noise", Dialects: all, start: [][]byte{[]byte("e: starting up\n")}})
 	add(&Mutant{Name: "noise/text-after-response", Class: "noise", applies: hasResponse,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			if isResponse(obj) {
@@ -376,14 +394,14 @@ func buildMutants() []*Mutant {
 		}})
 
 	// Exit status and the process's life.
-	add(&Mutant{Name: "exit/zero-becomes-one", Class: "exit", exit: func(c int) int {
+	add(&Mutant{Name: "exit/zero-becomes-one", Class: "exit", Dialects: all, exit: func(c int) int {
 		if c == 0 {
 			return 1
 		}
 		return c
 	}})
-	add(&Mutant{Name: "exit/nonzero-becomes-zero", Class: "exit", exit: func(c int) int { return 0 }})
-	add(&Mutant{Name: "exit/eof-ignored", Class: "exit", keepStdin: true})
+	add(&Mutant{Name: "exit/nonzero-becomes-zero", Class: "exit", Dialects: all, exit: func(c int) int { return 0 }})
+	add(&Mutant{Name: "exit/eof-ignored", Class: "exit", Dialects: all, keepStdin: true})
 	add(&Mutant{Name: "exit/signals-ignored", Class: "exit", noSignals: true,
 		applies: func(tr []Exchange) bool {
 			for _, e := range tr {
@@ -393,6 +411,7 @@ func buildMutants() []*Mutant {
 			}
 			return false
 		}})
+	addDialectMutants(add)
 	return ms
 }
 
