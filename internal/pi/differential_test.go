@@ -260,16 +260,36 @@ func only(a, b []string) []string {
 //	think                 reasoning deltas, then text
 //	fail-once             503 the first time, then text
 //	hold                  one delta, then waits for release (or the client to go)
+//	big                   the text, with a context of 20000 prompt tokens (over the compaction threshold)
 //	/review               400: the prompt template review was not expanded
 //	anything else         the text "w1 w2 w3 "
+//
+// A call whose messages mention hold-summary but whose last user message
+// does not start with "big" (a compaction's summary of that history)
+// waits while summaries are held (holdSummaries, until openSummaries).
 type diffMock struct {
-	mu      sync.Mutex
-	failed  map[string]bool
-	release chan struct{}
+	mu        sync.Mutex
+	failed    map[string]bool
+	release   chan struct{}
+	summaries chan struct{} // open (closed) or held
 }
 
 func newDiffMock() *diffMock {
-	return &diffMock{failed: map[string]bool{}, release: make(chan struct{})}
+	return &diffMock{failed: map[string]bool{}, release: make(chan struct{}), summaries: make(chan struct{})}
+}
+
+// openSummaries lets the held summary calls go on, and those that follow.
+func (m *diffMock) openSummaries() {
+	m.mu.Lock()
+	close(m.summaries)
+	m.mu.Unlock()
+}
+
+// holdSummaries holds the summary calls that follow.
+func (m *diffMock) holdSummaries() {
+	m.mu.Lock()
+	m.summaries = make(chan struct{})
+	m.mu.Unlock()
 }
 
 func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -283,11 +303,22 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
-	last, user := "", ""
+	last, user, summary := "", "", false
 	for _, msg := range req.Messages {
 		last = msg.Role
 		if msg.Role == "user" {
 			user = contentText(msg.Content)
+		}
+		summary = summary || strings.Contains(contentText(msg.Content), "hold-summary")
+	}
+	if summary && !strings.HasPrefix(user, "big") {
+		m.mu.Lock()
+		gate := m.summaries
+		m.mu.Unlock()
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
 		}
 	}
 	if strings.HasPrefix(user, "/review") { // a prompt template that was not expanded
@@ -353,7 +384,11 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		text("w1 ", "w2 ", "w3 ")
 	}
 	chunk(`{}`, finish)
-	fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,\"total_tokens\":13}}\n\ndata: [DONE]\n\n")
+	prompt := 10
+	if last != "tool" && strings.HasPrefix(user, "big") {
+		prompt = 20000
+	}
+	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, prompt+3)
 }
 
 // contentText is a chat message content's text: the string, or its text parts joined.
@@ -657,6 +692,32 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "set_auto_compaction", "enabled": false})
 		a.call(map[string]any{"type": "get_state"})
 		a.call(map[string]any{"type": "set_auto_compaction", "enabled": true})
+	}},
+	{"compact-before-run", func(a *diffAgent) {
+		// A prompt during a manual compaction is refused.
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": false})
+		prompt(a, "big context hold-summary")
+		a.send(`{"id":"man","type":"compact"}`)
+		a.wait("compaction_start")
+		a.call(map[string]any{"type": "prompt", "message": "while compacting by hand"})
+		a.mock.openSummaries()
+		a.find(0, "response man", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "man" })
+		// A context over the threshold with auto compaction off; turned
+		// on, the next prompt compacts first. Meanwhile a prompt without
+		// streamingBehavior, one with followUp and a steer come.
+		a.mock.holdSummaries()
+		prompt(a, "big again hold-summary")
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": true})
+		a.send(`{"id":"pre","type":"prompt","message":"after big"}`)
+		a.wait("compaction_start")
+		a.call(map[string]any{"type": "prompt", "message": "while compacting"})
+		a.call(map[string]any{"type": "prompt", "message": "follow while compacting", "streamingBehavior": "followUp"})
+		a.call(map[string]any{"type": "steer", "message": "steer while compacting"})
+		a.call(map[string]any{"type": "get_state"})
+		a.mock.openSummaries()
+		a.find(0, "response pre", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "pre" })
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_messages"})
 	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})

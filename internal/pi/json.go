@@ -35,7 +35,11 @@ func (fr *front) oneShot() int {
 	for _, text := range fr.flags.Messages {
 		fr.mu.Lock()
 		fr.failed = false
+		due := fr.claimCompactBefore()
 		fr.mu.Unlock()
+		if due { // as rpc's prompt: a resumed session over the threshold compacts first
+			fr.compactBefore(sess)
+		}
 		if err := fr.startRun(Expand(text, fr.templates), nil, nil, func() {}); err != nil {
 			fmt.Fprintf(fr.env.Stderr, "e --mode json: %v\n", err)
 			code = 1

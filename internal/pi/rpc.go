@@ -67,7 +67,7 @@ type front struct {
 	running      bool
 	abortReq     bool // abort asked for while the run is open: no follow-up starts
 	runDone      chan struct{}
-	compacting   bool
+	compacting   string         // the compaction going on: "", compactManual, compactBefore, compactAfter
 	failed       bool           // the last e turn ended in an error or aborted
 	bashCancels  map[int]func() // the running bash commands' stops
 	bashNext     int
@@ -624,26 +624,24 @@ func (fr *front) prompt(c *command) {
 	}
 	fr.mu.Lock()
 	running, sess := fr.running, fr.cur
-	due := !running && !fr.compacting && sess.CompactDue()
-	if due {
-		fr.compacting = true
-	}
+	compacting := fr.compacting
+	due := fr.claimCompactBefore()
 	fr.mu.Unlock()
 	if due {
-		// pi checks before a run too (its _prepareRun): a context already
-		// over the threshold (a run that ended aborted, auto compaction
-		// turned on since) is compacted first, and the prompt's response
-		// follows the compaction's events. Only then is the prompt async.
+		// The prompt's response follows the compaction's events; only
+		// then is the prompt async.
 		fr.async(func() {
-			fr.compactOver(sess)
-			fr.mu.Lock()
-			fr.compacting = false
-			fr.mu.Unlock()
+			fr.compactBefore(sess)
 			fr.begin(c, text, parts, blocks)
 		})
 		return
 	}
-	if running {
+	if compacting == compactManual {
+		fr.respond(c.id, c.typ, nil, errors.New("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."))
+		return
+	}
+	// A prompt's compaction before its run is part of that run, for pi.
+	if running || compacting == compactBefore {
 		switch c.str("streamingBehavior") {
 		case "steer":
 			_, err = fr.steer(c)
@@ -656,6 +654,33 @@ func (fr *front) prompt(c *command) {
 		return
 	}
 	fr.begin(c, text, parts, blocks)
+}
+
+// The compactions the front runs itself (fr.compacting).
+const (
+	compactManual = "manual" // the compact command
+	compactBefore = "before" // a prompt's, before its run starts
+	compactAfter  = "after"  // a run's, once it ended
+)
+
+// claimCompactBefore reports whether a run about to start must compact
+// first, as pi checks in its _prepareRun: the context is already over the
+// threshold (a run that ended aborted, auto compaction turned on since).
+// It claims that compaction (fr.compacting); fr.mu is held.
+func (fr *front) claimCompactBefore() bool {
+	if fr.running || fr.compacting != "" || !fr.cur.CompactDue() {
+		return false
+	}
+	fr.compacting = compactBefore
+	return true
+}
+
+// compactBefore runs the compaction claimCompactBefore claimed, to its end.
+func (fr *front) compactBefore(sess *session.Session) {
+	fr.compactOver(sess)
+	fr.mu.Lock()
+	fr.compacting = ""
+	fr.mu.Unlock()
 }
 
 // begin starts the run of prompt command c and answers it.
@@ -672,7 +697,7 @@ func (fr *front) begin(c *command, text string, parts []model.Part, blocks []Con
 func (fr *front) startRun(text string, parts []model.Part, blocks []Content, accepted func()) error {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if fr.running || fr.compacting {
+	if fr.running || fr.compacting != "" {
 		return errors.New("Agent is already processing")
 	}
 	sess := fr.cur
@@ -759,12 +784,12 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 // compaction's events; agent_settled follows. fr.mu is held, and released
 // while the compaction runs (get_state then says isCompacting).
 func (fr *front) compactAfterRun(sess *session.Session) {
-	fr.compacting = true
+	fr.compacting = compactAfter
 	fr.mu.Unlock()
 	fr.translate((*Translator).EndRun)
 	fr.compactOver(sess)
 	fr.mu.Lock()
-	fr.compacting = false
+	fr.compacting = ""
 }
 
 // compactOver runs sess's automatic compaction, when it is due, to its
@@ -855,7 +880,7 @@ func (fr *front) followUp(c *command) (any, error) {
 		return nil, err
 	}
 	fr.mu.Lock()
-	running := fr.running
+	running := fr.running || fr.compacting == compactBefore // the run has begun, for pi
 	if running {
 		fr.followUps = append(fr.followUps, m)
 	}
@@ -1253,8 +1278,8 @@ func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
-	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running,
-		"isCompacting": fr.compacting, "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
+	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running || fr.compacting == compactBefore,
+		"isCompacting": fr.compacting != "", "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
 		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": messages,
 		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
 	if in.Path != "" {
@@ -1419,7 +1444,7 @@ func (fr *front) abortRetry(*command) (any, error) {
 
 func (fr *front) compact(c *command) {
 	fr.mu.Lock()
-	if fr.running || fr.compacting {
+	if fr.running || fr.compacting != "" {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
 		return
@@ -1431,14 +1456,14 @@ func (fr *front) compact(c *command) {
 		fr.respond(c.id, c.typ, nil, err)
 		return
 	}
-	fr.compacting = true
+	fr.compacting = compactManual
 	info := fr.info
 	fr.mu.Unlock()
 	fr.async(func() {
 		<-turn.Done()
 		res, err := turn.Compacted()
 		fr.mu.Lock()
-		fr.compacting = false
+		fr.compacting = ""
 		fr.flushShell()
 		fr.mu.Unlock()
 		if err != nil {
@@ -1501,7 +1526,7 @@ func (fr *front) bash(c *command) {
 func (fr *front) recordShell(sess *session.Session, r session.ShellRun) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if sess == fr.cur && (fr.running || fr.compacting) {
+	if sess == fr.cur && (fr.running || fr.compacting != "") {
 		fr.pendingShell = append(fr.pendingShell, r)
 		return
 	}

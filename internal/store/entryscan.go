@@ -16,8 +16,9 @@ var entryFields = []string{"type", "id", "parent", "time", "message", "model", "
 // scanEntry reads line into e as json.Unmarshal would, without reflection
 // for all but the call and tools members; it reports false when line is
 // for json.Unmarshal, which then decides. e.Message is a view of line. prev
-// is the previous entry's id: a parent equal to it shares its string.
-func scanEntry(line []byte, e *Entry, prev string) bool {
+// is the previous entry's id: a parent equal to it shares its string. day,
+// when not nil, is the day of the previous entry's time (parseUTC).
+func scanEntry(line []byte, e *Entry, prev string, day *dayCache) bool {
 	m := [...]jsonscan.Member{{Key: "type"}, {Key: "id"}, {Key: "parent"}, {Key: "time"}, {Key: "message"},
 		{Key: "model"}, {Key: "effort"}, {Key: "summary"}, {Key: "kept"}, {Key: "tokens_before"}, {Key: "name"},
 		{Key: "call"}, {Key: "tools"}, {Key: "error"}, {Key: "shell"}}
@@ -59,7 +60,7 @@ func scanEntry(line []byte, e *Entry, prev string) bool {
 	}
 	if t := m[3].Val; t != nil {
 		var ok bool
-		if e.Time, ok = parseUTC(t); !ok && (!jsonscan.IsString(t) || e.Time.UnmarshalJSON(t) != nil) {
+		if e.Time, ok = parseUTC(t, day); !ok && (!jsonscan.IsString(t) || e.Time.UnmarshalJSON(t) != nil) {
 			return false
 		}
 	}
@@ -148,8 +149,10 @@ func headerOf(line []byte, h *Header) error {
 // "2006-01-02T15:04:05Z" with a fraction of 1 to 9 digits or none, as
 // time.Time's UnmarshalJSON does, at a fraction of its cost (a resume
 // reads one per entry). ok is false for any other form, or a time that
-// does not exist: UnmarshalJSON decides those.
-func parseUTC(raw []byte) (t time.Time, ok bool) {
+// does not exist: UnmarshalJSON decides those. day, when not nil, keeps
+// the last day seen: the entries of a log mostly share their day, and
+// adding the time of day to its midnight costs a fraction of time.Date.
+func parseUTC(raw []byte, day *dayCache) (t time.Time, ok bool) {
 	n := len(raw)
 	if n < 22 || raw[0] != '"' || raw[n-1] != '"' || raw[n-2] != 'Z' {
 		return time.Time{}, false
@@ -168,7 +171,7 @@ func parseUTC(raw []byte) (t time.Time, ok bool) {
 		}
 		return v
 	}
-	year, month, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
+	year, month, mday := num(s[0:4]), num(s[5:7]), num(s[8:10])
 	hour, minute, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
 	nsec := 0
 	if frac := s[19:]; len(frac) > 0 {
@@ -182,12 +185,29 @@ func parseUTC(raw []byte) (t time.Time, ok bool) {
 			nsec *= 10
 		}
 	}
-	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+	if hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
-	t = time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
-	if t.Day() != day { // 2026-02-30 and the like
+	clock := time.Duration(hour*3600+minute*60+sec)*time.Second + time.Duration(nsec)
+	if day != nil && day.valid && [10]byte(s[:10]) == day.date {
+		return day.midnight.Add(clock), true
+	}
+	if year < 0 || month < 1 || month > 12 || mday < 1 {
 		return time.Time{}, false
 	}
-	return t, true
+	midnight := time.Date(year, time.Month(month), mday, 0, 0, 0, 0, time.UTC)
+	if midnight.Day() != mday { // 2026-02-30 and the like
+		return time.Time{}, false
+	}
+	if day != nil {
+		*day = dayCache{date: [10]byte(s[:10]), midnight: midnight, valid: true}
+	}
+	return midnight.Add(clock), true
+}
+
+// dayCache is a day parseUTC has read: its text (2006-01-02) and midnight.
+type dayCache struct {
+	date     [10]byte
+	midnight time.Time
+	valid    bool
 }

@@ -34,16 +34,28 @@ func FuzzScanEntry(f *testing.F) {
 		f.Add(s, "a")
 	}
 	f.Fuzz(func(t *testing.T, line, prev string) {
-		var got Entry
-		if !scanEntry([]byte(line), &got, prev) {
-			return
-		}
-		var want Entry
-		if err := json.Unmarshal([]byte(line), &want); err != nil {
-			t.Fatalf("scanned %q, which encoding/json rejects: %v", line, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("%q (-encoding/json +scanner):\n%s", line, diff)
+		// Without a day, with a day that another entry's time filled, and
+		// with the day this line's own time just filled.
+		var other, same dayCache
+		parseUTC([]byte(`"2026-12-02T00:00:00Z"`), &other)
+		for i, day := range []*dayCache{nil, &other, &same, &same} {
+			var got Entry
+			if !scanEntry([]byte(line), &got, prev, day) {
+				if i > 0 {
+					t.Fatalf("%q scanned without a day, not with day %d", line, i)
+				}
+				return
+			}
+			var want Entry
+			if err := json.Unmarshal([]byte(line), &want); err != nil {
+				t.Fatalf("scanned %q, which encoding/json rejects: %v", line, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%q, day %d (-encoding/json +scanner):\n%s", line, i, diff)
+			}
+			if got.Time != want.Time { // the same representation, not only the same instant
+				t.Fatalf("%q, day %d: time %#v, encoding/json %#v", line, i, got.Time, want.Time)
+			}
 		}
 	})
 }

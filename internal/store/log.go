@@ -272,7 +272,7 @@ func parse(path string, data []byte) (*parsed, error) {
 	p.Entries, p.Warnings = parseLines(path, data[off:whole], lineNo+1)
 	if tail := data[whole:]; len(tail) > 0 {
 		var e Entry
-		if entryOf(bytes.TrimSuffix(tail, []byte{'\r'}), &e, "") == nil {
+		if entryOf(bytes.TrimSuffix(tail, []byte{'\r'}), &e, "", nil) == nil {
 			p.noLF = true
 			p.Entries = append(p.Entries, e)
 		} else {
@@ -345,6 +345,7 @@ func parseLines(path string, data []byte, first int) ([]Entry, []string) {
 // entry per line, and returns how many it decoded.
 func parseChunk(path string, data []byte, lineNo int, dst []Entry) (int, []string) {
 	var warnings []string
+	var day dayCache
 	n, prev := 0, ""
 	for off := 0; off < len(data); lineNo++ {
 		end := off + bytes.IndexByte(data[off:], '\n')
@@ -353,7 +354,7 @@ func parseChunk(path string, data []byte, lineNo int, dst []Entry) (int, []strin
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if err := entryOf(line, &dst[n], prev); err != nil {
+		if err := entryOf(line, &dst[n], prev, &day); err != nil {
 			dst[n] = Entry{}
 			warnings = append(warnings, fmt.Sprintf("store: %s:%d: skipped a corrupt line: %v", path, lineNo, err))
 			continue
@@ -364,9 +365,10 @@ func parseChunk(path string, data []byte, lineNo int, dst []Entry) (int, []strin
 	return n, warnings
 }
 
-// entryOf decodes line into e; prev is the previous entry's id.
-func entryOf(line []byte, e *Entry, prev string) error {
-	if !scanEntry(line, e, prev) {
+// entryOf decodes line into e; prev is the previous entry's id and day
+// the day of its time, if known (scanEntry).
+func entryOf(line []byte, e *Entry, prev string, day *dayCache) error {
+	if !scanEntry(line, e, prev, day) {
 		*e = Entry{}
 		if err := json.Unmarshal(line, e); err != nil {
 			return err

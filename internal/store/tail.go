@@ -188,7 +188,7 @@ func lastEntry(tail []byte, whole bool) (line []byte, at int, ok bool) {
 	var e Entry
 	end := len(tail)
 	if i := bytes.LastIndexByte(tail, '\n'); i+1 < end {
-		if last := bytes.TrimSuffix(tail[i+1:], []byte{'\r'}); (i >= 0 || whole) && entryOf(last, &e, "") == nil {
+		if last := bytes.TrimSuffix(tail[i+1:], []byte{'\r'}); (i >= 0 || whole) && entryOf(last, &e, "", nil) == nil {
 			return last, i + 1, true
 		}
 		end = i + 1 // torn
@@ -200,7 +200,7 @@ func lastEntry(tail []byte, whole bool) (line []byte, at int, ok bool) {
 		}
 		line := bytes.TrimSuffix(tail[start:end-1], []byte{'\r'})
 		if len(bytes.TrimSpace(line)) > 0 {
-			return line, start, entryOf(line, &e, "") == nil
+			return line, start, entryOf(line, &e, "", nil) == nil
 		}
 		end = start
 	}
@@ -231,6 +231,6 @@ func entryAt(f io.ReaderAt, head []byte, off, size int64) (Entry, bool) {
 			}
 		}
 	}
-	ok = entryOf(line, &e, "") == nil
+	ok = entryOf(line, &e, "", nil) == nil
 	return e, ok
 }
