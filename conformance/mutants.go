@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,16 +173,7 @@ func buildMutants() []*Mutant {
 	events := eventTypes()
 	lineTypes := append(append([]string{}, events...), "ask", "notice")
 	for _, t := range lineTypes {
-		add(&Mutant{Name: "drop-event/" + t, Class: "drop-event",
-			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-				if lineType(obj) == t {
-					return nil
-				}
-				return [][]byte{l}
-			},
-			applies: func(tr []Exchange) bool {
-				return received(tr, func(o map[string]any) bool { return lineType(o) == t })
-			}})
+		add(dropLines("drop-event/"+t, nil, func(o map[string]any) bool { return lineType(o) == t }))
 	}
 	// Fields of events, ask and notice lines.
 	for _, t := range lineTypes {
@@ -198,7 +190,7 @@ func buildMutants() []*Mutant {
 				continue
 			}
 			match := func(obj map[string]any) (map[string]any, bool) { return obj, lineType(obj) == t }
-			addFieldMutants(add, t, path, match)
+			addFieldMutants(add, nil, t, path, match)
 		}
 	}
 	// Fields of results: the prompt's and the v1 answer's to depth 2,
@@ -213,12 +205,12 @@ func buildMutants() []*Mutant {
 			depth = 2
 		}
 		for _, path := range fieldPaths(n, depth) {
-			addFieldMutants(add, m+".result", path, resultOf(m))
+			addFieldMutants(add, nil, m+".result", path, resultOf(m))
 		}
 	}
 	if n, ok := schemaNamed("oneshot/answer"); ok {
 		for _, path := range fieldPaths(n, 2) {
-			addFieldMutants(add, "oneshot", path, resultOf("oneshot"))
+			addFieldMutants(add, nil, "oneshot", path, resultOf("oneshot"))
 		}
 	}
 
@@ -415,10 +407,28 @@ func buildMutants() []*Mutant {
 	return ms
 }
 
+// dropLines is the mutant that drops the server lines is reports, of the
+// cases of dialects (nil: e rpc).
+func dropLines(name string, dialects []string, is func(obj map[string]any) bool) *Mutant {
+	return &Mutant{Name: name, Class: "drop-event", Dialects: dialects,
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if is(obj) {
+				return nil
+			}
+			return [][]byte{l}
+		},
+		applies: func(tr []Exchange) bool { return received(tr, is) }}
+}
+
 // addFieldMutants adds drop/ and falsify/ mutants for the field at path
-// (slash-separated, "[]" for array items) of the objects match finds.
-func addFieldMutants(add func(*Mutant), owner, path string, match func(obj map[string]any) (map[string]any, bool)) {
+// (slash-separated, "[]" for array items) of the objects match finds in
+// the lines of dialects (nil: e rpc); none for an ACP _meta, which is
+// free by definition.
+func addFieldMutants(add func(*Mutant), dialects []string, owner, path string, match func(obj map[string]any) (map[string]any, bool)) {
 	segs := strings.Split(path, "/")
+	if slices.Contains(segs, "_meta") {
+		return
+	}
 	for _, kind := range []string{"drop", "falsify"} {
 		changed := func(obj map[string]any) bool {
 			target, ok := match(obj)
@@ -427,7 +437,7 @@ func addFieldMutants(add func(*Mutant), owner, path string, match func(obj map[s
 			}
 			return mutatePath(target, segs, kind, false)
 		}
-		add(&Mutant{Name: kind + "/" + owner + "/" + path, Class: kind + "-field",
+		add(&Mutant{Name: kind + "/" + owner + "/" + path, Class: kind + "-field", Dialects: dialects,
 			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 				target, ok := p.resultTarget(obj, match)
 				if !ok || !mutatePath(target, segs, kind, true) {

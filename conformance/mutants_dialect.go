@@ -96,15 +96,7 @@ func addDialectMutants(add func(*Mutant)) {
 	// message event) and of each command's response.
 	types, updates := piEventTypes()
 	for _, t := range append(append([]string{}, types...), updates...) {
-		is := func(o map[string]any) bool { return o["type"] != "response" && piType(o) == t }
-		add(&Mutant{Name: "drop-event/pi/" + t, Class: "drop-event", Dialects: pi,
-			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-				if is(obj) {
-					return nil
-				}
-				return [][]byte{l}
-			},
-			applies: func(tr []Exchange) bool { return received(tr, is) }})
+		add(dropLines("drop-event/pi/"+t, pi, func(o map[string]any) bool { return o["type"] != "response" && piType(o) == t }))
 	}
 	for _, t := range types {
 		n, ok := piDef("pi/event.json", t)
@@ -113,7 +105,7 @@ func addDialectMutants(add func(*Mutant)) {
 		}
 		for _, path := range fieldPaths(n, 1) {
 			if path != "type" {
-				addDialectFieldMutants(add, pi, "pi/"+t, path, func(o map[string]any) (map[string]any, bool) { return o, piType(o) == t })
+				addFieldMutants(add, pi, "pi/"+t, path, func(o map[string]any) (map[string]any, bool) { return o, piType(o) == t })
 			}
 		}
 	}
@@ -124,7 +116,7 @@ func addDialectMutants(add func(*Mutant)) {
 		}
 		for _, path := range fieldPaths(n, 1) {
 			if path != "type" {
-				addDialectFieldMutants(add, pi, "pi/"+u, path, func(o map[string]any) (map[string]any, bool) {
+				addFieldMutants(add, pi, "pi/"+u, path, func(o map[string]any) (map[string]any, bool) {
 					return piAME(o), piType(o) == u
 				})
 			}
@@ -138,7 +130,7 @@ func addDialectMutants(add func(*Mutant)) {
 			if path == "type" || path == "command" || path == "id" || path == "success" || !strings.HasPrefix(path, "data") {
 				continue
 			}
-			addDialectFieldMutants(add, pi, "pi/response."+cmd, path, func(o map[string]any) (map[string]any, bool) {
+			addFieldMutants(add, pi, "pi/response."+cmd, path, func(o map[string]any) (map[string]any, bool) {
 				return o, o["type"] == "response" && o["command"] == cmd && o["success"] == true
 			})
 		}
@@ -179,18 +171,10 @@ func addDialectMutants(add func(*Mutant)) {
 			if kind == "" {
 				continue
 			}
-			is := func(o map[string]any) bool { return acpUpdate(o)["sessionUpdate"] == kind }
-			add(&Mutant{Name: "drop-event/acp/" + kind, Class: "drop-event", Dialects: acp,
-				server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-					if is(obj) {
-						return nil
-					}
-					return [][]byte{l}
-				},
-				applies: func(tr []Exchange) bool { return received(tr, is) }})
+			add(dropLines("drop-event/acp/"+kind, acp, func(o map[string]any) bool { return acpUpdate(o)["sessionUpdate"] == kind }))
 			for _, path := range fieldPaths(variant, 1) {
 				if path != "sessionUpdate" {
-					addDialectFieldMutants(add, acp, "acp/"+kind, path, func(o map[string]any) (map[string]any, bool) {
+					addFieldMutants(add, acp, "acp/"+kind, path, func(o map[string]any) (map[string]any, bool) {
 						u := acpUpdate(o)
 						return u, u["sessionUpdate"] == kind
 					})
@@ -198,22 +182,14 @@ func addDialectMutants(add func(*Mutant)) {
 			}
 		}
 	}
-	isPermission := func(o map[string]any) bool { return o["method"] == "session/request_permission" }
-	add(&Mutant{Name: "drop-event/acp/session/request_permission", Class: "drop-event", Dialects: acp,
-		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-			if isPermission(obj) {
-				return nil
-			}
-			return [][]byte{l}
-		},
-		applies: func(tr []Exchange) bool { return received(tr, isPermission) }})
+	add(dropLines("drop-event/acp/session/request_permission", acp, func(o map[string]any) bool { return o["method"] == "session/request_permission" }))
 	for _, m := range sortedKeys(acpResults) {
 		n, ok := acpDef(acpResults[m])
 		if !ok {
 			continue
 		}
 		for _, path := range fieldPaths(n, 1) {
-			addDialectFieldMutants(add, acp, "acp/"+m+".result", path, func(o map[string]any) (map[string]any, bool) {
+			addFieldMutants(add, acp, "acp/"+m+".result", path, func(o map[string]any) (map[string]any, bool) {
 				r, ok := o["result"].(map[string]any)
 				return r, ok && o["\x00method"] == m
 			})
@@ -249,37 +225,6 @@ func acpDef(name string) (snode, bool) {
 	defs, _ := doc.(map[string]any)["$defs"].(map[string]any)
 	v, ok := defs[name]
 	return snode{file: acpSchemaFile, v: v}, ok
-}
-
-// addDialectFieldMutants adds drop/ and falsify/ mutants of the field at
-// path of the objects match finds in the lines of a dialect's server (none
-// for ACP's _meta, which is free); a response is tagged with its
-// request's method first (acp).
-func addDialectFieldMutants(add func(*Mutant), dialects []string, owner, path string, match func(obj map[string]any) (map[string]any, bool)) {
-	segs := strings.Split(path, "/")
-	if slices.Contains(segs, "_meta") {
-		return // extension metadata: free by definition
-	}
-	for _, kind := range []string{"drop", "falsify"} {
-		add(&Mutant{Name: kind + "/" + owner + "/" + path, Class: kind + "-field", Dialects: dialects,
-			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-				target, ok := p.resultTarget(obj, match)
-				if !ok || !mutatePath(target, segs, kind, true) {
-					return [][]byte{l}
-				}
-				return [][]byte{line(obj)}
-			},
-			applies: func(tr []Exchange) bool {
-				methods := methodsOf(tr)
-				return received(tr, func(o map[string]any) bool {
-					if _, isReq := o["method"]; !isReq && o["id"] != nil {
-						o["\x00method"] = methods[canon(o["id"])]
-					}
-					target, ok := match(o)
-					return ok && target != nil && mutatePath(target, segs, kind, false)
-				})
-			}})
-	}
 }
 
 // dialectOfCase is the case's dialect, e-rpc when unnamed.
