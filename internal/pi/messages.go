@@ -3,7 +3,10 @@ package pi
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
@@ -95,8 +98,12 @@ func (c *converter) messages(m model.Message, ts int64) []any {
 			if p.Type != model.PartToolResult {
 				continue
 			}
+			text := p.Text
+			if c.names[p.CallID] == "bash" {
+				text = bashText(text)
+			}
 			out = append(out, ToolResultMessage{Role: "toolResult", ToolCallID: p.CallID, ToolName: c.names[p.CallID],
-				Content: []Content{{Type: "text", Text: p.Text}}, IsError: p.IsError, Timestamp: ts})
+				Content: []Content{{Type: "text", Text: text}}, IsError: p.IsError, Timestamp: ts})
 		}
 		return out
 	}
@@ -358,6 +365,52 @@ func tree(es []Entry) []TreeNode {
 		out = append(out, build(r))
 	}
 	return out
+}
+
+// bashStatus matches the status line that ends e's bash tool content
+// (internal/tool's doc): the output comes before it.
+var bashStatus = regexp.MustCompile(`(?:^|\n)\[(exit (\d+)|killed by SIG[A-Z0-9]+|stopped: the command was killed|timed out after (\d+) ms: the command was killed)\]$`)
+
+// bashText words e's bash tool content as pi's bash tool does: the output
+// ("(no output)" when there is none), then, after a blank line, why it
+// failed: "Command exited with code N", "Command terminated without an
+// exit code" (a signal), "Command aborted" (stopped), "Command timed out
+// after S seconds". Other content (a refusal) is as e wrote it.
+func bashText(content string) string {
+	m := bashStatus.FindStringSubmatchIndex(content)
+	if m == nil {
+		return content
+	}
+	out, status := content[:m[0]], content[m[2]:m[3]]
+	if m[0] > 0 {
+		out += "\n" // the output's last newline, which the match took
+	}
+	withOutput := func(s string) string {
+		if out == "" {
+			return s
+		}
+		return out + "\n\n" + s
+	}
+	switch {
+	case status == "exit 0" && out == "":
+		return "(no output)"
+	case status == "exit 0":
+		return out
+	case m[4] >= 0:
+		if out == "" {
+			out = "(no output)"
+		}
+		return withOutput("Command exited with code " + content[m[4]:m[5]])
+	case strings.HasPrefix(status, "killed"):
+		if out == "" {
+			out = "(no output)"
+		}
+		return withOutput("Command terminated without an exit code")
+	case m[6] >= 0:
+		ms, _ := strconv.ParseFloat(content[m[6]:m[7]], 64)
+		return withOutput("Command timed out after " + strconv.FormatFloat(ms/1000, 'f', -1, 64) + " seconds")
+	}
+	return withOutput("Command aborted")
 }
 
 // bashMessage is a user shell command's entry as pi's bashExecution message.

@@ -76,3 +76,27 @@ func TestFailedAttemptEntries(t *testing.T) {
 		t.Errorf("an interruption of the wait before a retry gives %+v, want nothing after the context_edit", waited)
 	}
 }
+
+// TestBashText checks that e's bash tool content reads as pi's bash tool
+// words it (its dist/core/tools/bash.js): the bare output, then why it
+// failed after a blank line.
+func TestBashText(t *testing.T) {
+	for _, tt := range []struct{ name, content, want string }{
+		{name: "exit 0", content: "one\ntwo\n[exit 0]", want: "one\ntwo\n"},
+		{name: "exit 0, no output", content: "[exit 0]", want: "(no output)"},
+		{name: "exit 3", content: "bad\n[exit 3]", want: "bad\n\n\nCommand exited with code 3"},
+		{name: "exit 3, no output", content: "[exit 3]", want: "(no output)\n\nCommand exited with code 3"},
+		{name: "signal", content: "[killed by SIGKILL]", want: "(no output)\n\nCommand terminated without an exit code"},
+		{name: "stopped", content: "ready\n[stopped: the command was killed]", want: "ready\n\n\nCommand aborted"},
+		{name: "stopped, no output", content: "[stopped: the command was killed]", want: "Command aborted"},
+		{name: "timed out", content: "started\n[timed out after 1500 ms: the command was killed]", want: "started\n\n\nCommand timed out after 1.5 seconds"},
+		{name: "refused", content: "bash: no process tracker (Env.Procs is nil)", want: "bash: no process tracker (Env.Procs is nil)"},
+		{name: "a bracket that is no status", content: "x\n[exit code]", want: "x\n[exit code]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bashText(tt.content); got != tt.want {
+				t.Errorf("bashText(%q) = %q, want %q", tt.content, got, tt.want)
+			}
+		})
+	}
+}

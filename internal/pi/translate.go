@@ -515,7 +515,11 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 		dur = &d
 	}
 	failed := ev.Outcome != "completed"
-	content := []Content{{Type: "text", Text: ev.Content}}
+	text := ev.Content
+	if c.name == "bash" {
+		text = bashText(text)
+	}
+	content := []Content{{Type: "text", Text: text}}
 	res := ToolResult{Content: content}
 	switch {
 	case c.name == "read" && !failed:
