@@ -75,15 +75,11 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	}
 	t.s.mu.Unlock()
 	before := estimate(msgs) + int64(len(t.systemPrompt())/4)
-	if t.s.eng.ReserveTokens > 0 {
-		// pi's measure: the last answer's context as its call counted it,
-		// and the estimate of what came after it.
-		t.s.mu.Lock()
-		if i, used := t.s.lastContext(); i >= 0 {
-			before = used + estimate(msgs) - estimate(t.s.history(t.s.entries[:i+1]))
-		}
-		t.s.mu.Unlock()
+	t.s.mu.Lock()
+	if n, ok := t.s.piContext(msgs); ok {
+		before = n
 	}
+	t.s.mu.Unlock()
 	if !force && float64(before) <= limit {
 		return false, nil
 	}
@@ -193,6 +189,21 @@ func (s *Session) dueLocked() bool {
 	return err == nil && !s.noAutoCompact && info.ContextWindow > 0 && last > int64(info.ContextWindow)-s.eng.ReserveTokens
 }
 
+// piContext measures msgs, the history of s.entries, as pi 1.6.0 does
+// when ReserveTokens sets pi's rule: the last answer's context as its
+// call counted it, and the estimate of what came after it. ok is false
+// without pi's rule or such an answer. s.mu is held.
+func (s *Session) piContext(msgs []model.Message) (n int64, ok bool) {
+	if s.eng.ReserveTokens <= 0 {
+		return 0, false
+	}
+	i, used := s.lastContext()
+	if i < 0 {
+		return 0, false
+	}
+	return used + estimate(msgs) - estimate(s.history(s.entries[:i+1])), true
+}
+
 // lastContext returns the index of the newest answer since the last
 // compaction and its context as its model call counted it (its prompt and
 // output tokens); -1 and 0 when there is none.
@@ -222,6 +233,10 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 	modelID, effort := s.modelID, s.effort
 	msgs := s.history(s.entries)
 	due := s.dueLocked()
+	before := estimate(msgs)
+	if n, ok := s.piContext(msgs); ok { // compaction_end's tokensBefore, as pi counts it
+		before = n
+	}
 	s.mu.Unlock()
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {
@@ -249,7 +264,7 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 			return CompactResult{}, errors.New("agent: compaction: nothing to compact (session too small)")
 		}
 	}
-	res, err := t.compact(reason, focus, keep, estimate(msgs))
+	res, err := t.compact(reason, focus, keep, before)
 	if err == nil {
 		t.syncLog()
 	}

@@ -324,10 +324,16 @@ func TestCompactOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &recorder{}
-			if _, err := s.CompactOver(t.Context(), rec.sink); err != nil {
+			res, err := s.CompactOver(t.Context(), rec.sink)
+			if err != nil {
 				t.Fatalf("CompactOver: %v", err)
 			}
 			got := historyRoles(s)
+			// Its tokens before are the context as pi counts it: the last
+			// answer's, as its call counted it (nothing came after it).
+			if len(got) == 2 && res.TokensBefore != 20005 {
+				t.Errorf("TokensBefore = %d, want 20005", res.TokensBefore)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("history after (-want +got):\n%s", diff)
 			}
