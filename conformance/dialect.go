@@ -224,7 +224,8 @@ func (d acpDialect) classify(obj map[string]any, c *Case, resolve func(string) s
 func acpType(obj map[string]any) string {
 	method, _ := obj["method"].(string)
 	if method == "session/update" {
-		u, _ := obj["params"].(map[string]any)["update"].(map[string]any)
+		params, _ := obj["params"].(map[string]any)
+		u, _ := params["update"].(map[string]any)
 		t, _ := u["sessionUpdate"].(string)
 		return t
 	}
@@ -277,7 +278,8 @@ func acpContent(obj map[string]any) map[string]any {
 	if obj["method"] != "session/update" {
 		return nil
 	}
-	u, _ := obj["params"].(map[string]any)["update"].(map[string]any)
+	params, _ := obj["params"].(map[string]any)
+	u, _ := params["update"].(map[string]any)
 	if t, _ := u["sessionUpdate"].(string); !acpChunks[t] {
 		return nil
 	}

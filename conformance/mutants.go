@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ type Mutant struct {
 	Name    string // e.g. "drop-event/steered", "falsify/usage/input_tokens"
 	Class   string // the family, e.g. "drop-event"
 	Control bool
+	// Dialects are the dialects of the cases it is tried against; nil:
+	// e rpc's only (it edits e rpc's lines).
+	Dialects []string
 
 	start     [][]byte // lines printed before the server's first
 	server    func(p *proxy, line []byte, obj map[string]any) [][]byte
@@ -114,8 +118,9 @@ func buildMutants() []*Mutant {
 	add := func(m *Mutant) { ms = append(ms, m) }
 
 	// Controls: what a conforming client must accept.
-	add(&Mutant{Name: "identity", Class: "control", Control: true})
-	add(&Mutant{Name: "control/unknown-field", Class: "control", Control: true,
+	all := []string{DialectERPC, DialectPi, DialectACP}
+	add(&Mutant{Name: "identity", Class: "control", Control: true, Dialects: all})
+	add(&Mutant{Name: "control/unknown-field", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			obj["x_future"] = map[string]any{"nested": []any{json.Number("1"), "two"}}
 			if r, ok := obj["result"].(map[string]any); ok {
@@ -137,11 +142,25 @@ func buildMutants() []*Mutant {
 			}
 			return [][]byte{line(ev), l}
 		}})
-	add(&Mutant{Name: "control/re-encoded", Class: "control", Control: true,
+	add(&Mutant{Name: "control/unknown-event/pi", Class: "control", Control: true, Dialects: []string{DialectPi},
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if obj["type"] != "response" {
+				return [][]byte{l}
+			}
+			return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive"}), l}
+		}})
+	add(&Mutant{Name: "control/unknown-event/acp", Class: "control", Control: true, Dialects: []string{DialectACP},
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if _, isMessage := obj["method"]; isMessage {
+				return [][]byte{l}
+			}
+			return [][]byte{line(map[string]any{"jsonrpc": "2.0", "method": "_x_future/notice", "params": map[string]any{"detail": "additive"}}), l}
+		}})
+	add(&Mutant{Name: "control/re-encoded", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			return [][]byte{append(reencode(obj), '\n')}
 		}})
-	add(&Mutant{Name: "control/slow-and-chunked", Class: "control", Control: true,
+	add(&Mutant{Name: "control/slow-and-chunked", Class: "control", Control: true, Dialects: all,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			time.Sleep(2 * time.Millisecond)
 			half := len(l) / 2
@@ -154,16 +173,7 @@ func buildMutants() []*Mutant {
 	events := eventTypes()
 	lineTypes := append(append([]string{}, events...), "ask", "notice")
 	for _, t := range lineTypes {
-		add(&Mutant{Name: "drop-event/" + t, Class: "drop-event",
-			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-				if lineType(obj) == t {
-					return nil
-				}
-				return [][]byte{l}
-			},
-			applies: func(tr []Exchange) bool {
-				return received(tr, func(o map[string]any) bool { return lineType(o) == t })
-			}})
+		add(dropLines("drop-event/"+t, nil, func(o map[string]any) bool { return lineType(o) == t }))
 	}
 	// Fields of events, ask and notice lines.
 	for _, t := range lineTypes {
@@ -180,7 +190,7 @@ func buildMutants() []*Mutant {
 				continue
 			}
 			match := func(obj map[string]any) (map[string]any, bool) { return obj, lineType(obj) == t }
-			addFieldMutants(add, t, path, match)
+			addFieldMutants(add, nil, t, path, match)
 		}
 	}
 	// Fields of results: the prompt's and the v1 answer's to depth 2,
@@ -195,12 +205,12 @@ func buildMutants() []*Mutant {
 			depth = 2
 		}
 		for _, path := range fieldPaths(n, depth) {
-			addFieldMutants(add, m+".result", path, resultOf(m))
+			addFieldMutants(add, nil, m+".result", path, resultOf(m))
 		}
 	}
 	if n, ok := schemaNamed("oneshot/answer"); ok {
 		for _, path := range fieldPaths(n, 2) {
-			addFieldMutants(add, "oneshot", path, resultOf("oneshot"))
+			addFieldMutants(add, nil, "oneshot", path, resultOf("oneshot"))
 		}
 	}
 
@@ -359,7 +369,7 @@ func buildMutants() []*Mutant {
 		}})
 
 	// Noise on stdout.
-	add(&Mutant{Name: "noise/log-line-at-start", Class: "noise", start: [][]byte{[]byte("e: starting up\n")}})
+	add(&Mutant{Name: "noise/log-line-at-start", Class: "noise", Dialects: all, start: [][]byte{[]byte("e: starting up\n")}})
 	add(&Mutant{Name: "noise/text-after-response", Class: "noise", applies: hasResponse,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			if isResponse(obj) {
@@ -376,14 +386,14 @@ func buildMutants() []*Mutant {
 		}})
 
 	// Exit status and the process's life.
-	add(&Mutant{Name: "exit/zero-becomes-one", Class: "exit", exit: func(c int) int {
+	add(&Mutant{Name: "exit/zero-becomes-one", Class: "exit", Dialects: all, exit: func(c int) int {
 		if c == 0 {
 			return 1
 		}
 		return c
 	}})
-	add(&Mutant{Name: "exit/nonzero-becomes-zero", Class: "exit", exit: func(c int) int { return 0 }})
-	add(&Mutant{Name: "exit/eof-ignored", Class: "exit", keepStdin: true})
+	add(&Mutant{Name: "exit/nonzero-becomes-zero", Class: "exit", Dialects: all, exit: func(c int) int { return 0 }})
+	add(&Mutant{Name: "exit/eof-ignored", Class: "exit", Dialects: all, keepStdin: true})
 	add(&Mutant{Name: "exit/signals-ignored", Class: "exit", noSignals: true,
 		applies: func(tr []Exchange) bool {
 			for _, e := range tr {
@@ -393,13 +403,32 @@ func buildMutants() []*Mutant {
 			}
 			return false
 		}})
+	addDialectMutants(add)
 	return ms
 }
 
+// dropLines is the mutant that drops the server lines is reports, of the
+// cases of dialects (nil: e rpc).
+func dropLines(name string, dialects []string, is func(obj map[string]any) bool) *Mutant {
+	return &Mutant{Name: name, Class: "drop-event", Dialects: dialects,
+		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
+			if is(obj) {
+				return nil
+			}
+			return [][]byte{l}
+		},
+		applies: func(tr []Exchange) bool { return received(tr, is) }}
+}
+
 // addFieldMutants adds drop/ and falsify/ mutants for the field at path
-// (slash-separated, "[]" for array items) of the objects match finds.
-func addFieldMutants(add func(*Mutant), owner, path string, match func(obj map[string]any) (map[string]any, bool)) {
+// (slash-separated, "[]" for array items) of the objects match finds in
+// the lines of dialects (nil: e rpc); none for an ACP _meta, which is
+// free by definition.
+func addFieldMutants(add func(*Mutant), dialects []string, owner, path string, match func(obj map[string]any) (map[string]any, bool)) {
 	segs := strings.Split(path, "/")
+	if slices.Contains(segs, "_meta") {
+		return
+	}
 	for _, kind := range []string{"drop", "falsify"} {
 		changed := func(obj map[string]any) bool {
 			target, ok := match(obj)
@@ -408,7 +437,7 @@ func addFieldMutants(add func(*Mutant), owner, path string, match func(obj map[s
 			}
 			return mutatePath(target, segs, kind, false)
 		}
-		add(&Mutant{Name: kind + "/" + owner + "/" + path, Class: kind + "-field",
+		add(&Mutant{Name: kind + "/" + owner + "/" + path, Class: kind + "-field", Dialects: dialects,
 			server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 				target, ok := p.resultTarget(obj, match)
 				if !ok || !mutatePath(target, segs, kind, true) {

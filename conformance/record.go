@@ -611,6 +611,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	b.cutRuns(cut)
 	b.loosenStops(windows)
 	b.dropConcurrentTools()
+	b.dropPartialOutput()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
 		h["model"] = c.Model

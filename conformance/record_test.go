@@ -225,6 +225,72 @@ func TestDropConcurrentTools(t *testing.T) {
 	}
 }
 
+// A recording leaves out the lines that repeat a running tool's output so
+// far (pi's tool_execution_update, ACP's tool_call_update with content):
+// how many come and what each holds depends on how the output was
+// chunked. A line a #wait names stays, and so do the tool's other lines.
+func TestDropPartialOutput(t *testing.T) {
+	line := func(s string) map[string]any {
+		v, err := decode([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(map[string]any)
+	}
+	pi := []string{
+		`{"type":"tool_execution_start","toolCallId":"c1"}`,
+		`{"type":"tool_execution_update","toolCallId":"c1","partialResult":{"content":[]}}`,
+		`{"type":"tool_execution_update","toolCallId":"c1","partialResult":{"content":[{"type":"text","text":"one\n"}]}}`,
+		`{"type":"tool_execution_end","toolCallId":"c1","result":{"content":[{"type":"text","text":"one\ntwo\n"}]}}`,
+	}
+	acp := []string{
+		`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"1","status":"in_progress"}}}`,
+		`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"1","content":[{"type":"content","content":{"type":"text","text":"one"}}]}}}`,
+		`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"one two"}}]}}}`,
+	}
+	piAny := `?* {"type":"tool_execution_update"}`
+	acpAny := `?* {"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","status":"$absent"}}}`
+	tests := []struct {
+		name  string
+		d     dialect
+		lines []string
+		label int // index of a labelled line, or -1
+		want  []string
+	}{
+		{name: "pi: updates become one ?* line", d: piDialect{}, lines: pi, label: -1, want: []string{pi[0], piAny, pi[3]}},
+		{name: "pi: a wait names an update", d: piDialect{}, lines: pi, label: 2, want: []string{pi[0], piAny, pi[2], pi[3]}},
+		{name: "acp: content updates become one ?* line", d: acpDialect{}, lines: acp, label: -1, want: []string{acp[0], acpAny, acp[2]}},
+		{name: "e rpc: nothing dropped", d: erpcDialect{}, lines: []string{`{"type":"tool_output","id":1,"delta":"x","request":"p"}`}, label: -1,
+			want: []string{`{"type":"tool_output","id":1,"delta":"x","request":"p"}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := expectBuilder{d: tt.d}
+			for i, l := range tt.lines {
+				b.add(line(l))
+				if i == tt.label {
+					b.labels[len(b.lines)-1] = "l1"
+				}
+			}
+			b.dropPartialOutput()
+			want := expectBuilder{d: tt.d}
+			for _, l := range tt.want {
+				rest, star := strings.CutPrefix(l, "?* ")
+				want.add(line(rest))
+				if star {
+					want.opt[len(want.lines)-1] = "?* "
+				}
+				if tt.label >= 0 && l == tt.lines[tt.label] {
+					want.labels[len(want.lines)-1] = "l1"
+				}
+			}
+			if diff := cmp.Diff(want.String(), b.String()); diff != "" {
+				t.Errorf("expect section (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A recording in which the client stopped work ends its tape with an
 // optional held entry without a key (on another run the stop may come
 // after a call it came before here, whichever); one without a stop adds

@@ -87,15 +87,10 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 	opts := func(server []string) Options {
 		return Options{Server: server, Validator: SchemaValidator{}, TimeoutScale: o.TimeoutScale}
 	}
-	// The baseline: every case, no proxy. The mutants and controls are
-	// e rpc's (they edit its lines), so the cases of other dialects sit
-	// out.
+	// The baseline: every case, no proxy. Each mutant edits the lines of
+	// the dialects it names (Mutant.Dialects) and is tried on their cases.
 	base := make([]*Result, len(o.Cases))
 	parallel(jobs, len(o.Cases), func(i int) {
-		if c := o.Cases[i]; c.Dialect != "" && c.Dialect != DialectERPC {
-			base[i] = &Result{ID: c.ID, Verdict: Skip}
-			return
-		}
 		base[i] = run(ctx, o.Cases[i], opts(o.Server))
 	})
 	rep := &SelfTestReport{}
@@ -125,7 +120,7 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 		server := append(append(append([]string{}, o.Proxy...), "--mutant", m.Name, "--"), o.Server...)
 		var cands []int
 		for _, i := range live {
-			if m.Control || m.Applies(base[i].Transcript) {
+			if m.speaks(dialectOfCase(o.Cases[i])) && (m.Control || m.Applies(base[i].Transcript)) {
 				cands = append(cands, i)
 			}
 		}

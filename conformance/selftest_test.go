@@ -14,7 +14,8 @@ import (
 func proxyPrefix() []string { return []string{os.Args[0], "conformance-proxy"} }
 
 // The proxy is transparent: with the identity mutant and every control, a
-// sample of golden cases (framing, signals, exit codes, print mode) passes
+// sample of golden cases (framing, signals, exit codes, print mode, the
+// pi and acp dialects) passes
 // against the real server as it does without the proxy; and a sample of
 // mutants is caught. The whole self-test (every mutant, every case) is
 // `e-conformance selftest`, which .ci/run runs.
@@ -29,7 +30,8 @@ func TestSelfTestSample(t *testing.T) {
 	want := map[string]bool{"framing-crlf": true, "framing-id-exact-text": true, "framing-u2028-in-strings": true,
 		"sigterm-during-bash": true, "print-json-result": true,
 		"oneshot-basic": true, "steer-reaches-next-model-call": true, "event-error-details-400": true,
-		"shutdown-exits-without-eof": true, "framing-oversized-line": true}
+		"shutdown-exits-without-eof": true, "framing-oversized-line": true,
+		"pi-prompt-text": true, "acp-prompt-text": true}
 	var cases []*Case
 	for _, c := range all {
 		if want[c.ID] {
@@ -47,7 +49,9 @@ func TestSelfTestSample(t *testing.T) {
 			m.Name == "drop/error_details/details/request_id", m.Name == "exit/zero-becomes-one",
 			m.Name == "noop/shutdown", m.Name == "noise/log-line-at-start", m.Name == "dup/response",
 			m.Name == "stamp/response-id-as-string", m.Name == "exit/signals-ignored", m.Name == "falsify/oneshot/output",
-			m.Name == "reorder/swap-adjacent-events":
+			m.Name == "reorder/swap-adjacent-events",
+			m.Name == "drop-event/pi/agent_end", m.Name == "falsify/pi/message_update.text_delta/delta",
+			m.Name == "drop-event/acp/agent_message_chunk", m.Name == "noop/acp/session/prompt":
 			ms = append(ms, m)
 		}
 	}
@@ -67,7 +71,7 @@ func TestSelfTestSample(t *testing.T) {
 	for _, p := range rep.Problems {
 		t.Error(p)
 	}
-	if rep.Controls < 5 || rep.Mutants < 12 {
+	if rep.Controls < 7 || rep.Mutants < 16 {
 		t.Errorf("%d controls, %d mutants: the sample lost members", rep.Controls, rep.Mutants)
 	}
 }

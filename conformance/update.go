@@ -579,6 +579,60 @@ func (b *expectBuilder) dropConcurrentTools() {
 	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
 }
 
+// partialOutput reports whether l repeats a running tool's output so far:
+// pi's tool_execution_update, an ACP tool_call_update with content and no
+// status. How the output came in chunks, so how many such lines a run
+// prints and what each holds, varies from run to run (e rpc's tool_output
+// deltas are joined into one run instead).
+func partialOutput(d dialect, l map[string]any) bool {
+	switch d.(type) {
+	case piDialect:
+		return l["type"] == "tool_execution_update"
+	case acpDialect:
+		u, _ := l["params"].(map[string]any)
+		u, _ = u["update"].(map[string]any)
+		_, status := u["status"]
+		return l["method"] == "session/update" && u["sessionUpdate"] == "tool_call_update" && u["content"] != nil && !status
+	}
+	return false
+}
+
+// dropPartialOutput replaces each run of partialOutput lines of a stream
+// (lines of other streams may come between) by one "?*" line taking any
+// such line: how many a replay prints depends on the chunks. The tool's
+// end line and the result still show its whole output. A line a #wait
+// names stays as it is.
+func (b *expectBuilder) dropPartialOutput() {
+	d := b.dialect()
+	var lines []map[string]any
+	var labels, opt []string
+	inRun := map[string]bool{} // stream → its latest kept line is a "?*" one
+	for i, l := range b.lines {
+		key := b.key(l)
+		if b.labels[i] == "" && partialOutput(d, l) {
+			if !inRun[key] {
+				inRun[key] = true
+				lines, labels, opt = append(lines, partialLine(d, l)), append(labels, ""), append(opt, "?* ")
+			}
+			continue
+		}
+		inRun[key] = false
+		lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
+	}
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+}
+
+// partialLine is the "?*" line that takes any partialOutput line of l's
+// stream.
+func partialLine(d dialect, l map[string]any) map[string]any {
+	if _, ok := d.(acpDialect); ok {
+		p, _ := l["params"].(map[string]any)
+		return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": p["sessionId"],
+			"update": map[string]any{"sessionUpdate": "tool_call_update", "status": "$absent"}}}
+	}
+	return map[string]any{"type": "tool_execution_update"}
+}
+
 func (b *expectBuilder) String() string {
 	var s strings.Builder
 	for i, l := range b.lines {
