@@ -77,7 +77,7 @@ type expectation struct {
 	label  string
 	raw    string
 	value  map[string]any
-	stream string // see streamKey
+	stream string // the dialect's classify names it
 	event  bool
 	// optional lines ("? {…}") may be absent: one the next line of its
 	// stream does not match is skipped.
@@ -463,12 +463,6 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// streamKey names the stream of an e rpc line (erpcDialect.classify).
-func streamKey(obj map[string]any) (key string, event bool, err error) {
-	lc, err := erpcDialect{}.classify(obj, nil, nil)
-	return lc.key, lc.event, err
 }
 
 func isPattern(v any) bool {

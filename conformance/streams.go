@@ -63,13 +63,6 @@ func joinExpected(d dialect, exp []*expectation) []*expectation {
 	return out
 }
 
-// sameRun reports whether the e rpc line b continues the delta run of a.
-func sameRun(a, b map[string]any) bool {
-	ra, _, ok1 := erpcDialect{}.delta(a)
-	rb, _, ok2 := erpcDialect{}.delta(b)
-	return ok1 && ok2 && ra == rb
-}
-
 // mergeable reports whether e rpc events of type t are deltas.
 func mergeable(t string) bool {
 	return t == "text" || t == "reasoning" || t == "tool_output" || t == "shell_output"
