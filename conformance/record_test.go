@@ -164,17 +164,32 @@ func TestRecordReplayRealServer(t *testing.T) {
 	}
 }
 
+// builderOf is a builder holding lines in dialect d: a "?* " prefix makes
+// a line a repeat one, and the line equal to labelled gets label l1.
+func builderOf(t *testing.T, d dialect, lines []string, labelled string) *expectBuilder {
+	t.Helper()
+	b := &expectBuilder{d: d}
+	for _, l := range lines {
+		rest, star := strings.CutPrefix(l, "?* ")
+		v, err := decode([]byte(rest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.add(v.(map[string]any))
+		if star {
+			b.opt[len(b.lines)-1] = "?* "
+		}
+		if l == labelled {
+			b.labels[len(b.lines)-1] = "l1"
+		}
+	}
+	return b
+}
+
 // A recording drops the per-call tool lines of a request whose batch has
 // two calls or more (their order varies from run to run), keeps them for a
 // one-call batch, and keeps them where a #wait names one of them.
 func TestDropConcurrentTools(t *testing.T) {
-	line := func(s string) map[string]any {
-		v, err := decode([]byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v.(map[string]any)
-	}
 	two := []string{
 		`{"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"p"}`,
 		`{"type":"tool_start","id":2,"request":"p"}`,
@@ -191,52 +206,33 @@ func TestDropConcurrentTools(t *testing.T) {
 		`{"id":"q","result":{}}`,
 	}
 	tests := []struct {
-		name  string
-		lines []string
-		label int // index of a labelled line, or -1
-		want  []string
+		name     string
+		lines    []string
+		labelled string // the line a #wait names, or ""
+		want     []string
 	}{
-		{name: "two calls: per-call lines dropped", lines: two, label: -1, want: []string{two[0], two[6]}},
-		{name: "one call: kept", lines: one, label: -1, want: one},
-		{name: "a wait names a tool line: kept", lines: two, label: 1, want: two},
-		{name: "streams apart", lines: append(append([]string{}, two...), one...), label: -1, want: append([]string{two[0], two[6]}, one...)},
+		{name: "two calls: per-call lines dropped", lines: two, want: []string{two[0], two[6]}},
+		{name: "one call: kept", lines: one, want: one},
+		{name: "a wait names a tool line: kept", lines: two, labelled: two[1], want: two},
+		{name: "streams apart", lines: append(append([]string{}, two...), one...), want: append([]string{two[0], two[6]}, one...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b expectBuilder
-			for i, l := range tt.lines {
-				b.add(line(l))
-				if i == tt.label {
-					b.labels[len(b.lines)-1] = "l1"
-				}
-			}
-			b.dropConcurrentTools()
-			var want expectBuilder
-			for i, l := range tt.want {
-				want.add(line(l))
-				if tt.label >= 0 && i == tt.label {
-					want.labels[len(want.lines)-1] = "l1"
-				}
-			}
-			if diff := cmp.Diff(want.String(), b.String()); diff != "" {
+			got := builderOf(t, nil, tt.lines, tt.labelled)
+			got.dropConcurrentTools()
+			if diff := cmp.Diff(builderOf(t, nil, tt.want, tt.labelled).String(), got.String()); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// A recording leaves out the lines that repeat a running tool's output so
-// far (pi's tool_execution_update, ACP's tool_call_update with content):
-// how many come and what each holds depends on how the output was
-// chunked. A line a #wait names stays, and so do the tool's other lines.
+// A recording turns each run of lines that repeat a running tool's output
+// so far (pi's tool_execution_update, ACP's tool_call_update with content
+// and no status) into one "?*" line: how many come and what each holds
+// depends on how the output was chunked. A line a #wait names stays, and
+// so do the tool's other lines.
 func TestDropPartialOutput(t *testing.T) {
-	line := func(s string) map[string]any {
-		v, err := decode([]byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v.(map[string]any)
-	}
 	pi := []string{
 		`{"type":"tool_execution_start","toolCallId":"c1"}`,
 		`{"type":"tool_execution_update","toolCallId":"c1","partialResult":{"content":[]}}`,
@@ -250,41 +246,24 @@ func TestDropPartialOutput(t *testing.T) {
 	}
 	piAny := `?* {"type":"tool_execution_update"}`
 	acpAny := `?* {"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","status":"$absent"}}}`
+	out := `{"type":"tool_output","id":1,"delta":"x","request":"p"}`
 	tests := []struct {
-		name  string
-		d     dialect
-		lines []string
-		label int // index of a labelled line, or -1
-		want  []string
+		name     string
+		d        dialect
+		lines    []string
+		labelled string // the line a #wait names, or ""
+		want     []string
 	}{
-		{name: "pi: updates become one ?* line", d: piDialect{}, lines: pi, label: -1, want: []string{pi[0], piAny, pi[3]}},
-		{name: "pi: a wait names an update", d: piDialect{}, lines: pi, label: 2, want: []string{pi[0], piAny, pi[2], pi[3]}},
-		{name: "acp: content updates become one ?* line", d: acpDialect{}, lines: acp, label: -1, want: []string{acp[0], acpAny, acp[2]}},
-		{name: "e rpc: nothing dropped", d: erpcDialect{}, lines: []string{`{"type":"tool_output","id":1,"delta":"x","request":"p"}`}, label: -1,
-			want: []string{`{"type":"tool_output","id":1,"delta":"x","request":"p"}`}},
+		{name: "pi: updates become one ?* line", d: piDialect{}, lines: pi, want: []string{pi[0], piAny, pi[3]}},
+		{name: "pi: a wait names an update", d: piDialect{}, lines: pi, labelled: pi[2], want: []string{pi[0], piAny, pi[2], pi[3]}},
+		{name: "acp: content updates become one ?* line", d: acpDialect{}, lines: acp, want: []string{acp[0], acpAny, acp[2]}},
+		{name: "e rpc: nothing dropped", d: erpcDialect{}, lines: []string{out}, want: []string{out}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := expectBuilder{d: tt.d}
-			for i, l := range tt.lines {
-				b.add(line(l))
-				if i == tt.label {
-					b.labels[len(b.lines)-1] = "l1"
-				}
-			}
-			b.dropPartialOutput()
-			want := expectBuilder{d: tt.d}
-			for _, l := range tt.want {
-				rest, star := strings.CutPrefix(l, "?* ")
-				want.add(line(rest))
-				if star {
-					want.opt[len(want.lines)-1] = "?* "
-				}
-				if tt.label >= 0 && l == tt.lines[tt.label] {
-					want.labels[len(want.lines)-1] = "l1"
-				}
-			}
-			if diff := cmp.Diff(want.String(), b.String()); diff != "" {
+			got := builderOf(t, tt.d, tt.lines, tt.labelled)
+			got.dropPartialOutput()
+			if diff := cmp.Diff(builderOf(t, tt.d, tt.want, tt.labelled).String(), got.String()); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
 			}
 		})
