@@ -29,11 +29,42 @@ type Member struct {
 
 // Shape is what Object wants of an object: the keys of the caller's slow
 // path (Fields) and the members it reads (Want, whose keys are among
-// Fields).
+// Fields). A Shape that is used again keeps what it derives from Fields,
+// which must then not change.
 type Shape struct {
 	Fields []string
 	Want   []Member
 	One    bool // the value is an array of one such object (Member.In)
+
+	read bool // a scan has set values of Want since they were last cleared
+	// Most keys are passed over without a comparison: those whose length
+	// or folded first byte no field has. lens and firsts are the sets of
+	// fields' lengths and first bytes, as bits (keyBit), once masked.
+	masked       bool
+	lens, firsts uint64
+}
+
+// mask sets lens and firsts, once.
+func (s *Shape) mask() {
+	if s.masked {
+		return
+	}
+	for _, f := range s.Fields {
+		l, f := keyBits(f)
+		s.lens |= l
+		s.firsts |= f
+	}
+	s.masked = true
+}
+
+// keyBits returns the bit of key's length (63 for any longer) and of its
+// first byte folded to lower case (0 for the empty key), which an ASCII
+// key shares with every field it folds to.
+func keyBits[S string | []byte](key S) (length, first uint64) {
+	if len(key) == 0 {
+		return 1, 0
+	}
+	return 1 << min(len(key), 63), 1 << ((key[0] | 0x20) & 63)
 }
 
 // Object reports whether data is one valid JSON object whose keys are
@@ -49,36 +80,46 @@ func Object(data []byte, fields []string, want []Member) bool {
 // follows it: it returns the object's end. An array's element is read
 // with one scan, not a Value to find its end and an Object.
 func ObjectAt(data []byte, i int, fields []string, want []Member) (int, bool) {
-	reset(want)
-	return object(data, i, 0, fields, recorded(want))
+	s := Shape{Fields: fields, Want: want}
+	return s.objectAt(data, i)
 }
 
-// reset clears the values of want and of the members nested in it.
+// Object is Object(data, s.Fields, s.Want), for a shape read again and
+// again: what it derives from Fields is kept.
+func (s *Shape) Object(data []byte) bool {
+	end, ok := s.objectAt(data, SkipSpace(data, 0))
+	return ok && SkipSpace(data, end) == len(data)
+}
+
+func (s *Shape) objectAt(data []byte, i int) (int, bool) {
+	reset(s.Want)
+	return object(data, i, 0, s)
+}
+
+// reset clears the values of want and of the members nested in it that a
+// scan has set.
 func reset(want []Member) {
 	for i := range want {
 		want[i].Val = nil
-		if in := want[i].In; in != nil {
+		if in := want[i].In; in != nil && in.read {
 			reset(in.Want)
+			in.read = false
 		}
 	}
 }
 
-// recorded is want for object: not nil, so that keys are still checked
-// against fields when none is wanted.
-func recorded(want []Member) []Member {
-	if want == nil {
-		return []Member{}
-	}
-	return want
-}
-
 // object scans the object at data[i:], depth levels deep, and returns its
-// end. With want (Object's top level) each member goes through keep, and a
-// key with escapes refuses the object; without, members are only checked.
-func object(data []byte, i, depth int, fields []string, want []Member) (int, bool) {
-	record := want != nil
+// end. With a shape each member goes through match, and a key with
+// escapes refuses the object; without, members are only checked.
+func object(data []byte, i, depth int, s *Shape) (int, bool) {
 	if i >= len(data) || data[i] != '{' {
 		return 0, false
+	}
+	var fields []string
+	var want []Member
+	if s != nil {
+		s.mask()
+		fields, want = s.Fields, s.Want
 	}
 	i = SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
@@ -88,22 +129,31 @@ func object(data []byte, i, depth int, fields []string, want []Member) (int, boo
 		if i >= len(data) || data[i] != '"' {
 			return 0, false
 		}
-		end, plain, ok := scanString(data, i)
-		if !ok || record && !plain {
+		var end int
+		var ok bool
+		j := -1 // the wanted member of key
+		if s != nil {
+			// A key with an escape or a non-ASCII byte is for the slow
+			// path: encoding/json folds K (U+212A) to k and ſ (U+017F) to
+			// s. An ASCII key folds only to a field of its own length
+			// whose first byte folds to its own.
+			if end, ok = scanKey(data, i); !ok {
+				return 0, false
+			}
+			key := data[i+1 : end-1]
+			if l, f := keyBits(key); s.lens&l != 0 && (f == 0 || s.firsts&f != 0) {
+				if j, ok = match(key, fields, want); !ok {
+					return 0, false
+				}
+			}
+		} else if end, _, ok = scanString(data, i); !ok {
 			return 0, false
 		}
-		key := data[i+1 : end-1]
 		i = SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return 0, false
 		}
 		i = SkipSpace(data, i+1)
-		j := -1 // the wanted member of key
-		if record {
-			if j, ok = match(key, fields, want); !ok {
-				return 0, false
-			}
-		}
 		var vend int
 		if j >= 0 && want[j].In != nil {
 			vend, ok = nested(data, i, depth+1, want[j].In)
@@ -136,18 +186,13 @@ func object(data []byte, i, depth int, fields []string, want []Member) (int, boo
 	}
 }
 
-// match returns the index in want of the member key, or -1 for a key the
-// caller does not read; it reports false for a key encoding/json could
-// match to another field than this scanner does.
+// match returns the index in want of the ASCII member key, or -1 for a
+// key the caller does not read; it reports false for a key encoding/json
+// could match to another field than this scanner does.
 func match(key []byte, fields []string, want []Member) (int, bool) {
 	for j := range want {
 		if string(key) == want[j].Key {
 			return j, true
-		}
-	}
-	for _, b := range key {
-		if b >= utf8.RuneSelf {
-			return -1, false // encoding/json folds K (U+212A) to k and ſ (U+017F) to s
 		}
 	}
 	for _, f := range fields {
@@ -158,16 +203,44 @@ func match(key []byte, fields []string, want []Member) (int, bool) {
 	return -1, true
 }
 
+// scanKey returns the end of the string at data[i:] (after its closing
+// quote) and reports whether it is one of printable ASCII without
+// escapes; any other, valid or not, reports false.
+func scanKey(data []byte, i int) (int, bool) {
+	j := i + 1
+	// Eight bytes at a time: m has the top bit of each byte set where it
+	// may be a quote, a backslash, a control or a non-ASCII byte, and of
+	// the lowest such byte only if it is one (borrows mark bytes above a
+	// match only).
+	for ; j+8 <= len(data); j += 8 {
+		w := binary.LittleEndian.Uint64(data[j:])
+		q, bs := w^quotes, w^backslashes
+		if m := ((w-lsb*0x20)&^w | w | (q-lsb)&^q | (bs-lsb)&^bs) & msb; m != 0 {
+			j += bits.TrailingZeros64(m) / 8
+			return j + 1, data[j] == '"'
+		}
+	}
+	for ; j < len(data); j++ {
+		if c := data[j]; c == '"' {
+			return j + 1, true
+		} else if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
 // nested scans the value at data[i:], depth levels deep, as in reads it
 // (Member.In), and returns its end.
 func nested(data []byte, i, depth int, in *Shape) (int, bool) {
+	in.read = true
 	if !in.One {
-		return object(data, i, depth, in.Fields, recorded(in.Want))
+		return object(data, i, depth, in)
 	}
 	if i >= len(data) || data[i] != '[' {
 		return 0, false
 	}
-	end, ok := object(data, SkipSpace(data, i+1), depth+1, in.Fields, recorded(in.Want))
+	end, ok := object(data, SkipSpace(data, i+1), depth+1, in)
 	if !ok {
 		return 0, false
 	}
@@ -194,7 +267,8 @@ func foldEqual(s string, b []byte) bool {
 }
 
 func SkipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+	// Most calls find no space: one comparison says so.
+	for i < len(data) && data[i] <= ' ' && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
 	}
 	return i
@@ -216,7 +290,7 @@ func value(data []byte, i, depth int) (int, bool) {
 		end, _, ok := scanString(data, i)
 		return end, ok
 	case c == '{':
-		return object(data, i, depth, nil, nil)
+		return object(data, i, depth, nil)
 	case c == '[':
 		i = SkipSpace(data, i+1)
 		if i < len(data) && data[i] == ']' {
@@ -260,37 +334,44 @@ func literal(data []byte, i int, lit string) (int, bool) {
 
 // scanNumber follows the JSON number grammar.
 func scanNumber(data []byte, i int) (int, bool) {
-	digits := func() bool {
-		start := i
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-		}
-		return i > start
-	}
 	if data[i] == '-' {
 		i++
 	}
-	if i < len(data) && data[i] == '0' {
+	switch {
+	case i < len(data) && data[i] == '0':
 		i++
-	} else if !digits() {
+	case i < len(data) && '1' <= data[i] && data[i] <= '9':
+		i = digits(data, i+1)
+	default:
 		return 0, false
 	}
 	if i < len(data) && data[i] == '.' {
-		i++
-		if !digits() {
+		j := digits(data, i+1)
+		if j == i+1 {
 			return 0, false
 		}
+		i = j
 	}
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		i++
 		if i < len(data) && (data[i] == '+' || data[i] == '-') {
 			i++
 		}
-		if !digits() {
+		j := digits(data, i)
+		if j == i {
 			return 0, false
 		}
+		i = j
 	}
 	return i, true
+}
+
+// digits returns the end of the run of decimal digits at data[i:].
+func digits(data []byte, i int) int {
+	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // scanString returns the end of the string at data[i:] (after its closing

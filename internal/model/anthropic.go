@@ -373,10 +373,10 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 // anthropicDelta reads the text and thinking deltas of content blocks
 // without reflection (see package jsonscan).
 type anthropicDelta struct {
-	top, delta [3]jsonscan.Member
-	fields     jsonscan.Shape // top[2]'s
-	index      int
-	text       []byte // the delta's JSON string
+	top, delta    [3]jsonscan.Member
+	shape, fields jsonscan.Shape // top's and top[2]'s
+	index         int
+	text          []byte // the delta's JSON string
 }
 
 var (
@@ -391,8 +391,9 @@ func (d *anthropicDelta) scan(data []byte) bool {
 		d.delta = [3]jsonscan.Member{{Key: "type"}, {Key: "text"}, {Key: "thinking"}}
 		d.fields = jsonscan.Shape{Fields: anthropicDeltaFields, Want: d.delta[:]}
 		d.top = [3]jsonscan.Member{{Key: "type"}, {Key: "index"}, {Key: "delta", In: &d.fields}}
+		d.shape = jsonscan.Shape{Fields: anthropicFields, Want: d.top[:]}
 	}
-	if !jsonscan.Object(data, anthropicFields, d.top[:]) || string(d.top[0].Val) != `"content_block_delta"` {
+	if !d.shape.Object(data) || string(d.top[0].Val) != `"content_block_delta"` {
 		return false
 	}
 	var ok bool

@@ -306,10 +306,10 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 // chatDelta reads the chunks that only carry content, one choice without
 // a finish reason, without reflection (see package jsonscan), in one scan.
 type chatDelta struct {
-	top, choice     [2]jsonscan.Member
-	delta           [4]jsonscan.Member
-	choices, fields jsonscan.Shape // top[0]'s and choice[0]'s
-	content         []byte         // the JSON string, or nil or null
+	top, choice            [2]jsonscan.Member
+	delta                  [4]jsonscan.Member
+	shape, choices, fields jsonscan.Shape // top's, top[0]'s and choice[0]'s
+	content                []byte         // the JSON string, or nil or null
 }
 
 var (
@@ -327,8 +327,9 @@ func (d *chatDelta) scan(data []byte) bool {
 		d.choice = [2]jsonscan.Member{{Key: "delta", In: &d.fields}, {Key: "finish_reason"}}
 		d.choices = jsonscan.Shape{Fields: chatChoiceFields, Want: d.choice[:], One: true}
 		d.top = [2]jsonscan.Member{{Key: "choices", In: &d.choices}, {Key: "usage"}}
+		d.shape = jsonscan.Shape{Fields: chatFields, Want: d.top[:]}
 	}
-	if !jsonscan.Object(data, chatFields, d.top[:]) || d.top[0].Val == nil || !jsonscan.IsNull(d.top[1].Val) ||
+	if !d.shape.Object(data) || d.top[0].Val == nil || !jsonscan.IsNull(d.top[1].Val) ||
 		d.choice[0].Val == nil || !jsonscan.IsNull(d.choice[1].Val) ||
 		!jsonscan.IsNull(d.delta[1].Val) || !jsonscan.IsNull(d.delta[2].Val) || !jsonscan.IsNull(d.delta[3].Val) {
 		return false

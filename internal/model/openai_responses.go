@@ -317,6 +317,7 @@ type responsesDelta struct {
 	m               [6]jsonscan.Member // responsesFields
 	item            [5]jsonscan.Member // responsesItemFields
 	result          [5]jsonscan.Member // responsesResultFields
+	shape           jsonscan.Shape     // m's
 	items, results  jsonscan.Shape     // m[4]'s and m[5]'s
 	kind            string             // PartText or PartReasoning
 	output, summary int
@@ -355,9 +356,10 @@ func (d *responsesDelta) scan(ev rawEvent) bool {
 		d.results = jsonscan.Shape{Fields: responsesResultFields, Want: d.result[:]}
 		d.m = [6]jsonscan.Member{{Key: "type"}, {Key: "output_index"}, {Key: "summary_index"}, {Key: "delta"},
 			{Key: "item", In: &d.items}, {Key: "response", In: &d.results}}
+		d.shape = jsonscan.Shape{Fields: responsesFields, Want: d.m[:]}
 	}
 	d.valid, d.typ = false, nil
-	if !jsonscan.Object(ev.Data, responsesFields, d.m[:]) {
+	if !d.shape.Object(ev.Data) {
 		return false
 	}
 	typ := d.m[0].Val
