@@ -260,12 +260,19 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
-	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
+	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s, fr}}
 	fr.mu.Unlock()
 }
 
 // recorder reads what the agent recorded in a session's history.
-type recorder struct{ s *session.Session }
+type recorder struct {
+	s  *session.Session
+	fr *front
+}
+
+// ContextTokens is pi's estimate of the context (its estimatedTokensAfter):
+// the messages get_messages shows, system message included.
+func (r recorder) ContextTokens() int64 { return estimateMessages(r.fr.contextOf(r.s)) }
 
 func (r recorder) LastAssistant() (model.Message, bool) {
 	ms := r.s.Messages()
@@ -1115,11 +1122,12 @@ func (fr *front) session() *session.Session {
 	return fr.cur
 }
 
-func (fr *front) converter() *converter {
-	fr.mu.Lock()
-	sess := fr.cur
+func (fr *front) converter() *converter { return fr.converterOf(fr.session()) }
+
+// converterOf is a converter of sess's history; fr.mu is not taken, so the
+// translator may use it (recorder.ContextTokens).
+func (fr *front) converterOf(sess *session.Session) *converter {
 	h := sess.Header()
-	fr.mu.Unlock()
 	c := newConverter(func(id string) (model.Info, bool) {
 		info, err := fr.h.Model(id)
 		return info, err == nil
@@ -1187,10 +1195,13 @@ func (fr *front) getTree(*command) (any, error) {
 }
 
 // contextMessages converts the messages the next model call sees.
-func (fr *front) contextMessages() []any {
-	conv := fr.converter()
+func (fr *front) contextMessages() []any { return fr.contextOf(fr.session()) }
+
+// contextOf is contextMessages of sess, without fr.mu.
+func (fr *front) contextOf(sess *session.Session) []any {
+	conv := fr.converterOf(sess)
 	out := []any{}
-	branch := session.Branch(fr.session().Entries())
+	branch := session.Branch(sess.Entries())
 	// Each message names the model and level in force when it was made.
 	type inForce struct {
 		info   model.Info
@@ -1504,10 +1515,11 @@ func (fr *front) compact(c *command) {
 			fr.respond(c.id, c.typ, nil, err)
 			return
 		}
-		summary, kept := recorder{sess}.LastCompaction()
+		rec := recorder{sess, fr}
+		summary, kept := rec.LastCompaction()
 		u := withReasoning(pricedUsage(res.Usage, info.Price), info.API, res.Usage.Reasoning)
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
-			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: recorder{sess}.CompactedFiles()}, nil)
+			EstimatedTokensAfter: rec.ContextTokens(), Usage: &u, Details: rec.CompactedFiles()}, nil)
 	})
 }
 
