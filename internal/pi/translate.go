@@ -23,6 +23,9 @@ type Recorded interface {
 	// CompactedFiles lists the files the newest compaction's summarised
 	// history read and modified.
 	CompactedFiles() CompactionDetails
+	// ContextTokens is pi's estimate of the context's tokens now
+	// (estimateMessages of its messages).
+	ContextTokens() int64
 }
 
 // Translator turns the events of e's turns into pi's events. One pi run
@@ -128,6 +131,17 @@ func (t *Translator) Settle() []Event {
 	return append(out, AgentSettled{Type: "agent_settled", Aborted: t.aborted})
 }
 
+// CompactionAborted ends the compaction going on as one an abort stopped
+// (pi's compaction_end with aborted and no error).
+func (t *Translator) CompactionAborted() []Event {
+	if t.compacting == "" {
+		return nil
+	}
+	ev := CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: true}
+	t.compacting = ""
+	return []Event{ev}
+}
+
 // EndRun ends the open pi run (agent_end) before what pi does after it
 // and before agent_settled (Settle): an automatic compaction.
 func (t *Translator) EndRun() []Event {
@@ -229,6 +243,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		if t.Recorded != nil {
 			res.Summary, res.FirstKeptEntryID = t.Recorded.LastCompaction()
 			res.Details = t.Recorded.CompactedFiles()
+			res.EstimatedTokensAfter = t.Recorded.ContextTokens()
 		}
 		emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Result: res})
 		t.compacting = ""
