@@ -31,6 +31,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 	sizes := fs.String("n", "500,5000,50000", "deltas per answer, comma-separated")
 	apis := fs.String("api", strings.Join(providermock.APIs, ","), "provider APIs, comma-separated")
 	runs := fs.Int("runs", 5, "turns per size after a warm-up turn; medians are printed")
+	flush := fs.Bool("flush", false, "the mock flushes after every event, each its own HTTP chunk written alone, as a provider streaming tokens does (default: the deltas in one write)")
 	fs.Parse(args)
 	self, err := os.Executable()
 	if err != nil {
@@ -55,7 +56,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 			all := make([][]turnFigures, len(bins))
 			for range rounds {
 				for i, bin := range bins {
-					r, err := providerRun(bin, api, n, turns)
+					r, err := providerRun(bin, api, n, turns, *flush)
 					if err != nil {
 						return fmt.Errorf("%s, %s, %d deltas: %w", bin, api, n, err)
 					}
@@ -124,11 +125,12 @@ func mockHome(api string, n int) (home, base string, mock *providermock.Server, 
 	return home, base, mock, func() { srv.Close(); os.RemoveAll(home) }, nil
 }
 
-func providerRun(e, api string, n, runs int) (turnFigures, error) {
+func providerRun(e, api string, n, runs int, flush bool) (turnFigures, error) {
 	home, _, mock, stop, err := mockHome(api, n)
 	if err != nil {
 		return turnFigures{}, err
 	}
+	mock.Flush = flush
 	defer stop()
 	a, err := spawn(home, []string{"E_HOME=" + home}, e, "rpc", "--ne")
 	if err != nil {

@@ -263,7 +263,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		c.getenv = os.Getenv
 	}
 	if c.client == nil {
-		c.client = &http.Client{}
+		c.client = &http.Client{Transport: streamTransport()}
 	}
 	if c.stall == 0 {
 		c.stall = 60 * time.Second
@@ -468,4 +468,23 @@ func (c *Catalog) Providers() []ProviderStatus {
 			KeySet: pc.APIKeyEnv != "" && c.getenv(pc.APIKeyEnv) != "", Models: len(pc.Models)})
 	}
 	return out
+}
+
+// streamReadBuffer is the size of the buffer each provider connection
+// reads into: a stream read faster than the provider writes it costs a
+// read(2) per event whatever the size, but one read slower (a burst,
+// a fast provider on a busy machine) takes all that has arrived, rather
+// than 4 KiB (net/http's default) of it, per read(2).
+const streamReadBuffer = 64 << 10
+
+// streamTransport is http.DefaultTransport's configuration (proxies from
+// the environment, HTTP/2, timeouts) with streamReadBuffer.
+func streamTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.ReadBufferSize = streamReadBuffer
+	return t
 }

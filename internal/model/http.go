@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -72,12 +73,18 @@ func newHTTPProvider(s ProviderSettings, name, baseURL string) httpProvider {
 
 // call is one streaming request in flight. It is used by one goroutine.
 type call struct {
-	p        *httpProvider
-	model    string
-	parent   context.Context
-	ctx      context.Context // parent, cancelled with errStall on silence
-	cancel   context.CancelCauseFunc
-	timer    *time.Timer
+	p      *httpProvider
+	model  string
+	parent context.Context
+	ctx    context.Context // parent, cancelled with errStall on silence
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	// The stall watch of the body: reading is when the Read in progress
+	// began (nanotime), 0 when none; watchdog is the timer that checks it,
+	// replaced at each check; closed stops it.
+	reading  atomic.Int64
+	watchdog atomic.Pointer[time.Timer]
+	closed   atomic.Bool
 	body     io.ReadCloser
 	events   *sseReader
 	reqID    string
@@ -131,16 +138,49 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 	return c, nil
 }
 
-// stallReader returns the response body, arming the stall timer while each
-// Read waits, so time spent by the consumer does not count as silence.
+// stallReader returns the response body; a Read that waits for the stall
+// timeout cancels the call, while time spent by the consumer between
+// Reads does not count as silence. Each Read only stamps when it began
+// and ends (a stream read an event at a time makes a Read per event): the
+// timer, armed once, checks the stamp when it fires and re-arms itself.
 func (c *call) stallReader() io.Reader {
+	if c.watchdog.Load() == nil {
+		c.arm(c.p.stall)
+	}
 	return readerFunc(func(b []byte) (int, error) {
-		c.timer.Reset(c.p.stall)
+		c.reading.Store(nanotime())
 		n, err := c.body.Read(b)
-		c.timer.Stop()
+		c.reading.Store(0)
 		return n, err
 	})
 }
+
+// arm starts the stall watch's next check, after d.
+func (c *call) arm(d time.Duration) { c.watchdog.Store(time.AfterFunc(d, c.watch)) }
+
+// watch is the stall watch's check: it cancels the call if the Read in
+// progress has waited for the stall timeout, or checks again when it would.
+func (c *call) watch() {
+	if c.closed.Load() {
+		return
+	}
+	wait := c.p.stall
+	if since := c.reading.Load(); since != 0 {
+		waited := time.Duration(nanotime() - since)
+		if waited >= c.p.stall {
+			c.cancel(errStall)
+			return
+		}
+		wait -= waited
+	}
+	c.arm(wait)
+}
+
+// clock is the origin of nanotime.
+var clock = time.Now()
+
+// nanotime returns monotonic nanoseconds since clock, never 0.
+func nanotime() int64 { return int64(time.Since(clock)) | 1 }
 
 type readerFunc func([]byte) (int, error)
 
@@ -148,6 +188,10 @@ func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
 
 // close releases the call; it is safe after a failed start.
 func (c *call) close() {
+	c.closed.Store(true)
+	if t := c.watchdog.Load(); t != nil {
+		t.Stop()
+	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}

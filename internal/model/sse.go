@@ -55,7 +55,7 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max, retry: -1}
+	return &sseReader{br: bufio.NewReaderSize(r, streamReadBuffer), max: max, retry: -1}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF;

@@ -81,10 +81,16 @@ func Body(api string, n int) (head []byte, deltas [][]byte, tail []byte) {
 // Server answers every POST to one API's path with an answer of n deltas.
 // Its handler records when it flushed the first delta of each answer.
 type Server struct {
+	// Flush makes the answer flush after every event, as a provider
+	// streaming tokens does: each event its own HTTP chunk, written
+	// alone, where by default the deltas go out in one write.
+	Flush bool
+
 	api    string
 	head   []byte
 	deltas []byte
-	first  int // length of the first delta
+	ends   []int // where each delta ends in deltas
+	first  int   // length of the first delta
 	tail   []byte
 
 	mu     sync.Mutex
@@ -99,6 +105,11 @@ func NewServer(api string, n int) *Server {
 	s := &Server{api: api, head: head, tail: tail, deltas: bytes.Join(deltas, nil)}
 	if len(deltas) > 0 {
 		s.first = len(deltas[0])
+	}
+	end := 0
+	for _, d := range deltas {
+		end += len(d)
+		s.ends = append(s.ends, end)
 	}
 	return s
 }
@@ -142,7 +153,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		hold.Stop()
 	}
-	w.Write(s.deltas[s.first:])
+	if !s.Flush || f == nil {
+		w.Write(s.deltas[s.first:])
+		w.Write(s.tail)
+		return
+	}
+	for i := 1; i < len(s.ends); i++ {
+		w.Write(s.deltas[s.ends[i-1]:s.ends[i]])
+		f.Flush()
+	}
 	w.Write(s.tail)
 }
 

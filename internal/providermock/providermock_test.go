@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // holdRecorder records whether anything was written after the first flush
@@ -76,6 +78,39 @@ func TestHoldNext(t *testing.T) {
 			s.ServeHTTP(next, httptest.NewRequest(http.MethodPost, Path(api), strings.NewReader("{}")))
 			if !bytes.Equal(next.Body.Bytes(), want) {
 				t.Errorf("next answer: %q", next.Body.Bytes())
+			}
+		})
+	}
+}
+
+// chunkRecorder records what was written between flushes.
+type chunkRecorder struct {
+	*httptest.ResponseRecorder
+	chunks [][]byte
+	from   int
+}
+
+func (r *chunkRecorder) Flush() {
+	r.chunks = append(r.chunks, bytes.Clone(r.Body.Bytes()[r.from:]))
+	r.from = r.Body.Len()
+}
+
+// With Flush every delta after the first is flushed alone, and the body is
+// the same answer.
+func TestFlushEachDelta(t *testing.T) {
+	for _, api := range APIs {
+		t.Run(api, func(t *testing.T) {
+			s := NewServer(api, 3)
+			s.Flush = true
+			rec := &chunkRecorder{ResponseRecorder: httptest.NewRecorder()}
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path(api), strings.NewReader("{}")))
+			head, deltas, tail := Body(api, 3)
+			want := [][]byte{append(head, deltas[0]...), deltas[1], deltas[2]}
+			if diff := cmp.Diff(want, rec.chunks); diff != "" {
+				t.Errorf("chunks (-want +got):\n%s", diff)
+			}
+			if got, want := rec.Body.Bytes(), bytes.Join([][]byte{head, bytes.Join(deltas, nil), tail}, nil); !bytes.Equal(got, want) {
+				t.Errorf("body:\n%s\nwant:\n%s", got, want)
 			}
 		})
 	}
