@@ -156,7 +156,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
@@ -318,37 +318,8 @@ func (r recorder) CompactedFiles() CompactionDetails {
 			end = k
 		}
 	}
-	read, modified := map[string]bool{}, map[string]bool{}
-	for _, en := range branch[:end] {
-		var m model.Message
-		if en.Type != session.EntryMessage || json.Unmarshal(en.Message, &m) != nil || m.Role != model.RoleAssistant {
-			continue
-		}
-		for _, p := range m.Content {
-			var args struct {
-				Path string `json:"path"`
-			}
-			if p.Type != model.PartToolCall || json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
-				continue
-			}
-			switch p.Name {
-			case "read":
-				read[args.Path] = true
-			case "write", "edit":
-				modified[args.Path] = true
-			}
-		}
-	}
-	d := CompactionDetails{ReadFiles: []string{}, ModifiedFiles: slices.Sorted(maps.Keys(modified))}
-	for _, f := range slices.Sorted(maps.Keys(read)) {
-		if !modified[f] {
-			d.ReadFiles = append(d.ReadFiles, f)
-		}
-	}
-	if d.ModifiedFiles == nil {
-		d.ModifiedFiles = []string{}
-	}
-	return d
+	read, modified := agent.FileOps(branch[:end])
+	return CompactionDetails{ReadFiles: read, ModifiedFiles: modified}
 }
 
 // write queues one record.
