@@ -130,3 +130,38 @@ func TestContextTokens(t *testing.T) {
 		t.Errorf("ContextTokens = %d, want %d (the system message's %d plus the rest's %d)", got, want, got-rest, rest)
 	}
 }
+
+// TestNewSessionWaitsForCompaction: new_session during a compact command
+// stops the compaction and returns once it has answered, so nothing of it
+// comes after the replacement (before, a prompt right after could fail as
+// "already processing", and -race saw the translator written under the
+// compaction's feet).
+func TestNewSessionWaitsForCompaction(t *testing.T) {
+	fr := newFront(t)
+	// pi keeps the last 20,000 tokens: the first answer is beyond them.
+	for _, p := range []string{"/long 30000", "/text recent"} {
+		if err := fr.startRun(p, nil, nil, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		<-fr.runDone
+	}
+	fr.compact(&command{typ: "compact", line: []byte(`{"type":"compact"}`)})
+	fr.mu.Lock()
+	compacting := fr.compacting
+	fr.mu.Unlock()
+	if compacting == "" {
+		t.Fatal("compact did not start a compaction")
+	}
+	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	fr.mu.Lock()
+	compacting = fr.compacting
+	fr.mu.Unlock()
+	if compacting != "" {
+		t.Errorf("after new_session the compaction is still going on (%q)", compacting)
+	}
+	if err := fr.startRun("/text next", nil, nil, func() {}); err != nil {
+		t.Errorf("a prompt after new_session: %v", err)
+	}
+}

@@ -76,6 +76,7 @@ type front struct {
 	preRun      chan struct{}
 	runDone     chan struct{}
 	compacting  string         // the compaction going on: "", compactManual, compactBefore, compactAfter
+	compactDone chan struct{}  // closed once the compact command's compaction has answered
 	failed      bool           // the last e turn ended in an error or aborted
 	bashCancels map[int]func() // the running bash commands' stops
 	bashNext    int
@@ -156,7 +157,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
@@ -260,7 +261,10 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
+	// tr is read under trMu alone (translate), written under both.
+	fr.trMu.Lock()
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s, fr}}
+	fr.trMu.Unlock()
 	fr.mu.Unlock()
 }
 
@@ -318,37 +322,8 @@ func (r recorder) CompactedFiles() CompactionDetails {
 			end = k
 		}
 	}
-	read, modified := map[string]bool{}, map[string]bool{}
-	for _, en := range branch[:end] {
-		var m model.Message
-		if en.Type != session.EntryMessage || json.Unmarshal(en.Message, &m) != nil || m.Role != model.RoleAssistant {
-			continue
-		}
-		for _, p := range m.Content {
-			var args struct {
-				Path string `json:"path"`
-			}
-			if p.Type != model.PartToolCall || json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
-				continue
-			}
-			switch p.Name {
-			case "read":
-				read[args.Path] = true
-			case "write", "edit":
-				modified[args.Path] = true
-			}
-		}
-	}
-	d := CompactionDetails{ReadFiles: []string{}, ModifiedFiles: slices.Sorted(maps.Keys(modified))}
-	for _, f := range slices.Sorted(maps.Keys(read)) {
-		if !modified[f] {
-			d.ReadFiles = append(d.ReadFiles, f)
-		}
-	}
-	if d.ModifiedFiles == nil {
-		d.ModifiedFiles = []string{}
-	}
-	return d
+	read, modified := agent.FileOps(branch[:end])
+	return CompactionDetails{ReadFiles: read, ModifiedFiles: modified}
 }
 
 // write queues one record.
@@ -961,14 +936,32 @@ func (fr *front) abort(c *command) {
 	})
 }
 
-// idle waits until no run is open (after interrupting it).
+// idle stops what the current session is doing (a run, a prompt's run
+// about to start, a compact command) and waits until it has settled, its
+// last events and response written, so that nothing of it comes after the
+// session is replaced.
 func (fr *front) idle() {
 	fr.mu.Lock()
-	sess, done, running := fr.cur, fr.runDone, fr.running
+	sess, running, compacted := fr.cur, fr.running, fr.compactDone
 	fr.abortReq = running
+	var pre chan struct{}
+	if fr.starting {
+		fr.abortStart, pre = true, fr.preRun
+	}
 	fr.mu.Unlock()
 	sess.Interrupt(context.Background())
-	if running && done != nil {
+	if pre != nil {
+		<-pre // the run starts aborted
+	}
+	if compacted != nil {
+		<-compacted
+	}
+	// The run's done closes after its last events, also when running is
+	// already false (its settling is being written).
+	fr.mu.Lock()
+	done := fr.runDone
+	fr.mu.Unlock()
+	if done != nil {
 		<-done
 	}
 }
@@ -1500,9 +1493,12 @@ func (fr *front) compact(c *command) {
 		return
 	}
 	fr.compacting = compactManual
+	compacted := make(chan struct{})
+	fr.compactDone = compacted
 	info := fr.info
 	fr.mu.Unlock()
 	fr.async(func() {
+		defer close(compacted)
 		<-turn.Done()
 		res, err := turn.Compacted()
 		fr.mu.Lock()
