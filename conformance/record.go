@@ -288,8 +288,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if exitedAlone {
 		log = append(log, recorded{client: true, directive: "#exit"})
 	} else if eofAt >= 0 {
-		// EOF while the server still ran: lines after it came after EOF.
-		log = append(log[:eofAt], append([]recorded{{client: true, directive: "#close"}}, log[eofAt:]...)...)
+		log, c.Exit = closeAt(log, eofAt, c.Exit)
 	}
 	bindings := map[string]any{"cwd": cwd, "home": home}
 	if likeCase != nil {
@@ -1002,6 +1001,37 @@ func parseStream(data []byte, entry map[string]any) {
 	if tcs != nil {
 		entry["tool_calls"] = tcs
 	}
+}
+
+// closeAt places the client's EOF, which came at eofAt in log while the
+// server still ran, as a #close there (lines after it came after EOF), and
+// returns the log and the exit status the case expects. After a TERM or
+// HUP that ended the server it places none: the EOF that followed (often
+// the client ending on the same Ctrl-C or TERM) changed nothing, and sent
+// in a replay it would race the signal. When EOF won that race in the
+// recording, which a server sees first is timing: any exit status goes.
+func closeAt(log []recorded, eofAt int, exit string) ([]recorded, string) {
+	if sig := endingSignal(log[:eofAt]); sig != 0 {
+		if exit == strconv.Itoa(128+int(sig)) {
+			return log, exit
+		}
+		exit = "any"
+	}
+	return append(log[:eofAt:eofAt], append([]recorded{{client: true, directive: "#close"}}, log[eofAt:]...)...), exit
+}
+
+// endingSignal is the last TERM or HUP the client sent in log (signals
+// that end a server, D2), or 0.
+func endingSignal(log []recorded) syscall.Signal {
+	for i := len(log) - 1; i >= 0; i-- {
+		switch log[i].directive {
+		case "#signal TERM":
+			return syscall.SIGTERM
+		case "#signal HUP":
+			return syscall.SIGHUP
+		}
+	}
+	return 0
 }
 
 // signalName is the #signal name of sig.

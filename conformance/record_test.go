@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,6 +162,43 @@ func TestRecordReplayRealServer(t *testing.T) {
 		r.Report(&b)
 		data, _ := os.ReadFile(out)
 		t.Fatalf("the recording does not replay:\n%s\n%s", b.String(), data)
+	}
+}
+
+// The client's EOF is a #close where it came, except after a TERM or HUP
+// that ended the server (a replay sending it would race the signal).
+func TestCloseAt(t *testing.T) {
+	line := recorded{client: true, line: `{"id":1}`}
+	closed := recorded{client: true, directive: "#close"}
+	term := recorded{client: true, directive: "#signal TERM"}
+	hup := recorded{client: true, directive: "#signal HUP"}
+	intr := recorded{client: true, directive: "#signal INT"}
+	answer := recorded{line: `{"id":1,"result":{}}`}
+	tests := []struct {
+		name     string
+		log      []recorded
+		eofAt    int
+		exit     string
+		want     []recorded
+		wantExit string
+	}{
+		{name: "plain EOF", log: []recorded{line, answer}, eofAt: 1, exit: "0", want: []recorded{line, closed, answer}, wantExit: "0"},
+		{name: "EOF after TERM that ended the server", log: []recorded{line, term, answer}, eofAt: 2, exit: "143", want: []recorded{line, term, answer}, wantExit: "143"},
+		{name: "EOF after HUP that ended the server", log: []recorded{hup}, eofAt: 1, exit: "129", want: []recorded{hup}, wantExit: "129"},
+		{name: "EOF won the race with TERM", log: []recorded{term, answer}, eofAt: 1, exit: "0", want: []recorded{term, closed, answer}, wantExit: "any"},
+		{name: "EOF before TERM", log: []recorded{line, term}, eofAt: 1, exit: "143", want: []recorded{line, closed, term}, wantExit: "143"},
+		{name: "INT: EOF as always", log: []recorded{intr, answer}, eofAt: 1, exit: "0", want: []recorded{intr, closed, answer}, wantExit: "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, exit := closeAt(slices.Clone(tt.log), tt.eofAt, tt.exit)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(recorded{})); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+			if exit != tt.wantExit {
+				t.Errorf("exit %q, want %q", exit, tt.wantExit)
+			}
+		})
 	}
 }
 

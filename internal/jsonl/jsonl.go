@@ -58,6 +58,7 @@ func (r *Reader) Line() int { return r.line }
 
 // Next returns the next record, valid until the following call. It returns
 // io.EOF after the last record; a final record without LF is still returned.
+// A UTF-8 byte order mark that starts the stream is dropped.
 // A record over the limit returns an error wrapping ErrTooLong.
 func (r *Reader) Next() ([]byte, error) {
 	r.buf = r.buf[:0]
@@ -82,6 +83,11 @@ func (r *Reader) Next() ([]byte, error) {
 		r.line++
 		rec := bytes.TrimSuffix(r.buf, []byte("\n"))
 		rec = bytes.TrimSuffix(rec, []byte("\r"))
+		if r.line == 1 {
+			// Editors and Windows shells may start a UTF-8 stream with a
+			// byte order mark; it is no part of the first record.
+			rec = bytes.TrimPrefix(rec, []byte("\uFEFF"))
+		}
 		if len(rec) > r.max {
 			return nil, &TooLongError{Line: r.line, Max: r.max}
 		}

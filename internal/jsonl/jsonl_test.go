@@ -16,7 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// F4, F5: records split on LF only, CR stripped, U+2028/2029 are data.
+// F4, F5: records split on LF only, CR stripped, U+2028/2029 are data, a
+// leading byte order mark dropped.
 func TestReader(t *testing.T) {
 	big := strings.Repeat("a", MaxLine)
 	tests := []struct {
@@ -31,6 +32,8 @@ func TestReader(t *testing.T) {
 		{name: "lone CR is data", input: "a\rb\n", want: []string{"a\rb"}},
 		{name: "U+2028 and U+2029 are data", input: "x\u2028y\u2029z\n", want: []string{"x\u2028y\u2029z"}},
 		{name: "final line without LF", input: "a\nb", want: []string{"a", "b"}},
+		{name: "byte order mark starting the stream dropped", input: "\uFEFFa\n\uFEFFb\n", want: []string{"a", "\uFEFFb"}},
+		{name: "byte order mark before a blank first record", input: "\uFEFF\r\na\n", want: []string{"", "a"}},
 		{name: "blank records returned empty", input: "\n\r\na\n", want: []string{"", "", "a"}},
 		{name: "exactly the limit", input: big + "\n", want: []string{big}},
 		{name: "exactly the limit with CRLF", input: big + "\r\n", want: []string{big}},

@@ -33,6 +33,10 @@ const (
 // the stall timeout.
 var errStall = errors.New("no bytes from the provider within the stall timeout")
 
+// errDrain is the cancellation cause set when a finished response's body
+// does not end within drainWait.
+var errDrain = errors.New("the response body did not end after its last event")
+
 // now is the clock for HTTP-date retry-after values; tests fix it.
 var now = time.Now
 
@@ -147,12 +151,34 @@ func (c *call) close() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.drain()
 	if c.cancel != nil {
 		c.cancel(nil)
 	}
 	if c.body != nil {
 		c.body.Close()
 	}
+}
+
+// Bounds of the read that ends a finished response's body; tests lengthen
+// drainWait so a loaded machine cannot change their verdict.
+var drainWait = 10 * time.Millisecond
+
+const drainBytes = 4 << 10
+
+// drain reads the end of a response the call is done with (an HTTP/1.1
+// chunked body's last chunk, normally sent with or just after the final
+// event), so the connection goes back to the client's pool: a body closed
+// before its end closes the connection, and every model call would pay a
+// new TCP (and TLS) handshake. A server that keeps the body open, or has
+// more to say, loses the connection after drainWait or drainBytes.
+func (c *call) drain() {
+	if c.body == nil || c.ctx.Err() != nil {
+		return // cancelled or failed: the connection goes
+	}
+	t := time.AfterFunc(drainWait, func() { c.cancel(errDrain) })
+	_, _ = io.CopyN(io.Discard, c.body, drainBytes)
+	t.Stop()
 }
 
 // next returns the next event, or the classified reason there is none.

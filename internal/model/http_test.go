@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -505,6 +507,103 @@ func sseServer(t *testing.T, data ...string) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestConnectionReuse: consecutive calls share one connection, because each
+// reads its body to the end before closing it, even when the end of the
+// chunked body comes after the last event has been read.
+func TestConnectionReuse(t *testing.T) {
+	defer func(w time.Duration) { drainWait = w }(drainWait)
+	drainWait = time.Minute
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", api.name, "text.http"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The handler returns, which sends the body's last chunk, only
+			// once the client has read the final event.
+			read := make(chan struct{}, 1)
+			var conns atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(body)
+				w.(http.Flusher).Flush()
+				select {
+				case <-read:
+				case <-r.Context().Done():
+				}
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			tail := bytes.TrimSpace(body)
+			tail = tail[len(tail)-min(len(tail), 12):]
+			client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				return &tailConn{Conn: c, tail: tail, read: read}, err
+			}}}
+			t.Cleanup(client.CloseIdleConnections)
+			p := api.new(ProviderSettings{BaseURL: srv.URL, APIKey: testKey, Client: client})
+			for i := range 3 {
+				if _, _, err := collect(t.Context(), p, &Request{Model: "m"}); err != nil {
+					t.Fatalf("call %d: %v", i+1, err)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Errorf("3 calls opened %d connections, want 1", n)
+			}
+		})
+	}
+}
+
+// TestBodyHeldOpen: a server that keeps the body open after the final event
+// costs the call its connection, not the answer.
+func TestBodyHeldOpen(t *testing.T) {
+	defer func(w time.Duration) { drainWait = w }(drainWait)
+	drainWait = time.Millisecond
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			f := newFake(t, api.name, "text.http", holdAfter)
+			if _, _, err := collect(t.Context(), api.new(f.settings()), &Request{Model: "m"}); err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+		})
+	}
+}
+
+// tailConn signals read each time what it has read comes to end with tail.
+type tailConn struct {
+	net.Conn
+	tail []byte
+	seen []byte
+	read chan<- struct{}
+}
+
+func (c *tailConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.seen = append(c.seen, b[:n]...)
+	if bytes.Contains(c.seen, c.tail) {
+		c.seen = c.seen[:0]
+		select {
+		case c.read <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
 }
 
 func TestMalformedEvent(t *testing.T) {

@@ -730,6 +730,25 @@ var diffFlows = []diffFlow{
 		a.wait("agent_settled")
 		a.call(map[string]any{"type": "get_messages"})
 	}},
+	{"abort-before-run", func(a *diffAgent) {
+		// An abort during a prompt's compaction before its run stops the
+		// compaction, and the run, once it starts; abort answers after
+		// the run settled.
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": false})
+		a.mock.holdSummaries()
+		prompt(a, "big once more hold-summary")
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": true})
+		a.send(`{"id":"pre","type":"prompt","message":"after big"}`)
+		a.wait("compaction_start")
+		a.send(`{"id":"stop","type":"abort"}`)
+		a.wait("compaction_end")
+		a.mock.openSummaries()
+		a.find(0, "response stop", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "stop" })
+		a.find(0, "response pre", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "pre" })
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
 		a.call(map[string]any{"type": "cycle_model"})

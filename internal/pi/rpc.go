@@ -66,13 +66,21 @@ type front struct {
 	autoRetry    bool
 	running      bool
 	abortReq     bool // abort asked for while the run is open: no follow-up starts
-	runDone      chan struct{}
-	compacting   string         // the compaction going on: "", compactManual, compactBefore, compactAfter
-	failed       bool           // the last e turn ended in an error or aborted
-	bashCancels  map[int]func() // the running bash commands' stops
-	bashNext     int
-	tr           *Translator
-	trMu         sync.Mutex
+	// starting: a prompt's run has begun, for pi, but not yet in e (its
+	// compaction before the run, then the run's start). abortStart is
+	// an abort asked for meanwhile (pi's _agentRunAbortRequested): the
+	// run is aborted as soon as it starts. preRun is closed once that
+	// run started (or failed to).
+	starting    bool
+	abortStart  bool
+	preRun      chan struct{}
+	runDone     chan struct{}
+	compacting  string         // the compaction going on: "", compactManual, compactBefore, compactAfter
+	failed      bool           // the last e turn ended in an error or aborted
+	bashCancels map[int]func() // the running bash commands' stops
+	bashNext    int
+	tr          *Translator
+	trMu        sync.Mutex
 
 	uiMu   sync.Mutex
 	uiNext int
@@ -623,9 +631,10 @@ func (fr *front) prompt(c *command) {
 		return
 	}
 	fr.mu.Lock()
-	running, sess := fr.running, fr.cur
+	running, sess := fr.running || fr.starting, fr.cur
 	compacting := fr.compacting
 	due := fr.claimCompactBefore()
+	pre := fr.preRun
 	fr.mu.Unlock()
 	if due {
 		// The prompt's response follows the compaction's events; only
@@ -633,6 +642,7 @@ func (fr *front) prompt(c *command) {
 		fr.async(func() {
 			fr.compactBefore(sess)
 			fr.begin(c, text, parts, blocks)
+			close(pre)
 		})
 		return
 	}
@@ -641,7 +651,7 @@ func (fr *front) prompt(c *command) {
 		return
 	}
 	// A prompt's compaction before its run is part of that run, for pi.
-	if running || compacting == compactBefore {
+	if running {
 		switch c.str("streamingBehavior") {
 		case "steer":
 			_, err = fr.steer(c)
@@ -666,12 +676,14 @@ const (
 // claimCompactBefore reports whether a run about to start must compact
 // first, as pi checks in its _prepareRun: the context is already over the
 // threshold (a run that ended aborted, auto compaction turned on since).
-// It claims that compaction (fr.compacting); fr.mu is held.
+// It claims that compaction (fr.compacting) and the run, for pi
+// (fr.starting, until startRun); fr.mu is held.
 func (fr *front) claimCompactBefore() bool {
-	if fr.running || fr.compacting != "" || !fr.cur.CompactDue() {
+	if fr.running || fr.starting || fr.compacting != "" || !fr.cur.CompactDue() {
 		return false
 	}
 	fr.compacting = compactBefore
+	fr.starting, fr.abortStart, fr.preRun = true, false, make(chan struct{})
 	return true
 }
 
@@ -697,6 +709,8 @@ func (fr *front) begin(c *command, text string, parts []model.Part, blocks []Con
 func (fr *front) startRun(text string, parts []model.Part, blocks []Content, accepted func()) error {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
+	abort := fr.abortStart
+	fr.starting, fr.abortStart = false, false
 	if fr.running || fr.compacting != "" {
 		return errors.New("Agent is already processing")
 	}
@@ -716,7 +730,10 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	if err != nil {
 		return err
 	}
-	fr.running, fr.abortReq = true, false
+	fr.running, fr.abortReq = true, abort
+	if abort {
+		sess.Stop() // before the run's first model call, as pi aborts at agent_start
+	}
 	fr.runDone = make(chan struct{})
 	for _, m := range fr.steerHeld { // steers queued before the run go in after the prompt
 		fr.passSteer(m)
@@ -797,7 +814,10 @@ func (fr *front) compactAfterRun(sess *session.Session) {
 func (fr *front) compactOver(sess *session.Session) {
 	if turn, err := sess.CompactOver(fr.ctx, fr.sink); err == nil {
 		<-turn.Done()
-		if _, err := turn.Compacted(); err != nil {
+		switch _, err := turn.Compacted(); {
+		case errors.Is(err, context.Canceled) && fr.ctx.Err() == nil: // an abort stopped it
+			fr.translate((*Translator).CompactionAborted)
+		case err != nil:
 			fr.sink(agent.Error{Message: "Auto-compaction failed: " + err.Error()})
 		}
 	}
@@ -880,7 +900,7 @@ func (fr *front) followUp(c *command) (any, error) {
 		return nil, err
 	}
 	fr.mu.Lock()
-	running := fr.running || fr.compacting == compactBefore // the run has begun, for pi
+	running := fr.running || fr.starting // the run has begun, for pi
 	if running {
 		fr.followUps = append(fr.followUps, m)
 	}
@@ -906,15 +926,27 @@ func (fr *front) clearQueue(*command) (any, error) {
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 
-// abort interrupts the run and answers once it settled.
+// abort interrupts the run and answers once it settled. During a
+// prompt's compaction before its run, as pi's, it stops the compaction
+// and the run as soon as it starts, and answers once that run settled.
 func (fr *front) abort(c *command) {
 	fr.mu.Lock()
 	sess, done := fr.cur, fr.runDone
 	running := fr.running
 	fr.abortReq = running
+	var pre chan struct{}
+	if fr.starting {
+		fr.abortStart, pre = true, fr.preRun
+	}
 	fr.mu.Unlock()
 	fr.async(func() {
 		sess.Stop()
+		if pre != nil {
+			<-pre
+			fr.mu.Lock()
+			done, running = fr.runDone, fr.running
+			fr.mu.Unlock()
+		}
 		if running && done != nil {
 			<-done
 		}
@@ -1278,7 +1310,7 @@ func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
-	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running || fr.compacting == compactBefore,
+	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running || fr.starting,
 		"isCompacting": fr.compacting != "", "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
 		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": messages,
 		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
@@ -1444,7 +1476,7 @@ func (fr *front) abortRetry(*command) (any, error) {
 
 func (fr *front) compact(c *command) {
 	fr.mu.Lock()
-	if fr.running || fr.compacting != "" {
+	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
 		return

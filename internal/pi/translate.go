@@ -128,6 +128,17 @@ func (t *Translator) Settle() []Event {
 	return append(out, AgentSettled{Type: "agent_settled", Aborted: t.aborted})
 }
 
+// CompactionAborted ends the compaction going on as one an abort stopped
+// (pi's compaction_end with aborted and no error).
+func (t *Translator) CompactionAborted() []Event {
+	if t.compacting == "" {
+		return nil
+	}
+	ev := CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: true}
+	t.compacting = ""
+	return []Event{ev}
+}
+
 // EndRun ends the open pi run (agent_end) before what pi does after it
 // and before agent_settled (Settle): an automatic compaction.
 func (t *Translator) EndRun() []Event {

@@ -231,3 +231,23 @@ func TestTranslateDetails(t *testing.T) {
 		t.Errorf("agent_end messages (-want +got):\n%s", diff)
 	}
 }
+
+// TestCompactionAborted checks the compaction_end of a compaction an abort
+// stopped (Q5): aborted, with neither result nor errorMessage, as pi's;
+// and nothing when no compaction goes on.
+func TestCompactionAborted(t *testing.T) {
+	tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: model.APIOffline}, Recorded: recorded{}}
+	if got := tr.CompactionAborted(); len(got) != 0 {
+		t.Fatalf("idle: got %v, want nothing", got)
+	}
+	got := append(tr.Feed(agent.Compacting{Reason: "threshold"}), tr.CompactionAborted()...)
+	want := []Event{CompactionStart{Type: "compaction_start", Reason: "threshold"},
+		CompactionEnd{Type: "compaction_end", Reason: "threshold", Aborted: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	summary(t, got) // each line passes pi's schemas
+	if got := tr.CompactionAborted(); len(got) != 0 {
+		t.Errorf("after the end: got %v, want nothing", got)
+	}
+}
