@@ -70,6 +70,10 @@ type dialect interface {
 	// running does (a steer, a second prompt, a model change), so that
 	// what the work prints after it depends on when it landed.
 	steers(line string) bool
+	// dropConcurrent removes from b the lines of tool calls that may run
+	// at once, whose order varies (e rpc: dropConcurrentTools; pi:
+	// dropPiConcurrentCalls).
+	dropConcurrent(b *expectBuilder)
 }
 
 // steerMethods are the requests of each dialect that can change running
@@ -176,6 +180,8 @@ func (erpcDialect) raceBorn(t string) bool { return t == "steered" || t == "disc
 
 func (erpcDialect) steers(line string) bool { return steersBy(DialectERPC, "method", line) }
 
+func (erpcDialect) dropConcurrent(b *expectBuilder) { b.dropConcurrentTools() }
+
 // piDialect is e --mode rpc. Responses ({"type":"response"}) are in the
 // stream of their id; every other line (events, extension_ui_request) is
 // in the process stream, in order: pi has one session per process.
@@ -281,6 +287,8 @@ func (piDialect) partialLine(map[string]any) map[string]any {
 func (piDialect) raceBorn(t string) bool { return t == "queue_update" }
 
 func (piDialect) steers(line string) bool { return steersBy(DialectPi, "type", line) }
+
+func (piDialect) dropConcurrent(b *expectBuilder) { b.dropPiConcurrentCalls() }
 
 // acpDialect is e acp: JSON-RPC 2.0. A session's lines form one stream,
 // "s:<name>" where name is the placeholder its session id is bound to: its
@@ -430,6 +438,10 @@ func (acpDialect) partialLine(obj map[string]any) map[string]any {
 func (acpDialect) raceBorn(string) bool { return false }
 
 func (acpDialect) steers(line string) bool { return steersBy(DialectACP, "method", line) }
+
+// dropConcurrent: not yet for ACP, whose concurrent calls' permission
+// requests must each be expected (and answered by their ids).
+func (acpDialect) dropConcurrent(*expectBuilder) {}
 
 // acpKnownTypes are ACP v1's session update kinds and agent requests.
 var acpKnownTypes = map[string]bool{

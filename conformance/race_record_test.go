@@ -139,3 +139,49 @@ func TestPiEventStreams(t *testing.T) {
 		t.Errorf("joined bash output: got %s want %s", got, want)
 	}
 }
+
+// A pi step with two tool calls or more records its calls' lines as one
+// "?*" line up to the step's turn_end, whose toolResults must each come in
+// any order: the calls may finish in either order. A step with one call
+// keeps its lines.
+func TestRecordPiConcurrentCalls(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+		{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+		{line: `{"type":"agent_start"}`},
+		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"a"},{"type":"toolCall","id":"b"}]}}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"b"}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"a"}`},
+		{line: `{"type":"tool_execution_end","toolCallId":"b"}`},
+		{line: `{"type":"message_start","message":{"role":"toolResult","toolCallId":"b"}}`},
+		{line: `{"type":"tool_execution_end","toolCallId":"a"}`},
+		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"b"},{"toolCallId":"a"}]}`},
+		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c"}]}}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"c"}`},
+		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}`},
+		{line: `{"type":"agent_settled","aborted":false}`},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: DialectPi}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"response","id":"1","command":"prompt","success":true}
+{"type":"agent_start"}
+{"type":"message_end","message":{"content":[{"id":"a","type":"toolCall"},{"id":"b","type":"toolCall"}],"role":"assistant"}}
+?* {"type":"$string"}
+{"type":"turn_end","toolResults":{"$all":[{"$some":{"toolCallId":"b"}},{"$some":{"toolCallId":"a"}}]}}
+{"type":"message_end","message":{"content":[{"id":"c","type":"toolCall"}],"role":"assistant"}}
+{"type":"tool_execution_start","toolCallId":"c"}
+{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}
+{"type":"agent_settled","aborted":false}
+`
+	var got string
+	for _, f := range parseArchive(out).files {
+		if f.name == "expect" {
+			got = string(f.data)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("expect section (-want +got):\n%s", diff)
+	}
+}

@@ -637,7 +637,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	}
 	b.cutRuns(cut)
 	b.loosenStops(windows)
-	b.dropConcurrentTools()
+	b.dialect().dropConcurrent(&b)
 	b.dropPartialOutput()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -784,21 +784,13 @@ var stopMethods = map[string]bool{"session.interrupt": true, "session.close": tr
 var piStops = map[string]bool{"abort": true, "abort_bash": true, "abort_retry": true}
 
 // sessionOf is the session id a line of dialect d names ("" for none or
-// pi, whose process has one session); sessionField is the field that
-// holds it.
+// pi, whose process has one session).
 func sessionOf(d dialect, obj map[string]any) any {
 	if _, ok := d.(acpDialect); ok {
 		p, _ := obj["params"].(map[string]any)
 		return p["sessionId"]
 	}
 	return obj["session"]
-}
-
-func sessionField(d dialect) string {
-	if _, ok := d.(erpcDialect); ok {
-		return "session"
-	}
-	return "sessionId"
 }
 
 // stopsWork reports whether the client stopped work during the recorded

@@ -596,6 +596,65 @@ func (b *expectBuilder) dropConcurrentTools() {
 	b.keep(func(i int) bool { return !batched[keys[i]] || !perCall(b.lines[i]) })
 }
 
+// dropPiConcurrentCalls replaces, in a pi recording, the lines between
+// the assistant message of a step with two tool calls or more and the
+// step's turn_end (the calls' tool_execution_start, _update and _end and
+// their toolResult messages) by one "?*" line taking any line: pi's events
+// come as the calls finish, in an order that varies from run to run (e
+// rpc's tool_batch: dropConcurrentTools; pi's lines of these types are
+// expected elsewhere in the stream, so they cannot just be left out). The
+// assistant message names the calls, the history keeps them in call order,
+// and the turn_end's toolResults must each still come, in any order. A
+// step where a #wait names such a line keeps its lines.
+func (b *expectBuilder) dropPiConcurrentCalls() {
+	drop := map[int]bool{}
+	first := -1 // the batch's first line after its assistant message_end
+	var step []int
+	labelled := false
+	for i, l := range b.lines {
+		switch {
+		case b.key(l) != "process":
+		case l["type"] == "message_end" && piCalls(l) >= 2:
+			first, labelled, step = i+1, false, nil
+		case first >= 0 && l["type"] != "turn_end":
+			step = append(step, i)
+			labelled = labelled || b.labels[i] != ""
+		case first >= 0:
+			if !labelled && len(step) > 0 {
+				for _, j := range step {
+					drop[j] = true
+				}
+				drop[step[0]] = false
+				b.lines[step[0]], b.opt[step[0]] = b.dialect().progressLine("process"), "?* "
+				if rs, ok := l["toolResults"].([]any); ok {
+					some := make([]any, len(rs))
+					for k, r := range rs {
+						some[k] = map[string]any{"$some": r}
+					}
+					l["toolResults"] = map[string]any{"$all": some}
+				}
+			}
+			first = -1
+		}
+	}
+	if len(drop) > 0 {
+		b.keep(func(i int) bool { return !drop[i] })
+	}
+}
+
+// piCalls is the number of tool calls in a pi line's assistant message.
+func piCalls(l map[string]any) int {
+	m, _ := l["message"].(map[string]any)
+	content, _ := m["content"].([]any)
+	n := 0
+	for _, c := range content {
+		if c, _ := c.(map[string]any); m["role"] == "assistant" && c["type"] == "toolCall" {
+			n++
+		}
+	}
+	return n
+}
+
 // dropPartialOutput replaces each run of partial output lines of a stream
 // (dialect.partialOutput; lines of other streams may come between) by one
 // "?*" line taking any such line: how many a replay prints depends on the
