@@ -337,7 +337,8 @@ func (b *expectBuilder) waitable(key string, i int) int {
 // is met once that text is in), and so are the texts after it in its
 // stream that hold the run (e rpc: a result's output, a tool_end's
 // content; pi: the message's content in text_end, message_end, turn_end
-// and agent_end).
+// and agent_end) and those of later answers (the history that
+// session.entries or get_messages read).
 func (b *expectBuilder) cutRuns(cut map[int]string) {
 	d := b.dialect()
 	for i, before := range cut {
@@ -349,7 +350,9 @@ func (b *expectBuilder) cutRuns(cut map[int]string) {
 		d.setDelta(b.lines[i], "$prefix:"+before)
 		key := b.key(b.lines[i])
 		for _, l := range b.lines[i+1:] {
-			if b.key(l) == key {
+			// Its stream's later lines, and any later answer: the
+			// history a later request reads holds the cut text too.
+			if lc, err := d.classify(l, b.c, nil); err == nil && (lc.key == key || !lc.event) {
 				cutHolders(l, full, before)
 			}
 		}
