@@ -87,17 +87,7 @@ func TestRecordRaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: tt.dialect}, tt.log, nil, map[string]any{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			for _, f := range parseArchive(out).files {
-				if f.name == "expect" {
-					got = string(f.data)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, draftExpect(t, tt.dialect, tt.log)); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
 			}
 		})
@@ -161,10 +151,6 @@ func TestRecordPiConcurrentCalls(t *testing.T) {
 		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}`},
 		{line: `{"type":"agent_settled","aborted":false}`},
 	}
-	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: DialectPi}, log, nil, map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := `{"type":"response","id":"1","command":"prompt","success":true}
 {"type":"agent_start"}
 {"type":"message_end","message":{"content":[{"id":"a","type":"toolCall"},{"id":"b","type":"toolCall"}],"role":"assistant"}}
@@ -175,13 +161,7 @@ func TestRecordPiConcurrentCalls(t *testing.T) {
 {"type":"turn_end","toolResults":[{"toolCallId":"c"}]}
 {"type":"agent_settled","aborted":false}
 `
-	var got string
-	for _, f := range parseArchive(out).files {
-		if f.name == "expect" {
-			got = string(f.data)
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, draftExpect(t, DialectPi, log)); diff != "" {
 		t.Errorf("expect section (-want +got):\n%s", diff)
 	}
 }

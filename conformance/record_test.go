@@ -672,21 +672,26 @@ func TestRecordStopWindows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: tt.dialect}, tt.log, nil, map[string]any{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			for _, f := range parseArchive(out).files {
-				if f.name == "expect" {
-					got = string(f.data)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, draftExpect(t, tt.dialect, tt.log)); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// draftExpect is the expect section of the case draftCase writes for log.
+func draftExpect(t *testing.T, dialect string, log []recorded) string {
+	t.Helper()
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: dialect}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range parseArchive(out).files {
+		if f.name == "expect" {
+			return string(f.data)
+		}
+	}
+	return ""
 }
 
 // A call that began after the client's latest line stopped work is
