@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -145,6 +147,9 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		return CompactResult{}, fmt.Errorf("agent: compaction: %w", err)
 	}
 	sum := strings.TrimSpace(resp.Message.Text())
+	if t.s.eng.SummaryFiles {
+		sum += fileLists(FileOps(old))
+	}
 	if err := t.s.append(store.Entry{Type: store.TypeCompaction, Summary: sum, Kept: keep, Tokens: before}); err != nil {
 		return CompactResult{}, err
 	}
@@ -364,4 +369,59 @@ func (s *Session) piTokens(i int) int64 {
 		}
 	}
 	return int64(chars+3) / 4
+}
+
+// FileOps lists the files that the assistant messages of entries read
+// and modified, as pi's compaction details do: the path argument of every
+// read call, and of every write and edit call, each list sorted; a file
+// both read and modified is only modified.
+func FileOps(entries []store.Entry) (read, modified []string) {
+	r, w := map[string]bool{}, map[string]bool{}
+	for _, en := range entries {
+		var m model.Message
+		if en.Type != store.TypeMessage || json.Unmarshal(en.Message, &m) != nil || m.Role != model.RoleAssistant {
+			continue
+		}
+		for _, p := range m.ToolCalls() {
+			var args struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
+				continue
+			}
+			switch p.Name {
+			case "read":
+				r[args.Path] = true
+			case "write", "edit":
+				w[args.Path] = true
+			}
+		}
+	}
+	read, modified = []string{}, slices.Sorted(maps.Keys(w))
+	for _, f := range slices.Sorted(maps.Keys(r)) {
+		if !w[f] {
+			read = append(read, f)
+		}
+	}
+	if modified == nil {
+		modified = []string{}
+	}
+	return read, modified
+}
+
+// fileLists is what pi appends to a compaction's summary (its
+// formatFileOperations): a <read-files> and a <modified-files> section,
+// each when it names a file.
+func fileLists(read, modified []string) string {
+	var sections []string
+	if len(read) > 0 {
+		sections = append(sections, "<read-files>\n"+strings.Join(read, "\n")+"\n</read-files>")
+	}
+	if len(modified) > 0 {
+		sections = append(sections, "<modified-files>\n"+strings.Join(modified, "\n")+"\n</modified-files>")
+	}
+	if len(sections) == 0 {
+		return ""
+	}
+	return "\n\n" + strings.Join(sections, "\n\n")
 }

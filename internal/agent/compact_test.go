@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -384,4 +386,77 @@ func historyRoles(s *Session) []string {
 		}
 	}
 	return got
+}
+
+// TestFileOps checks the file lists of pi's compaction details and
+// summary (FileOps, fileLists): read, write and edit calls' paths, sorted,
+// a file both read and modified only modified; other tools, calls without
+// a path and other roles' messages are left out.
+func TestFileOps(t *testing.T) {
+	call := func(name, args string) model.Part {
+		return model.Part{Type: model.PartToolCall, ID: "c", Name: name, Arguments: json.RawMessage(args)}
+	}
+	msg := func(role string, parts ...model.Part) store.Entry {
+		b, _ := json.Marshal(model.Message{Role: role, Content: parts})
+		return store.Entry{Type: store.TypeMessage, Message: b}
+	}
+	entries := []store.Entry{
+		msg(model.RoleAssistant, call("read", `{"path":"z.go"}`), call("read", `{"path":"b.go"}`), call("bash", `{"command":"ls"}`)),
+		msg(model.RoleUser, model.Part{Type: model.PartText, Text: `read {"path":"u.go"}`}),
+		msg(model.RoleAssistant, call("edit", `{"path":"b.go","old":"x","new":"y"}`), call("write", `{"path":"a.go","content":""}`),
+			call("read", `{}`)),
+		{Type: store.TypeCompaction, Summary: "s"},
+	}
+	read, modified := FileOps(entries)
+	if diff := cmp.Diff([]string{"z.go"}, read); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a.go", "b.go"}, modified); diff != "" {
+		t.Errorf("modified (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		name           string
+		read, modified []string
+		want           string
+	}{
+		{name: "none", want: ""},
+		{name: "read only", read: []string{"a", "b"}, want: "\n\n<read-files>\na\nb\n</read-files>"},
+		{name: "modified only", modified: []string{"c"}, want: "\n\n<modified-files>\nc\n</modified-files>"},
+		{name: "both", read: []string{"a"}, modified: []string{"c"},
+			want: "\n\n<read-files>\na\n</read-files>\n\n<modified-files>\nc\n</modified-files>"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fileLists(tt.read, tt.modified); got != tt.want {
+				t.Errorf("fileLists = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCompactSummaryFiles checks Engine.SummaryFiles (pi's dialect): the
+// summary ends with the lists of the files the summarised history read,
+// and a session without it keeps the model's summary as it came.
+func TestCompactSummaryFiles(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			eng := testEngine(t)
+			eng.SummaryFiles = on
+			s := testSession(t, eng, nil)
+			if err := os.WriteFile(filepath.Join(s.Cwd(), "a.txt"), []byte("alpha\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			prompt(t, s, `/tool read {"path":"a.txt"}`)
+			if err := s.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Compact(t.Context(), "", (&recorder{}).sink); err != nil {
+				t.Fatal(err)
+			}
+			sum := History(s.Entries())[0].Text()
+			lists := "\n\n<read-files>\na.txt\n</read-files>"
+			if got := strings.HasSuffix(sum, lists); got != on {
+				t.Errorf("summary %q ends with the read files: %v, want %v", sum, got, on)
+			}
+		})
+	}
 }

@@ -60,7 +60,11 @@ type Engine struct {
 	// as pi sets it (its compaction.reserveTokens): a context above the
 	// model's window less ReserveTokens, in place of CompactThreshold.
 	ReserveTokens int64
-	Observer      Observer // nil: no operator log
+	// SummaryFiles makes a compaction's summary end, as pi's does, with
+	// the lists of the files the summarised history read and modified
+	// (FileOps), so the model keeps knowing them.
+	SummaryFiles bool
+	Observer     Observer // nil: no operator log
 }
 
 // Options describe a new session.

@@ -9,15 +9,23 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/agent"
 )
 
 // newFront starts an e --mode rpc front end in-process, saving sessions
 // under a temp folder, without serving stdin; the test's cleanup shuts it.
-func newFront(t *testing.T) *front {
+// settings, when given, is pi's settings.json.
+func newFront(t *testing.T, settings ...string) *front {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"work", "e-home", "pi-agent"} {
 		os.Mkdir(filepath.Join(dir, d), 0o700)
+	}
+	for _, s := range settings {
+		if err := os.WriteFile(filepath.Join(dir, "pi-agent", "settings.json"), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, err := ParseFlags([]string{"--mode", "rpc", "--session-dir", filepath.Join(dir, "sessions")})
 	if err != nil {
@@ -91,5 +99,69 @@ func TestStatsCoverTheSession(t *testing.T) {
 	}
 	if diff := cmp.Diff(before["tokens"], after["tokens"]); diff != "" {
 		t.Errorf("tokens (-before +after):\n%s", diff)
+	}
+}
+
+// TestContextTokens checks the front's estimate of a compacted context:
+// pi's estimate of the messages get_messages shows, the system message
+// (e's prompt and tools) first among them.
+func TestContextTokens(t *testing.T) {
+	fr := newFront(t, `{"compaction":{"keepRecentTokens":1}}`)
+	if err := fr.startRun("/text one two three", nil, nil, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	<-fr.runDone
+	sess := fr.session()
+	turn, err := sess.Compact(t.Context(), "", func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if _, err := turn.Compacted(); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fr.contextMessages()
+	sys, ok := msgs[0].(SystemMessage)
+	if !ok {
+		t.Fatalf("context opens with %T, want the system message", msgs[0])
+	}
+	got, rest := recorder{sess, fr}.ContextTokens(), estimateMessages(msgs[1:])
+	if want := estimateMessages([]any{sys}) + rest; got != want || got <= rest {
+		t.Errorf("ContextTokens = %d, want %d (the system message's %d plus the rest's %d)", got, want, got-rest, rest)
+	}
+}
+
+// TestNewSessionWaitsForCompaction: new_session during a compact command
+// stops the compaction and returns once it has answered, so nothing of it
+// comes after the replacement (before, a prompt right after could fail as
+// "already processing", and -race saw the translator written under the
+// compaction's feet).
+func TestNewSessionWaitsForCompaction(t *testing.T) {
+	fr := newFront(t)
+	// pi keeps the last 20,000 tokens: the first answer is beyond them.
+	for _, p := range []string{"/long 30000", "/text recent"} {
+		if err := fr.startRun(p, nil, nil, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		<-fr.runDone
+	}
+	fr.compact(&command{typ: "compact", line: []byte(`{"type":"compact"}`)})
+	fr.mu.Lock()
+	compacting := fr.compacting
+	fr.mu.Unlock()
+	if compacting == "" {
+		t.Fatal("compact did not start a compaction")
+	}
+	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	fr.mu.Lock()
+	compacting = fr.compacting
+	fr.mu.Unlock()
+	if compacting != "" {
+		t.Errorf("after new_session the compaction is still going on (%q)", compacting)
+	}
+	if err := fr.startRun("/text next", nil, nil, func() {}); err != nil {
+		t.Errorf("a prompt after new_session: %v", err)
 	}
 }

@@ -448,3 +448,77 @@ func visible(branch []session.Entry) []session.Entry {
 
 // isoMillis is JavaScript's Date.toISOString layout, pi's timestamps.
 const isoMillis = "2006-01-02T15:04:05.000Z"
+
+// estimateMessages is pi's estimate of the tokens of msgs (its
+// estimateMessagesTokens): each message's characters over 4, rounded up,
+// counted as JavaScript counts a string's length (UTF-16 units). A system
+// message counts its prompt and its tools as JSON, an image 4800
+// characters, a tool call its name and arguments as JSON, a shell command
+// its command and output, a compaction its summary.
+func estimateMessages(msgs []any) int64 {
+	var n int64
+	for _, m := range msgs {
+		var chars int
+		switch m := m.(type) {
+		case SystemMessage:
+			chars = jsLen(m.Content) + jsLen(jsJSON(m.ToolsAdded))
+		case UserMessage:
+			chars = contentChars(m.Content)
+		case AssistantMessage:
+			for _, c := range m.Content {
+				switch c.Type {
+				case "text", "thinking":
+					chars += jsLen(c.Text)
+				case "toolCall":
+					chars += jsLen(c.Name) + jsLen(jsJSON(c.Arguments))
+				}
+			}
+		case ToolResultMessage:
+			chars = contentChars(m.Content)
+		case BashExecutionMessage:
+			chars = jsLen(m.Command) + jsLen(m.Output)
+		case CompactionSummaryMessage:
+			chars = jsLen(m.Summary)
+		}
+		n += int64(chars+3) / 4
+	}
+	return n
+}
+
+// contentChars counts text blocks' characters and 4800 per image.
+func contentChars(cs []Content) int {
+	n := 0
+	for _, c := range cs {
+		switch c.Type {
+		case "text":
+			n += jsLen(c.Text)
+		case "image":
+			n += 4800
+		}
+	}
+	return n
+}
+
+// jsLen is a string's JavaScript length: its UTF-16 code units.
+func jsLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// jsJSON is v as JavaScript's JSON.stringify writes it: compact, with no
+// HTML escaping.
+func jsJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -100,3 +100,42 @@ func TestBashText(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateMessages checks pi's token estimate of a context (its
+// estimateMessagesTokens, compaction_end's estimatedTokensAfter, Q7): each
+// message's characters over 4, rounded up, the system message's tools as
+// JSON included, strings counted in UTF-16 units.
+func TestEstimateMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  any
+		want int64
+	}{
+		{"system prompt and tools", SystemMessage{Role: "system", Content: "abcd",
+			ToolsAdded: []ToolDecl{{Name: "r", Description: "<d>", Parameters: []byte(`{ "type": "object" }`)}}},
+			// 4 + len(`[{"name":"r","description":"<d>","parameters":{"type":"object"}}]`) = 4 + 65
+			(4 + 65 + 3) / 4},
+		{"user text and image", UserMessage{Role: "user", Content: []Content{{Type: "text", Text: "hello"}, {Type: "image"}}}, (5 + 4800 + 3) / 4},
+		{"assistant text, thinking, tool call", AssistantMessage{Role: "assistant", Content: []Content{{Type: "text", Text: "ab"},
+			{Type: "thinking", Text: "cd"}, {Type: "toolCall", Name: "read", Arguments: []byte(`{"path": "a"}`)}}}, (2 + 2 + 4 + 12 + 3) / 4},
+		{"astral rune is two units", ToolResultMessage{Role: "toolResult", Content: []Content{{Type: "text", Text: "😀"}}}, 1},
+		{"bash command and output", BashExecutionMessage{Role: "bashExecution", Command: "ls", Output: "a\nb\n"}, 2},
+		{"compaction summary", CompactionSummaryMessage{Role: "compactionSummary", Summary: "123456789"}, 3},
+	}
+	var total int64
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := estimateMessages([]any{tt.msg}); got != tt.want {
+				t.Errorf("estimateMessages = %d, want %d", got, tt.want)
+			}
+		})
+		total += tt.want
+	}
+	all := make([]any, len(tests))
+	for i, tt := range tests {
+		all[i] = tt.msg
+	}
+	if got := estimateMessages(all); got != total {
+		t.Errorf("estimateMessages of all = %d, want the sum %d (each message rounds up on its own)", got, total)
+	}
+}

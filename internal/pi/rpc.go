@@ -76,6 +76,7 @@ type front struct {
 	preRun      chan struct{}
 	runDone     chan struct{}
 	compacting  string         // the compaction going on: "", compactManual, compactBefore, compactAfter
+	compactDone chan struct{}  // closed once the compact command's compaction has answered
 	failed      bool           // the last e turn ended in an error or aborted
 	bashCancels map[int]func() // the running bash commands' stops
 	bashNext    int
@@ -156,7 +157,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
@@ -260,12 +261,22 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
-	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s}}
+	// tr is read under trMu alone (translate), written under both.
+	fr.trMu.Lock()
+	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s, fr}}
+	fr.trMu.Unlock()
 	fr.mu.Unlock()
 }
 
 // recorder reads what the agent recorded in a session's history.
-type recorder struct{ s *session.Session }
+type recorder struct {
+	s  *session.Session
+	fr *front
+}
+
+// ContextTokens is pi's estimate of the context (its estimatedTokensAfter):
+// the messages get_messages shows, system message included.
+func (r recorder) ContextTokens() int64 { return estimateMessages(r.fr.contextOf(r.s)) }
 
 func (r recorder) LastAssistant() (model.Message, bool) {
 	ms := r.s.Messages()
@@ -311,37 +322,8 @@ func (r recorder) CompactedFiles() CompactionDetails {
 			end = k
 		}
 	}
-	read, modified := map[string]bool{}, map[string]bool{}
-	for _, en := range branch[:end] {
-		var m model.Message
-		if en.Type != session.EntryMessage || json.Unmarshal(en.Message, &m) != nil || m.Role != model.RoleAssistant {
-			continue
-		}
-		for _, p := range m.Content {
-			var args struct {
-				Path string `json:"path"`
-			}
-			if p.Type != model.PartToolCall || json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
-				continue
-			}
-			switch p.Name {
-			case "read":
-				read[args.Path] = true
-			case "write", "edit":
-				modified[args.Path] = true
-			}
-		}
-	}
-	d := CompactionDetails{ReadFiles: []string{}, ModifiedFiles: slices.Sorted(maps.Keys(modified))}
-	for _, f := range slices.Sorted(maps.Keys(read)) {
-		if !modified[f] {
-			d.ReadFiles = append(d.ReadFiles, f)
-		}
-	}
-	if d.ModifiedFiles == nil {
-		d.ModifiedFiles = []string{}
-	}
-	return d
+	read, modified := agent.FileOps(branch[:end])
+	return CompactionDetails{ReadFiles: read, ModifiedFiles: modified}
 }
 
 // write queues one record.
@@ -954,14 +936,32 @@ func (fr *front) abort(c *command) {
 	})
 }
 
-// idle waits until no run is open (after interrupting it).
+// idle stops what the current session is doing (a run, a prompt's run
+// about to start, a compact command) and waits until it has settled, its
+// last events and response written, so that nothing of it comes after the
+// session is replaced.
 func (fr *front) idle() {
 	fr.mu.Lock()
-	sess, done, running := fr.cur, fr.runDone, fr.running
+	sess, running, compacted := fr.cur, fr.running, fr.compactDone
 	fr.abortReq = running
+	var pre chan struct{}
+	if fr.starting {
+		fr.abortStart, pre = true, fr.preRun
+	}
 	fr.mu.Unlock()
 	sess.Interrupt(context.Background())
-	if running && done != nil {
+	if pre != nil {
+		<-pre // the run starts aborted
+	}
+	if compacted != nil {
+		<-compacted
+	}
+	// The run's done closes after its last events, also when running is
+	// already false (its settling is being written).
+	fr.mu.Lock()
+	done := fr.runDone
+	fr.mu.Unlock()
+	if done != nil {
 		<-done
 	}
 }
@@ -1115,11 +1115,12 @@ func (fr *front) session() *session.Session {
 	return fr.cur
 }
 
-func (fr *front) converter() *converter {
-	fr.mu.Lock()
-	sess := fr.cur
+func (fr *front) converter() *converter { return fr.converterOf(fr.session()) }
+
+// converterOf is a converter of sess's history; fr.mu is not taken, so the
+// translator may use it (recorder.ContextTokens).
+func (fr *front) converterOf(sess *session.Session) *converter {
 	h := sess.Header()
-	fr.mu.Unlock()
 	c := newConverter(func(id string) (model.Info, bool) {
 		info, err := fr.h.Model(id)
 		return info, err == nil
@@ -1187,10 +1188,13 @@ func (fr *front) getTree(*command) (any, error) {
 }
 
 // contextMessages converts the messages the next model call sees.
-func (fr *front) contextMessages() []any {
-	conv := fr.converter()
+func (fr *front) contextMessages() []any { return fr.contextOf(fr.session()) }
+
+// contextOf is contextMessages of sess, without fr.mu.
+func (fr *front) contextOf(sess *session.Session) []any {
+	conv := fr.converterOf(sess)
 	out := []any{}
-	branch := session.Branch(fr.session().Entries())
+	branch := session.Branch(sess.Entries())
 	// Each message names the model and level in force when it was made.
 	type inForce struct {
 		info   model.Info
@@ -1489,9 +1493,12 @@ func (fr *front) compact(c *command) {
 		return
 	}
 	fr.compacting = compactManual
+	compacted := make(chan struct{})
+	fr.compactDone = compacted
 	info := fr.info
 	fr.mu.Unlock()
 	fr.async(func() {
+		defer close(compacted)
 		<-turn.Done()
 		res, err := turn.Compacted()
 		fr.mu.Lock()
@@ -1504,10 +1511,11 @@ func (fr *front) compact(c *command) {
 			fr.respond(c.id, c.typ, nil, err)
 			return
 		}
-		summary, kept := recorder{sess}.LastCompaction()
+		rec := recorder{sess, fr}
+		summary, kept := rec.LastCompaction()
 		u := withReasoning(pricedUsage(res.Usage, info.Price), info.API, res.Usage.Reasoning)
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
-			EstimatedTokensAfter: res.TokensAfter, Usage: &u, Details: recorder{sess}.CompactedFiles()}, nil)
+			EstimatedTokensAfter: rec.ContextTokens(), Usage: &u, Details: rec.CompactedFiles()}, nil)
 	})
 }
 

@@ -23,6 +23,9 @@ type Recorded interface {
 	// CompactedFiles lists the files the newest compaction's summarised
 	// history read and modified.
 	CompactedFiles() CompactionDetails
+	// ContextTokens is pi's estimate of the context's tokens now
+	// (estimateMessages of its messages).
+	ContextTokens() int64
 }
 
 // Translator turns the events of e's turns into pi's events. One pi run
@@ -240,6 +243,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		if t.Recorded != nil {
 			res.Summary, res.FirstKeptEntryID = t.Recorded.LastCompaction()
 			res.Details = t.Recorded.CompactedFiles()
+			res.EstimatedTokensAfter = t.Recorded.ContextTokens()
 		}
 		emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Result: res})
 		t.compacting = ""

@@ -64,6 +64,7 @@ func (recorded) LastCompaction() (string, string) { return "the summary", "e1" }
 func (recorded) CompactedFiles() CompactionDetails {
 	return CompactionDetails{ReadFiles: []string{"a.txt"}, ModifiedFiles: []string{}}
 }
+func (recorded) ContextTokens() int64 { return 42 }
 
 func TestTranslate(t *testing.T) {
 	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}
@@ -249,5 +250,22 @@ func TestCompactionAborted(t *testing.T) {
 	summary(t, got) // each line passes pi's schemas
 	if got := tr.CompactionAborted(); len(got) != 0 {
 		t.Errorf("after the end: got %v, want nothing", got)
+	}
+}
+
+// TestCompactionEstimate checks that compaction_end's estimatedTokensAfter
+// is pi's estimate of the context after it (Recorded.ContextTokens: the
+// system prompt and tools included, Q7), not e's count of the kept
+// messages.
+func TestCompactionEstimate(t *testing.T) {
+	tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: model.APIOffline}, Recorded: recorded{}}
+	evs := append(tr.Feed(agent.Compacting{Reason: "threshold"}), tr.Feed(agent.Compacted{TokensBefore: 900, TokensAfter: 13})...)
+	end, ok := evs[len(evs)-1].(CompactionEnd)
+	if !ok || end.Result == nil {
+		t.Fatalf("last event %#v, want compaction_end with a result", evs[len(evs)-1])
+	}
+	if end.Result.EstimatedTokensAfter != 42 || end.Result.TokensBefore != 900 {
+		t.Errorf("estimatedTokensAfter %d, tokensBefore %d; want 42 (Recorded.ContextTokens) and 900",
+			end.Result.EstimatedTokensAfter, end.Result.TokensBefore)
 	}
 }

@@ -46,6 +46,10 @@ type Options struct {
 	// pi's compaction.reserveTokens does: a context above the model's
 	// window less it (agent.Engine.ReserveTokens).
 	ReserveTokens int64
+	// SummaryFiles ends each compaction's summary with pi's lists of the
+	// files the summarised history read and modified (pi's dialect;
+	// agent.Engine.SummaryFiles).
+	SummaryFiles bool
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -180,7 +184,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens,
+			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a
