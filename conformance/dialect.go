@@ -46,6 +46,53 @@ type dialect interface {
 	// stream, the requests a server sends its client.
 	counts(obj map[string]any, lc lineClass) bool
 	knownType(typ string) bool
+
+	// What the recorder loosens (spec/conformance.md 5):
+	//
+	// progressLine is the "?*" line that takes any line of stream key
+	// while stopped work winds down: any event of an e rpc request, any
+	// pi event, any update of an ACP session.
+	progressLine(key string) map[string]any
+	// partialOutput reports whether a line repeats a running tool's
+	// output so far: pi's tool_execution_update, an ACP tool_call_update
+	// with content and no status. How the output came in chunks, so how
+	// many such lines a run prints and what each holds, varies from run
+	// to run (e rpc's tool_output deltas are joined into one run
+	// instead); partialLine is the "?*" line that takes any such line of
+	// obj's stream.
+	partialOutput(obj map[string]any) bool
+	partialLine(obj map[string]any) map[string]any
+	// raceBorn reports whether an event of type typ is what a client
+	// line can put into work already running, at a moment the timing
+	// decides: e rpc's steered and discarded, pi's queue_update.
+	raceBorn(typ string) bool
+	// steers reports whether a client line can change what work already
+	// running does (a steer, a second prompt, a model change), so that
+	// what the work prints after it depends on when it landed.
+	steers(line string) bool
+	// dropConcurrent removes from b the lines of tool calls that may run
+	// at once, whose order varies (e rpc: dropConcurrentTools; pi:
+	// dropPiConcurrentCalls).
+	dropConcurrent(b *expectBuilder)
+}
+
+// steerMethods are the requests of each dialect that can change running
+// work, by method (e rpc, ACP) or command type (pi).
+var steerMethods = map[string]map[string]bool{
+	DialectERPC: {"session.steer": true, "session.unsteer": true, "session.set": true, "session.compact": true, "session.prompt": true, "session.shell": true},
+	DialectPi: {"steer": true, "follow_up": true, "prompt": true, "set_model": true, "cycle_model": true, "set_thinking_level": true,
+		"cycle_thinking_level": true, "compact": true, "set_auto_compaction": true, "set_auto_retry": true, "set_steering_mode": true,
+		"set_follow_up_mode": true, "bash": true, "new_session": true, "switch_session": true, "fork": true, "set_session_name": true},
+	DialectACP: {"session/prompt": true, "session/set_config_option": true, "session/set_mode": true, "session/set_model": true, "session/load": true},
+}
+
+// steersBy reports whether line is a request of dialect name that can
+// change running work, its method read from field.
+func steersBy(name, field, line string) bool {
+	v, _ := decode([]byte(line))
+	obj, _ := v.(map[string]any)
+	m, _ := obj[field].(string)
+	return steerMethods[name][m]
 }
 
 // dialectOf is the case's dialect.
@@ -120,6 +167,21 @@ func (erpcDialect) counts(_ map[string]any, lc lineClass) bool { return lc.key =
 
 func (erpcDialect) knownType(t string) bool { return knownEventType(t) }
 
+func (erpcDialect) progressLine(key string) map[string]any {
+	id, _ := decode([]byte(strings.TrimPrefix(key, "r:")))
+	return map[string]any{"type": "$string", "request": id}
+}
+
+func (erpcDialect) partialOutput(map[string]any) bool { return false }
+
+func (erpcDialect) partialLine(map[string]any) map[string]any { return nil }
+
+func (erpcDialect) raceBorn(t string) bool { return t == "steered" || t == "discarded" }
+
+func (erpcDialect) steers(line string) bool { return steersBy(DialectERPC, "method", line) }
+
+func (erpcDialect) dropConcurrent(b *expectBuilder) { b.dropConcurrentTools() }
+
 // piDialect is e --mode rpc. Responses ({"type":"response"}) are in the
 // stream of their id; every other line (events, extension_ui_request) is
 // in the process stream, in order: pi has one session per process.
@@ -142,7 +204,7 @@ func (piDialect) classify(obj map[string]any, _ *Case, _ func(string) string) (l
 		}
 	}
 	if typ != "response" {
-		return lineClass{key: "process", event: true, typ: typ}, nil
+		return lineClass{key: piEventStream(obj, typ), event: true, typ: typ}, nil
 	}
 	id, ok := obj["id"]
 	if !ok || id == "$absent" {
@@ -152,6 +214,23 @@ func (piDialect) classify(obj map[string]any, _ *Case, _ func(string) string) (l
 		return lineClass{}, errors.New(`a response's "id" must be the literal command id`)
 	}
 	return lineClass{key: "r:" + canon(id), id: canon(id)}, nil
+}
+
+// piEventStream is the stream of a pi event: a bash command's output is in
+// the stream of the command's response (its id), and each kind of
+// command-born event (a rename, a thinking level) in one of its own, so
+// that none is ordered against a run that goes on meanwhile; every other
+// event is in the process stream.
+func piEventStream(obj map[string]any, typ string) string {
+	switch typ {
+	case "bash_execution_update":
+		if id, ok := obj["id"].(string); ok && id != "" && !isPattern(id) {
+			return "r:" + canon(id)
+		}
+	case "session_info_changed", "thinking_level_changed":
+		return "command:" + typ
+	}
+	return "process"
 }
 
 func piAME(obj map[string]any) map[string]any {
@@ -165,6 +244,10 @@ func piAME(obj map[string]any) map[string]any {
 // delta: the text, thinking and tool call argument deltas of one content
 // block (contentIndex). A joined line keeps the first one's message.
 func (piDialect) delta(obj map[string]any) (string, string, bool) {
+	if obj["type"] == "bash_execution_update" {
+		d, ok := obj["delta"].(string)
+		return "bash", d, ok
+	}
 	a := piAME(obj)
 	t, _ := a["type"].(string)
 	d, ok := a["delta"].(string)
@@ -175,6 +258,9 @@ func (piDialect) delta(obj map[string]any) (string, string, bool) {
 }
 
 func (piDialect) setDelta(obj map[string]any, text string) {
+	if obj["type"] == "bash_execution_update" {
+		obj["delta"] = text
+	}
 	if a := piAME(obj); a != nil {
 		a["delta"] = text
 	}
@@ -187,6 +273,22 @@ func (piDialect) knownType(t string) bool {
 	base, _, _ := strings.Cut(t, ".")
 	return piKnownType(base)
 }
+
+func (piDialect) progressLine(string) map[string]any { return map[string]any{"type": "$string"} }
+
+func (piDialect) partialOutput(obj map[string]any) bool {
+	return obj["type"] == "tool_execution_update"
+}
+
+func (piDialect) partialLine(map[string]any) map[string]any {
+	return map[string]any{"type": "tool_execution_update"}
+}
+
+func (piDialect) raceBorn(t string) bool { return t == "queue_update" }
+
+func (piDialect) steers(line string) bool { return steersBy(DialectPi, "type", line) }
+
+func (piDialect) dropConcurrent(b *expectBuilder) { b.dropPiConcurrentCalls() }
 
 // acpDialect is e acp: JSON-RPC 2.0. A session's lines form one stream,
 // "s:<name>" where name is the placeholder its session id is bound to: its
@@ -315,6 +417,31 @@ func (acpDialect) counts(obj map[string]any, lc lineClass) bool {
 }
 
 func (acpDialect) knownType(t string) bool { return acpKnownTypes[t] }
+
+func (acpDialect) progressLine(key string) map[string]any {
+	return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "{{" + strings.TrimPrefix(key, "s:") + "}}"}}
+}
+
+func (acpDialect) partialOutput(obj map[string]any) bool {
+	u, _ := obj["params"].(map[string]any)
+	u, _ = u["update"].(map[string]any)
+	_, status := u["status"]
+	return obj["method"] == "session/update" && u["sessionUpdate"] == "tool_call_update" && u["content"] != nil && !status
+}
+
+func (acpDialect) partialLine(obj map[string]any) map[string]any {
+	p, _ := obj["params"].(map[string]any)
+	return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": p["sessionId"],
+		"update": map[string]any{"sessionUpdate": "tool_call_update", "status": "$absent"}}}
+}
+
+func (acpDialect) raceBorn(string) bool { return false }
+
+func (acpDialect) steers(line string) bool { return steersBy(DialectACP, "method", line) }
+
+// dropConcurrent: not yet for ACP, whose concurrent calls' permission
+// requests must each be expected (and answered by their ids).
+func (acpDialect) dropConcurrent(*expectBuilder) {}
 
 // acpKnownTypes are ACP v1's session update kinds and agent requests.
 var acpKnownTypes = map[string]bool{

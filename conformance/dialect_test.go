@@ -17,6 +17,7 @@ const (
 	fakeACPReadsFS    = "acp-reads-fs"    // asks the client fs/read_text_file (K9)
 	fakeACPExtra      = "acp-extra"       // a field no schema declares in every line, types none knows (additive)
 	fakeACPNoJSONRPC  = "acp-no-jsonrpc"  // responses without "jsonrpc" (K1, the schema)
+	fakeACPBusy       = "acp-busy"        // correct: refuses a second prompt while the first runs, which goes on
 	fakePiNoResponse  = "pi-no-response"  // abort is never answered
 	fakePiExtra       = "pi-extra"        // a field no schema declares in every line, a type none knows (additive)
 )
@@ -61,6 +62,13 @@ func fakeACP(mode string) int {
 				write(map[string]any{"id": 0, "method": "fs/read_text_file", "params": map[string]any{"sessionId": "S1", "path": "/etc/hostname"}})
 			}
 			update("hel")
+			if mode == fakeACPBusy && in.Scan() {
+				// The client's next prompt, while this one runs: refused,
+				// which ends nothing (K5 is about this prompt's response).
+				json.Unmarshal(in.Bytes(), &req)
+				write(map[string]any{"id": req.ID, "error": map[string]any{"code": -32000, "message": "a prompt is running"}})
+				req.ID = json.Number("3")
+			}
 			update("lo")
 			write(map[string]any{"id": req.ID, "result": map[string]any{"stopReason": "end_turn"}})
 			if mode == fakeACPLateUpdate {
@@ -117,6 +125,7 @@ func TestDialects(t *testing.T) {
 		{mode: fakeACPExtra, file: "testdata/dialects/fake-acp.txtar", notes: true},
 		{mode: fakeACPExtra, file: "testdata/dialects/fake-acp.txtar", strict: true, want: []string{"/x_future", "--strict"}},
 		{mode: fakeACPLateUpdate, file: "testdata/dialects/fake-acp.txtar", want: []string{"after the response to its session/prompt", "K5"}},
+		{mode: fakeACPBusy, file: "testdata/dialects/fake-acp-busy.txtar", strict: true},
 		{mode: fakeACPReadsFS, file: "testdata/dialects/fake-acp.txtar", want: []string{"session {{sid}}", `got:      "fs/read_text_file"`}},
 		{mode: fakeACPNoJSONRPC, file: "testdata/dialects/fake-acp.txtar", want: []string{"ACP schema"}},
 		{mode: "good", file: "testdata/dialects/fake-pi.txtar", strict: true},
@@ -148,5 +157,36 @@ func TestDialects(t *testing.T) {
 				t.Errorf("notes %q, want some: %v", r.Notes, tt.notes)
 			}
 		})
+	}
+}
+
+// A session/update is validated by its kind first, and by the whole ACP
+// union when that fails, so the verdict is the union's either way (the
+// union admits some updates their kind does not: a notification of any
+// method may be an extension's).
+func TestACPUpdateByKind(t *testing.T) {
+	c, err := acpCompiled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`
+	if v, _ := lineObject([]byte(chunk)); c.updates["agent_message_chunk"] == nil || c.updates["agent_message_chunk"].Validate(v) != nil {
+		t.Errorf("the agent_message_chunk variant does not take %s", chunk)
+	}
+	for _, line := range []string{
+		chunk,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"usage_update","size":"big","used":1}}}`,
+		`{"jsonrpc":"1.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+	} {
+		v, err := lineObject([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.validate(v) == nil, c.s.Validate(v) == nil; got != want {
+			t.Errorf("%s: valid %v, the union says %v", line, got, want)
+		}
 	}
 }

@@ -529,6 +529,18 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		return b.labels[i]
 	}
 	cut := map[int]string{} // delta runs open when the client stopped work: their text then
+	r := newRaces(d)
+	// cutOpen notes the delta runs of session still streaming: their text
+	// so far.
+	cutOpen := func(session string) {
+		for _, i := range b.last {
+			_, text, ok := d.delta(b.lines[i])
+			_, seen := cut[i]
+			if ok && !seen && sessionScoped(d, n, b.lines[i], session) {
+				cut[i] = text
+			}
+		}
+	}
 	var windows []stopWindow
 	open := map[string]int{} // stream → its window in windows, from a stop to the stopped work's end
 	for _, l := range log {
@@ -536,22 +548,34 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 			// A window ends at the next client line at the latest: what
 			// comes after it may be the line's doing.
 			for key, w := range open {
-				windows[w].to = len(b.lines)
-				delete(open, key)
-			}
-			if stop, session := stopOf(d, l); stop {
-				for _, key := range sortedKeys(b.last) {
-					i := b.last[key]
-					if b.inProgress(key) && (session == "" || sessionOf(d, b.lines[i]) == n.str(sessionField(d), session)) {
-						open[key] = len(windows)
-						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1})
-					}
+				if !windows[w].steered { // a steered one lasts until its work ends
+					windows[w].to = len(b.lines)
+					delete(open, key)
 				}
-				for _, i := range b.last {
-					_, text, ok := d.delta(b.lines[i])
-					_, seen := cut[i]
-					if ok && !seen && (session == "" || sessionOf(d, b.lines[i]) == n.str(sessionField(d), session)) {
-						cut[i] = text
+			}
+			stop, session := stopOf(d, l)
+			working := r.client(&b, n, l, session)
+			if stop {
+				if len(working) > 0 {
+					r.stopped(session)
+				}
+				for _, key := range b.working(n, session) { // what has shown
+					if _, ok := open[key]; ok {
+						continue // steered: open until the work ends
+					}
+					open[key] = len(windows)
+					windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1})
+				}
+				cutOpen(session)
+			} else if len(working) > 0 && l.directive == "" && r.race(l.line, session, working) {
+				// What the work does from here on depends on when the
+				// line landed: as after a stop, the text streaming then
+				// is cut there and a window opens, its texts loosened too.
+				cutOpen(session)
+				for _, key := range working {
+					if _, ok := open[key]; !ok {
+						open[key] = len(windows)
+						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1, steered: true})
 					}
 				}
 			}
@@ -596,9 +620,13 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		if err != nil || !ok {
 			return nil, fmt.Errorf("conformance: record: the server printed a line that is not a JSON object: %q", shorten(l.line))
 		}
-		line := n.value("", obj).(map[string]any)
+		line, keep := r.server(n.value("", obj).(map[string]any), obj, sent)
+		if !keep {
+			continue
+		}
 		key := b.add(line)
 		pending[key] = true
+		r.added(&b, key, obj, line)
 		if w, ok := open[key]; ok && endsWork(d, line) {
 			windows[w].to = len(b.lines) - 1
 			delete(open, key)
@@ -609,7 +637,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	}
 	b.cutRuns(cut)
 	b.loosenStops(windows)
-	b.dropConcurrentTools()
+	b.dialect().dropConcurrent(&b)
 	b.dropPartialOutput()
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
@@ -756,21 +784,13 @@ var stopMethods = map[string]bool{"session.interrupt": true, "session.close": tr
 var piStops = map[string]bool{"abort": true, "abort_bash": true, "abort_retry": true}
 
 // sessionOf is the session id a line of dialect d names ("" for none or
-// pi, whose process has one session); sessionField is the field that
-// holds it.
+// pi, whose process has one session).
 func sessionOf(d dialect, obj map[string]any) any {
 	if _, ok := d.(acpDialect); ok {
 		p, _ := obj["params"].(map[string]any)
 		return p["sessionId"]
 	}
 	return obj["session"]
-}
-
-func sessionField(d dialect) string {
-	if _, ok := d.(erpcDialect); ok {
-		return "session"
-	}
-	return "sessionId"
 }
 
 // stopsWork reports whether the client stopped work during the recorded

@@ -358,14 +358,14 @@ func TestTapeAfterStop(t *testing.T) {
 // and the recording drops them): it names the batch.
 func TestRecordWaitsEveryStream(t *testing.T) {
 	log := []recorded{
-		{client: true, line: `{"id":"p","method":"session.prompt"}`},
-		{client: true, line: `{"id":"q","method":"session.prompt"}`},
+		{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+		{client: true, line: `{"id":"q","method":"session.prompt","params":{"session":"S2"}}`},
 		{line: `{"id":"p","result":{}}`},
 		{line: `{"type":"text","delta":"a","request":"q"}`},
 		{client: true, line: `{"id":"r","method":"session.list"}`},
 		{line: `{"type":"text","delta":"b","request":"q"}`},
 		{line: `{"id":"r","result":{}}`},
-		{client: true, line: `{"id":"t","method":"session.prompt"}`},
+		{client: true, line: `{"id":"t","method":"session.prompt","params":{"session":"S3"}}`},
 		{line: `{"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}`},
 		{line: `{"type":"tool_start","id":2,"request":"t"}`},
 		{client: true, directive: "#close"},
@@ -384,18 +384,18 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 		}
 	}
 	want := `-- client --
-{"id":"p","method":"session.prompt"}
-{"id":"q","method":"session.prompt"}
+{"id":"p","method":"session.prompt","params":{"session":"S1"}}
+{"id":"q","method":"session.prompt","params":{"session":"S2"}}
 #wait l1 l2
 {"id":"r","method":"session.list"}
 #wait l2 l3
-{"id":"t","method":"session.prompt"}
+{"id":"t","method":"session.prompt","params":{"session":"S3"}}
 #wait l4
 #close
 -- expect --
 @l1 {"id":"p","result":{}}
 @l2 {"type":"text","delta":"$prefix:ab","request":"q"}
-@l3 {"id":"r","result":{}}
+@l3 {"id":"r"}
 @l4 {"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}
 ?* {"type":"$string","request":"q"}
 ?* {"type":"$string","request":"t"}
@@ -672,21 +672,26 @@ func TestRecordStopWindows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: tt.dialect}, tt.log, nil, map[string]any{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			for _, f := range parseArchive(out).files {
-				if f.name == "expect" {
-					got = string(f.data)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, draftExpect(t, tt.dialect, tt.log)); diff != "" {
 				t.Errorf("expect section (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// draftExpect is the expect section of the case draftCase writes for log.
+func draftExpect(t *testing.T, dialect string, log []recorded) string {
+	t.Helper()
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: dialect}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range parseArchive(out).files {
+		if f.name == "expect" {
+			return string(f.data)
+		}
+	}
+	return ""
 }
 
 // A call that began after the client's latest line stopped work is

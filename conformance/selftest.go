@@ -133,15 +133,13 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 					return
 				}
 				r := run(ctx, o.Cases[cands[k]], opts(server))
-				if r.Verdict != Pass && ctx.Err() == nil {
-					// Once more: a case that times out on a loaded
-					// machine is not the control's doing.
-					r = run(ctx, o.Cases[cands[k]], opts(server))
-				}
+				// Once more: a case that times out on a loaded machine
+				// is not the control's doing.
+				failed := r.Verdict != Pass && persists(ctx, run, o.Cases[cands[k]], opts(server), 1, func(v Verdict) bool { return v != Pass })
 				mu.Lock()
 				defer mu.Unlock()
 				res.Tried++
-				if r.Verdict != Pass && !res.Killed {
+				if failed && !res.Killed {
 					res.Killed, res.KilledBy = true, r.ID
 					if r.Divergence != nil {
 						res.Detail = r.Divergence.Step + ": " + r.Divergence.Message
@@ -159,7 +157,7 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 					continue
 				}
 				detail := r.Divergence.Step + ": " + r.Divergence.Message
-				if res.Listed != "" && !failsAgain(ctx, run, o.Cases[i], opts(server)) {
+				if res.Listed != "" && !persists(ctx, run, o.Cases[i], opts(server), confirmRuns, func(v Verdict) bool { return v == Fail }) {
 					// A listed survivor caught fails the self-test, so
 					// the catch must be the mutant's doing: a case that
 					// failed by timing (a timeout under load) and then
@@ -236,9 +234,13 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 // survivor runs: it caught it only if it fails every time.
 const confirmRuns = 2
 
-func failsAgain(ctx context.Context, run func(context.Context, *Case, Options) *Result, c *Case, o Options) bool {
-	for range confirmRuns {
-		if ctx.Err() != nil || run(ctx, c, o).Verdict != Fail {
+// persists reports whether c's verdict stays bad in n more runs: a
+// verdict that decides the self-test (a control failing, a listed
+// survivor caught) is confirmed by running again, since one run on a
+// loaded machine can fail by timing alone.
+func persists(ctx context.Context, run func(context.Context, *Case, Options) *Result, c *Case, o Options, n int, bad func(Verdict) bool) bool {
+	for range n {
+		if ctx.Err() != nil || !bad(run(ctx, c, o).Verdict) {
 			return false
 		}
 	}

@@ -222,8 +222,8 @@ func (r *run) feed(raw []byte) *Divergence {
 	}
 	r.answered[lc.id] = true
 	s.responded = true
-	if r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" {
-		s.quiet = true
+	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused {
+		s.quiet = true // a prompt refused (one already runs) ends nothing
 	}
 	if div := r.flush(s); div != nil {
 		return div
@@ -448,6 +448,9 @@ func streamName(key string) string {
 	}
 	if id, ok := strings.CutPrefix(key, "s="); ok {
 		return "session " + id
+	}
+	if typ, ok := strings.CutPrefix(key, "command:"); ok {
+		return "the " + typ + " stream"
 	}
 	return "request " + strings.TrimPrefix(key, "r:")
 }

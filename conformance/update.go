@@ -337,7 +337,8 @@ func (b *expectBuilder) waitable(key string, i int) int {
 // is met once that text is in), and so are the texts after it in its
 // stream that hold the run (e rpc: a result's output, a tool_end's
 // content; pi: the message's content in text_end, message_end, turn_end
-// and agent_end).
+// and agent_end) and those of later answers (the history that
+// session.entries or get_messages read).
 func (b *expectBuilder) cutRuns(cut map[int]string) {
 	d := b.dialect()
 	for i, before := range cut {
@@ -349,7 +350,9 @@ func (b *expectBuilder) cutRuns(cut map[int]string) {
 		d.setDelta(b.lines[i], "$prefix:"+before)
 		key := b.key(b.lines[i])
 		for _, l := range b.lines[i+1:] {
-			if b.key(l) == key {
+			// Its stream's later lines, and any later answer: the
+			// history a later request reads holds the cut text too.
+			if lc, err := d.classify(l, b.c, nil); err == nil && (lc.key == key || !lc.event) {
 				cutHolders(l, full, before)
 			}
 		}
@@ -388,6 +391,7 @@ var holderFields = map[string]bool{"output": true, "final_output": true, "conten
 type stopWindow struct {
 	key      string
 	from, to int
+	steered  bool // opened by a line that raced the work and may change it (dialect.steers)
 }
 
 // loosenStops makes each stop window timing-independent (spec/conformance.md
@@ -417,10 +421,22 @@ func (b *expectBuilder) loosenStops(windows []stopWindow) {
 			skip[i] = true
 		}
 		first[w.from] = append(first[w.from], w)
+		end := -1
 		for i := w.to; i < len(b.lines); i++ {
 			if b.key(b.lines[i]) == w.key {
 				loosenCounts(b.lines[i])
+				if w.steered {
+					loosenTexts(b.lines[i])
+				}
+				if end < 0 {
+					end = i
+				}
 			}
+		}
+		if w.steered && end >= 0 {
+			// A line that raced the work may also start more of it
+			// after its end (pi's follow_up once the run settled).
+			first[end+1] = append(first[end+1], w)
 		}
 	}
 	if len(first) == 0 {
@@ -430,7 +446,7 @@ func (b *expectBuilder) loosenStops(windows []stopWindow) {
 	var labels, opt []string
 	for i := 0; i <= len(b.lines); i++ {
 		for _, w := range first[i] {
-			lines, labels, opt = append(lines, progressLine(b.dialect(), w.key)), append(labels, ""), append(opt, "?* ")
+			lines, labels, opt = append(lines, b.dialect().progressLine(w.key)), append(labels, ""), append(opt, "?* ")
 		}
 		if i < len(b.lines) && !skip[i] {
 			lines, labels, opt = append(lines, b.lines[i]), append(labels, b.labels[i]), append(opt, b.opt[i])
@@ -467,6 +483,19 @@ func (b *expectBuilder) inProgress(key string) bool {
 	return strings.HasPrefix(key, "r:") && isEvent
 }
 
+// working is the streams with work in progress (inProgress) in the scope
+// of a client line naming session ("": every stream).
+func (b *expectBuilder) working(n *normalizer, session string) []string {
+	d := b.dialect()
+	var keys []string
+	for _, key := range sortedKeys(b.last) {
+		if b.inProgress(key) && sessionScoped(d, n, b.lines[b.last[key]], session) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
 // endsWork reports whether a line of dialect d ends the work of its
 // stream that a stop cut: e rpc's turn_end or response, pi's
 // agent_settled, an ACP response (session/prompt's stopReason).
@@ -482,18 +511,17 @@ func endsWork(d dialect, obj map[string]any) bool {
 	return !isEvent || t == "turn_end"
 }
 
-// progressLine is the "?*" line that takes any progress line of stream
-// key: any event of an e rpc request, any pi event, any update of an ACP
-// session.
-func progressLine(d dialect, key string) map[string]any {
-	switch d.(type) {
-	case piDialect:
-		return map[string]any{"type": "$string"}
-	case acpDialect:
-		return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "{{" + strings.TrimPrefix(key, "s:") + "}}"}}
+// loosenUsage matches the counts of a line by type: a usage event's
+// numbers, and those of usage and tools counts in any line.
+func loosenUsage(line map[string]any) {
+	if line["type"] == "usage" {
+		for k, v := range line {
+			if _, ok := v.(json.Number); ok {
+				line[k] = "$number"
+			}
+		}
 	}
-	id, _ := decode([]byte(strings.TrimPrefix(key, "r:")))
-	return map[string]any{"type": "$string", "request": id}
+	loosenCounts(line)
 }
 
 // loosenCounts matches the numbers of v's usage and tools counts by type.
@@ -568,69 +596,102 @@ func (b *expectBuilder) dropConcurrentTools() {
 	if len(batched) == 0 {
 		return
 	}
-	var lines []map[string]any
-	var labels, opt []string
+	b.keep(func(i int) bool { return !batched[keys[i]] || !perCall(b.lines[i]) })
+}
+
+// dropPiConcurrentCalls replaces, in a pi recording, the lines between
+// the assistant message of a step with two tool calls or more and the
+// step's turn_end (the calls' tool_execution_start, _update and _end and
+// their toolResult messages) by one "?*" line taking any line: pi's events
+// come as the calls finish, in an order that varies from run to run (e
+// rpc's tool_batch: dropConcurrentTools; pi's lines of these types are
+// expected elsewhere in the stream, so they cannot just be left out). The
+// assistant message names the calls, the history keeps them in call order,
+// and the turn_end's toolResults must each still come, in any order. A
+// step where a #wait names such a line keeps its lines.
+func (b *expectBuilder) dropPiConcurrentCalls() {
+	drop := map[int]bool{}
+	first := -1 // the batch's first line after its assistant message_end
+	var step []int
+	labelled := false
 	for i, l := range b.lines {
-		if batched[keys[i]] && perCall(l) {
-			continue
+		switch {
+		case b.key(l) != "process":
+		case l["type"] == "message_end" && piCalls(l) >= 2:
+			first, labelled, step = i+1, false, nil
+		case first >= 0 && l["type"] != "turn_end":
+			step = append(step, i)
+			labelled = labelled || b.labels[i] != ""
+		case first >= 0:
+			if !labelled && len(step) > 0 {
+				for _, j := range step {
+					drop[j] = true
+				}
+				drop[step[0]] = false
+				b.lines[step[0]], b.opt[step[0]] = b.dialect().progressLine("process"), "?* "
+				if rs, ok := l["toolResults"].([]any); ok {
+					some := make([]any, len(rs))
+					for k, r := range rs {
+						some[k] = map[string]any{"$some": r}
+					}
+					l["toolResults"] = map[string]any{"$all": some}
+				}
+			}
+			first = -1
 		}
-		lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
 	}
-	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+	if len(drop) > 0 {
+		b.keep(func(i int) bool { return !drop[i] })
+	}
 }
 
-// partialOutput reports whether l repeats a running tool's output so far:
-// pi's tool_execution_update, an ACP tool_call_update with content and no
-// status. How the output came in chunks, so how many such lines a run
-// prints and what each holds, varies from run to run (e rpc's tool_output
-// deltas are joined into one run instead).
-func partialOutput(d dialect, l map[string]any) bool {
-	switch d.(type) {
-	case piDialect:
-		return l["type"] == "tool_execution_update"
-	case acpDialect:
-		u, _ := l["params"].(map[string]any)
-		u, _ = u["update"].(map[string]any)
-		_, status := u["status"]
-		return l["method"] == "session/update" && u["sessionUpdate"] == "tool_call_update" && u["content"] != nil && !status
+// piCalls is the number of tool calls in a pi line's assistant message.
+func piCalls(l map[string]any) int {
+	m, _ := l["message"].(map[string]any)
+	content, _ := m["content"].([]any)
+	n := 0
+	for _, c := range content {
+		if c, _ := c.(map[string]any); m["role"] == "assistant" && c["type"] == "toolCall" {
+			n++
+		}
 	}
-	return false
+	return n
 }
 
-// dropPartialOutput replaces each run of partialOutput lines of a stream
-// (lines of other streams may come between) by one "?*" line taking any
-// such line: how many a replay prints depends on the chunks. The tool's
-// end line and the result still show its whole output. A line a #wait
-// names stays as it is.
+// dropPartialOutput replaces each run of partial output lines of a stream
+// (dialect.partialOutput; lines of other streams may come between) by one
+// "?*" line taking any such line: how many a replay prints depends on the
+// chunks. The tool's end line and the result still show its whole output.
+// A line a #wait names stays as it is.
 func (b *expectBuilder) dropPartialOutput() {
 	d := b.dialect()
-	var lines []map[string]any
-	var labels, opt []string
 	inRun := map[string]bool{} // stream → its latest kept line is a "?*" one
-	for i, l := range b.lines {
-		key := b.key(l)
-		if b.labels[i] == "" && partialOutput(d, l) {
-			if !inRun[key] {
-				inRun[key] = true
-				lines, labels, opt = append(lines, partialLine(d, l)), append(labels, ""), append(opt, "?* ")
-			}
-			continue
+	b.keep(func(i int) bool {
+		key := b.key(b.lines[i])
+		if b.labels[i] != "" || !d.partialOutput(b.lines[i]) {
+			inRun[key] = false
+			return true
 		}
-		inRun[key] = false
-		lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
-	}
-	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+		if inRun[key] {
+			return false
+		}
+		inRun[key] = true
+		b.lines[i], b.opt[i] = d.partialLine(b.lines[i]), "?* "
+		return true
+	})
 }
 
-// partialLine is the "?*" line that takes any partialOutput line of l's
-// stream.
-func partialLine(d dialect, l map[string]any) map[string]any {
-	if _, ok := d.(acpDialect); ok {
-		p, _ := l["params"].(map[string]any)
-		return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": p["sessionId"],
-			"update": map[string]any{"sessionUpdate": "tool_call_update", "status": "$absent"}}}
+// keep keeps the lines i for which keep(i) is true, in order (keep may
+// rewrite line i), and forgets the indexes that pointed into the lines.
+func (b *expectBuilder) keep(keep func(i int) bool) {
+	var lines []map[string]any
+	var labels, opt []string
+	for i := range b.lines {
+		if keep(i) {
+			lines, labels, opt = append(lines, b.lines[i]), append(labels, b.labels[i]), append(opt, b.opt[i])
+		}
 	}
-	return map[string]any{"type": "tool_execution_update"}
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
 }
 
 func (b *expectBuilder) String() string {

@@ -61,6 +61,7 @@ const (
 	ErrorCodeNotFound       ErrorCode = "not_found"
 	ErrorCodeUnsupported    ErrorCode = "unsupported"
 	ErrorCodeUnknownAsk     ErrorCode = "unknown_ask"
+	ErrorCodeInterrupted    ErrorCode = "interrupted"
 	ErrorCodeInternal       ErrorCode = "internal"
 )
 

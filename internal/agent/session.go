@@ -64,7 +64,11 @@ type Engine struct {
 	// the lists of the files the summarised history read and modified
 	// (FileOps), so the model keeps knowing them.
 	SummaryFiles bool
-	Observer     Observer // nil: no operator log
+	// ErrorText, when set, words a failed model call in the turn's error,
+	// its retries' reasons and the log (pi's dialect words it as pi's
+	// providers do); nil: the error's own text. error_details keep it.
+	ErrorText func(*model.Error) string
+	Observer  Observer // nil: no operator log
 }
 
 // Options describe a new session.

@@ -563,7 +563,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()
 				o.ModelCall(rec)
 			}
-			return nil, partial, &modelError{err: me, details: details(me, decision, attempt+1)}
+			return nil, partial, &modelError{err: me, text: t.errText(me), details: details(me, decision, attempt+1)}
 		}
 		if partial != "" {
 			// The failed attempt's words are not in the output.
@@ -573,9 +573,9 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if !me.RetryAfterGiven && t.s.eng.RetryBase > 0 {
 			delay = t.s.eng.RetryBase << attempt
 		}
-		retry := Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: me.Error()}
+		retry := Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: t.errText(me)}
 		if show {
-			retry.Logged = t.recordAttempt(t.attemptCall(attempt, start, start, first, resp), me.Error(), resp)
+			retry.Logged = t.recordAttempt(t.attemptCall(attempt, start, start, first, resp), retry.Reason, resp)
 		}
 		t.emit(retry)
 		if o := t.s.eng.Observer; o != nil {
@@ -644,13 +644,23 @@ func (t *turn) callRecord(show bool, status string, attempts int, began, start, 
 	return r
 }
 
-// modelError is a terminal model failure with its details (U2).
+// modelError is a terminal model failure with its details (U2) and its
+// text (errText).
 type modelError struct {
 	err     *model.Error
+	text    string
 	details ErrorDetails
 }
 
-func (e *modelError) Error() string { return e.err.Error() }
+func (e *modelError) Error() string { return e.text }
+
+// errText words the failed model call me (Engine.ErrorText).
+func (t *turn) errText(me *model.Error) string {
+	if f := t.s.eng.ErrorText; f != nil {
+		return f(me)
+	}
+	return me.Error()
+}
 func (e *modelError) Unwrap() error { return e.err }
 
 func details(me *model.Error, decision string, attempts int) ErrorDetails {

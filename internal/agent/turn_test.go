@@ -485,3 +485,32 @@ func TestEntryMetadata(t *testing.T) {
 		t.Errorf("error entry %+v, want the turn's error", e)
 	}
 }
+
+// TestErrorText checks Engine.ErrorText (pi's dialect): it words a failed
+// model call in the retry's reason, the attempt entry, the turn's error
+// and its error entry, while error_details keep e's words.
+func TestErrorText(t *testing.T) {
+	eng := testEngine(t)
+	eng.ErrorText = func(me *model.Error) string { return fmt.Sprintf("%d says %s", me.Status, me.Message) }
+	s := testSession(t, eng, nil)
+	_, rec := prompt(t, s, "/error retryable overloaded\n/text back")
+	if r := ofType[Retry](rec); len(r) != 1 || r[0].Reason != "503 says overloaded" {
+		t.Errorf("retry events %+v, want the reason %q", r, "503 says overloaded")
+	}
+	res, rec := prompt(t, s, "/error fatal no way")
+	if res.Error == nil || *res.Error != "400 says no way" {
+		t.Errorf("turn error %v, want %q", res.Error, "400 says no way")
+	}
+	if d := ofType[ErrorDetailsEvent](rec); len(d) != 1 || d[0].Details.Message != "model: e: HTTP 400: no way" {
+		t.Errorf("error details %+v, want e's words", d)
+	}
+	var logged []string
+	for _, en := range s.Entries() {
+		if en.Type == store.TypeAttempt || en.Type == store.TypeError {
+			logged = append(logged, en.Error)
+		}
+	}
+	if diff := cmp.Diff([]string{"503 says overloaded", "400 says no way"}, logged); diff != "" {
+		t.Errorf("attempt and error entries (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
@@ -521,4 +523,31 @@ func jsJSON(v any) string {
 		return ""
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// providerError words a failed model call as pi's providers do (pi-ai's
+// formatProviderError over its SDKs' errors): "STATUS: BODY", BODY the
+// error of the JSON answer as JSON (an Anthropic answer, "type":"error",
+// whole; otherwise OpenAI's "error" member), cut at 4000 characters as
+// pi cuts it; an answer without such a body, or no answer, keeps e's
+// words.
+func providerError(me *model.Error) string {
+	var body map[string]json.RawMessage
+	if me.Status == 0 || json.Unmarshal([]byte(me.Body), &body) != nil {
+		return me.Error()
+	}
+	raw := json.RawMessage(me.Body)
+	if string(body["type"]) != `"error"` {
+		raw = body["error"]
+	}
+	var b bytes.Buffer
+	if len(raw) == 0 || raw[0] != '{' || json.Compact(&b, raw) != nil || b.String() == "{}" {
+		return me.Error()
+	}
+	text := b.String()
+	if n := jsLen(text); n > 4000 {
+		u := utf16.Encode([]rune(text))
+		text = string(utf16.Decode(u[:4000])) + fmt.Sprintf("... [truncated %d chars]", n-4000)
+	}
+	return fmt.Sprintf("%d: %s", me.Status, text)
 }

@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,37 @@ func TestEstimateMessages(t *testing.T) {
 	}
 	if got := estimateMessages(all); got != total {
 		t.Errorf("estimateMessages of all = %d, want the sum %d (each message rounds up on its own)", got, total)
+	}
+}
+
+// TestProviderError checks pi's wording of a failed model call (pi-ai's
+// formatProviderError, Q3): "STATUS: " and the answer's error as compact
+// JSON, OpenAI's "error" member or an Anthropic answer whole; e's words
+// without a status or a JSON error.
+func TestProviderError(t *testing.T) {
+	long := strings.Repeat("x", 4100)
+	tests := []struct {
+		name string
+		err  model.Error
+		want string
+	}{
+		{"openai error member", model.Error{Provider: "p", Status: 503, Message: "overloaded",
+			Body: `{"error": {"message": "overloaded", "type": "overloaded_error"}}`},
+			`503: {"message":"overloaded","type":"overloaded_error"}`},
+		{"anthropic answer whole", model.Error{Provider: "p", Status: 529, Message: "overloaded",
+			Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+			`529: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"no status", model.Error{Provider: "p", Stage: "connect", Message: "connection refused"}, "model: p: connection refused"},
+		{"not JSON", model.Error{Provider: "p", Status: 502, Message: "bad gateway", Body: "<html>"}, "model: p: HTTP 502: bad gateway"},
+		{"empty error member", model.Error{Provider: "p", Status: 500, Message: "x", Body: `{"error":{}}`}, "model: p: HTTP 500: x"},
+		{"cut at 4000", model.Error{Provider: "p", Status: 400, Body: `{"error":{"m":"` + long + `"}}`},
+			"400: " + (`{"m":"` + long)[:4000] + "... [truncated 108 chars]"}, // {"m":"…"} is 4108
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := providerError(&tt.err); got != tt.want {
+				t.Errorf("providerError = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

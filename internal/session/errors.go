@@ -26,13 +26,14 @@ const (
 	CodeNotFound       Code = "not_found"       // a named file or directory does not exist
 	CodeUnsupported    Code = "unsupported"     // the model cannot do it (images without image input)
 	CodeUnknownAsk     Code = "unknown_ask"     // ask.reply for an ask that is not open
+	CodeInterrupted    Code = "interrupted"     // session.compact stopped by session.interrupt, close or shutdown
 	CodeInternal       Code = "internal"        // anything else: e's or the system's fault
 )
 
 // Codes lists every code, in the order the spec documents them.
 var Codes = []Code{CodeParseError, CodeInvalidRequest, CodeUnknownMethod, CodeInvalidParams,
 	CodeUnknownSession, CodeTurnRunning, CodeNoTurn, CodeLocked, CodeUntrusted, CodeNotFound,
-	CodeUnsupported, CodeUnknownAsk, CodeInternal}
+	CodeUnsupported, CodeUnknownAsk, CodeInterrupted, CodeInternal}
 
 // Error is an error of the session layer. Param names the input at fault
 // ("cwd", "model", "tools[2]", "images[0]"), "" when no single one is;

@@ -50,6 +50,9 @@ type Options struct {
 	// files the summarised history read and modified (pi's dialect;
 	// agent.Engine.SummaryFiles).
 	SummaryFiles bool
+	// ErrorText words failed model calls (pi's dialect;
+	// agent.Engine.ErrorText); nil: e's own words.
+	ErrorText func(*model.Error) string
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -184,7 +187,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles,
+			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, ErrorText: opts.ErrorText,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

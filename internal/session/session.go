@@ -169,11 +169,24 @@ func (s *Session) CompactDue() bool { return s.a.CompactDue() }
 func (s *Session) compact(ctx context.Context, sink func(agent.Event), run func(context.Context) (agent.CompactResult, error)) (*Turn, error) {
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
 		t.compacted, t.err = run(ctx)
-		if t.err != nil {
+		switch {
+		case errors.Is(t.err, context.Canceled): // an interrupt, close or shutdown stopped it
+			t.err = &Error{Code: CodeInterrupted, Err: interruptedError{t.err}}
+		case t.err != nil:
 			t.err = wrap(CodeInternal, "", t.err)
 		}
 	})
 }
+
+// interruptedError is a compaction stopped before it finished: its message
+// says so (not "context canceled"), its chain keeps the cause.
+type interruptedError struct{ cause error }
+
+func (e interruptedError) Error() string {
+	return "compaction interrupted; the history is unchanged"
+}
+
+func (e interruptedError) Unwrap() error { return e.cause }
 
 func (s *Session) loadImages(paths []string) ([]model.Part, error) {
 	if len(paths) == 0 {

@@ -22,7 +22,7 @@ CallCategory = Literal["read", "write", "execute", "search", "wait", "extension"
 #: the kind of an error response, stable for clients to branch on; the message beside it is
 #: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
 #: unknown one as internal. (defs.json#/$defs/error_code)
-ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "internal"]
+ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "interrupted", "internal"]
 
 #: where the turn failed (defs.json#/$defs/error_details/properties/stage)
 ErrorDetailsStage = Literal["model", "tool", "compaction", "input"]

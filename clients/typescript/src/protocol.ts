@@ -45,7 +45,7 @@ export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "e
  * for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
  * unknown one as internal. (defs.json#/$defs/error_code)
  */
-export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "internal";
+export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "interrupted" | "internal";
 
 /**
  * details of a terminal failure (U2) (defs.json#/$defs/error_details)

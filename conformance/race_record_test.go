@@ -1,0 +1,167 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A client line sent while work runs in its scope races it: its answer
+// keeps only its framing and placeholders, what it puts into the work
+// (steered, pi's queue_update) is left out, and a line that can change
+// the work (a steer) cuts the text streaming then, opens a stop window on
+// the work, loosens the texts of its end and taints the session's later
+// answers and counts. The same lines
+// sent while nothing runs stay exact.
+func TestRecordRaces(t *testing.T) {
+	tests := []struct {
+		name, dialect string
+		log           []recorded
+		want          string
+	}{
+		{name: "e rpc info while idle stays exact", log: []recorded{
+			{client: true, line: `{"id":"i","method":"session.info","params":{"session":"S1"}}`},
+			{line: `{"id":"i","result":{"session":"S1","messages":2,"running":false}}`},
+		}, want: `{"id":"i","result":{"messages":2,"running":false,"session":"{{s1}}"}}
+`},
+		{name: "e rpc info and steer racing a turn", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
+			{line: `{"type":"turn_start","session":"S1","request":"p"}`},
+			{line: `{"type":"text","delta":"w1","session":"S1","request":"p"}`},
+			{client: true, line: `{"id":"i","method":"session.info","params":{"session":"S1"}}`},
+			{line: `{"id":"i","result":{"session":"S1","messages":2,"running":true}}`},
+			{client: true, line: `{"id":"st","method":"session.steer","params":{"session":"S1","text":"more"}}`},
+			{line: `{"id":"st","result":{"held":true}}`},
+			{line: `{"type":"steered","text":"more","session":"S1","request":"p"}`},
+			{line: `{"type":"text","delta":"ok","session":"S1","request":"p"}`},
+			{line: `{"type":"turn_end","aborted":false,"session":"S1","request":"p"}`},
+			{line: `{"id":"p","result":{"final_output":"ok","output":"w1ok","usage":{"input_tokens":9},"session":"S1"}}`},
+			{client: true, line: `{"id":"m","method":"session.messages","params":{"session":"S1"}}`},
+			{line: `{"id":"m","result":{"messages":[{"role":"user"}]}}`},
+			{client: true, line: `{"id":"q","method":"session.prompt","params":{"session":"S1"}}`},
+			{line: `{"type":"usage","input_tokens":12,"session":"S1","request":"q"}`},
+			{line: `{"id":"q","result":{"final_output":"x","session":"S1"}}`},
+		}, want: `{"type":"turn_start","session":"{{s1}}","request":"p"}
+@l1 {"type":"text","delta":"$prefix:w1","session":"{{s1}}","request":"p"}
+@l2 {"id":"i","result":{"session":"{{s1}}"}}
+?* {"type":"$string","request":"p"}
+@l3 {"id":"st"}
+{"type":"turn_end","aborted":false,"session":"{{s1}}","request":"p"}
+?* {"type":"$string","request":"p"}
+@l4 {"id":"p","result":{"final_output":"$string","output":"$prefix:w1","session":"{{s1}}","usage":{"input_tokens":"$number"}}}
+@l5 {"id":"m","result":{"messages":"$array"}}
+{"type":"usage","input_tokens":"$number","session":"{{s1}}","request":"q"}
+{"id":"q","result":{"session":"{{s1}}"}}
+`},
+		{name: "pi get_state before the run shows", dialect: DialectPi, log: []recorded{
+			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+			{client: true, line: `{"id":"2","type":"get_state"}`},
+			{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+			{line: `{"id":"2","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"messageCount":0,"sessionId":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
+			{line: `{"type":"agent_start"}`},
+			{line: `{"type":"agent_settled","aborted":false}`},
+			{client: true, line: `{"id":"3","type":"get_state"}`},
+			{line: `{"id":"3","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"messageCount":2,"sessionId":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
+		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
+@l2 {"type":"response","id":"2","command":"get_state","data":{"sessionId":"{{s1}}"}}
+{"type":"agent_start"}
+@l3 {"type":"agent_settled","aborted":false}
+{"type":"response","id":"3","command":"get_state","data":{"isStreaming":false,"messageCount":2,"sessionId":"{{s1}}"},"success":true}
+`},
+		{name: "pi steer racing a run", dialect: DialectPi, log: []recorded{
+			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+			{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+			{line: `{"type":"agent_start"}`},
+			{client: true, line: `{"id":"2","type":"steer","message":"s"}`},
+			{line: `{"type":"queue_update","steering":["s"],"followUp":[]}`},
+			{line: `{"id":"2","type":"response","command":"steer","success":true}`},
+			{line: `{"type":"agent_end","messages":[]}`},
+			{line: `{"type":"agent_settled","aborted":false}`},
+		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
+@l2 {"type":"agent_start"}
+?* {"type":"$string"}
+{"type":"response","id":"2","command":"steer"}
+{"type":"agent_settled","aborted":false}
+?* {"type":"$string"}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, draftExpect(t, tt.dialect, tt.log)); diff != "" {
+				t.Errorf("expect section (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// pi's command-born events are in streams of their own, so that a run
+// going on meanwhile is not ordered against them: a bash command's
+// output in its response's stream, a rename and a thinking level each in
+// one of its own kind. Adjacent bash output deltas are joined.
+func TestPiEventStreams(t *testing.T) {
+	tests := []struct {
+		line string
+		key  string
+	}{
+		{`{"type":"bash_execution_update","id":"7","delta":"x"}`, `r:"7"`},
+		{`{"type":"bash_execution_update","delta":"x"}`, "process"},
+		{`{"type":"session_info_changed","name":"n"}`, "command:session_info_changed"},
+		{`{"type":"thinking_level_changed","level":"high"}`, "command:thinking_level_changed"},
+		{`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"x","contentIndex":0}}`, "process"},
+		{`{"type":"response","id":"7","command":"bash","success":true}`, `r:"7"`},
+	}
+	for _, tt := range tests {
+		v, err := decode([]byte(tt.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, err := piDialect{}.classify(v.(map[string]any), &Case{}, nil)
+		if err != nil || lc.key != tt.key {
+			t.Errorf("classify(%s) = %q, %v; want %q", tt.line, lc.key, err, tt.key)
+		}
+	}
+	b := expectBuilder{d: piDialect{}}
+	for _, l := range []string{`{"type":"bash_execution_update","id":"7","delta":"a\n"}`, `{"type":"bash_execution_update","id":"7","delta":"b\n"}`} {
+		v, _ := decode([]byte(l))
+		b.add(v.(map[string]any))
+	}
+	if got, want := b.String(), `{"type":"bash_execution_update","id":"7","delta":"a\nb\n"}`+"\n"; got != want {
+		t.Errorf("joined bash output: got %s want %s", got, want)
+	}
+}
+
+// A pi step with two tool calls or more records its calls' lines as one
+// "?*" line up to the step's turn_end, whose toolResults must each come in
+// any order: the calls may finish in either order. A step with one call
+// keeps its lines.
+func TestRecordPiConcurrentCalls(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+		{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+		{line: `{"type":"agent_start"}`},
+		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"a"},{"type":"toolCall","id":"b"}]}}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"b"}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"a"}`},
+		{line: `{"type":"tool_execution_end","toolCallId":"b"}`},
+		{line: `{"type":"message_start","message":{"role":"toolResult","toolCallId":"b"}}`},
+		{line: `{"type":"tool_execution_end","toolCallId":"a"}`},
+		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"b"},{"toolCallId":"a"}]}`},
+		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c"}]}}`},
+		{line: `{"type":"tool_execution_start","toolCallId":"c"}`},
+		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}`},
+		{line: `{"type":"agent_settled","aborted":false}`},
+	}
+	want := `{"type":"response","id":"1","command":"prompt","success":true}
+{"type":"agent_start"}
+{"type":"message_end","message":{"content":[{"id":"a","type":"toolCall"},{"id":"b","type":"toolCall"}],"role":"assistant"}}
+?* {"type":"$string"}
+{"type":"turn_end","toolResults":{"$all":[{"$some":{"toolCallId":"b"}},{"$some":{"toolCallId":"a"}}]}}
+{"type":"message_end","message":{"content":[{"id":"c","type":"toolCall"}],"role":"assistant"}}
+{"type":"tool_execution_start","toolCallId":"c"}
+{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}
+{"type":"agent_settled","aborted":false}
+`
+	if diff := cmp.Diff(want, draftExpect(t, DialectPi, log)); diff != "" {
+		t.Errorf("expect section (-want +got):\n%s", diff)
+	}
+}
