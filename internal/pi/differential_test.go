@@ -51,14 +51,16 @@ var compareValues = map[string]bool{
 	"toolCalls": true, "toolResults": true, "totalMessages": true,
 }
 
-// ignored are the paths (a record's kind, then the path inside its body,
-// "*" for any array index) that are left out of the comparison, with why.
-// Everything else is compared by key set and type.
-var ignored = []struct{ kind, path, why string }{
-	{"response get_state", ".data.sessionFile", "a path: each agent has its own session folder"},
-	{"*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
-	{"*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
-	{"*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
+// ignored are the paths (in a flow, "" for every flow; a record's kind,
+// then the path inside its body, "*" for any array index) that are left
+// out of the comparison, with why. Everything else is compared by key set
+// and type.
+var ignored = []struct{ flow, kind, path, why string }{
+	{"", "response get_state", ".data.sessionFile", "a path: each agent has its own session folder"},
+	{"", "*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
+	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
+	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
+	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 
 // A record is one line of an agent's stdout, normalised.
@@ -69,7 +71,7 @@ type record struct {
 
 func (r record) key() string { return r.kind + "\n" + strings.Join(r.body, "\n") }
 
-func normalise(line []byte) record {
+func normalise(flow string, line []byte) record {
 	var v map[string]any
 	if err := json.Unmarshal(line, &v); err != nil {
 		return record{kind: "not json: " + string(line)}
@@ -94,14 +96,17 @@ func normalise(line []byte) record {
 		kind += " " + fmt.Sprint(v["method"])
 	}
 	var body []string
-	shape(kind, "", v, &body)
+	shape(flow, kind, "", v, &body)
 	sort.Strings(body)
 	body = slices.Compact(body)
 	return record{kind: kind, body: body}
 }
 
-func isIgnored(kind, path string) bool {
+func isIgnored(flow, kind, path string) bool {
 	for _, ig := range ignored {
+		if ig.flow != "" && ig.flow != flow {
+			continue
+		}
 		// ig.path names the path's end, or a subtree anywhere in it.
 		if (ig.kind == "*" || ig.kind == kind) && (strings.HasSuffix(path, ig.path) || strings.Contains(path, ig.path+".") ||
 			strings.Contains(path, ig.path+"[")) {
@@ -113,8 +118,8 @@ func isIgnored(kind, path string) bool {
 
 // shape appends v's paths with their JSON types (or values, for
 // compareValues keys).
-func shape(kind, path string, v any, out *[]string) {
-	if isIgnored(kind, path) {
+func shape(flow, kind, path string, v any, out *[]string) {
+	if isIgnored(flow, kind, path) {
 		return
 	}
 	last := path[strings.LastIndexAny(path, ".]")+1:]
@@ -124,7 +129,7 @@ func shape(kind, path string, v any, out *[]string) {
 			*out = append(*out, path+" object")
 		}
 		for k, e := range x {
-			shape(kind, path+"."+k, e, out)
+			shape(flow, kind, path+"."+k, e, out)
 		}
 	case []any:
 		if compareValues[last] && !slices.ContainsFunc(x, func(e any) bool { _, ok := e.(string); return !ok }) {
@@ -146,7 +151,7 @@ func shape(kind, path string, v any, out *[]string) {
 				}
 			}
 			kinds = append(kinds, k)
-			shape(kind, path+"["+k+"]", e, out)
+			shape(flow, kind, path+"["+k+"]", e, out)
 		}
 		if len(kinds) > 0 && kinds[0] != "" {
 			*out = append(*out, fmt.Sprintf("%s kinds = %s", path, strings.Join(kinds, ",")))
@@ -845,7 +850,7 @@ func TestDifferential(t *testing.T) {
 			for _, l := range lines {
 				dump.Write(l)
 				dump.WriteByte('\n')
-				rs = append(rs, normalise(l))
+				rs = append(rs, normalise(f.name, l))
 			}
 			flows[f.name] = collapse(rs)
 		}
