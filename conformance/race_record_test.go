@@ -132,8 +132,8 @@ func TestPiEventStreams(t *testing.T) {
 
 // A pi step with two tool calls or more records its calls' lines as one
 // "?*" line up to the step's turn_end, whose toolResults must each come in
-// any order: the calls may finish in either order. A step with one call
-// keeps its lines.
+// any order, and so must the run's agent_end messages: the calls may
+// finish in either order. A step with one call keeps its lines.
 func TestRecordPiConcurrentCalls(t *testing.T) {
 	log := []recorded{
 		{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
@@ -149,6 +149,7 @@ func TestRecordPiConcurrentCalls(t *testing.T) {
 		{line: `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c"}]}}`},
 		{line: `{"type":"tool_execution_start","toolCallId":"c"}`},
 		{line: `{"type":"turn_end","toolResults":[{"toolCallId":"c"}]}`},
+		{line: `{"type":"agent_end","messages":[{"role":"toolResult","toolCallId":"b"},{"role":"toolResult","toolCallId":"a"}]}`},
 		{line: `{"type":"agent_settled","aborted":false}`},
 	}
 	want := `{"type":"response","id":"1","command":"prompt","success":true}
@@ -159,6 +160,7 @@ func TestRecordPiConcurrentCalls(t *testing.T) {
 {"type":"message_end","message":{"content":[{"id":"c","type":"toolCall"}],"role":"assistant"}}
 {"type":"tool_execution_start","toolCallId":"c"}
 {"type":"turn_end","toolResults":[{"toolCallId":"c"}]}
+{"type":"agent_end","messages":{"$all":[{"$some":{"role":"toolResult","toolCallId":"b"}},{"$some":{"role":"toolResult","toolCallId":"a"}}]}}
 {"type":"agent_settled","aborted":false}
 `
 	if diff := cmp.Diff(want, draftExpect(t, DialectPi, log)); diff != "" {

@@ -607,11 +607,13 @@ func (b *expectBuilder) dropConcurrentTools() {
 // rpc's tool_batch: dropConcurrentTools; pi's lines of these types are
 // expected elsewhere in the stream, so they cannot just be left out). The
 // assistant message names the calls, the history keeps them in call order,
-// and the turn_end's toolResults must each still come, in any order. A
-// step where a #wait names such a line keeps its lines.
+// and the turn_end's toolResults (and the run's agent_end messages) must
+// each still come, in any order. A step where a #wait names such a line
+// keeps its lines.
 func (b *expectBuilder) dropPiConcurrentCalls() {
 	drop := map[int]bool{}
-	first := -1 // the batch's first line after its assistant message_end
+	first := -1         // the batch's first line after its assistant message_end
+	concurrent := false // the run has had such a batch
 	var step []int
 	labelled := false
 	for i, l := range b.lines {
@@ -629,19 +631,28 @@ func (b *expectBuilder) dropPiConcurrentCalls() {
 				}
 				drop[step[0]] = false
 				b.lines[step[0]], b.opt[step[0]] = b.dialect().progressLine("process"), "?* "
-				if rs, ok := l["toolResults"].([]any); ok {
-					some := make([]any, len(rs))
-					for k, r := range rs {
-						some[k] = map[string]any{"$some": r}
-					}
-					l["toolResults"] = map[string]any{"$all": some}
-				}
+				anyOrder(l, "toolResults")
+				concurrent = true
 			}
 			first = -1
+		case concurrent && l["type"] == "agent_end":
+			anyOrder(l, "messages") // the run's, the results as they finished
+			concurrent = false
 		}
 	}
 	if len(drop) > 0 {
 		b.keep(func(i int) bool { return !drop[i] })
+	}
+}
+
+// anyOrder makes l's array field key match its elements in any order.
+func anyOrder(l map[string]any, key string) {
+	if rs, ok := l[key].([]any); ok {
+		some := make([]any, len(rs))
+		for k, r := range rs {
+			some[k] = map[string]any{"$some": r}
+		}
+		l[key] = map[string]any{"$all": some}
 	}
 }
 
