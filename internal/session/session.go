@@ -75,6 +75,7 @@ func (s *Session) Info() Info {
 type Turn struct {
 	done      chan struct{}
 	shell     bool // a user's shell command, not a model turn
+	stopped   bool // Stop was called; guarded by the session's mu
 	result    agent.Result
 	compacted CompactResult
 	shellRun  ShellResult
@@ -216,6 +217,10 @@ func (s *Session) acceptsImages() error {
 	return nil
 }
 
+// stoppedWait bounds how long new work waits for a stopped turn to end;
+// one that takes longer is stuck, and the work fails as turn_running.
+const stoppedWait = 5 * time.Second
+
 // start runs one turn on a goroutine the host waits for.
 func (s *Session) start(ctx context.Context, run func(context.Context, *Turn)) (*Turn, error) {
 	return s.begin(ctx, false, run)
@@ -224,6 +229,21 @@ func (s *Session) start(ctx context.Context, run func(context.Context, *Turn)) (
 // begin runs a turn, or a shell command, on a goroutine the host waits for.
 func (s *Session) begin(ctx context.Context, shell bool, run func(context.Context, *Turn)) (*Turn, error) {
 	s.mu.Lock()
+	if t := s.turn; t != nil && t.stopped {
+		// Work asked for after an interrupt finds the session as the
+		// interrupt left it: it waits for the stopped turn to end, which it
+		// does promptly (M8), instead of failing as turn_running, so a
+		// client need not wait for the interrupt's answer.
+		s.mu.Unlock()
+		wait := time.NewTimer(stoppedWait)
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+		case <-wait.C:
+		}
+		wait.Stop()
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if s.detached {
 		return nil, &Error{Code: CodeUnknownSession, Err: fmt.Errorf("session %s %w", s.ID(), errClosed)}
@@ -269,6 +289,9 @@ func (s *Session) Running() *Turn {
 func (s *Session) Stop() *Turn {
 	s.mu.Lock()
 	t := s.turn
+	if t != nil {
+		t.stopped = true
+	}
 	s.mu.Unlock()
 	if t != nil {
 		s.a.Stop()

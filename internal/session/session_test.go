@@ -69,6 +69,36 @@ func (e *events) list() []string {
 	return append([]string(nil), e.types...)
 }
 
+// TestPromptAfterStop: a prompt right after Stop, before the stopped turn
+// has ended, waits for it and starts (a client need not wait for the
+// interrupt's answer); without a Stop it still fails as turn_running.
+func TestPromptAfterStop(t *testing.T) {
+	h := startHost(t, Options{NoTools: true})
+	s := create(t, h, Spec{})
+	for i := range 20 {
+		ev := newEvents()
+		t1, err := s.Prompt(context.Background(), "/delay 3600000\n/text wait", nil, ev.sink)
+		if err != nil {
+			t.Fatalf("round %d: prompt: %v", i, err)
+		}
+		<-ev.first
+		s.Stop()
+		t2, err := s.Prompt(context.Background(), "/text next", nil, func(agent.Event) {})
+		if err != nil {
+			t.Fatalf("round %d: prompt right after Stop: %v", i, err)
+		}
+		select {
+		case <-t1.Done():
+		default:
+			t.Fatalf("round %d: the second turn started before the stopped one ended", i)
+		}
+		<-t2.Done()
+		if r := t2.Result(); r.Output != "next" || r.Aborted {
+			t.Fatalf("round %d: second turn: %+v", i, r)
+		}
+	}
+}
+
 // TestTurnPerDone checks that each turn has its own done channel: an
 // interrupt waits for the turn it stopped, and the next prompt starts at
 // once, however the two race (the crash under -race of issue 12.1).
