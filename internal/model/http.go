@@ -78,8 +78,8 @@ type call struct {
 	parent context.Context
 	ctx    context.Context // parent, cancelled with errStall on silence
 	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	// The stall watch of the body: reading is when the Read in progress
+	// The stall watch, from the request until the call closes: reading is
+	// when the wait in progress (for the response head, or a body Read)
 	// began (nanotime), 0 when none; watchdog is the timer that checks it,
 	// replaced at each check; closed stops it.
 	reading  atomic.Int64
@@ -103,7 +103,8 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 		return nil, c.fail("request", false, "", "encode request: "+err.Error(), err)
 	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.timer = time.AfterFunc(p.stall, func() { c.cancel(errStall) })
+	c.reading.Store(nanotime()) // waiting for the response head
+	c.arm(p.stall)
 	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, p.baseURL+path, &buf)
 	if err != nil {
 		c.close()
@@ -113,7 +114,7 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := p.client.Do(req)
-	c.timer.Stop()
+	c.reading.Store(0)
 	if err != nil {
 		defer c.close()
 		return nil, c.transportErr("connect", err)
@@ -142,11 +143,8 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 // timeout cancels the call, while time spent by the consumer between
 // Reads does not count as silence. Each Read only stamps when it began
 // and ends (a stream read an event at a time makes a Read per event): the
-// timer, armed once, checks the stamp when it fires and re-arms itself.
+// timer, armed by start, checks the stamp when it fires and re-arms itself.
 func (c *call) stallReader() io.Reader {
-	if c.watchdog.Load() == nil {
-		c.arm(c.p.stall)
-	}
 	return readerFunc(func(b []byte) (int, error) {
 		c.reading.Store(nanotime())
 		n, err := c.body.Read(b)
@@ -191,9 +189,6 @@ func (c *call) close() {
 	c.closed.Store(true)
 	if t := c.watchdog.Load(); t != nil {
 		t.Stop()
-	}
-	if c.timer != nil {
-		c.timer.Stop()
 	}
 	c.drain()
 	if c.cancel != nil {
