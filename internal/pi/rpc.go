@@ -913,28 +913,39 @@ func (fr *front) clearQueue(*command) (any, error) {
 // prompt's compaction before its run, as pi's, it stops the compaction
 // and the run as soon as it starts, and answers once that run settled.
 func (fr *front) abort(c *command) {
+	sess, settled := fr.stopRun()
+	fr.async(func() {
+		sess.Stop()
+		settled()
+		fr.respond(c.id, c.typ, noData{}, nil)
+	})
+}
+
+// stopRun marks the run that is open, or about to start (a prompt's
+// compaction before it), to stop, and returns the current session and a
+// wait until that run has settled, its last events written. The caller
+// stops the session's turn.
+func (fr *front) stopRun() (*session.Session, func()) {
 	fr.mu.Lock()
-	sess, done := fr.cur, fr.runDone
-	running := fr.running
-	fr.abortReq = running
+	defer fr.mu.Unlock()
+	fr.abortReq = fr.running
 	var pre chan struct{}
 	if fr.starting {
 		fr.abortStart, pre = true, fr.preRun
 	}
-	fr.mu.Unlock()
-	fr.async(func() {
-		sess.Stop()
+	return fr.cur, func() {
 		if pre != nil {
-			<-pre
-			fr.mu.Lock()
-			done, running = fr.runDone, fr.running
-			fr.mu.Unlock()
+			<-pre // the run starts aborted
 		}
-		if running && done != nil {
+		// The run's done closes after its last events, also when running
+		// is already false (its settling is being written).
+		fr.mu.Lock()
+		done := fr.runDone
+		fr.mu.Unlock()
+		if done != nil {
 			<-done
 		}
-		fr.respond(c.id, c.typ, noData{}, nil)
-	})
+	}
 }
 
 // idle stops what the current session is doing (a run, a prompt's run
@@ -942,29 +953,15 @@ func (fr *front) abort(c *command) {
 // last events and response written, so that nothing of it comes after the
 // session is replaced.
 func (fr *front) idle() {
+	sess, settled := fr.stopRun()
 	fr.mu.Lock()
-	sess, running, compacted := fr.cur, fr.running, fr.compactDone
-	fr.abortReq = running
-	var pre chan struct{}
-	if fr.starting {
-		fr.abortStart, pre = true, fr.preRun
-	}
+	compacted := fr.compactDone
 	fr.mu.Unlock()
 	sess.Interrupt(context.Background())
-	if pre != nil {
-		<-pre // the run starts aborted
-	}
 	if compacted != nil {
 		<-compacted
 	}
-	// The run's done closes after its last events, also when running is
-	// already false (its settling is being written).
-	fr.mu.Lock()
-	done := fr.runDone
-	fr.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	settled()
 }
 
 func (fr *front) newSession(c *command) (any, error) {

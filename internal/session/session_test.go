@@ -69,19 +69,27 @@ func (e *events) list() []string {
 	return append([]string(nil), e.types...)
 }
 
+// held starts a turn that waits for an hour before its text, once it has
+// started; ev gets its events.
+func held(t *testing.T, s *Session, round int, ev *events) *Turn {
+	t.Helper()
+	turn, err := s.Prompt(context.Background(), "/delay 3600000\n/text wait", nil, ev.sink)
+	if err != nil {
+		t.Fatalf("round %d: prompt: %v", round, err)
+	}
+	<-ev.first
+	return turn
+}
+
 // TestPromptAfterStop: a prompt right after Stop, before the stopped turn
 // has ended, waits for it and starts (a client need not wait for the
-// interrupt's answer); without a Stop it still fails as turn_running.
+// interrupt's answer). TestTurnPerDone checks that without a Stop it fails
+// as turn_running.
 func TestPromptAfterStop(t *testing.T) {
 	h := startHost(t, Options{NoTools: true})
 	s := create(t, h, Spec{})
 	for i := range 20 {
-		ev := newEvents()
-		t1, err := s.Prompt(context.Background(), "/delay 3600000\n/text wait", nil, ev.sink)
-		if err != nil {
-			t.Fatalf("round %d: prompt: %v", i, err)
-		}
-		<-ev.first
+		t1 := held(t, s, i, newEvents())
 		s.Stop()
 		t2, err := s.Prompt(context.Background(), "/text next", nil, func(agent.Event) {})
 		if err != nil {
@@ -107,11 +115,7 @@ func TestTurnPerDone(t *testing.T) {
 	s := create(t, h, Spec{})
 	for i := range 50 {
 		ev := newEvents()
-		t1, err := s.Prompt(context.Background(), "/delay 3600000\n/text wait", nil, ev.sink)
-		if err != nil {
-			t.Fatalf("round %d: prompt: %v", i, err)
-		}
-		<-ev.first
+		t1 := held(t, s, i, ev)
 		if _, err := s.Prompt(context.Background(), "/text no", nil, ev.sink); CodeOf(err) != CodeTurnRunning {
 			t.Fatalf("round %d: second prompt: %v, want code %s", i, err, CodeTurnRunning)
 		}
