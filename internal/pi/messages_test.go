@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestEntries(t *testing.T) {
 	got := conv.entries([]session.Entry{{Type: session.EntryShell, ID: "s1", Time: at,
 		Shell: &session.ShellRun{Command: "echo x", Output: "x\n", ExitCode: &exit, Exclude: true}}})
 	want := []Entry{{Type: "message", ID: "s1", Timestamp: "2026-12-01T12:00:00.123Z",
-		Message: BashExecutionMessage{Role: "bashExecution", Command: "echo x", Output: "x\n", ExitCode: &exit,
+		Message: BashExecutionMessage{Role: "bashExecution", Command: "echo x", Output: "x\n", ExitCode: new(int64),
 			ExcludeFromContext: true, Timestamp: at.UnixMilli()}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
@@ -56,7 +57,7 @@ func TestFailedAttemptEntries(t *testing.T) {
 		{Type: "message", ID: "a", ParentID: &u, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{{Type: "text", Text: "par"}}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
 			Usage: usage, StopReason: "error", ErrorMessage: "model: p: HTTP 503: busy", Timestamp: ms, DurationMS: &seven, ResponseID: "r1"}},
-		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: []byte("null")},
+		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: json.RawMessage("null")},
 		{Type: "message", ID: "i", ParentID: &edit, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
 			Usage: NewUsage(model.Usage{}, nil), StopReason: "aborted", ErrorMessage: abortedError, Timestamp: ms, DurationMS: &nine, ResponseID: "r2"}},
