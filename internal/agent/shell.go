@@ -90,7 +90,10 @@ func shellMessage(r *store.ShellRun) model.Message {
 	case *r.ExitCode != 0:
 		fmt.Fprintf(&b, "\n(exit code %d)", *r.ExitCode)
 	}
-	if r.Truncated {
+	switch {
+	case r.Truncated && r.FullOutputPath != "": // pi's note (e --mode rpc keeps pi's part of the output)
+		b.WriteString("\n\n[Output truncated. Full output: " + r.FullOutputPath + "]")
+	case r.Truncated:
 		b.WriteString("\n(only the last 64 KiB of output are shown)")
 	}
 	return model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: b.String()}}}

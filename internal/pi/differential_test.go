@@ -655,6 +655,8 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "bash", "command": "echo from-bash"})
 		a.call(map[string]any{"type": "bash", "command": "echo hidden", "excludeFromContext": true})
 		a.call(map[string]any{"type": "bash", "command": "exit 3"})
+		// Past pi's 2000 lines: the last 2000 and a file with them all.
+		a.call(map[string]any{"type": "bash", "command": "seq 1 2001"})
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_state"})
 	}},
@@ -832,7 +834,8 @@ func TestDifferential(t *testing.T) {
 		os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
 			[]byte("---\ndescription: Review the change\nargument-hint: \"[focus]\"\n---\nReview it. Focus on ${1:-correctness}.\n"), 0o600)
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
-			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY="}
+			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
+			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
 		a := startDiffAgent(t, name, append(argv, flags...), env, work, mock)
 		flows := map[string][]record{}
 		var dump bytes.Buffer

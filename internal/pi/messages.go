@@ -402,8 +402,8 @@ func exitCode(c *int) *int64 {
 func bashMessage(en session.Entry) BashExecutionMessage {
 	r := en.Shell
 	return BashExecutionMessage{Role: "bashExecution", Command: r.Command, Output: r.Output, ExitCode: exitCode(r.ExitCode),
-		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, ExcludeFromContext: r.Exclude,
-		Timestamp: en.Time.UnixMilli()}
+		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, FullOutputPath: r.FullOutputPath,
+		ExcludeFromContext: r.Exclude, Timestamp: en.Time.UnixMilli()}
 }
 
 // visible returns the entries of branch whose messages make the agent's

@@ -1538,22 +1538,36 @@ func (fr *front) bash(c *command) {
 	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
+		// The updates stream all of the output; the result and the history
+		// keep pi's part of it and name a file with the rest.
+		log := outputLog{prefix: "pi-bash"}
 		r, err := sess.RunShell(ctx, spec, func(ev agent.Event) {
 			if o, ok := ev.(agent.ShellOutput); ok {
+				log.write(o.Delta)
 				fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: o.Delta})
 			}
 		})
 		fr.mu.Lock()
 		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
+		t, path, ferr := log.finish()
+		if err == nil {
+			err = ferr
+		}
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
 			return
+		}
+		if t.Truncated {
+			r.Output, r.Truncated, r.FullOutputPath = t.Content, true, path
 		}
 		fr.recordShell(sess, r)
 		data := map[string]any{"output": r.Output, "cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}
 		if r.ExitCode != nil { // pi leaves it out for a killed command
 			data["exitCode"] = *r.ExitCode
+		}
+		if path != "" {
+			data["fullOutputPath"] = path
 		}
 		fr.respond(c.id, c.typ, data, nil)
 	})
