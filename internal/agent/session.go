@@ -64,6 +64,11 @@ type Engine struct {
 	// the lists of the files the summarised history read and modified
 	// (FileOps), so the model keeps knowing them.
 	SummaryFiles bool
+	// PiOutput makes bash, the model's tool and a user's command, keep
+	// pi's part of a long output (its last 2000 lines or 50 KB) in place of
+	// the last 64 KiB, with the whole of it in a temp file that the result
+	// names (tool.Env.PiOutput).
+	PiOutput bool
 	// ErrorText, when set, words a failed model call in the turn's error,
 	// its retries' reasons and the log (pi's dialect words it as pi's
 	// providers do); nil: the error's own text. error_details keep it.

@@ -60,6 +60,7 @@ var ignored = []struct{ flow, kind, path, why string }{
 	{"", "*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
 	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
 	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
+	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "pi's updates of a cut output carry its truncation bookkeeping (the final result's, listed) from some update on, which one depends on how the output was read"},
 	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 
@@ -373,6 +374,9 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		text("done")
 	case strings.HasPrefix(user, "call-read"):
 		call("read", `{"path":"a.txt"}`)
+		finish = "tool_calls"
+	case strings.HasPrefix(user, "call-long-bash"): // past pi's 2000 lines
+		call("bash", `{"command":"seq 1 2001"}`)
 		finish = "tool_calls"
 	case strings.HasPrefix(user, "call-bash"):
 		call("bash", `{"command":"echo one; echo two"}`)
@@ -702,6 +706,10 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_last_assistant_text"})
 		a.call(map[string]any{"type": "get_session_stats"})
+	}},
+	{"tool-bash-long", func(a *diffAgent) {
+		prompt(a, "call-long-bash please")
+		a.call(map[string]any{"type": "get_messages"})
 	}},
 	{"compact", func(a *diffAgent) {
 		a.call(map[string]any{"type": "compact", "customInstructions": "keep it short"})

@@ -347,6 +347,10 @@ func tree(es []Entry) []TreeNode {
 // (internal/tool's doc): the output comes before it.
 var bashStatus = regexp.MustCompile(`(?:^|\n)\[(exit (\d+)|killed by SIG[A-Z0-9]+|stopped: the command was killed|timed out after (\d+) ms: the command was killed)\]$`)
 
+// piNote matches the note that ends a cut output in pi's words
+// (tool.Env.PiOutput), which has no newline after it.
+var piNote = regexp.MustCompile(`\n\n\[Showing [^\n]*\. Full output: [^\n]*\]$`)
+
 // bashText words e's bash tool content as pi's bash tool does: the output
 // ("(no output)" when there is none), then, after a blank line, why it
 // failed: "Command exited with code N", "Command terminated without an
@@ -358,7 +362,7 @@ func bashText(content string) string {
 		return content
 	}
 	out, status := content[:m[0]], content[m[2]:m[3]]
-	if m[0] > 0 {
+	if m[0] > 0 && !piNote.MatchString(out) {
 		out += "\n" // the output's last newline, which the match took
 	}
 	withOutput := func(s string) string {

@@ -94,6 +94,10 @@ func TestBashText(t *testing.T) {
 		{name: "timed out", content: "started\n[timed out after 1500 ms: the command was killed]", want: "started\n\n\nCommand timed out after 1.5 seconds"},
 		{name: "refused", content: "bash: no process tracker (Env.Procs is nil)", want: "bash: no process tracker (Env.Procs is nil)"},
 		{name: "a bracket that is no status", content: "x\n[exit code]", want: "x\n[exit code]"},
+		{name: "cut as pi", content: "9\n10\n\n[Showing lines 2-10 of 10. Full output: /t/pi-bash-1.log]\n[exit 0]",
+			want: "9\n10\n\n[Showing lines 2-10 of 10. Full output: /t/pi-bash-1.log]"},
+		{name: "cut as pi, exit 3", content: "9\n\n[Showing lines 2-9 of 9. Full output: /f]\n[exit 3]",
+			want: "9\n\n[Showing lines 2-9 of 9. Full output: /f]\n\nCommand exited with code 3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := bashText(tt.content); got != tt.want {

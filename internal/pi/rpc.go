@@ -157,7 +157,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true, PiOutput: true,
 		ErrorText:          providerError,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
@@ -1539,35 +1539,27 @@ func (fr *front) bash(c *command) {
 	fr.async(func() {
 		defer cancel()
 		// The updates stream all of the output; the result and the history
-		// keep pi's part of it and name a file with the rest.
-		log := outputLog{prefix: "pi-bash"}
+		// keep pi's part of it and name a file with the whole
+		// (session.Options.PiOutput).
 		r, err := sess.RunShell(ctx, spec, func(ev agent.Event) {
 			if o, ok := ev.(agent.ShellOutput); ok {
-				log.write(o.Delta)
 				fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: o.Delta})
 			}
 		})
 		fr.mu.Lock()
 		delete(fr.bashCancels, n)
 		fr.mu.Unlock()
-		t, path, ferr := log.finish()
-		if err == nil {
-			err = ferr
-		}
 		if err != nil {
 			fr.respond(c.id, c.typ, nil, err)
 			return
-		}
-		if t.Truncated {
-			r.Output, r.Truncated, r.FullOutputPath = t.Content, true, path
 		}
 		fr.recordShell(sess, r)
 		data := map[string]any{"output": r.Output, "cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}
 		if r.ExitCode != nil { // pi leaves it out for a killed command
 			data["exitCode"] = *r.ExitCode
 		}
-		if path != "" {
-			data["fullOutputPath"] = path
+		if r.FullOutputPath != "" {
+			data["fullOutputPath"] = r.FullOutputPath
 		}
 		fr.respond(c.id, c.typ, data, nil)
 	})

@@ -50,6 +50,10 @@ type Options struct {
 	// files the summarised history read and modified (pi's dialect;
 	// agent.Engine.SummaryFiles).
 	SummaryFiles bool
+	// PiOutput makes bash, the model's and the user's, keep pi's part of
+	// a long output and name a file with the whole (pi's dialect;
+	// agent.Engine.PiOutput).
+	PiOutput bool
 	// ErrorText words failed model calls (pi's dialect;
 	// agent.Engine.ErrorText); nil: e's own words.
 	ErrorText func(*model.Error) string
@@ -187,7 +191,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, ErrorText: opts.ErrorText,
+			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, PiOutput: opts.PiOutput, ErrorText: opts.ErrorText,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

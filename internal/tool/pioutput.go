@@ -1,4 +1,4 @@
-package pi
+package tool
 
 import (
 	"crypto/rand"
@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 )
 
-// pi keeps the last 2000 lines or 50 KB of a command's output, whichever
-// limit is hit first (its tools' truncate.ts), and writes the whole of a
-// longer output to a temp file that the result names.
+// pi's bash (its tool and its user commands) keeps the last 2000 lines or
+// 50 KB of a command's output, whichever limit is hit first (its tools'
+// truncate.ts), and writes the whole of a longer output to a temp file that
+// the result names. Env.PiOutput asks for that (e --mode rpc) in place of
+// e's last 64 KiB.
 const (
 	piMaxLines = 2000
 	piMaxBytes = 50 * 1024
@@ -87,8 +89,9 @@ type outputLog struct {
 	prefix string
 	buf    []byte // all of the output, or, once the file is open, its tail
 	size   int64
-	lines  int  // newlines seen
-	open   bool // the last line has no newline yet
+	lines  int   // newlines seen
+	open   bool  // the last line has no newline yet
+	last   int64 // bytes after the last newline
 	f      *os.File
 	path   string
 	err    error
@@ -103,6 +106,11 @@ const keepBytes = 2 * piMaxBytes
 func (o *outputLog) write(s string) {
 	o.size += int64(len(s))
 	o.lines += strings.Count(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		o.last = int64(len(s) - i - 1)
+	} else {
+		o.last += int64(len(s))
+	}
 	if s != "" {
 		o.open = !strings.HasSuffix(s, "\n")
 	}
@@ -154,7 +162,34 @@ func (o *outputLog) finish() (truncation, string, error) {
 		}
 	}
 	if o.err != nil {
-		return t, "", fmt.Errorf("pi: bash: full output file: %w", o.err)
+		return t, "", fmt.Errorf("bash: full output file: %w", o.err)
 	}
 	return t, o.path, nil
+}
+
+// note is pi's line after a cut output, naming the file with all of it:
+// which lines it shows of how many (and the byte limit when that cut it),
+// or the part of one long last line it shows.
+func (o *outputLog) note(t truncation, path string) string {
+	start := t.TotalLines - t.OutputLines + 1
+	switch {
+	case t.LastLinePartial:
+		return fmt.Sprintf("[Showing last %s of line %d (line is %s). Full output: %s]", formatSize(int64(len(t.Content))),
+			t.TotalLines, formatSize(o.last), path)
+	case t.TruncatedBy == "lines":
+		return fmt.Sprintf("[Showing lines %d-%d of %d. Full output: %s]", start, t.TotalLines, t.TotalLines, path)
+	}
+	return fmt.Sprintf("[Showing lines %d-%d of %d (%s limit). Full output: %s]", start, t.TotalLines, t.TotalLines,
+		formatSize(piMaxBytes), path)
+}
+
+// formatSize writes a size as pi does: 512B, 50.0KB, 1.5MB.
+func formatSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%dB", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1fKB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1fMB", float64(n)/(1024*1024))
 }

@@ -1,12 +1,14 @@
-package pi
+package tool
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -104,5 +106,72 @@ func TestOutputLog(t *testing.T) {
 				t.Errorf("the tail's truncation %+v, want the whole output's %+v", got, whole)
 			}
 		})
+	}
+}
+
+// TestBashPiOutput checks bash with Env.PiOutput (e --mode rpc, Q2, Q4):
+// the model's tool and a user's command keep pi's part of a long output,
+// the tool's content ends with pi's note naming the file with all of it
+// (before e's status line), a user's command's result names the file;
+// output within the limits is as without it.
+func TestBashPiOutput(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	s := newSession(t)
+	s.env.PiOutput = true
+	kept := strings.TrimSuffix(numbered(2, 2001), "\n")
+	fileRE := `/pi-bash-[0-9a-f]{16}\.log`
+	t.Run("tool", func(t *testing.T) {
+		r := Run(t.Context(), s.env, "bash", json.RawMessage(`{"command":"seq 1 2001; exit 3"}`))
+		m := regexp.MustCompile(`^` + regexp.QuoteMeta(kept+"\n\n[Showing lines 2-2001 of 2001. Full output: "+dir) + `(` + fileRE + `)\]\n\[exit 3\]$`).
+			FindStringSubmatch(r.Content)
+		if m == nil {
+			t.Fatalf("content ends %q", r.Content[len(r.Content)-120:])
+		}
+		if b, _ := os.ReadFile(dir + m[1]); string(b) != numbered(1, 2001) {
+			t.Errorf("the file holds %d bytes, want all %d", len(b), len(numbered(1, 2001)))
+		}
+		if r := Run(t.Context(), s.env, "bash", json.RawMessage(`{"command":"echo hi"}`)); r.Content != "hi\n[exit 0]" {
+			t.Errorf("a short output: %q", r.Content)
+		}
+	})
+	t.Run("shell", func(t *testing.T) {
+		r, err := Shell(t.Context(), s.env, "seq 1 2001", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Output != kept || !r.Truncated || !regexp.MustCompile(`^`+regexp.QuoteMeta(dir)+fileRE+`$`).MatchString(r.FullOutputPath) {
+			t.Errorf("output %d bytes, truncated %v, full output %q", len(r.Output), r.Truncated, r.FullOutputPath)
+		}
+		if r, _ := Shell(t.Context(), s.env, "echo hi", time.Minute); r.Output != "hi\n" || r.Truncated || r.FullOutputPath != "" {
+			t.Errorf("a short output: %+v", r)
+		}
+	})
+}
+
+// TestPiNote checks the wording of pi's note after a cut output, by what
+// cut it.
+func TestPiNote(t *testing.T) {
+	for _, c := range []struct {
+		t    truncation
+		last int64
+		want string
+	}{
+		{truncation{Truncated: true, TruncatedBy: "lines", TotalLines: 2001, OutputLines: 2000}, 0,
+			"[Showing lines 2-2001 of 2001. Full output: /f]"},
+		{truncation{Truncated: true, TruncatedBy: "bytes", TotalLines: 600, OutputLines: 506}, 0,
+			"[Showing lines 95-600 of 600 (50.0KB limit). Full output: /f]"},
+		{truncation{Content: strings.Repeat("x", piMaxBytes), Truncated: true, TruncatedBy: "bytes", TotalLines: 2, OutputLines: 1,
+			LastLinePartial: true}, 3 << 20, "[Showing last 50.0KB of line 2 (line is 3.0MB). Full output: /f]"},
+	} {
+		o := outputLog{last: c.last}
+		if got := o.note(c.t, "/f"); got != c.want {
+			t.Errorf("note(%+v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+	for n, want := range map[int64]string{512: "512B", 1536: "1.5KB", 50 << 10: "50.0KB", 5 << 20: "5.0MB"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
