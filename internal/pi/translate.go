@@ -197,6 +197,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case agent.UsageEvent:
 		if t.compacting != "" { // the summary's model call: no assistant message
 			u := withReasoning(pricedUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
+			if t.compactUsage != nil { // a split turn's second summary
+				u = combineUsage(*t.compactUsage, u)
+			}
 			t.compactUsage = &u
 			break
 		}

@@ -24,6 +24,31 @@ func (u Usage) Add(v Usage) Usage {
 			CacheWrite: u.Cost.CacheWrite + v.Cost.CacheWrite, Total: u.Cost.Total + v.Cost.Total}}
 }
 
+// combineUsage is the usage of two model calls as pi sums a compaction's
+// two summaries: reasoning summed when either has a count, the cost
+// reported by the provider only when both say so.
+func combineUsage(u, v Usage) Usage {
+	out := u.Add(v)
+	if u.Reasoning != nil || v.Reasoning != nil {
+		n := ptrOr(u.Reasoning) + ptrOr(v.Reasoning)
+		out.Reasoning = &n
+	}
+	if u.Cost.TotalFromProvider != nil || v.Cost.TotalFromProvider != nil {
+		both := ptrOr(u.Cost.TotalFromProvider) && ptrOr(v.Cost.TotalFromProvider)
+		out.Cost.TotalFromProvider = &both
+	}
+	return out
+}
+
+// ptrOr is *p, or the zero value when p is nil.
+func ptrOr[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 // NewUsage converts e's usage, priced at p (nil: no cost).
 func NewUsage(u model.Usage, p *model.Price) Usage {
 	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite5m + u.CacheWrite1h,
