@@ -329,7 +329,7 @@ func (r recorder) CompactedFiles() CompactionDetails {
 
 // write queues one record.
 func (fr *front) write(v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
 	}

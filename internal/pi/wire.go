@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,18 @@ import (
 // over them and the two unions the generator leaves to hand-written code
 // (internal/gen/pi.go: piUnions): a content block and an
 // assistantMessageEvent, each a tagged struct.
+
+// marshal is json.Marshal without its HTML escaping: pi (JSON.stringify)
+// writes <, > and & as they are, e's own encoder would write \u003c ….
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // Add returns u + v, without a reasoning count or a cost source: a sum of
 // several calls' usage (get_session_stats, a compaction's) has neither.
@@ -96,13 +109,13 @@ type Content struct {
 func (c Content) MarshalJSON() ([]byte, error) {
 	switch c.Type {
 	case "thinking":
-		return json.Marshal(ThinkingContent{Type: c.Type, Thinking: c.Text, ThinkingSignature: c.Signature})
+		return marshal(ThinkingContent{Type: c.Type, Thinking: c.Text, ThinkingSignature: c.Signature})
 	case "image":
-		return json.Marshal(ImageContent{Type: c.Type, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: c.MimeType})
+		return marshal(ImageContent{Type: c.Type, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: c.MimeType})
 	case "toolCall":
-		return json.Marshal(c.toolCall())
+		return marshal(c.toolCall())
 	}
-	return json.Marshal(TextContent{Type: "text", Text: c.Text})
+	return marshal(TextContent{Type: "text", Text: c.Text})
 }
 
 // toolCall is a toolCall block; arguments that are not an object (a call
@@ -134,23 +147,23 @@ func (ev AssistantEvent) MarshalJSON() ([]byte, error) {
 	i := int64(ev.ContentIndex)
 	switch ev.Type {
 	case "text_start":
-		return json.Marshal(AmeTextStart{Type: ev.Type, ContentIndex: i})
+		return marshal(AmeTextStart{Type: ev.Type, ContentIndex: i})
 	case "thinking_start":
-		return json.Marshal(AmeThinkingStart{Type: ev.Type, ContentIndex: i})
+		return marshal(AmeThinkingStart{Type: ev.Type, ContentIndex: i})
 	case "text_delta":
-		return json.Marshal(AmeTextDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+		return marshal(AmeTextDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
 	case "thinking_delta":
-		return json.Marshal(AmeThinkingDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+		return marshal(AmeThinkingDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
 	case "toolcall_delta":
-		return json.Marshal(AmeToolcallDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+		return marshal(AmeToolcallDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
 	case "text_end":
-		return json.Marshal(AmeTextEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
+		return marshal(AmeTextEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
 	case "thinking_end":
-		return json.Marshal(AmeThinkingEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
+		return marshal(AmeThinkingEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
 	case "toolcall_start":
-		return json.Marshal(AmeToolcallStart{Type: ev.Type, ContentIndex: i, ID: ev.ID, ToolName: ev.ToolName})
+		return marshal(AmeToolcallStart{Type: ev.Type, ContentIndex: i, ID: ev.ID, ToolName: ev.ToolName})
 	case "toolcall_end":
-		return json.Marshal(AmeToolcallEnd{Type: ev.Type, ContentIndex: i, ToolCall: ev.ToolCall.toolCall()})
+		return marshal(AmeToolcallEnd{Type: ev.Type, ContentIndex: i, ToolCall: ev.ToolCall.toolCall()})
 	}
 	return nil, fmt.Errorf("pi: assistantMessageEvent: unknown type %q", ev.Type)
 }
