@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -286,7 +287,14 @@ func fail(method string, err error) *Error {
 	case session.CodeUnknownSession, session.CodeNotFound:
 		code = CodeNotFound
 	}
-	return errorf(code, method+": "+err.Error())
+	msg := err.Error()
+	// The session layer names its inputs as e rpc spells them; ACP's
+	// params are camelCase.
+	var se *session.Error
+	if errors.As(err, &se) && strings.HasPrefix(se.Param, "mcp_servers") {
+		msg = "mcpServers" + strings.TrimPrefix(se.Param, "mcp_servers") + ": " + se.Err.Error()
+	}
+	return errorf(code, method+": "+msg)
 }
 
 func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {
