@@ -95,7 +95,7 @@ func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
 
 // Serve reads messages until EOF, a signal or a fatal framing error, and
 // returns the exit status: 0 at EOF, 1 for an oversized line or a client
-// gone (said on stderr), 143 and 129 for SIGTERM and SIGHUP.
+// gone (said on stderr), 143, 129 and 130 for SIGTERM, SIGHUP and SIGINT.
 func (a *Agent) Serve() int {
 	end := a.loop.Run(a.ctx, func(_ int, line []byte) bool {
 		a.handle(line)
