@@ -21,8 +21,12 @@ import (
 // piOut is the generated file, beside the hand-written behaviour over it.
 const piOut = "internal/pi/wire_gen.go"
 
-// piFiles are the schema files whose $defs become types, in output order.
-var piFiles = []string{"defs.json", "event.json"}
+// piFiles are the schema files whose $defs become types, in output order,
+// with the prefix of their type names.
+var piFiles = []struct{ name, prefix string }{
+	{"defs.json", ""}, {"event.json", ""},
+	{"extension_ui_request.json", "UIRequest"}, // "select", "notify", … name methods, not shapes
+}
 
 // piNames are type names where the key-and-property rule reads badly.
 var piNames = map[string]string{
@@ -48,21 +52,21 @@ var piUnions = map[string]string{
 func loadPi(dir string) (*model, error) {
 	m := &model{byKey: map[string]*decl{}, docs: map[string]any{}, names: map[string]bool{}, order: map[uintptr][]string{}, pi: true}
 	for _, f := range piFiles {
-		b, err := os.ReadFile(filepath.Join(dir, "pi", f))
+		b, err := os.ReadFile(filepath.Join(dir, "pi", f.name))
 		if err != nil {
 			return nil, err
 		}
 		v, err := m.decode(b)
 		if err != nil {
-			return nil, fmt.Errorf("pi/%s: %w", f, err)
+			return nil, fmt.Errorf("pi/%s: %w", f.name, err)
 		}
-		m.docs[base+"pi/"+f] = v
+		m.docs[base+"pi/"+f.name] = v
 	}
 	for _, f := range piFiles {
-		url := base + "pi/" + f
+		url := base + "pi/" + f.name
 		defs, _ := m.docs[url].(map[string]any)["$defs"].(map[string]any)
 		for _, k := range m.order[reflect.ValueOf(defs).Pointer()] {
-			if _, err := m.declare(url+"#/$defs/"+k, camel(k), defs[k].(map[string]any), url); err != nil {
+			if _, err := m.declare(url+"#/$defs/"+k, f.prefix+camel(k), defs[k].(map[string]any), url); err != nil {
 				return nil, err
 			}
 		}

@@ -1730,7 +1730,13 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 		delete(fr.uiWait, id)
 		fr.uiMu.Unlock()
 	}()
-	req := map[string]any{"type": "extension_ui_request", "id": id, "method": pm, "title": p.Get("title").String()}
+	const typ = "extension_ui_request"
+	title := p.Get("title").String()
+	var timeout *int64
+	if t := p.Get("timeout_ms"); t.Exists() {
+		n := t.Int()
+		timeout = &n
+	}
 	switch pm {
 	case "select":
 		opts := []string{}
@@ -1741,24 +1747,15 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 				opts = append(opts, o.String())
 			}
 		}
-		req["options"] = opts
+		fr.write(UIRequestSelect{Type: typ, ID: id, Method: pm, Title: title, Options: opts, Timeout: timeout})
 	case "confirm":
-		if m := p.Get("message"); m.Exists() {
-			req["message"] = m.String()
-		}
+		fr.write(UIRequestConfirm{Type: typ, ID: id, Method: pm, Title: title, Message: p.Get("message").String(), Timeout: timeout})
 	case "input":
-		if m := p.Get("placeholder"); m.Exists() {
-			req["placeholder"] = m.String()
-		}
-	case "editor":
-		if m := p.Get("text"); m.Exists() {
-			req["prefill"] = m.String()
-		}
+		fr.write(UIRequestInput{Type: typ, ID: id, Method: pm, Title: title, Placeholder: p.Get("placeholder").String(),
+			Timeout: timeout})
+	case "editor": // pi's editor has no timeout
+		fr.write(UIRequestEditor{Type: typ, ID: id, Method: pm, Title: title, Prefill: p.Get("text").String()})
 	}
-	if t := p.Get("timeout_ms"); t.Exists() && pm != "editor" {
-		req["timeout"] = t.Int()
-	}
-	fr.write(req)
 	select {
 	case ans := <-ch:
 		a := gjson.ParseBytes(ans)
@@ -1778,16 +1775,15 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 
 func (u ui) Notice(n session.Notice) {
 	if n.Method == "" && n.Level == "error" {
-		u.fr.write(map[string]string{"type": "extension_error", "extensionPath": n.Extension, "event": "extension",
-			"error": n.Message})
+		u.fr.write(ExtensionError{Type: "extension_error", ExtensionPath: n.Extension, Event: "extension", Error: n.Message})
 		return
 	}
 	u.fr.uiMu.Lock()
 	u.fr.uiNext++
 	id := fmt.Sprintf("ui-%d", u.fr.uiNext)
 	u.fr.uiMu.Unlock()
-	u.fr.write(map[string]string{"type": "extension_ui_request", "id": id, "method": "notify", "message": n.Message,
-		"notifyType": cmpOr(n.Level, "info")})
+	u.fr.write(UIRequestNotify{Type: "extension_ui_request", ID: id, Method: "notify", Message: n.Message,
+		NotifyType: cmpOr(n.Level, "info")})
 }
 
 func (fr *front) uiAnswer(line []byte) {

@@ -571,3 +571,113 @@ type AmeError struct {
 	Reason string           `json:"reason"`
 	Error  AssistantMessage `json:"error"`
 }
+
+// UIRequestSelect is a wire type. Schema: pi/extension_ui_request.json#/$defs/select.
+type UIRequestSelect struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "select".
+	Method  string   `json:"method"`
+	Title   string   `json:"title"`
+	Options []string `json:"options"`
+	Timeout *int64   `json:"timeout,omitzero"`
+}
+
+// UIRequestConfirm is a wire type. Schema: pi/extension_ui_request.json#/$defs/confirm.
+type UIRequestConfirm struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "confirm".
+	Method  string `json:"method"`
+	Title   string `json:"title"`
+	Message string `json:"message,omitzero"`
+	Timeout *int64 `json:"timeout,omitzero"`
+}
+
+// UIRequestInput is a wire type. Schema: pi/extension_ui_request.json#/$defs/input.
+type UIRequestInput struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "input".
+	Method      string `json:"method"`
+	Title       string `json:"title"`
+	Placeholder string `json:"placeholder,omitzero"`
+	Timeout     *int64 `json:"timeout,omitzero"`
+}
+
+// UIRequestEditor is a wire type. Schema: pi/extension_ui_request.json#/$defs/editor.
+type UIRequestEditor struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "editor".
+	Method  string `json:"method"`
+	Title   string `json:"title"`
+	Prefill string `json:"prefill,omitzero"`
+}
+
+// UIRequestNotify is a wire type. Schema: pi/extension_ui_request.json#/$defs/notify.
+type UIRequestNotify struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "notify".
+	Method     string                    `json:"method"`
+	Message    string                    `json:"message"`
+	NotifyType UIRequestNotifyNotifyType `json:"notifyType,omitzero"`
+}
+
+// UIRequestNotifyNotifyType is a wire type. Schema:
+// pi/extension_ui_request.json#/$defs/notify/properties/notifyType.
+type UIRequestNotifyNotifyType = string
+
+// UIRequestSetStatus is a wire type. Schema: pi/extension_ui_request.json#/$defs/setStatus.
+type UIRequestSetStatus struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "setStatus".
+	Method     string `json:"method"`
+	StatusKey  string `json:"statusKey"`
+	StatusText string `json:"statusText,omitzero"`
+}
+
+// UIRequestSetWidget is a wire type. Schema: pi/extension_ui_request.json#/$defs/setWidget.
+type UIRequestSetWidget struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "setWidget".
+	Method          string                            `json:"method"`
+	WidgetKey       string                            `json:"widgetKey"`
+	WidgetLines     []string                          `json:"widgetLines,omitzero"`
+	WidgetPlacement UIRequestSetWidgetWidgetPlacement `json:"widgetPlacement,omitzero"`
+}
+
+// UIRequestSetWidgetWidgetPlacement is a wire type. Schema:
+// pi/extension_ui_request.json#/$defs/setWidget/properties/widgetPlacement.
+type UIRequestSetWidgetWidgetPlacement = string
+
+// UIRequestSetTitle is a wire type. Schema: pi/extension_ui_request.json#/$defs/setTitle.
+type UIRequestSetTitle struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "setTitle".
+	Method string `json:"method"`
+	Title  string `json:"title"`
+}
+
+// UIRequestSetEditorText is a wire type. Schema:
+// pi/extension_ui_request.json#/$defs/set_editor_text.
+type UIRequestSetEditorText struct {
+	// Always "extension_ui_request".
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Always "set_editor_text".
+	Method string `json:"method"`
+	Text   string `json:"text"`
+}
