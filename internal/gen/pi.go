@@ -26,6 +26,7 @@ const piOut = "internal/pi/wire_gen.go"
 var piFiles = []struct{ name, prefix string }{
 	{"defs.json", ""}, {"event.json", ""},
 	{"extension_ui_request.json", "UIRequest"}, // "select", "notify", … name methods, not shapes
+	{"response.json", "Response"},
 }
 
 // piNames are type names where the key-and-property rule reads badly.

@@ -1160,9 +1160,9 @@ func (fr *front) entries() []Entry {
 
 func (fr *front) getEntries(c *command) (any, error) {
 	all := fr.entries()
-	leaf := any(nil)
+	var leaf *string
 	if len(all) > 0 {
-		leaf = all[len(all)-1].ID
+		leaf = &all[len(all)-1].ID
 	}
 	out := all
 	if c.has("since") {
@@ -1173,16 +1173,16 @@ func (fr *front) getEntries(c *command) (any, error) {
 		}
 		out = all[i+1:]
 	}
-	return map[string]any{"entries": append([]Entry{}, out...), "leafId": leaf}, nil
+	return ResponseGetEntriesData{Entries: append([]Entry{}, out...), LeafID: leaf}, nil
 }
 
 func (fr *front) getTree(*command) (any, error) {
 	all := fr.entries()
-	leaf := any(nil)
+	var leaf *string
 	if len(all) > 0 {
-		leaf = all[len(all)-1].ID
+		leaf = &all[len(all)-1].ID
 	}
-	return map[string]any{"tree": tree(all), "leafId": leaf}, nil
+	return ResponseGetTreeData{Tree: tree(all), LeafID: leaf}, nil
 }
 
 // contextMessages converts the messages the next model call sees.
@@ -1289,22 +1289,22 @@ const defaultMaxTokens = 16384
 
 // piModel is a model object (rpc-commands.md: Model object): baseUrl is
 // its provider's, maxTokens models.json's.
-func (fr *front) piModel(info model.Info) map[string]any {
+func (fr *front) piModel(info model.Info) Model {
 	input := []string{"text"}
 	if info.ImageInput {
 		input = append(input, "image")
 	}
-	cost := map[string]float64{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+	var cost ModelCost
 	if p := info.Price; p != nil {
-		cost = map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite5m}
+		cost = ModelCost{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite5m}
 	}
 	maxTokens := defaultMaxTokens
 	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
 		maxTokens = n
 	}
-	return map[string]any{"id": info.Name, "name": info.Name, "api": piAPI(info.API), "provider": info.Provider,
-		"baseUrl": fr.baseURLs[info.Provider], "reasoning": len(info.Efforts) > 0, "input": input,
-		"contextWindow": info.ContextWindow, "maxTokens": maxTokens, "cost": cost}
+	return Model{ID: info.Name, Name: info.Name, API: piAPI(info.API), Provider: info.Provider,
+		BaseURL: fr.baseURLs[info.Provider], Reasoning: len(info.Efforts) > 0, Input: input,
+		ContextWindow: int64(info.ContextWindow), MaxTokens: int64(maxTokens), Cost: cost}
 }
 
 func (fr *front) getState(*command) (any, error) {
@@ -1312,17 +1312,11 @@ func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
-	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running || fr.starting,
-		"isCompacting": fr.compacting != "", "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
-		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": messages,
-		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
-	if in.Path != "" {
-		st["sessionFile"] = in.Path
-	}
-	if in.Name != "" {
-		st["sessionName"] = in.Name
-	}
-	return st, nil
+	m := fr.piModel(fr.info)
+	return ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
+		IsCompacting: fr.compacting != "", SteeringMode: fr.steeringMode, FollowUpMode: fr.followUpMode,
+		SessionFile: in.Path, SessionID: fr.cur.ID(), SessionName: in.Name, AutoCompactionEnabled: fr.autoCompact,
+		MessageCount: int64(messages), PendingMessageCount: int64(len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps))}, nil
 }
 
 // available lists the models whose provider can be used now.
@@ -1337,11 +1331,11 @@ func (fr *front) available() []model.Info {
 }
 
 func (fr *front) availableModels(*command) (any, error) {
-	ms := []any{}
+	ms := []Model{}
 	for _, m := range fr.available() {
 		ms = append(ms, fr.piModel(m))
 	}
-	return map[string]any{"models": ms}, nil
+	return ResponseGetAvailableModelsData{Models: ms}, nil
 }
 
 // switchModel sets the session's model and the level clamped to it.
@@ -1409,7 +1403,7 @@ func (fr *front) cycleModel(*command) (any, error) {
 	fr.mu.Lock()
 	level = fr.level
 	fr.mu.Unlock()
-	return map[string]any{"model": fr.piModel(next), "thinkingLevel": level, "isScoped": false}, nil
+	return ResponseCycleModelData{Model: fr.piModel(next), ThinkingLevel: level, IsScoped: false}, nil
 }
 
 func (fr *front) setThinking(c *command) (any, error) {
@@ -1554,14 +1548,9 @@ func (fr *front) bash(c *command) {
 			return
 		}
 		fr.recordShell(sess, r)
-		data := map[string]any{"output": r.Output, "cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}
-		if r.ExitCode != nil { // pi leaves it out for a killed command
-			data["exitCode"] = *r.ExitCode
-		}
-		if r.FullOutputPath != "" {
-			data["fullOutputPath"] = r.FullOutputPath
-		}
-		fr.respond(c.id, c.typ, data, nil)
+		// pi leaves exitCode out for a killed command.
+		fr.respond(c.id, c.typ, ResponseBashData{Output: r.Output, ExitCode: exitCode(r.ExitCode), Cancelled: r.Cancelled || r.TimedOut,
+			Truncated: r.Truncated, FullOutputPath: r.FullOutputPath}, nil)
 	})
 }
 

@@ -681,3 +681,597 @@ type UIRequestSetEditorText struct {
 	Method string `json:"method"`
 	Text   string `json:"text"`
 }
+
+// ResponseCancelled is a wire type. Schema: pi/response.json#/$defs/cancelled.
+type ResponseCancelled struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// ResponsePrompt is a wire type. Schema: pi/response.json#/$defs/prompt.
+type ResponsePrompt struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "prompt".
+	Command string             `json:"command"`
+	Success bool               `json:"success"`
+	Data    ResponsePromptData `json:"data"`
+}
+
+// ResponsePromptData is a wire type. Schema: pi/response.json#/$defs/prompt/properties/data.
+type ResponsePromptData struct {
+	Disposition ResponsePromptDataDisposition `json:"disposition"`
+}
+
+// ResponsePromptDataDisposition is a wire type. Schema:
+// pi/response.json#/$defs/prompt/properties/data/properties/disposition.
+type ResponsePromptDataDisposition = string
+
+// ResponseSteer is a wire type. Schema: pi/response.json#/$defs/steer.
+type ResponseSteer struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "steer".
+	Command string            `json:"command"`
+	Success bool              `json:"success"`
+	Data    ResponseSteerData `json:"data"`
+}
+
+// ResponseSteerData is a wire type. Schema: pi/response.json#/$defs/steer/properties/data.
+type ResponseSteerData struct {
+	Disposition ResponseSteerDataDisposition `json:"disposition"`
+}
+
+// ResponseSteerDataDisposition is a wire type. Schema:
+// pi/response.json#/$defs/steer/properties/data/properties/disposition.
+type ResponseSteerDataDisposition = string
+
+// ResponseFollowUp is a wire type. Schema: pi/response.json#/$defs/follow_up.
+type ResponseFollowUp struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "follow_up".
+	Command string               `json:"command"`
+	Success bool                 `json:"success"`
+	Data    ResponseFollowUpData `json:"data"`
+}
+
+// ResponseFollowUpData is a wire type. Schema:
+// pi/response.json#/$defs/follow_up/properties/data.
+type ResponseFollowUpData struct {
+	Disposition ResponseFollowUpDataDisposition `json:"disposition"`
+}
+
+// ResponseFollowUpDataDisposition is a wire type. Schema:
+// pi/response.json#/$defs/follow_up/properties/data/properties/disposition.
+type ResponseFollowUpDataDisposition = string
+
+// ResponseAbort is a wire type. Schema: pi/response.json#/$defs/abort.
+type ResponseAbort struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "abort".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseClearQueue is a wire type. Schema: pi/response.json#/$defs/clear_queue.
+type ResponseClearQueue struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "clear_queue".
+	Command string                 `json:"command"`
+	Success bool                   `json:"success"`
+	Data    ResponseClearQueueData `json:"data"`
+}
+
+// ResponseClearQueueData is a wire type. Schema:
+// pi/response.json#/$defs/clear_queue/properties/data.
+type ResponseClearQueueData struct {
+	Steering []string `json:"steering"`
+	FollowUp []string `json:"followUp"`
+}
+
+// ResponseNewSession is a wire type. Schema: pi/response.json#/$defs/new_session.
+type ResponseNewSession struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "new_session".
+	Command string            `json:"command"`
+	Success bool              `json:"success"`
+	Data    ResponseCancelled `json:"data"`
+}
+
+// ResponseGetState is a wire type. Schema: pi/response.json#/$defs/get_state.
+type ResponseGetState struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_state".
+	Command string               `json:"command"`
+	Success bool                 `json:"success"`
+	Data    ResponseGetStateData `json:"data"`
+}
+
+// ResponseGetStateData is a wire type. Schema:
+// pi/response.json#/$defs/get_state/properties/data.
+type ResponseGetStateData struct {
+	Model                 *Model        `json:"model,omitzero"`
+	ThinkingLevel         ThinkingLevel `json:"thinkingLevel"`
+	IsStreaming           bool          `json:"isStreaming"`
+	IsCompacting          bool          `json:"isCompacting"`
+	SteeringMode          QueueMode     `json:"steeringMode"`
+	FollowUpMode          QueueMode     `json:"followUpMode"`
+	SessionFile           string        `json:"sessionFile,omitzero"`
+	SessionID             string        `json:"sessionId"`
+	SessionName           string        `json:"sessionName,omitzero"`
+	AutoCompactionEnabled bool          `json:"autoCompactionEnabled"`
+	MessageCount          int64         `json:"messageCount"`
+	PendingMessageCount   int64         `json:"pendingMessageCount"`
+}
+
+// ResponseGetMessages is a wire type. Schema: pi/response.json#/$defs/get_messages.
+type ResponseGetMessages struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_messages".
+	Command string                  `json:"command"`
+	Success bool                    `json:"success"`
+	Data    ResponseGetMessagesData `json:"data"`
+}
+
+// ResponseGetMessagesData is a wire type. Schema:
+// pi/response.json#/$defs/get_messages/properties/data.
+type ResponseGetMessagesData struct {
+	Messages []AgentMessage `json:"messages"`
+}
+
+// ResponseSetModel is a wire type. Schema: pi/response.json#/$defs/set_model.
+type ResponseSetModel struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_model".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+	Data    Model  `json:"data"`
+}
+
+// ResponseCycleModel is a wire type. Schema: pi/response.json#/$defs/cycle_model.
+type ResponseCycleModel struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "cycle_model".
+	Command string                  `json:"command"`
+	Success bool                    `json:"success"`
+	Data    *ResponseCycleModelData `json:"data"`
+}
+
+// ResponseCycleModelData is a wire type. Schema:
+// pi/response.json#/$defs/cycle_model/properties/data/anyOf/1.
+type ResponseCycleModelData struct {
+	Model         Model         `json:"model"`
+	ThinkingLevel ThinkingLevel `json:"thinkingLevel"`
+	IsScoped      bool          `json:"isScoped"`
+}
+
+// ResponseGetAvailableModels is a wire type. Schema:
+// pi/response.json#/$defs/get_available_models.
+type ResponseGetAvailableModels struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_available_models".
+	Command string                         `json:"command"`
+	Success bool                           `json:"success"`
+	Data    ResponseGetAvailableModelsData `json:"data"`
+}
+
+// ResponseGetAvailableModelsData is a wire type. Schema:
+// pi/response.json#/$defs/get_available_models/properties/data.
+type ResponseGetAvailableModelsData struct {
+	Models []Model `json:"models"`
+}
+
+// ResponseSetThinkingLevel is a wire type. Schema:
+// pi/response.json#/$defs/set_thinking_level.
+type ResponseSetThinkingLevel struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_thinking_level".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseCycleThinkingLevel is a wire type. Schema:
+// pi/response.json#/$defs/cycle_thinking_level.
+type ResponseCycleThinkingLevel struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "cycle_thinking_level".
+	Command string                          `json:"command"`
+	Success bool                            `json:"success"`
+	Data    *ResponseCycleThinkingLevelData `json:"data"`
+}
+
+// ResponseCycleThinkingLevelData is a wire type. Schema:
+// pi/response.json#/$defs/cycle_thinking_level/properties/data/anyOf/1.
+type ResponseCycleThinkingLevelData struct {
+	Level ThinkingLevel `json:"level"`
+}
+
+// ResponseGetAvailableThinkingLevels is a wire type. Schema:
+// pi/response.json#/$defs/get_available_thinking_levels.
+type ResponseGetAvailableThinkingLevels struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_available_thinking_levels".
+	Command string                                 `json:"command"`
+	Success bool                                   `json:"success"`
+	Data    ResponseGetAvailableThinkingLevelsData `json:"data"`
+}
+
+// ResponseGetAvailableThinkingLevelsData is a wire type. Schema:
+// pi/response.json#/$defs/get_available_thinking_levels/properties/data.
+type ResponseGetAvailableThinkingLevelsData struct {
+	Levels []ThinkingLevel `json:"levels"`
+}
+
+// ResponseSetSteeringMode is a wire type. Schema: pi/response.json#/$defs/set_steering_mode.
+type ResponseSetSteeringMode struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_steering_mode".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseSetFollowUpMode is a wire type. Schema:
+// pi/response.json#/$defs/set_follow_up_mode.
+type ResponseSetFollowUpMode struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_follow_up_mode".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseCompact is a wire type. Schema: pi/response.json#/$defs/compact.
+type ResponseCompact struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "compact".
+	Command string           `json:"command"`
+	Success bool             `json:"success"`
+	Data    CompactionResult `json:"data"`
+}
+
+// ResponseSetAutoCompaction is a wire type. Schema:
+// pi/response.json#/$defs/set_auto_compaction.
+type ResponseSetAutoCompaction struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_auto_compaction".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseSetAutoRetry is a wire type. Schema: pi/response.json#/$defs/set_auto_retry.
+type ResponseSetAutoRetry struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_auto_retry".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseAbortRetry is a wire type. Schema: pi/response.json#/$defs/abort_retry.
+type ResponseAbortRetry struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "abort_retry".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseBash is a wire type. Schema: pi/response.json#/$defs/bash.
+type ResponseBash struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "bash".
+	Command string           `json:"command"`
+	Success bool             `json:"success"`
+	Data    ResponseBashData `json:"data"`
+}
+
+// ResponseBashData is a wire type. Schema: pi/response.json#/$defs/bash/properties/data.
+type ResponseBashData struct {
+	Output         string `json:"output"`
+	ExitCode       *int64 `json:"exitCode,omitzero"`
+	Cancelled      bool   `json:"cancelled"`
+	Truncated      bool   `json:"truncated"`
+	FullOutputPath string `json:"fullOutputPath,omitzero"`
+}
+
+// ResponseAbortBash is a wire type. Schema: pi/response.json#/$defs/abort_bash.
+type ResponseAbortBash struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "abort_bash".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseGetSessionStats is a wire type. Schema: pi/response.json#/$defs/get_session_stats.
+type ResponseGetSessionStats struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_session_stats".
+	Command string                      `json:"command"`
+	Success bool                        `json:"success"`
+	Data    ResponseGetSessionStatsData `json:"data"`
+}
+
+// ResponseGetSessionStatsData is a wire type. Schema:
+// pi/response.json#/$defs/get_session_stats/properties/data.
+type ResponseGetSessionStatsData struct {
+	SessionFile       string                                   `json:"sessionFile,omitzero"`
+	SessionID         string                                   `json:"sessionId"`
+	UserMessages      int64                                    `json:"userMessages"`
+	AssistantMessages int64                                    `json:"assistantMessages"`
+	ToolCalls         int64                                    `json:"toolCalls"`
+	ToolResults       int64                                    `json:"toolResults"`
+	TotalMessages     int64                                    `json:"totalMessages"`
+	Tokens            ResponseGetSessionStatsDataTokens        `json:"tokens"`
+	Cost              float64                                  `json:"cost"`
+	ContextUsage      *ResponseGetSessionStatsDataContextUsage `json:"contextUsage,omitzero"`
+}
+
+// ResponseGetSessionStatsDataTokens is a wire type. Schema:
+// pi/response.json#/$defs/get_session_stats/properties/data/properties/tokens.
+type ResponseGetSessionStatsDataTokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	Total      int64 `json:"total"`
+}
+
+// ResponseGetSessionStatsDataContextUsage is a wire type. Schema:
+// pi/response.json#/$defs/get_session_stats/properties/data/properties/contextUsage.
+type ResponseGetSessionStatsDataContextUsage struct {
+	Tokens        *int64   `json:"tokens"`
+	ContextWindow int64    `json:"contextWindow"`
+	Percent       *float64 `json:"percent"`
+}
+
+// ResponseExportHtml is a wire type. Schema: pi/response.json#/$defs/export_html.
+type ResponseExportHtml struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "export_html".
+	Command string                 `json:"command"`
+	Success bool                   `json:"success"`
+	Data    ResponseExportHtmlData `json:"data"`
+}
+
+// ResponseExportHtmlData is a wire type. Schema:
+// pi/response.json#/$defs/export_html/properties/data.
+type ResponseExportHtmlData struct {
+	Path string `json:"path"`
+}
+
+// ResponseSwitchSession is a wire type. Schema: pi/response.json#/$defs/switch_session.
+type ResponseSwitchSession struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "switch_session".
+	Command string            `json:"command"`
+	Success bool              `json:"success"`
+	Data    ResponseCancelled `json:"data"`
+}
+
+// ResponseFork is a wire type. Schema: pi/response.json#/$defs/fork.
+type ResponseFork struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "fork".
+	Command string           `json:"command"`
+	Success bool             `json:"success"`
+	Data    ResponseForkData `json:"data"`
+}
+
+// ResponseForkData is a wire type. Schema: pi/response.json#/$defs/fork/properties/data.
+type ResponseForkData struct {
+	Cancelled bool   `json:"cancelled"`
+	Text      string `json:"text,omitzero"`
+}
+
+// ResponseClone is a wire type. Schema: pi/response.json#/$defs/clone.
+type ResponseClone struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "clone".
+	Command string            `json:"command"`
+	Success bool              `json:"success"`
+	Data    ResponseCancelled `json:"data"`
+}
+
+// ResponseGetForkMessages is a wire type. Schema: pi/response.json#/$defs/get_fork_messages.
+type ResponseGetForkMessages struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_fork_messages".
+	Command string                      `json:"command"`
+	Success bool                        `json:"success"`
+	Data    ResponseGetForkMessagesData `json:"data"`
+}
+
+// ResponseGetForkMessagesData is a wire type. Schema:
+// pi/response.json#/$defs/get_fork_messages/properties/data.
+type ResponseGetForkMessagesData struct {
+	Messages []ResponseGetForkMessagesDataMessagesItem `json:"messages"`
+}
+
+// ResponseGetForkMessagesDataMessagesItem is a wire type. Schema:
+// pi/response.json#/$defs/get_fork_messages/properties/data/properties/messages/items.
+type ResponseGetForkMessagesDataMessagesItem struct {
+	EntryID string `json:"entryId"`
+	Text    string `json:"text"`
+}
+
+// ResponseGetEntries is a wire type. Schema: pi/response.json#/$defs/get_entries.
+type ResponseGetEntries struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_entries".
+	Command string                 `json:"command"`
+	Success bool                   `json:"success"`
+	Data    ResponseGetEntriesData `json:"data"`
+}
+
+// ResponseGetEntriesData is a wire type. Schema:
+// pi/response.json#/$defs/get_entries/properties/data.
+type ResponseGetEntriesData struct {
+	Entries []Entry `json:"entries"`
+	LeafID  *string `json:"leafId"`
+}
+
+// ResponseGetTree is a wire type. Schema: pi/response.json#/$defs/get_tree.
+type ResponseGetTree struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_tree".
+	Command string              `json:"command"`
+	Success bool                `json:"success"`
+	Data    ResponseGetTreeData `json:"data"`
+}
+
+// ResponseGetTreeData is a wire type. Schema:
+// pi/response.json#/$defs/get_tree/properties/data.
+type ResponseGetTreeData struct {
+	Tree   []TreeNode `json:"tree"`
+	LeafID *string    `json:"leafId"`
+}
+
+// ResponseGetLastAssistantText is a wire type. Schema:
+// pi/response.json#/$defs/get_last_assistant_text.
+type ResponseGetLastAssistantText struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_last_assistant_text".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+	// text is absent when no assistant message has text: pi 1.6.0 leaves it undefined, so data
+	// is {} (rpc-commands.md says null)
+	Data ResponseGetLastAssistantTextData `json:"data"`
+}
+
+// ResponseGetLastAssistantTextData is text is absent when no assistant message has text: pi
+// 1.6.0 leaves it undefined, so data is {} (rpc-commands.md says null). Schema:
+// pi/response.json#/$defs/get_last_assistant_text/properties/data.
+type ResponseGetLastAssistantTextData struct {
+	Text *string `json:"text,omitzero"`
+}
+
+// ResponseSetSessionName is a wire type. Schema: pi/response.json#/$defs/set_session_name.
+type ResponseSetSessionName struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "set_session_name".
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+}
+
+// ResponseGetCommands is a wire type. Schema: pi/response.json#/$defs/get_commands.
+type ResponseGetCommands struct {
+	// Always "response".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	// Always "get_commands".
+	Command string                  `json:"command"`
+	Success bool                    `json:"success"`
+	Data    ResponseGetCommandsData `json:"data"`
+}
+
+// ResponseGetCommandsData is a wire type. Schema:
+// pi/response.json#/$defs/get_commands/properties/data.
+type ResponseGetCommandsData struct {
+	Commands []ResponseGetCommandsDataCommandsItem `json:"commands"`
+}
+
+// ResponseGetCommandsDataCommandsItem is a wire type. Schema:
+// pi/response.json#/$defs/get_commands/properties/data/properties/commands/items.
+type ResponseGetCommandsDataCommandsItem struct {
+	Name        string                                    `json:"name"`
+	Description string                                    `json:"description,omitzero"`
+	Source      ResponseGetCommandsDataCommandsItemSource `json:"source"`
+	// the resource that registered the command: for a prompt template its file (path), how it
+	// was found (source: auto for the default folders), scope (user: the config dir's prompts/;
+	// project: cwd/.pi/prompts/), origin (top-level) and baseDir
+	SourceInfo *ResponseGetCommandsDataCommandsItemSourceInfo `json:"sourceInfo,omitzero"`
+}
+
+// ResponseGetCommandsDataCommandsItemSource is a wire type. Schema:
+// pi/response.json#/$defs/get_commands/properties/data/properties/commands/items/properties/source.
+type ResponseGetCommandsDataCommandsItemSource = string
+
+// ResponseGetCommandsDataCommandsItemSourceInfo is the resource that registered the command:
+// for a prompt template its file (path), how it was found (source: auto for the default
+// folders), scope (user: the config dir's prompts/; project: cwd/.pi/prompts/), origin
+// (top-level) and baseDir. Schema:
+// pi/response.json#/$defs/get_commands/properties/data/properties/commands/items/properties/sourceInfo.
+type ResponseGetCommandsDataCommandsItemSourceInfo struct {
+	Path    string                                              `json:"path"`
+	Source  string                                              `json:"source"`
+	Scope   ResponseGetCommandsDataCommandsItemSourceInfoScope  `json:"scope,omitzero"`
+	Origin  ResponseGetCommandsDataCommandsItemSourceInfoOrigin `json:"origin,omitzero"`
+	BaseDir string                                              `json:"baseDir,omitzero"`
+}
+
+// ResponseGetCommandsDataCommandsItemSourceInfoScope is a wire type. Schema:
+// pi/response.json#/$defs/get_commands/properties/data/properties/commands/items/properties/sourceInfo/properties/scope.
+type ResponseGetCommandsDataCommandsItemSourceInfoScope = string
+
+// ResponseGetCommandsDataCommandsItemSourceInfoOrigin is a wire type. Schema:
+// pi/response.json#/$defs/get_commands/properties/data/properties/commands/items/properties/sourceInfo/properties/origin.
+type ResponseGetCommandsDataCommandsItemSourceInfoOrigin = string
+
+// ResponseFailure is A refused or failed command; command is "parse" for a line that is not
+// JSON, and the id is absent then. Schema: pi/response.json#/$defs/failure.
+type ResponseFailure struct {
+	// Always "response".
+	Type    string `json:"type"`
+	ID      ID     `json:"id,omitzero"`
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+	Error   string `json:"error"`
+}
