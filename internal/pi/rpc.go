@@ -534,13 +534,13 @@ func init() {
 // getCommands lists the prompt templates (e has no extension commands or
 // skills), as pi describes a template command.
 func (fr *front) getCommands(*command) (any, error) {
-	cmds := []any{}
+	cmds := []ResponseGetCommandsDataCommandsItem{}
 	for _, t := range fr.templates {
-		cmds = append(cmds, map[string]any{"name": t.Name, "description": t.Description, "source": "prompt",
-			"sourceInfo": map[string]string{"path": t.Path, "source": "auto", "scope": t.Scope, "origin": "top-level",
-				"baseDir": t.BaseDir}})
+		cmds = append(cmds, ResponseGetCommandsDataCommandsItem{Name: t.Name, Description: t.Description, Source: "prompt",
+			SourceInfo: &ResponseGetCommandsDataCommandsItemSourceInfo{Path: t.Path, Source: "auto", Scope: t.Scope,
+				Origin: "top-level", BaseDir: t.BaseDir}})
 	}
-	return map[string]any{"commands": cmds}, nil
+	return ResponseGetCommandsData{Commands: cmds}, nil
 }
 
 // images decodes a command's images.
@@ -1263,11 +1263,11 @@ func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
 }
 
 func (fr *front) getMessages(*command) (any, error) {
-	return map[string]any{"messages": fr.contextMessages()}, nil
+	return ResponseGetMessagesData{Messages: fr.contextMessages()}, nil
 }
 
 func (fr *front) lastAssistantText(*command) (any, error) {
-	out := map[string]any{} // none: pi's text is undefined, so its data is {}
+	var out ResponseGetLastAssistantTextData // none: pi's text is undefined, so its data is {}
 	for _, m := range fr.contextMessages() {
 		if a, ok := m.(AssistantMessage); ok {
 			var b strings.Builder
@@ -1277,7 +1277,8 @@ func (fr *front) lastAssistantText(*command) (any, error) {
 				}
 			}
 			if b.Len() > 0 {
-				out["text"] = b.String()
+				text := b.String()
+				out.Text = &text
 			}
 		}
 	}
@@ -1629,19 +1630,16 @@ func (fr *front) stats(*command) (any, error) {
 	fr.mu.Lock()
 	window := fr.info.ContextWindow
 	fr.mu.Unlock()
-	st := map[string]any{"sessionId": sess.ID(), "userMessages": users, "assistantMessages": assistants,
-		"toolCalls": calls, "toolResults": results, "totalMessages": total,
-		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
-			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
-	if p := sess.Path(); p != "" {
-		st["sessionFile"] = p
-	}
+	st := ResponseGetSessionStatsData{SessionFile: sess.Path(), SessionID: sess.ID(), UserMessages: int64(users),
+		AssistantMessages: int64(assistants), ToolCalls: int64(calls), ToolResults: int64(results), TotalMessages: int64(total),
+		Tokens: ResponseGetSessionStatsDataTokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead,
+			CacheWrite: u.CacheWrite, Total: u.TotalTokens}, Cost: u.Cost.Total}
 	if window > 0 {
-		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
+		st.ContextUsage = &ResponseGetSessionStatsDataContextUsage{ContextWindow: int64(window)}
 		if n, ok := contextTokens(session.Branch(es)); ok {
-			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
+			pct := float64(n) * 100 / float64(window)
+			st.ContextUsage.Tokens, st.ContextUsage.Percent = &n, &pct
 		}
-		st["contextUsage"] = cu
 	}
 	return st, nil
 }
