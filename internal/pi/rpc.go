@@ -643,7 +643,7 @@ func (fr *front) prompt(c *command) {
 		default:
 			err = errors.New("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")
 		}
-		fr.respond(c.id, c.typ, map[string]string{"disposition": "queued"}, err)
+		fr.respond(c.id, c.typ, ResponsePromptData{Disposition: "queued"}, err)
 		return
 	}
 	fr.begin(c, text, parts, blocks)
@@ -681,7 +681,7 @@ func (fr *front) compactBefore(sess *session.Session) {
 // begin starts the run of prompt command c and answers it.
 func (fr *front) begin(c *command, text string, parts []model.Part, blocks []Content) {
 	if err := fr.startRun(text, parts, blocks, func() {
-		fr.respond(c.id, c.typ, map[string]string{"disposition": "started"}, nil)
+		fr.respond(c.id, c.typ, ResponsePromptData{Disposition: "started"}, nil)
 	}); err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 	}
@@ -874,7 +874,7 @@ func (fr *front) steer(c *command) (any, error) {
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	fr.write(q)
-	return map[string]string{"disposition": "queued"}, nil
+	return ResponseSteerData{Disposition: "queued"}, nil
 }
 
 func (fr *front) followUp(c *command) (any, error) {
@@ -891,10 +891,10 @@ func (fr *front) followUp(c *command) (any, error) {
 	fr.mu.Unlock()
 	if !running { // nothing to wait for: it runs now
 		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
-		return map[string]string{"disposition": "queued"}, err
+		return ResponseFollowUpData{Disposition: "queued"}, err
 	}
 	fr.write(q)
-	return map[string]string{"disposition": "queued"}, nil
+	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
 
 func (fr *front) clearQueue(*command) (any, error) {
@@ -1426,7 +1426,7 @@ func (fr *front) cycleThinking(*command) (any, error) {
 	if err := fr.switchModel(info, next); err != nil {
 		return nil, err
 	}
-	return map[string]string{"level": next}, nil
+	return ResponseCycleThinkingLevelData{Level: next}, nil
 }
 
 func (fr *front) availableLevels(*command) (any, error) {
@@ -1680,7 +1680,7 @@ func (fr *front) exportHTML(c *command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"path": path}, nil
+	return ResponseExportHtmlData{Path: path}, nil
 }
 
 func (fr *front) setName(c *command) (any, error) {
