@@ -976,7 +976,7 @@ func (fr *front) newSession(c *command) (any, error) {
 		return nil, err
 	}
 	fr.replace(old, m)
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
 // defaultLevel is the thinking level a new session of model info starts at.
@@ -1016,14 +1016,14 @@ func (fr *front) switchSession(c *command) (any, error) {
 	old := fr.cur
 	fr.mu.Unlock()
 	if old.Info().Path == path {
-		return map[string]bool{"cancelled": false}, nil
+		return ResponseCancelled{Cancelled: false}, nil
 	}
 	m, err := fr.b.make(spec{resume: path})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
 // forkAt starts a new session whose history is the current branch before
@@ -1074,6 +1074,8 @@ func (fr *front) fork(c *command) (any, error) {
 	if _, err := fr.forkAt(id); err != nil {
 		return nil, err
 	}
+	// A map, not ResponseForkData: pi sends text even when it is "" (the
+	// schema's text is optional, for a cancelled fork, and so omitted when empty).
 	return map[string]any{"text": text, "cancelled": false}, nil
 }
 
@@ -1081,30 +1083,25 @@ func (fr *front) clone(*command) (any, error) {
 	if _, err := fr.forkAt(""); err != nil {
 		return nil, err
 	}
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
-type forkMessage struct {
-	EntryID string `json:"entryId"`
-	Text    string `json:"text"`
-}
-
-func (fr *front) userEntries() []forkMessage {
-	out := []forkMessage{}
+func (fr *front) userEntries() []ResponseGetForkMessagesDataMessagesItem {
+	out := []ResponseGetForkMessagesDataMessagesItem{}
 	for _, e := range fr.converter().entries(session.Branch(fr.session().Entries())) {
 		if u, ok := e.Message.(UserMessage); ok {
 			text := ""
 			if len(u.Content) > 0 {
 				text = u.Content[0].Text
 			}
-			out = append(out, forkMessage{EntryID: e.ID, Text: text})
+			out = append(out, ResponseGetForkMessagesDataMessagesItem{EntryID: e.ID, Text: text})
 		}
 	}
 	return out
 }
 
 func (fr *front) forkMessages(*command) (any, error) {
-	return map[string]any{"messages": fr.userEntries()}, nil
+	return ResponseGetForkMessagesData{Messages: fr.userEntries()}, nil
 }
 
 func (fr *front) session() *session.Session {
