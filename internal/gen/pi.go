@@ -27,6 +27,7 @@ var piFiles = []struct{ name, prefix string }{
 	{"defs.json", ""}, {"event.json", ""},
 	{"extension_ui_request.json", "UIRequest"}, // "select", "notify", … name methods, not shapes
 	{"response.json", "Response"},
+	{"command.json", "Command"},
 }
 
 // piNames are type names where the key-and-property rule reads badly.

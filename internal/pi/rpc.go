@@ -3,6 +3,7 @@ package pi
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -471,6 +472,15 @@ type command struct {
 }
 
 func (c *command) str(field string) string { return gjson.GetBytes(c.line, field).String() }
+
+// decode reads the command's line, which its schema accepted, into v: the
+// generated struct of its type (CommandX).
+func (c *command) decode(v any) error {
+	if err := json.Unmarshal(c.line, v); err != nil {
+		return fmt.Errorf("%s: %w", c.typ, err)
+	}
+	return nil
+}
 func (c *command) has(field string) bool {
 	v := gjson.GetBytes(c.line, field)
 	return v.Exists() && v.Type != gjson.Null
@@ -543,20 +553,17 @@ func (fr *front) getCommands(*command) (any, error) {
 	return ResponseGetCommandsData{Commands: cmds}, nil
 }
 
-// images decodes a command's images.
-func (fr *front) images(c *command) ([]model.Part, []Content, error) {
+// images decodes a command's images (nil: none).
+func images(ims *[]ImageContent) ([]model.Part, []Content, error) {
 	var parts []model.Part
 	var blocks []Content
-	for i, im := range gjson.GetBytes(c.line, "images").Array() {
-		var v struct {
-			Data     []byte `json:"data"`
-			MimeType string `json:"mimeType"`
-		}
-		if err := json.Unmarshal([]byte(im.Raw), &v); err != nil {
+	for i, im := range ptrOr(ims) {
+		data, err := base64.StdEncoding.DecodeString(im.Data)
+		if err != nil {
 			return nil, nil, fmt.Errorf("images[%d]: data: not base64: %v", i, err)
 		}
-		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
-		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
+		parts = append(parts, model.Part{Type: model.PartImage, MediaType: im.MimeType, Data: data})
+		blocks = append(blocks, Content{Type: "image", Data: data, MimeType: im.MimeType})
 	}
 	return parts, blocks, nil
 }
@@ -607,8 +614,13 @@ func (fr *front) passSteer(m queued) error {
 }
 
 func (fr *front) prompt(c *command) {
-	text := Expand(c.str("message"), fr.templates)
-	parts, blocks, err := fr.images(c)
+	var p CommandPrompt
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	text := Expand(p.Message, fr.templates)
+	parts, blocks, err := images(p.Images)
 	if err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 		return
@@ -635,7 +647,7 @@ func (fr *front) prompt(c *command) {
 	}
 	// A prompt's compaction before its run is part of that run, for pi.
 	if running {
-		switch c.str("streamingBehavior") {
+		switch ptrOr(p.StreamingBehavior) {
 		case "steer":
 			_, err = fr.steer(c)
 		case "followUp":
@@ -847,10 +859,14 @@ func (fr *front) queueLocked() QueueUpdate {
 	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
 }
 
-// message reads a command's message and images.
+// message reads the message and images of a steer, follow_up or prompt.
 func (fr *front) message(c *command) (queued, error) {
-	parts, blocks, err := fr.images(c)
-	return queued{text: Expand(c.str("message"), fr.templates), parts: parts, blocks: blocks}, err
+	var p CommandSteer // follow_up's and prompt's have the same message and images
+	if err := c.decode(&p); err != nil {
+		return queued{}, err
+	}
+	parts, blocks, err := images(p.Images)
+	return queued{text: Expand(p.Message, fr.templates), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {
@@ -965,13 +981,17 @@ func (fr *front) idle() {
 }
 
 func (fr *front) newSession(c *command) (any, error) {
+	var p CommandNewSession
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.idle()
 	fr.mu.Lock()
 	old := fr.cur
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: c.str("parentSession")})
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)})
 	if err != nil {
 		return nil, err
 	}
@@ -1007,7 +1027,11 @@ func (fr *front) replace(old, m *session.Session) {
 }
 
 func (fr *front) switchSession(c *command) (any, error) {
-	path := abs(fr.env.Cwd, c.str("sessionPath"))
+	var p CommandSwitchSession
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	path := abs(fr.env.Cwd, p.SessionPath)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("session file %s: %w", path, err)
 	}
@@ -1061,7 +1085,11 @@ func (fr *front) forkAt(id string) (*session.Session, error) {
 }
 
 func (fr *front) fork(c *command) (any, error) {
-	id := c.str("entryId")
+	var p CommandFork
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	id := p.EntryID
 	text, ok := "", false
 	for _, fm := range fr.userEntries() {
 		if fm.EntryID == id {
@@ -1156,14 +1184,18 @@ func (fr *front) entries() []Entry {
 }
 
 func (fr *front) getEntries(c *command) (any, error) {
+	var p CommandGetEntries
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	all := fr.entries()
 	var leaf *string
 	if len(all) > 0 {
 		leaf = &all[len(all)-1].ID
 	}
 	out := all
-	if c.has("since") {
-		since := c.str("since")
+	if p.Since != nil {
+		since := *p.Since
 		i := slices.IndexFunc(all, func(e Entry) bool { return e.ID == since })
 		if i < 0 {
 			return nil, fmt.Errorf("Entry not found: %s", since)
@@ -1353,6 +1385,8 @@ func (fr *front) switchModel(info model.Info, level string) error {
 	return nil
 }
 
+// setModel reads its fields by name, not into CommandSetModel: a field
+// given as "" must count as given (the error names the missing one).
 func (fr *front) setModel(c *command) (any, error) {
 	var info model.Info
 	var err error
@@ -1405,10 +1439,14 @@ func (fr *front) cycleModel(*command) (any, error) {
 }
 
 func (fr *front) setThinking(c *command) (any, error) {
+	var p CommandSetThinkingLevel
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.mu.Lock()
 	info := fr.info
 	fr.mu.Unlock()
-	return noData{}, fr.switchModel(info, c.str("level"))
+	return noData{}, fr.switchModel(info, p.Level)
 }
 
 func (fr *front) cycleThinking(*command) (any, error) {
@@ -1429,18 +1467,26 @@ func (fr *front) cycleThinking(*command) (any, error) {
 func (fr *front) availableLevels(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	return map[string][]string{"levels": AvailableLevels(fr.info)}, nil
+	return ResponseGetAvailableThinkingLevelsData{Levels: AvailableLevels(fr.info)}, nil
 }
 
 func (fr *front) setMode(mode *string, c *command) (any, error) {
+	var p CommandSetSteeringMode // set_follow_up_mode's mode is the same
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.mu.Lock()
-	*mode = c.str("mode")
+	*mode = p.Mode
 	fr.mu.Unlock()
 	return noData{}, nil
 }
 
 func (fr *front) setAutoCompaction(c *command) (any, error) {
-	on := gjson.GetBytes(c.line, "enabled").Bool()
+	var p CommandSetAutoCompaction
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoCompact = on
 	fr.cur.SetAutoCompact(on)
@@ -1449,7 +1495,11 @@ func (fr *front) setAutoCompaction(c *command) (any, error) {
 }
 
 func (fr *front) setAutoRetry(c *command) (any, error) {
-	on := gjson.GetBytes(c.line, "enabled").Bool()
+	var p CommandSetAutoRetry
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoRetry = on
 	fr.cur.SetAutoRetry(on)
@@ -1469,6 +1519,11 @@ func (fr *front) abortRetry(*command) (any, error) {
 }
 
 func (fr *front) compact(c *command) {
+	var p CommandCompact
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
 	fr.mu.Lock()
 	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
@@ -1476,7 +1531,7 @@ func (fr *front) compact(c *command) {
 		return
 	}
 	sess := fr.cur
-	turn, err := sess.Compact(fr.ctx, c.str("customInstructions"), fr.sink)
+	turn, err := sess.Compact(fr.ctx, ptrOr(p.CustomInstructions), fr.sink)
 	if err != nil {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, err)
@@ -1516,7 +1571,12 @@ func (fr *front) compact(c *command) {
 // excluded output kept and marked); while a run or a compaction goes on,
 // once that has ended.
 func (fr *front) bash(c *command) {
-	spec := session.ShellSpec{Command: c.str("command"), Exclude: gjson.GetBytes(c.line, "excludeFromContext").Bool()}
+	var p CommandBash
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	spec := session.ShellSpec{Command: p.Command, Exclude: ptrOr(p.ExcludeFromContext)}
 	id := ""
 	if c.id != nil {
 		id = *c.id
@@ -1666,9 +1726,13 @@ func contextTokens(branch []session.Entry) (int64, bool) {
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {
+	var p CommandExportHtml
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	path := ""
-	if c.has("outputPath") {
-		path = c.str("outputPath")
+	if p.OutputPath != nil {
+		path = *p.OutputPath
 		if !filepath.IsAbs(path) { // pi resolves it against its own cwd
 			path = filepath.Join(fr.env.Cwd, path)
 		}
@@ -1681,7 +1745,11 @@ func (fr *front) exportHTML(c *command) (any, error) {
 }
 
 func (fr *front) setName(c *command) (any, error) {
-	name := c.str("name")
+	var p CommandSetSessionName
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	name := p.Name
 	if err := fr.session().Rename(name); err != nil {
 		return nil, err
 	}

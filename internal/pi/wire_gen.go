@@ -1275,3 +1275,293 @@ type ResponseFailure struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error"`
 }
+
+// CommandPrompt is send a user prompt; while a run streams, streamingBehavior queues it.
+// Schema: pi/command.json#/$defs/prompt.
+type CommandPrompt struct {
+	// Always "prompt".
+	Type              string                          `json:"type"`
+	ID                ID                              `json:"id,omitzero"`
+	Message           string                          `json:"message"`
+	Images            *[]ImageContent                 `json:"images,omitzero"`
+	StreamingBehavior *CommandPromptStreamingBehavior `json:"streamingBehavior,omitzero"`
+}
+
+// CommandPromptStreamingBehavior is a wire type. Schema:
+// pi/command.json#/$defs/prompt/properties/streamingBehavior.
+type CommandPromptStreamingBehavior = string
+
+// CommandSteer is queue a steering message for the running run. Schema:
+// pi/command.json#/$defs/steer.
+type CommandSteer struct {
+	// Always "steer".
+	Type    string          `json:"type"`
+	ID      ID              `json:"id,omitzero"`
+	Message string          `json:"message"`
+	Images  *[]ImageContent `json:"images,omitzero"`
+}
+
+// CommandFollowUp is queue a message for when the run would stop. Schema:
+// pi/command.json#/$defs/follow_up.
+type CommandFollowUp struct {
+	// Always "follow_up".
+	Type    string          `json:"type"`
+	ID      ID              `json:"id,omitzero"`
+	Message string          `json:"message"`
+	Images  *[]ImageContent `json:"images,omitzero"`
+}
+
+// CommandAbort is abort the run; the response comes once it settled. Schema:
+// pi/command.json#/$defs/abort.
+type CommandAbort struct {
+	// Always "abort".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandClearQueue is withdraw queued steering and follow-up messages. Schema:
+// pi/command.json#/$defs/clear_queue.
+type CommandClearQueue struct {
+	// Always "clear_queue".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandNewSession is start a fresh session. Schema: pi/command.json#/$defs/new_session.
+type CommandNewSession struct {
+	// Always "new_session".
+	Type          string  `json:"type"`
+	ID            ID      `json:"id,omitzero"`
+	ParentSession *string `json:"parentSession,omitzero"`
+}
+
+// CommandGetState is the session's state. Schema: pi/command.json#/$defs/get_state.
+type CommandGetState struct {
+	// Always "get_state".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetMessages is every message of the session's context. Schema:
+// pi/command.json#/$defs/get_messages.
+type CommandGetMessages struct {
+	// Always "get_messages".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandSetModel is switch the model: provider and modelId (pi 1.6.0), or the older single
+// model (prime-agent's and pi 0.73.1's guides: an id, provider/id or pattern, as --model
+// takes it); one form or the other, checked by e (the error names the missing field).
+// Schema: pi/command.json#/$defs/set_model.
+type CommandSetModel struct {
+	// Always "set_model".
+	Type     string `json:"type"`
+	ID       ID     `json:"id,omitzero"`
+	Provider string `json:"provider,omitzero"`
+	ModelID  string `json:"modelId,omitzero"`
+	Model    string `json:"model,omitzero"`
+}
+
+// CommandCycleModel is switch to the next available model. Schema:
+// pi/command.json#/$defs/cycle_model.
+type CommandCycleModel struct {
+	// Always "cycle_model".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetAvailableModels is models whose provider is usable. Schema:
+// pi/command.json#/$defs/get_available_models.
+type CommandGetAvailableModels struct {
+	// Always "get_available_models".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandSetThinkingLevel is set the thinking level (e's effort). Schema:
+// pi/command.json#/$defs/set_thinking_level.
+type CommandSetThinkingLevel struct {
+	// Always "set_thinking_level".
+	Type  string        `json:"type"`
+	ID    ID            `json:"id,omitzero"`
+	Level ThinkingLevel `json:"level"`
+}
+
+// CommandCycleThinkingLevel is next thinking level of the model. Schema:
+// pi/command.json#/$defs/cycle_thinking_level.
+type CommandCycleThinkingLevel struct {
+	// Always "cycle_thinking_level".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetAvailableThinkingLevels is thinking levels of the model. Schema:
+// pi/command.json#/$defs/get_available_thinking_levels.
+type CommandGetAvailableThinkingLevels struct {
+	// Always "get_available_thinking_levels".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandSetSteeringMode is how queued steers are delivered. Schema:
+// pi/command.json#/$defs/set_steering_mode.
+type CommandSetSteeringMode struct {
+	// Always "set_steering_mode".
+	Type string    `json:"type"`
+	ID   ID        `json:"id,omitzero"`
+	Mode QueueMode `json:"mode"`
+}
+
+// CommandSetFollowUpMode is how queued follow-ups are delivered. Schema:
+// pi/command.json#/$defs/set_follow_up_mode.
+type CommandSetFollowUpMode struct {
+	// Always "set_follow_up_mode".
+	Type string    `json:"type"`
+	ID   ID        `json:"id,omitzero"`
+	Mode QueueMode `json:"mode"`
+}
+
+// CommandCompact is compact the context now. Schema: pi/command.json#/$defs/compact.
+type CommandCompact struct {
+	// Always "compact".
+	Type               string  `json:"type"`
+	ID                 ID      `json:"id,omitzero"`
+	CustomInstructions *string `json:"customInstructions,omitzero"`
+}
+
+// CommandSetAutoCompaction is automatic compaction on or off. Schema:
+// pi/command.json#/$defs/set_auto_compaction.
+type CommandSetAutoCompaction struct {
+	// Always "set_auto_compaction".
+	Type    string `json:"type"`
+	ID      ID     `json:"id,omitzero"`
+	Enabled bool   `json:"enabled"`
+}
+
+// CommandSetAutoRetry is automatic retry on or off. Schema:
+// pi/command.json#/$defs/set_auto_retry.
+type CommandSetAutoRetry struct {
+	// Always "set_auto_retry".
+	Type    string `json:"type"`
+	ID      ID     `json:"id,omitzero"`
+	Enabled bool   `json:"enabled"`
+}
+
+// CommandAbortRetry is stop a pending retry. Schema: pi/command.json#/$defs/abort_retry.
+type CommandAbortRetry struct {
+	// Always "abort_retry".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandBash is run a user shell command into the session's context. Schema:
+// pi/command.json#/$defs/bash.
+type CommandBash struct {
+	// Always "bash".
+	Type               string `json:"type"`
+	ID                 ID     `json:"id,omitzero"`
+	Command            string `json:"command"`
+	ExcludeFromContext *bool  `json:"excludeFromContext,omitzero"`
+}
+
+// CommandAbortBash is stop the running bash command. Schema:
+// pi/command.json#/$defs/abort_bash.
+type CommandAbortBash struct {
+	// Always "abort_bash".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetSessionStats is token, cost and message counts. Schema:
+// pi/command.json#/$defs/get_session_stats.
+type CommandGetSessionStats struct {
+	// Always "get_session_stats".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandExportHtml is export the session as HTML. Schema:
+// pi/command.json#/$defs/export_html.
+type CommandExportHtml struct {
+	// Always "export_html".
+	Type       string  `json:"type"`
+	ID         ID      `json:"id,omitzero"`
+	OutputPath *string `json:"outputPath,omitzero"`
+}
+
+// CommandSwitchSession is resume a saved session file. Schema:
+// pi/command.json#/$defs/switch_session.
+type CommandSwitchSession struct {
+	// Always "switch_session".
+	Type        string `json:"type"`
+	ID          ID     `json:"id,omitzero"`
+	SessionPath string `json:"sessionPath"`
+}
+
+// CommandFork is A new session with the history before a user message. Schema:
+// pi/command.json#/$defs/fork.
+type CommandFork struct {
+	// Always "fork".
+	Type    string `json:"type"`
+	ID      ID     `json:"id,omitzero"`
+	EntryID string `json:"entryId"`
+}
+
+// CommandClone is A new session with the whole active branch. Schema:
+// pi/command.json#/$defs/clone.
+type CommandClone struct {
+	// Always "clone".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetForkMessages is user messages to fork at. Schema:
+// pi/command.json#/$defs/get_fork_messages.
+type CommandGetForkMessages struct {
+	// Always "get_fork_messages".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetEntries is session entries in append order, after since. Schema:
+// pi/command.json#/$defs/get_entries.
+type CommandGetEntries struct {
+	// Always "get_entries".
+	Type  string  `json:"type"`
+	ID    ID      `json:"id,omitzero"`
+	Since *string `json:"since,omitzero"`
+}
+
+// CommandGetTree is the session's entries as a tree. Schema:
+// pi/command.json#/$defs/get_tree.
+type CommandGetTree struct {
+	// Always "get_tree".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandGetLastAssistantText is text of the last assistant message. Schema:
+// pi/command.json#/$defs/get_last_assistant_text.
+type CommandGetLastAssistantText struct {
+	// Always "get_last_assistant_text".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
+
+// CommandSetSessionName is name the session. Schema:
+// pi/command.json#/$defs/set_session_name.
+type CommandSetSessionName struct {
+	// Always "set_session_name".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+	Name string `json:"name"`
+}
+
+// CommandGetCommands is commands a prompt may start with. Schema:
+// pi/command.json#/$defs/get_commands.
+type CommandGetCommands struct {
+	// Always "get_commands".
+	Type string `json:"type"`
+	ID   ID     `json:"id,omitzero"`
+}
