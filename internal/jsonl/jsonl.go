@@ -125,6 +125,10 @@ type Writer struct {
 	// (the writer goroutine or a Release), swapped with pending's.
 	batch       []byte
 	batchShared []sharedLine
+	// heldLines counts the lines Holds queued without waking the writer
+	// since the queue was last taken; heldAt is when the first came.
+	heldLines int
+	heldAt    int64
 
 	// idleSince is when the writer last finished a write (monotonic
 	// nanoseconds from epoch), or busy while it writes a batch.
@@ -196,6 +200,7 @@ func (wr *Writer) writeBatch() {
 	batch, shared := wr.batch[:0], wr.batchShared[:0]
 	batch, wr.pending = wr.pending, batch
 	shared, wr.shared, wr.sharedBytes = wr.shared, shared, 0
+	wr.heldLines = 0
 	if wr.room != nil {
 		close(wr.room)
 		wr.room = nil
@@ -411,7 +416,9 @@ func (wr *Writer) Close() error {
 // Release writes the queue from the producer's goroutine, in one write,
 // before it reads its next chunk. A chunk's lines then cost one write(2)
 // and no hand-off to the writer goroutine; a lone line still goes out
-// before the producer can block, as Release comes before every read.
+// before the producer can block, as Release comes before every read, and
+// lines held for idleYield while the producer keeps finding input go out
+// with the writer, as unheld ones do.
 // Lines of other producers wake the writer as usual, and take the held
 // lines with them, in queue order.
 type Hold struct {
@@ -432,13 +439,27 @@ func (h *Hold) Append(ctx context.Context, appendLine func([]byte) []byte) error
 	yield := false
 	if wr.err == nil {
 		wr.pending = append(appendLine(wr.pending), '\n')
-		if !h.held {
+		switch {
+		case !h.held:
 			yield = wr.wake1()
+		case wr.heldLines == 0:
+			wr.heldLines, wr.heldAt = 1, monotonic()
+		default:
+			// A producer that keeps finding input (a provider far ahead)
+			// releases rarely: every so many lines, held lines that have
+			// waited for idleYield go out with the writer.
+			wr.heldLines++
+			if wr.heldLines%heldCheck == 0 && monotonic()-wr.heldAt >= int64(idleYield) {
+				yield = wr.wake1()
+			}
 		}
 	}
 	wr.unlock(yield)
 	return nil
 }
+
+// heldCheck is how many held lines pass between looks at the clock.
+const heldCheck = 32
 
 // Hold makes the lines appended from now on wait for Release.
 func (h *Hold) Hold() {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -453,5 +454,40 @@ func TestHoldConcurrent(t *testing.T) {
 		if n != reads*perRead {
 			t.Errorf("producer %d: %d lines, want %d", p, n, reads*perRead)
 		}
+	}
+}
+
+// Held lines do not wait for Release once they have waited for idleYield:
+// a producer whose input keeps coming (a provider far ahead) still streams
+// its lines, with the writer goroutine (S2).
+func TestHoldBounded(t *testing.T) {
+	w := &gated{release: make(chan struct{}), wrote: make(chan []byte, 16)}
+	close(w.release)
+	wr := NewWriter(w)
+	h := wr.NewHold()
+	h.Hold()
+	add := func(i int) {
+		if err := h.Append(context.Background(), func(b []byte) []byte { return fmt.Appendf(b, "%d", i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0)
+	for start := monotonic(); monotonic()-start < int64(idleYield); {
+		runtime.Gosched() // the first line ages past idleYield
+	}
+	for i := 1; i < heldCheck; i++ {
+		add(i)
+	}
+	select {
+	case got := <-w.wrote:
+		if n := bytes.Count(got, []byte("\n")); n != heldCheck {
+			t.Errorf("first write has %d lines, want %d", n, heldCheck)
+		}
+	case <-time.After(20 * time.Second): // a failsafe, not a synchronisation
+		t.Fatal("held lines older than idleYield were not written")
+	}
+	h.Release()
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
