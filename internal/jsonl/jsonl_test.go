@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -457,37 +456,38 @@ func TestHoldConcurrent(t *testing.T) {
 	}
 }
 
-// Held lines do not wait for Release once they have waited for idleYield:
-// a producer whose input keeps coming (a provider far ahead) still streams
-// its lines, with the writer goroutine (S2).
-func TestHoldBounded(t *testing.T) {
-	w := &gated{release: make(chan struct{}), wrote: make(chan []byte, 16)}
-	close(w.release)
-	wr := NewWriter(w)
+// Held lines do not wait for Release past heldBurst bytes: the lines of
+// a Read that brought many events go out as they are made, in writes of
+// about heldBurst bytes (S2).
+func TestHoldBurst(t *testing.T) {
+	rec := &syncRecorder{t: t}
+	wr := NewWriter(rec)
 	h := wr.NewHold()
 	h.Hold()
-	add := func(i int) {
-		if err := h.Append(context.Background(), func(b []byte) []byte { return fmt.Appendf(b, "%d", i) }); err != nil {
+	line := bytes.Repeat([]byte("x"), 99)
+	const n = 3*heldBurst/100 + 1
+	for range n {
+		if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, line...) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	add(0)
-	for start := monotonic(); monotonic()-start < int64(idleYield); {
-		runtime.Gosched() // the first line ages past idleYield
+	var sizes []int
+	for _, w := range rec.taken() {
+		sizes = append(sizes, len(w))
 	}
-	for i := 1; i < heldCheck; i++ {
-		add(i)
-	}
-	select {
-	case got := <-w.wrote:
-		if n := bytes.Count(got, []byte("\n")); n != heldCheck {
-			t.Errorf("first write has %d lines, want %d", n, heldCheck)
-		}
-	case <-time.After(20 * time.Second): // a failsafe, not a synchronisation
-		t.Fatal("held lines older than idleYield were not written")
+	per := (heldBurst + 99) / 100 * 100 // the first whole line at or past heldBurst
+	if diff := cmp.Diff([]int{per, per, per}, sizes); diff != "" {
+		t.Errorf("write sizes before Release (-want +got):\n%s", diff)
 	}
 	h.Release()
 	if err := wr.Close(); err != nil {
 		t.Fatal(err)
+	}
+	got := 0
+	for _, w := range rec.taken() {
+		got += bytes.Count(w, []byte("\n"))
+	}
+	if got != n {
+		t.Errorf("%d lines written, want %d", got, n)
 	}
 }
