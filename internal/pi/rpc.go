@@ -553,14 +553,14 @@ func (fr *front) getCommands(*command) (any, error) {
 	return ResponseGetCommandsData{Commands: cmds}, nil
 }
 
-// images decodes a command's images (nil: none).
-func images(ims *[]ImageContent) ([]model.Part, []Content, error) {
+// images decodes the images of a command of type typ (nil: none).
+func images(typ string, ims *[]ImageContent) ([]model.Part, []Content, error) {
 	var parts []model.Part
 	var blocks []Content
 	for i, im := range ptrOr(ims) {
 		data, err := base64.StdEncoding.DecodeString(im.Data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("images[%d]: data: not base64: %v", i, err)
+			return nil, nil, fmt.Errorf("%s: images[%d].data: not base64: %w", typ, i, err)
 		}
 		parts = append(parts, model.Part{Type: model.PartImage, MediaType: im.MimeType, Data: data})
 		blocks = append(blocks, Content{Type: "image", Data: data, MimeType: im.MimeType})
@@ -620,7 +620,7 @@ func (fr *front) prompt(c *command) {
 		return
 	}
 	text := Expand(p.Message, fr.templates)
-	parts, blocks, err := images(p.Images)
+	parts, blocks, err := images(c.typ, p.Images)
 	if err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 		return
@@ -865,7 +865,7 @@ func (fr *front) message(c *command) (queued, error) {
 	if err := c.decode(&p); err != nil {
 		return queued{}, err
 	}
-	parts, blocks, err := images(p.Images)
+	parts, blocks, err := images(c.typ, p.Images)
 	return queued{text: Expand(p.Message, fr.templates), parts: parts, blocks: blocks}, err
 }
 
