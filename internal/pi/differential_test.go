@@ -745,6 +745,25 @@ var diffFlows = []diffFlow{
 		a.wait("agent_settled")
 		a.call(map[string]any{"type": "get_messages"})
 	}},
+	{"compact-during-run", func(a *diffAgent) {
+		// compact aborts the run first, then compacts.
+		prompt(a, "some history first")
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.send(`{"id":"c","type":"compact"}`)
+		a.find(0, "response c", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "c" })
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"level-during-run", func(a *diffAgent) {
+		// A level set during a run is taken at once.
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "set_thinking_level", "level": "high"})
+		a.releaseHold()
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_state"})
+	}},
 	{"abort-before-run", func(a *diffAgent) {
 		// An abort during a prompt's compaction before its run stops the
 		// compaction, and the run, once it starts; abort answers after

@@ -1525,6 +1525,25 @@ func (fr *front) compact(c *command) {
 		return
 	}
 	fr.mu.Lock()
+	busy := fr.running || fr.starting || fr.compacting != ""
+	fr.mu.Unlock()
+	if busy {
+		// As pi's compact, which aborts first (its abort()): the run, a
+		// prompt's run about to start or a compaction stops, and once it
+		// has settled the compaction starts.
+		fr.async(func() {
+			fr.idle()
+			fr.compactNow(c, p)
+		})
+		return
+	}
+	fr.compactNow(c, p)
+}
+
+// compactNow starts the compaction of a compact command, refused if the
+// session is busy (a prompt that came meanwhile).
+func (fr *front) compactNow(c *command, p CommandCompact) {
+	fr.mu.Lock()
 	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
