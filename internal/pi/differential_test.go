@@ -783,6 +783,40 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_state"})
 		a.call(map[string]any{"type": "get_messages"})
 	}},
+	{"follow-up-idle", func(a *diffAgent) {
+		// A follow_up while idle is queued, as always: it goes once the
+		// next prompt's answer would end the run.
+		a.call(map[string]any{"type": "follow_up", "message": "idle follow"})
+		a.call(map[string]any{"type": "get_state"})
+		prompt(a, "after an idle follow-up")
+		a.call(map[string]any{"type": "get_state"})
+	}},
+	{"abort-compact", func(a *diffAgent) {
+		// During a compact, follow_up and steer are queued; abort stops
+		// the compaction (aborted, the compact fails).
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": false})
+		prompt(a, "big history hold-summary")
+		a.mock.holdSummaries()
+		a.send(`{"id":"man2","type":"compact"}`)
+		a.wait("compaction_start")
+		a.call(map[string]any{"type": "follow_up", "message": "follow while compacting by hand"})
+		a.call(map[string]any{"type": "steer", "message": "steer while compacting by hand"})
+		a.call(map[string]any{"type": "get_state"})
+		a.send(`{"id":"stop2","type":"abort"}`)
+		a.find(0, "response man2", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "man2" })
+		a.find(0, "response stop2", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "stop2" })
+		a.call(map[string]any{"type": "get_state"})
+		// A compact during a compact stops the first, then compacts.
+		a.send(`{"id":"cc1","type":"compact"}`)
+		a.wait("compaction_start")
+		a.send(`{"id":"cc2","type":"compact"}`)
+		a.find(0, "response cc1", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "cc1" })
+		a.mock.openSummaries()
+		a.find(0, "response cc2", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "cc2" })
+		// The queued steer and follow-up go with the next prompt.
+		prompt(a, "after the compactions")
+		a.call(map[string]any{"type": "set_auto_compaction", "enabled": true})
+	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
 		a.call(map[string]any{"type": "cycle_model"})

@@ -898,17 +898,12 @@ func (fr *front) followUp(c *command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// As pi's, it always queues, also while idle or compacting: it goes
+	// when a run would stop, this one's or the next prompt's.
 	fr.mu.Lock()
-	running := fr.running || fr.starting // the run has begun, for pi
-	if running {
-		fr.followUps = append(fr.followUps, m)
-	}
+	fr.followUps = append(fr.followUps, m)
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	if !running { // nothing to wait for: it runs now
-		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
-		return ResponseFollowUpData{Disposition: "queued"}, err
-	}
 	fr.write(q)
 	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
@@ -927,12 +922,19 @@ func (fr *front) clearQueue(*command) (any, error) {
 
 // abort interrupts the run and answers once it settled. During a
 // prompt's compaction before its run, as pi's, it stops the compaction
-// and the run as soon as it starts, and answers once that run settled.
+// and the run as soon as it starts, and answers once that run settled;
+// during a compact command, it stops it and answers once it has ended.
 func (fr *front) abort(c *command) {
 	sess, settled := fr.stopRun()
+	fr.mu.Lock()
+	compacted := fr.compactDone
+	fr.mu.Unlock()
 	fr.async(func() {
 		sess.Stop()
 		settled()
+		if compacted != nil {
+			<-compacted // as pi's abort, which waits until the stopped compact has ended
+		}
 		fr.respond(c.id, c.typ, noData{}, nil)
 	})
 }
@@ -1569,6 +1571,14 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 		fr.compacting = ""
 		fr.flushShell()
 		fr.mu.Unlock()
+		if errors.Is(err, context.Canceled) && fr.ctx.Err() == nil {
+			// An abort (or a compact after it) stopped it: as pi's, the
+			// compaction ends aborted, with no error, and the command fails
+			// with pi's fixed text.
+			fr.translate((*Translator).CompactionAborted)
+			fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled"))
+			return
+		}
 		if err != nil {
 			// pi ends the announced compaction with the error, then fails the command.
 			fr.sink(agent.Error{Message: "Compaction failed: " + err.Error()})
