@@ -817,6 +817,28 @@ var diffFlows = []diffFlow{
 		prompt(a, "after the compactions")
 		a.call(map[string]any{"type": "set_auto_compaction", "enabled": true})
 	}},
+	{"auto-compact-queue", func(a *diffAgent) {
+		// During the compaction after a run (threshold), the run is still
+		// on: a prompt without streamingBehavior is refused, a follow_up is
+		// queued; an abort stops the compaction.
+		a.mock.holdSummaries()
+		a.send(`{"id":"big3","type":"prompt","message":"big auto hold-summary"}`)
+		a.wait("compaction_start")
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "prompt", "message": "refused while compacting after"})
+		a.call(map[string]any{"type": "follow_up", "message": "follow during auto compaction"})
+		a.call(map[string]any{"type": "steer", "message": "steer during auto compaction"})
+		a.mock.openSummaries()
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_state"})
+		a.mock.holdSummaries()
+		a.send(`{"id":"big4","type":"prompt","message":"big auto again hold-summary"}`)
+		a.wait("compaction_start")
+		a.send(`{"id":"stop4","type":"abort"}`)
+		a.find(0, "response stop4", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "stop4" })
+		a.mock.openSummaries()
+		a.call(map[string]any{"type": "get_state"})
+	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
 		a.call(map[string]any{"type": "cycle_model"})

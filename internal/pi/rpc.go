@@ -748,15 +748,13 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 		fr.mu.Lock()
 		fr.failed = res.Error != nil || res.Aborted
 		var next []queued
-		if !res.Aborted && !fr.abortReq && fr.ctx.Err() == nil {
-			// Steers the turn never used come first, then follow-ups.
-			fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
-			fr.steerHeld, fr.steerWait = nil, nil
-			n := min(1, len(fr.followUps))
-			if fr.followUpMode == "all" {
-				n = len(fr.followUps)
-			}
-			next, fr.followUps = fr.followUps[:n:n], fr.followUps[n:]
+		if !res.Aborted {
+			next = fr.nextLocked()
+		}
+		if len(next) == 0 && !fr.failed && fr.compactAfterRun(sess) {
+			// As pi's post-run loop: what was queued while the run ended
+			// (during its compaction) goes on, in a new pi run.
+			next = fr.nextLocked()
 		}
 		var err error
 		if len(next) > 0 {
@@ -777,9 +775,6 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Unlock()
 		}
 		if len(next) == 0 || err != nil {
-			if !fr.failed && err == nil {
-				fr.compactAfterRun(sess)
-			}
 			fr.running = false
 			fr.flushShell() // what fails stays pending for the next prompt
 			fr.mu.Unlock()
@@ -791,31 +786,56 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 	}
 }
 
+// nextLocked takes from the queues what the run goes on with when it
+// would stop: steers it never used first, then follow-ups (one, or all in
+// mode all); none once an abort was asked. fr.mu is held.
+func (fr *front) nextLocked() []queued {
+	if fr.abortReq || fr.ctx.Err() != nil {
+		return nil
+	}
+	fr.followUps = append(append(fr.steerHeld, fr.steerWait...), fr.followUps...)
+	fr.steerHeld, fr.steerWait = nil, nil
+	n := min(1, len(fr.followUps))
+	if fr.followUpMode == "all" {
+		n = len(fr.followUps)
+	}
+	next := fr.followUps[:n:n]
+	fr.followUps = fr.followUps[n:]
+	return next
+}
+
 // compactAfterRun compacts, as pi does once a run has ended, when the
 // last answer's context is over the threshold: agent_end first, then the
-// compaction's events; agent_settled follows. fr.mu is held, and released
-// while the compaction runs (get_state then says isCompacting).
-func (fr *front) compactAfterRun(sess *session.Session) {
+// compaction's events; agent_settled follows, or, as pi's, a new run with
+// what was queued meanwhile. fr.mu is held, and released while the
+// compaction runs (get_state then says isCompacting). It reports whether
+// the run may go on: no abort stopped it.
+func (fr *front) compactAfterRun(sess *session.Session) bool {
 	fr.compacting = compactAfter
 	fr.mu.Unlock()
 	fr.translate((*Translator).EndRun)
-	fr.compactOver(sess)
+	stopped := fr.compactOver(sess)
 	fr.mu.Lock()
 	fr.compacting = ""
+	return !stopped
 }
 
 // compactOver runs sess's automatic compaction, when it is due, to its
-// end; fr.mu is not held.
-func (fr *front) compactOver(sess *session.Session) {
-	if turn, err := sess.CompactOver(fr.ctx, fr.sink); err == nil {
-		<-turn.Done()
-		switch _, err := turn.Compacted(); {
-		case errors.Is(err, context.Canceled) && fr.ctx.Err() == nil: // an abort stopped it
-			fr.translate((*Translator).CompactionAborted)
-		case err != nil:
-			fr.sink(agent.Error{Message: "Auto-compaction failed: " + err.Error()})
-		}
+// end, and reports whether an abort stopped it; fr.mu is not held.
+func (fr *front) compactOver(sess *session.Session) bool {
+	turn, err := sess.CompactOver(fr.ctx, fr.sink)
+	if err != nil {
+		return false
 	}
+	<-turn.Done()
+	switch _, err := turn.Compacted(); {
+	case errors.Is(err, context.Canceled) && fr.ctx.Err() == nil: // an abort stopped it
+		fr.translate((*Translator).CompactionAborted)
+		return true
+	case err != nil:
+		fr.sink(agent.Error{Message: "Auto-compaction failed: " + err.Error()})
+	}
+	return false
 }
 
 // sink receives the events of the current session's turns.

@@ -132,13 +132,14 @@ func (t *Translator) Settle() []Event {
 }
 
 // CompactionAborted ends the compaction going on as one an abort stopped
-// (pi's compaction_end with aborted and no error).
+// (pi's compaction_end with aborted and no error); the run it belongs to,
+// if any, settles aborted, as pi's (the next turn's start resets it).
 func (t *Translator) CompactionAborted() []Event {
 	if t.compacting == "" {
 		return nil
 	}
 	ev := CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: true}
-	t.compacting = ""
+	t.compacting, t.aborted = "", true
 	return []Event{ev}
 }
 
