@@ -881,6 +881,39 @@ var diffFlows = []diffFlow{
 			return v["type"] == "response" && v["command"] == "get_last_assistant_text" && v["id"] == nil
 		})
 	}},
+	{"busy-commands", func(a *diffAgent) {
+		// A compact beside a user bash command; new_session during a run
+		// (pi's teardown aborts it first) and during a compact. First the
+		// model, level and mode the flows before changed (pi took the bogus
+		// steering mode), in a new session.
+		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-1"})
+		a.call(map[string]any{"type": "set_thinking_level", "level": "medium"})
+		a.call(map[string]any{"type": "set_steering_mode", "mode": "one-at-a-time"})
+		a.call(map[string]any{"type": "new_session"})
+		prompt(a, "some history")
+		fifo := filepath.Join(a.work, "gate3")
+		syscall.Mkfifo(fifo, 0o600)
+		a.send(`{"id":"bg3","type":"bash","command":"echo start; cat gate3"}`)
+		a.wait("bash_execution_update")
+		a.call(map[string]any{"type": "compact"})
+		a.call(map[string]any{"type": "get_state"})
+		os.WriteFile(fifo, []byte("gate open\n"), 0o600)
+		a.find(0, "response bg3", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "bg3" })
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "new_session"})
+		a.wait("agent_settled") // the aborted run's, before new_session's response
+		a.call(map[string]any{"type": "get_state"})
+		prompt(a, "big fresh hold-summary")
+		prompt(a, "more history hold-summary")
+		a.mock.holdSummaries()
+		a.send(`{"id":"man5","type":"compact"}`)
+		a.wait("compaction_start")
+		a.call(map[string]any{"type": "new_session"})
+		a.find(0, "response man5", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "man5" })
+		a.mock.openSummaries()
+		a.call(map[string]any{"type": "get_state"})
+	}},
 }
 
 // TestDifferential compares e --mode rpc with real pi 1.6.0 flow by flow.
