@@ -839,6 +839,27 @@ var diffFlows = []diffFlow{
 		a.mock.openSummaries()
 		a.call(map[string]any{"type": "get_state"})
 	}},
+	{"reads-during-run", func(a *diffAgent) {
+		// What the read commands answer while a run streams, and an abort
+		// while only a user bash command runs (pi's abort leaves it be).
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		for _, c := range []string{"get_state", "get_messages", "get_last_assistant_text", "get_session_stats",
+			"get_fork_messages"} {
+			a.call(map[string]any{"type": c})
+		}
+		a.call(map[string]any{"type": "set_session_name", "name": "  named while running\n"})
+		a.call(map[string]any{"type": "set_session_name", "name": " \t "})
+		a.releaseHold()
+		a.wait("agent_settled")
+		fifo := filepath.Join(a.work, "gate4")
+		syscall.Mkfifo(fifo, 0o600)
+		a.send(`{"id":"bg4","type":"bash","command":"echo start; cat gate4"}`)
+		a.wait("bash_execution_update")
+		a.call(map[string]any{"type": "abort"})
+		os.WriteFile(fifo, []byte("gate open\n"), 0o600)
+		a.find(0, "response bg4", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "bg4" })
+	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
 		a.call(map[string]any{"type": "cycle_model"})

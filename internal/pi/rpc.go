@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 
@@ -1317,21 +1318,37 @@ func (fr *front) getMessages(*command) (any, error) {
 	return ResponseGetMessagesData{Messages: fr.contextMessages()}, nil
 }
 
+// jsTrim is JavaScript's String.prototype.trim: Unicode white space and
+// line terminators, and U+FEFF, but not U+0085.
+func jsTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r)) })
+}
+
 func (fr *front) lastAssistantText(*command) (any, error) {
 	var out ResponseGetLastAssistantTextData // none: pi's text is undefined, so its data is {}
-	for _, m := range fr.contextMessages() {
-		if a, ok := m.(AssistantMessage); ok {
-			var b strings.Builder
-			for _, c := range a.Content {
-				if c.Type == "text" {
-					b.WriteString(c.Text)
-				}
-			}
-			if b.Len() > 0 {
-				text := b.String()
-				out.Text = &text
+	msgs := fr.contextMessages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		a, ok := msgs[i].(AssistantMessage)
+		if !ok {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range a.Content {
+			if c.Type == "text" {
+				b.WriteString(c.Text)
 			}
 		}
+		// As pi's getLastAssistantText: the last answer that ended normally
+		// or has text (not an aborted, failed or tool-calling one without),
+		// its text trimmed; blank is none.
+		text := jsTrim(b.String())
+		if a.StopReason != "stop" && text == "" {
+			continue
+		}
+		if text != "" {
+			out.Text = &text
+		}
+		break
 	}
 	return out, nil
 }
@@ -1798,7 +1815,10 @@ func (fr *front) setName(c *command) (any, error) {
 	if err := c.decode(&p); err != nil {
 		return nil, err
 	}
-	name := p.Name
+	name := jsTrim(p.Name) // as pi's, which trims it and refuses a blank one
+	if name == "" {
+		return nil, errors.New("Session name cannot be empty")
+	}
 	if err := fr.session().Rename(name); err != nil {
 		return nil, err
 	}
