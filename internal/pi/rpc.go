@@ -1119,8 +1119,8 @@ func (fr *front) fork(c *command) (any, error) {
 			text, ok = fm.Text, true
 		}
 	}
-	if !ok {
-		return nil, fmt.Errorf("Entry %s is not a user message of the active branch", id)
+	if !ok { // pi's fixed text, for an unknown entry and one that is not a user message
+		return nil, errors.New("Invalid entry ID for forking")
 	}
 	if _, err := fr.forkAt(id); err != nil {
 		return nil, err
