@@ -1302,7 +1302,7 @@ func (fr *front) piModel(info model.Info) map[string]any {
 	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
 		maxTokens = n
 	}
-	return map[string]any{"id": info.Name, "name": info.Name, "api": piAPI(info.API), "provider": info.Provider,
+	return map[string]any{"id": info.Name, "name": cmpOr(fr.cfg.Names[info.ID], info.Name), "api": piAPI(info.API), "provider": info.Provider,
 		"baseUrl": fr.baseURLs[info.Provider], "reasoning": len(info.Efforts) > 0, "input": input,
 		"contextWindow": info.ContextWindow, "maxTokens": maxTokens, "cost": cost}
 }
