@@ -73,6 +73,7 @@ func TestValidation(t *testing.T) {
 		{"ask must be boolean", "hello", `{"ask":"yes"}`, []string{"hello", "params.ask"}},
 		{"params null is empty", "models.list", `null`, nil},
 		{"ask beyond any integer type", "ask.reply", `{"ask":1e30}`, []string{"ask.reply", "params.ask"}},
+		{"unknown ask M15", "ask.reply", `{"ask":99}`, []string{"ask.reply: unknown ask 99"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +89,11 @@ func TestValidation(t *testing.T) {
 			}
 			if errText == "" || strings.Contains(errText, "\n") {
 				t.Fatalf("want a one-line error, got %s", resp)
+			}
+			// The method names the error once, at its start: a component
+			// that prefixes its own errors with it would double it.
+			if !strings.HasPrefix(errText, tt.method+": ") || strings.Count(errText, tt.method+":") != 1 {
+				t.Errorf("error %q does not start with %q exactly once", errText, tt.method+": ")
 			}
 			for _, w := range tt.wantErr {
 				if !strings.Contains(errText, w) {

@@ -162,6 +162,7 @@ func TestExtensionGoneAfterExit(t *testing.T) {
 		{"EOF D1", func(r *rpc) { r.in.Close() }, 0},
 		{"SIGTERM D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
 		{"SIGHUP D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
+		{"SIGINT", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGINT) }, 130},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

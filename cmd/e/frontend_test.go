@@ -12,7 +12,7 @@ import (
 )
 
 // D1, D2, F5: the three JSON Lines front ends end the same way, through
-// one loop (internal/lineserver): EOF exits 0, SIGTERM 143, SIGHUP 129,
+// one loop (internal/lineserver): EOF exits 0, SIGTERM 143, SIGHUP 129, SIGINT 130,
 // and a client that stops reading stdout ends e with status 1 and one
 // line on stderr saying why (never a silent death by SIGPIPE).
 func TestFrontEndsEnd(t *testing.T) {
@@ -34,6 +34,7 @@ func TestFrontEndsEnd(t *testing.T) {
 		{"EOF", func(_ *exec.Cmd, in io.WriteCloser, _ io.Closer, _ string) { in.Close() }, 0, ""},
 		{"SIGTERM", func(cmd *exec.Cmd, _ io.WriteCloser, _ io.Closer, _ string) { cmd.Process.Signal(syscall.SIGTERM) }, 143, ""},
 		{"SIGHUP", func(cmd *exec.Cmd, _ io.WriteCloser, _ io.Closer, _ string) { cmd.Process.Signal(syscall.SIGHUP) }, 129, ""},
+		{"SIGINT", func(cmd *exec.Cmd, _ io.WriteCloser, _ io.Closer, _ string) { cmd.Process.Signal(syscall.SIGINT) }, 130, ""},
 		{"stdout gone", func(_ *exec.Cmd, in io.WriteCloser, out io.Closer, ready string) {
 			out.Close() // the client stops reading; its requests still come
 			for range 200 {

@@ -111,7 +111,7 @@ examples:
 
 const rpcHelp = `e rpc serves sessions over JSON Lines: one request per line on stdin, responses, events
 and asks on stdout, nothing else on stdout. It runs until stdin ends, a shutdown request,
-SIGTERM or SIGHUP. The protocol is spec/protocol.md; e schema prints its JSON Schemas.
+SIGTERM, SIGHUP or SIGINT. The protocol is spec/protocol.md; e schema prints its JSON Schemas.
 
 usage:
   e rpc [flags]
@@ -124,7 +124,7 @@ exit status:
   0  stdin ended or shutdown was requested
   1  start-up failed (bad settings, unknown --model), or a line too long to resynchronise
   2  a usage problem
-  129, 143  ended by SIGHUP, SIGTERM
+  129, 130, 143  ended by SIGHUP, SIGINT, SIGTERM
 
 examples:
   e rpc

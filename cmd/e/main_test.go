@@ -257,7 +257,7 @@ func alive(marker string) bool {
 	return false
 }
 
-// D1, D2, 12.4: EOF, SIGTERM and SIGHUP end e and every bash process it
+// D1, D2, 12.4: EOF, SIGTERM, SIGHUP and SIGINT end e and every bash process it
 // started, detached children included, those that cleared their environment
 // and left the group too.
 func TestProcessEnd(t *testing.T) {
@@ -270,6 +270,7 @@ func TestProcessEnd(t *testing.T) {
 		{"shutdown M16", func(r *rpc) { r.send(`{"id":"s","method":"shutdown"}`) }, 0},
 		{"SIGTERM D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
 		{"SIGHUP D2", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
+		{"SIGINT", func(r *rpc) { r.cmd.Process.Signal(syscall.SIGINT) }, 130}, // Ctrl-C at the client's terminal
 		// While e keeps running: the turn's processes go, detached ones too.
 		{"interrupt M8", func(r *rpc) { stopTurn(r, "session.interrupt") }, 0},
 		{"close M14", func(r *rpc) { stopTurn(r, "session.close") }, 0},

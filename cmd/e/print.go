@@ -67,7 +67,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	prompt, err := promptText(strings.Join(pos, " "), stdin)
 	if err != nil {
-		if f, ok := stdin.(*os.File); ok && !isPipe(f) {
+		if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 			// Someone at a terminal typed e -p alone: show them how.
 			fmt.Fprintf(stderr, "e: %v\n\n%s", err, printHelp)
 			return 2
@@ -207,6 +207,13 @@ func promptText(arg string, stdin io.Reader) (string, error) {
 func isPipe(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice == 0
+}
+
+// isTerminal reports whether f is a terminal: /dev/null (cron, CI) is a
+// character device but no one is there to read a help page.
+func isTerminal(f *os.File) bool {
+	term, _ := statusline.Terminal(f)
+	return term
 }
 
 // lineWriter writes to stdout and remembers the first failure, which it

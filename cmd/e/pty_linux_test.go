@@ -39,7 +39,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // e -p alone at a terminal shows how to use it (exit 2); piped, it says
-// the prompt is empty in one line.
+// the prompt is empty in one line, as it does with stdin from /dev/null.
 func TestPrintNoPromptAtTerminal(t *testing.T) {
 	_, tty := openPTY(t)
 	cmd := command(t, "-p")
@@ -54,12 +54,25 @@ func TestPrintNoPromptAtTerminal(t *testing.T) {
 		t.Errorf("stderr %q, want the error and the -p page", got)
 	}
 
-	cmd = command(t, "-p")
-	cmd.Stdin = strings.NewReader("")
-	stderr.Reset()
-	cmd.Stderr = &stderr
-	if code := exitCode(cmd.Run()); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
-		t.Errorf("piped: exit %d, stderr %q; want 2 and one line", code, stderr.String())
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, tc := range []struct {
+		name  string
+		stdin io.Reader
+	}{
+		{name: "piped", stdin: strings.NewReader("")},
+		{name: "/dev/null", stdin: devNull}, // a character device, but no terminal
+	} {
+		cmd = command(t, "-p")
+		cmd.Stdin = tc.stdin
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		if code := exitCode(cmd.Run()); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and one line", tc.name, code, stderr.String())
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -94,7 +95,7 @@ func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
 
 // Serve reads messages until EOF, a signal or a fatal framing error, and
 // returns the exit status: 0 at EOF, 1 for an oversized line or a client
-// gone (said on stderr), 143 and 129 for SIGTERM and SIGHUP.
+// gone (said on stderr), 143, 129 and 130 for SIGTERM, SIGHUP and SIGINT.
 func (a *Agent) Serve() int {
 	end := a.loop.Run(a.ctx, func(_ int, line []byte) bool {
 		a.handle(line)
@@ -286,7 +287,14 @@ func fail(method string, err error) *Error {
 	case session.CodeUnknownSession, session.CodeNotFound:
 		code = CodeNotFound
 	}
-	return errorf(code, method+": "+err.Error())
+	msg := err.Error()
+	// The session layer names its inputs as e rpc spells them; ACP's
+	// params are camelCase.
+	var se *session.Error
+	if errors.As(err, &se) && strings.HasPrefix(se.Param, "mcp_servers") {
+		msg = "mcpServers" + strings.TrimPrefix(se.Param, "mcp_servers") + ": " + se.Err.Error()
+	}
+	return errorf(code, method+": "+msg)
 }
 
 func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {

@@ -121,8 +121,8 @@ func TestRelay(t *testing.T) {
 			n    int64
 			want string
 		}{
-			{a.Ask, "ask.reply: ask " + strconv.FormatInt(a.Ask, 10) + " was already answered"},
-			{999, "ask.reply: unknown ask 999"},
+			{a.Ask, "ask " + strconv.FormatInt(a.Ask, 10) + " was already answered"},
+			{999, "unknown ask 999"},
 		} {
 			if err := r.Reply(tc.n, nil); err == nil || err.Error() != tc.want {
 				t.Errorf("Reply(%d) = %v, want %q", tc.n, err, tc.want)
@@ -153,7 +153,7 @@ func TestRelay(t *testing.T) {
 		if res := <-got; string(res) != `{"cancelled":true}` {
 			t.Errorf("result after ctx end = %s", res)
 		}
-		want := "ask.reply: ask " + strconv.FormatInt(first.Ask, 10) + " was cancelled"
+		want := "ask " + strconv.FormatInt(first.Ask, 10) + " was cancelled"
 		if err := r.Reply(first.Ask, json.RawMessage(`{"text":"late"}`)); err == nil || err.Error() != want {
 			t.Errorf("late Reply = %v, want %q", err, want)
 		}
@@ -420,7 +420,7 @@ func TestCrashMidAsk(t *testing.T) {
 	}
 	ui.waitNotice(t, "extension c exited with status 3")
 	h.Shutdown(time.Second) // waits for the ask goroutine
-	want := "ask.reply: ask " + strconv.FormatInt(a.Ask, 10) + " was cancelled"
+	want := "ask " + strconv.FormatInt(a.Ask, 10) + " was cancelled"
 	if err := relay.Reply(a.Ask, json.RawMessage(`{"confirmed":true}`)); err == nil || err.Error() != want {
 		t.Errorf("Reply after crash = %v, want %q", err, want)
 	}

@@ -101,11 +101,11 @@ func (r *Relay) Reply(n int64, result json.RawMessage) error {
 		answered, finished := r.closed[n]
 		switch {
 		case !finished:
-			return fmt.Errorf("ask.reply: unknown ask %d", n)
+			return fmt.Errorf("unknown ask %d", n)
 		case answered:
-			return fmt.Errorf("ask.reply: ask %d was already answered", n)
+			return fmt.Errorf("ask %d was already answered", n)
 		default:
-			return fmt.Errorf("ask.reply: ask %d was cancelled", n)
+			return fmt.Errorf("ask %d was cancelled", n)
 		}
 	}
 	if len(result) == 0 || string(result) == "null" {

@@ -2,7 +2,7 @@
 // shares (e rpc, e --mode rpc, e acp): it reads stdin's records (package
 // jsonl) and hands them, in order, to the front end, and it ends the loop
 // in one of the few ways a process on stdio ends, saying which: EOF, an
-// oversized record, SIGTERM or SIGHUP, a stdout that can no longer be
+// oversized record, SIGTERM, SIGHUP or SIGINT, a stdout that can no longer be
 // written, or the front end's own request (shutdown). SIGPIPE is caught,
 // so a client that stops reading ends the loop instead of killing e
 // silently. Closing the loop flushes stdout and turns a failed write into
@@ -23,7 +23,7 @@ import (
 	"github.com/e-agent/e/internal/jsonl"
 )
 
-// SignalGrace is how long turns get, after SIGTERM or SIGHUP has stopped
+// SignalGrace is how long turns get, after a signal has stopped
 // them, to write their last events and responses (D2).
 const SignalGrace = 2 * time.Second
 
@@ -34,7 +34,7 @@ const (
 	EOF       Reason = iota // stdin ended, or could not be read (Ending.Err)
 	Stopped                 // the front end's handler asked to stop
 	TooLong                 // a record over jsonl.MaxLine: no safe point to resync (F4)
-	Signalled               // SIGTERM or SIGHUP (Ending.Signal)
+	Signalled               // SIGTERM, SIGHUP or SIGINT (Ending.Signal)
 	Gone                    // stdout could not be written: the client went away
 )
 
@@ -47,7 +47,7 @@ type Ending struct {
 
 // Code is the exit status the ending calls for: 0 for EOF and Stopped, 1
 // for an oversized record, a read error and a gone client, 128+N for
-// signal N (D2: 143 for SIGTERM, 129 for SIGHUP).
+// signal N (D2: 143 for SIGTERM, 129 for SIGHUP; 130 for SIGINT).
 func (e Ending) Code() int {
 	switch e.Reason {
 	case TooLong, Gone:
@@ -72,7 +72,7 @@ type Loop struct {
 	in     io.Reader
 	out    *jsonl.Writer
 	stderr io.Writer
-	sigs   chan os.Signal // SIGTERM, SIGHUP
+	sigs   chan os.Signal // SIGTERM, SIGHUP, SIGINT
 	pipe   chan os.Signal // SIGPIPE, caught and dropped: the failed write says it
 }
 
@@ -87,19 +87,22 @@ func New(name string, stdin io.Reader, stdout, stderr io.Writer) *Loop {
 // through it.
 func (l *Loop) Out() *jsonl.Writer { return l.out }
 
-// Signals delivers SIGTERM and SIGHUP once Run has returned, until Close:
+// Signals delivers the signals Run catches once it has returned, until Close:
 // a front end that shuts down gracefully can stop waiting on a second one.
 func (l *Loop) Signals() <-chan os.Signal { return l.sigs }
 
 // Run reads records and calls handle with each, in order, on Run's
 // goroutine, with its number from 1; the record is the caller's to keep.
-// From its start until Close, SIGTERM, SIGHUP and SIGPIPE are caught.
+// From its start until Close, SIGTERM, SIGHUP, SIGINT and SIGPIPE are
+// caught. SIGINT is caught as SIGTERM is: Ctrl-C at a terminal reaches a
+// client's whole process group, e included, and e dying of it at once
+// would leave its bash process groups (not in that group) running.
 // It returns when handle reports stop, stdin ends, a record is too long, a
 // signal comes or stdout fails; on a read error or an oversized record it
 // says so on stderr. Blank records are handed over too: what they mean is
 // the front end's business.
 func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop bool)) Ending {
-	signal.Notify(l.sigs, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(l.sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	signal.Notify(l.pipe, syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -109,6 +109,7 @@ func TestCode(t *testing.T) {
 		{Ending{Reason: Stopped}, 0},
 		{Ending{Reason: Signalled, Signal: syscall.SIGTERM}, 143},
 		{Ending{Reason: Signalled, Signal: syscall.SIGHUP}, 129},
+		{Ending{Reason: Signalled, Signal: syscall.SIGINT}, 130},
 		{Ending{Reason: Gone}, 1},
 		{Ending{Reason: TooLong}, 1},
 	} {

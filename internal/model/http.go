@@ -232,7 +232,11 @@ func (c *call) next() (rawEvent, error) {
 // decode unmarshals an event's data; a malformed event is fatal.
 func (c *call) decode(ev rawEvent, v any) error {
 	if err := json.Unmarshal(ev.Data, v); err != nil {
-		e := c.fail("decode", false, "", fmt.Sprintf("decode %q event: %v", ev.Event, err), err)
+		what := "a stream event" // an SSE event without an event: line
+		if len(ev.Event) > 0 {
+			what = fmt.Sprintf("the stream's %q event", ev.Event)
+		}
+		e := c.fail("decode", false, "", fmt.Sprintf("malformed JSON in %s: %v", what, err), err)
 		e.Body = c.diagnostic(ev.Data)
 		return e
 	}

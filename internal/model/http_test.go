@@ -615,6 +615,9 @@ func TestMalformedEvent(t *testing.T) {
 	if !errors.As(err, &e) || e.Retryable || e.Stage != "decode" || e.Body != `{"choices":[{"delta":` {
 		t.Fatalf("Stream error = %#v, want a fatal decode *Error with the event", err)
 	}
+	if want := "malformed JSON in a stream event: unexpected end of JSON input"; e.Message != want {
+		t.Errorf("message %q, want %q", e.Message, want)
+	}
 	if diff := cmp.Diff([]Delta{{Kind: DeltaText, Text: "a"}}, deltas); diff != "" {
 		t.Errorf("deltas before the error (-want +got):\n%s", diff)
 	}
