@@ -7,7 +7,8 @@ import "slices"
 // while a turn runs, a steer, a second prompt. How far the work had got
 // when such a line landed is the timing's, so the recorder loosens what it
 // decides, and only that:
-//   - the line's answer keeps its framing and placeholders (racingAnswer);
+//   - the line's answer keeps its framing and the placeholders it binds
+//     (racingAnswer);
 //   - the events the line puts into the work (dialect.raceBorn) are left
 //     out, so that a replay takes them wherever they come, or not at all;
 //   - a line that can change the work (dialect.steers) opens a stop window
@@ -25,11 +26,13 @@ type races struct {
 	tainted map[string]int    // session → the seq of the first line that changed its work racing it
 	cut     map[string]int    // session → the seq of the first stop that cut its work
 	started map[string]string // a request that starts work (startsWork) → its stream, until the work shows there
+	named   map[string]bool   // the placeholders the expected server lines so far name
 }
 
 func newRaces(d dialect) *races {
 	return &races{d: d, racing: map[string]bool{}, raced: map[string]bool{}, scope: map[string]string{},
-		sentAt: map[string]int{}, tainted: map[string]int{}, cut: map[string]int{}, started: map[string]string{}}
+		sentAt: map[string]int{}, tainted: map[string]int{}, cut: map[string]int{}, started: map[string]string{},
+		named: map[string]bool{}}
 }
 
 // client notes a client line naming session and returns the streams with
@@ -110,7 +113,7 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 	if id, ok := obj["id"]; ok && !lc.event {
 		sid, at = r.scope[canon(id)], r.sentAt[canon(id)]
 		if r.racing[canon(id)] || since(r.tainted, sid, at) {
-			line = racingAnswer(line)
+			line = racingAnswer(line, r.named)
 		}
 	} else {
 		sid, _ = sessionOf(r.d, obj).(string)
@@ -121,6 +124,7 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 	if endsWork(r.d, line) {
 		delete(r.raced, lc.key)
 	}
+	notePlaceholders(line, r.named)
 	return line, true
 }
 
@@ -169,15 +173,18 @@ func requestID(line string) (string, bool) {
 // decides the answer (a message count, whether a turn still runs, even a
 // result or an error: a steer held or too late), so only its framing (id,
 // pi's type and command, JSON-RPC's version) stays, and the placeholders
-// in it, which later lines name (not those inside arrays).
-func racingAnswer(line map[string]any) map[string]any {
+// it binds, which later lines name (not those inside arrays). One that
+// earlier lines named (in named) is left out: which value it names is the
+// timing's too (a session's leaf entry, before or after the work's next
+// entry).
+func racingAnswer(line map[string]any, named map[string]bool) map[string]any {
 	out := map[string]any{}
 	for k, v := range line {
 		switch k {
 		case "id", "type", "command", "jsonrpc":
 			out[k] = v
 		default:
-			if p, ok := placeholdersOnly(v); ok {
+			if p, ok := placeholdersOnly(v, named); ok {
 				out[k] = p
 			}
 		}
@@ -185,15 +192,16 @@ func racingAnswer(line map[string]any) map[string]any {
 	return out
 }
 
-// placeholdersOnly is v with only its whole-placeholder strings and the
-// objects that hold them; ok is false when v holds none. An array is
-// "$array": how long it is (messages, entries) is the timing's too.
-func placeholdersOnly(v any) (any, bool) {
+// placeholdersOnly is v with only its whole-placeholder strings not in
+// named and the objects that hold them; ok is false when v holds none. An
+// array is "$array": how long it is (messages, entries) is the timing's
+// too.
+func placeholdersOnly(v any, named map[string]bool) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range x {
-			if p, ok := placeholdersOnly(e); ok {
+			if p, ok := placeholdersOnly(e, named); ok {
 				out[k] = p
 			}
 		}
@@ -201,9 +209,27 @@ func placeholdersOnly(v any) (any, bool) {
 	case []any:
 		return "$array", true
 	case string:
-		return x, wholePlaceholder(x)
+		return x, wholePlaceholder(x) && !named[x]
 	}
 	return nil, false
+}
+
+// notePlaceholders adds the whole placeholders of v to named.
+func notePlaceholders(v any, named map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			notePlaceholders(e, named)
+		}
+	case []any:
+		for _, e := range x {
+			notePlaceholders(e, named)
+		}
+	case string:
+		if wholePlaceholder(x) {
+			named[x] = true
+		}
+	}
 }
 
 // loosenTexts matches the literal strings of v's text holders

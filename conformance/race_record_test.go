@@ -43,7 +43,7 @@ func TestRecordRaces(t *testing.T) {
 			{line: `{"id":"q","result":{"final_output":"x","session":"S1"}}`},
 		}, want: `{"type":"turn_start","session":"{{s1}}","request":"p"}
 @l1 {"type":"text","delta":"$prefix:w1","session":"{{s1}}","request":"p"}
-@l2 {"id":"i","result":{"session":"{{s1}}"}}
+@l2 {"id":"i"}
 ?* {"type":"$string","request":"p"}
 @l3 {"id":"st"}
 {"type":"turn_end","aborted":false,"session":"{{s1}}","request":"p"}
@@ -51,7 +51,25 @@ func TestRecordRaces(t *testing.T) {
 @l4 {"id":"p","result":{"final_output":"$string","output":"$prefix:w1","session":"{{s1}}","usage":{"input_tokens":"$number"}}}
 @l5 {"id":"m","result":{"messages":"$array"}}
 {"type":"usage","input_tokens":"$number","session":"{{s1}}","request":"q"}
-{"id":"q","result":{"session":"{{s1}}"}}
+{"id":"q"}
+`},
+		// The leaf an entries request racing a shell command reads is the
+		// last entry before the command's or the command's own: a raced
+		// answer binds placeholders, never names one bound before.
+		{name: "e rpc entries racing a shell command", log: []recorded{
+			{client: true, line: `{"id":"a","method":"session.shell","params":{"session":"S1","command":"echo a"}}`},
+			{line: `{"type":"shell_output","delta":"a\n","session":"S1","request":"a"}`},
+			{line: `{"id":"a","result":{"entry":"d73ff4af62469d156bb035ae371ebcb7","exit_code":0}}`},
+			{client: true, line: `{"id":"b","method":"session.shell","params":{"session":"S1","command":"echo b"}}`},
+			{client: true, line: `{"id":"e","method":"session.entries","params":{"session":"S1"}}`},
+			{line: `{"id":"e","result":{"entries":[{"id":"d73ff4af62469d156bb035ae371ebcb7"}],"leaf":"d73ff4af62469d156bb035ae371ebcb7"}}`},
+			{line: `{"type":"shell_output","delta":"b\n","session":"S1","request":"b"}`},
+			{line: `{"id":"b","result":{"entry":"d1a0100465a918a350d337f844ac1e5e","exit_code":0}}`},
+		}, want: `{"type":"shell_output","delta":"a\n","session":"{{s1}}","request":"a"}
+@l1 {"id":"a","result":{"entry":"{{e1}}","exit_code":0}}
+{"id":"e","result":{"entries":"$array"}}
+{"type":"shell_output","delta":"b\n","session":"{{s1}}","request":"b"}
+{"id":"b","result":{"entry":"{{e2}}","exit_code":0}}
 `},
 		{name: "pi get_state before the run shows", dialect: DialectPi, log: []recorded{
 			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
