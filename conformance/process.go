@@ -251,6 +251,11 @@ func (r *run) start(argv []string, cwd, home string) (stdin io.WriteCloser, stdo
 	// pi's configuration directory is the case's too (for every case: e
 	// -p's pi mode, e --mode json, must not read the user's).
 	env := map[string]string{"PI_CODING_AGENT_DIR": piAgentDir(home)}
+	// Temp files of the server (pi's bash keeps a long output in one) go
+	// to the case's directory, removed with it.
+	if tmp := filepath.Join(filepath.Dir(home), "tmp"); os.MkdirAll(tmp, 0o700) == nil {
+		env["TMPDIR"] = tmp
+	}
 	maps.Copy(env, r.c.Env)
 	cmd.Env = serverEnv(home, env)
 	ownGroup(cmd)

@@ -1,6 +1,9 @@
 package conformance
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // races follows, while a recording is drafted, the client lines that raced
 // work in progress (spec/conformance.md 5): real clients send a request
@@ -27,6 +30,7 @@ type races struct {
 	cut     map[string]int    // session → the seq of the first stop that cut its work
 	started map[string]string // a request that starts work (startsWork) → its stream, until the work shows there
 	named   map[string]bool   // the placeholders the expected server lines so far name
+	answers []map[string]any  // the answers racingAnswer made
 }
 
 func newRaces(d dialect) *races {
@@ -114,6 +118,7 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 		sid, at = r.scope[canon(id)], r.sentAt[canon(id)]
 		if r.racing[canon(id)] || since(r.tainted, sid, at) {
 			line = racingAnswer(line, r.named)
+			r.answers = append(r.answers, line)
 		}
 	} else {
 		sid, _ = sessionOf(r.d, obj).(string)
@@ -193,9 +198,9 @@ func racingAnswer(line map[string]any, named map[string]bool) map[string]any {
 }
 
 // placeholdersOnly is v with only its whole-placeholder strings not in
-// named and the objects that hold them; ok is false when v holds none. An
-// array is "$array": how long it is (messages, entries) is the timing's
-// too.
+// named and the objects that hold them; ok is false when v holds none.
+// Arrays go too: how long one is (messages, entries) is the timing's, and
+// so is whether the answer is a result at all.
 func placeholdersOnly(v any, named map[string]bool) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -206,12 +211,40 @@ func placeholdersOnly(v any, named map[string]bool) (any, bool) {
 			}
 		}
 		return out, len(out) > 0
-	case []any:
-		return "$array", true
 	case string:
 		return x, wholePlaceholder(x) && !named[x]
 	}
 	return nil, false
+}
+
+// dropUnnamed takes out of the raced answers the placeholders that the
+// client's lines (client, its section) do not name: what a raced answer
+// binds is the timing's (a session's leaf, or none yet), so it binds only
+// what the client needs (a fork's session); a later server line naming
+// it binds it itself.
+func (r *races) dropUnnamed(client string) {
+	var drop func(v any) bool // whether v is to go
+	drop = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if drop(e) {
+					delete(x, k)
+				}
+			}
+			return len(x) == 0
+		case string:
+			return wholePlaceholder(x) && !strings.Contains(client, x)
+		}
+		return false
+	}
+	for _, a := range r.answers {
+		for k, v := range a {
+			if k != "id" && k != "type" && k != "command" && k != "jsonrpc" && drop(v) {
+				delete(a, k)
+			}
+		}
+	}
 }
 
 // notePlaceholders adds the whole placeholders of v to named.

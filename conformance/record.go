@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -530,25 +531,32 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	}
 	cut := map[int]string{} // delta runs open when the client stopped work: their text then
 	r := newRaces(d)
+	var windows []stopWindow
+	open := map[string]int{} // stream → its window in windows, from a stop to the stopped work's end
 	// cutOpen notes the delta runs of session still streaming: their text
-	// so far.
+	// so far, which the client waited for, unless a window was open on
+	// their stream (waits leave those out): then any text.
 	cutOpen := func(session string) {
-		for _, i := range b.last {
+		for key, i := range b.last {
 			_, text, ok := d.delta(b.lines[i])
 			_, seen := cut[i]
 			if ok && !seen && sessionScoped(d, n, b.lines[i], session) {
+				if _, inWindow := open[key]; inWindow && d.requestStreams() {
+					text = ""
+				}
 				cut[i] = text
 			}
 		}
 	}
-	var windows []stopWindow
-	open := map[string]int{} // stream → its window in windows, from a stop to the stopped work's end
 	for _, l := range log {
 		if l.client {
 			// A window ends at the next client line at the latest: what
 			// comes after it may be the line's doing.
 			for key, w := range open {
-				if !windows[w].steered { // a steered one lasts until its work ends
+				// A steered one lasts until its work ends, and so does
+				// any in a dialect whose requests have streams of their
+				// own (e rpc), where no later line adds to it.
+				if !windows[w].steered && !d.requestStreams() {
 					windows[w].to = len(b.lines)
 					delete(open, key)
 				}
@@ -559,14 +567,27 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				if len(working) > 0 {
 					r.stopped(session)
 				}
-				for _, key := range b.working(n, session) { // what has shown
-					if _, ok := open[key]; ok {
-						continue // steered: open until the work ends
+				cutOpen(session) // before the windows this stop opens
+				shown := b.working(n, session)
+				stopping := shown
+				if d.requestStreams() {
+					stopping = working // and work asked for that has not shown yet
+				}
+				for _, key := range stopping {
+					early := !slices.Contains(shown, key)
+					if early {
+						// Whether the stop lands before the work begins,
+						// during it or after it is the timing's, and so
+						// is the history it leaves.
+						r.taint(session)
+					}
+					if w, ok := open[key]; ok { // steered: open until the work ends
+						windows[w].stopped, windows[w].early = true, windows[w].early || early
+						continue
 					}
 					open[key] = len(windows)
-					windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1})
+					windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1, stopped: true, early: early})
 				}
-				cutOpen(session)
 			} else if len(working) > 0 && l.directive == "" && r.race(l.line, session, working) {
 				// What the work does from here on depends on when the
 				// line landed: as after a stop, the text streaming then
@@ -576,6 +597,17 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 					if _, ok := open[key]; !ok {
 						open[key] = len(windows)
 						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1, steered: true})
+					}
+				}
+				// Work the line itself asks for may be refused (the
+				// session is busy) or run, as the timing decides: its
+				// events are the timing's until its answer.
+				if id, ok := requestID(l.line); ok && d.requestStreams() {
+					if key, ok := r.started[id]; ok {
+						if _, ok := open[key]; !ok {
+							open[key] = len(windows)
+							windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1, own: true})
+						}
 					}
 				}
 			}
@@ -588,6 +620,13 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				// (in a batch of calls that may run at once, its batch).
 				var at []int
 				for key := range pending {
+					if w, ok := open[key]; ok && d.requestStreams() && b.last[key] >= windows[w].from && b.lines[b.last[key]]["type"] != "ask" {
+						// What stopped or steered work printed after the
+						// line that raced it is the timing's: another run
+						// may not print it at all. An ask is waited for:
+						// the client answers it.
+						continue
+					}
 					at = append(at, b.waitable(key, b.last[key]))
 				}
 				sort.Ints(at)
@@ -595,7 +634,9 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				for _, i := range at {
 					names = append(names, label(i))
 				}
-				client.WriteString("#wait " + strings.Join(names, " ") + "\n")
+				if len(names) > 0 {
+					client.WriteString("#wait " + strings.Join(names, " ") + "\n")
+				}
 				clear(pending)
 			}
 			switch {
@@ -627,7 +668,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		key := b.add(line)
 		pending[key] = true
 		r.added(&b, key, obj, line)
-		if w, ok := open[key]; ok && endsWork(d, line) {
+		if w, ok := open[key]; ok && endsWork(d, line) && (!windows[w].own || line["type"] == nil) {
 			windows[w].to = len(b.lines) - 1
 			delete(open, key)
 		}
@@ -639,6 +680,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	b.loosenStops(windows)
 	b.dialect().dropConcurrent(&b)
 	b.dropPartialOutput()
+	r.dropUnnamed(client.String())
 	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
 	if c.Model != "" {
 		h["model"] = c.Model

@@ -597,8 +597,9 @@ func TestRecordDialectOf(t *testing.T) {
 // (a tool's end, a usage, the next step's start: how far the server got
 // before the stop landed depends on the machine's speed) becomes one "?*"
 // line, in every dialect; the end stays required, its counts matched by
-// type. Other streams, a stream whose work had ended, lines after the
-// next client line, and a window a wait names a line of stay exact.
+// type. Other streams and a stream whose work had ended stay exact; in pi's
+// and ACP's session streams, so do lines after the next client line and a
+// window a wait names a line of.
 func TestRecordStopWindows(t *testing.T) {
 	tests := []struct {
 		name, dialect string
@@ -630,7 +631,11 @@ func TestRecordStopWindows(t *testing.T) {
 @l5 {"id":"q","result":{"aborted":false}}
 {"id":"j","result":{}}
 `},
-		{name: "the next client line ends the window", log: []recorded{
+		// An e rpc request's lines are a stream of their own: no later
+		// client line adds to it, so its window lasts until the work
+		// ends, and a wait does not name a line of it (another run may
+		// not print it, or print it otherwise).
+		{name: "e rpc: the next client line does not end the window", log: []recorded{
 			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
 			{line: `{"type":"tool_start","id":1,"session":"S1","request":"p"}`},
 			{client: true, directive: "#signal TERM"},
@@ -638,16 +643,51 @@ func TestRecordStopWindows(t *testing.T) {
 			{line: `{"type":"usage","usage":{"input_tokens":5},"session":"S1","request":"p"}`},
 		}, want: `@l1 {"type":"tool_start","id":1,"session":"{{s1}}","request":"p"}
 ?* {"type":"$string","request":"p"}
-{"type":"usage","usage":{"input_tokens":"$number"},"session":"{{s1}}","request":"p"}
 `},
-		{name: "a wait names a line of the window", log: []recorded{
+		{name: "e rpc: a wait does not name a line of the window", log: []recorded{
 			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1"}}`},
 			{line: `{"type":"tool_start","id":1,"session":"S1","request":"p"}`},
 			{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
 			{line: `{"type":"tool_end","id":1,"outcome":"ok","session":"S1","request":"p"}`},
 			{client: true, line: `{"id":"x","method":"session.list"}`},
+			{line: `{"type":"turn_end","aborted":true,"session":"S1","request":"p"}`},
+			{line: `{"id":"p","result":{"aborted":true,"usage":{"input_tokens":5}}}`},
 		}, want: `@l1 {"type":"tool_start","id":1,"session":"{{s1}}","request":"p"}
-@l2 {"type":"tool_end","id":1,"outcome":"ok","session":"{{s1}}","request":"p"}
+?* {"type":"$string","request":"p"}
+{"type":"turn_end","aborted":true,"session":"{{s1}}","request":"p"}
+{"id":"p","result":{"aborted":true,"usage":{"input_tokens":"$number"}}}
+`},
+		// A stop sent before the work showed can land after it ended, as
+		// here, or in time on another run: the whole of it is the
+		// timing's, and so are the end's aborted and texts.
+		{name: "e rpc: a stop before the work shows", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1","prompt":"hi"}}`},
+			{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
+			{line: `{"type":"turn_start","session":"S1","request":"p"}`},
+			{line: `{"type":"text","delta":"hello","session":"S1","request":"p"}`},
+			{line: `{"type":"turn_end","aborted":false,"session":"S1","request":"p"}`},
+			{line: `{"id":"p","result":{"aborted":false,"output":"hello","session":"S1"}}`},
+			{line: `{"id":"i","result":{}}`},
+		}, want: `?* {"type":"$string","request":"p"}
+{"type":"turn_end","aborted":"$bool","session":"{{s1}}","request":"p"}
+{"id":"p","result":{"aborted":"$bool","output":"$string","session":"{{s1}}"}}
+{"id":"i","result":{}}
+`},
+		{name: "e rpc: a steer and a stop before the work shows", log: []recorded{
+			{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"S1","prompt":"hi"}}`},
+			{client: true, line: `{"id":"s","method":"session.steer","params":{"session":"S1","text":"more"}}`},
+			{client: true, line: `{"id":"i","method":"session.interrupt","params":{"session":"S1"}}`},
+			{line: `{"id":"s","result":{"held":true}}`},
+			{line: `{"type":"turn_start","session":"S1","request":"p"}`},
+			{line: `{"type":"turn_end","aborted":true,"session":"S1","request":"p"}`},
+			{line: `{"id":"p","result":{"aborted":true,"output":"","session":"S1"}}`},
+			{line: `{"id":"i","result":{}}`},
+		}, want: `?* {"type":"$string","request":"p"}
+{"id":"s"}
+{"type":"turn_end","aborted":"$bool","session":"{{s1}}","request":"p"}
+?* {"type":"$string","request":"p"}
+{"id":"p","result":{"aborted":"$bool","output":"$string","session":"{{s1}}"}}
+{"id":"i"}
 `},
 		{name: "pi abort", dialect: DialectPi, log: []recorded{
 			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},

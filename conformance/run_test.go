@@ -184,3 +184,25 @@ func TestTextContentForms(t *testing.T) {
 		t.Errorf("string content changed: %v", c)
 	}
 }
+
+// A server's temp files go to the case's own directory (TMPDIR), removed
+// with it, not to the runner's.
+func TestServerTempDir(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "tmpdir", "level": "MUST", "requirements": ["F1"]}
+-- client --
+{"id":1,"method":"hello"}
+-- expect --
+{"id":1,"result":{"tmp":"$regexp:^/.+/e-conformance-[0-9]+/tmp$"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `read line; printf '{"id":1,"result":{"tmp":"%s"}}\n' "$TMPDIR"; [ -d "$TMPDIR" ] || exit 3`
+	r := Run(context.Background(), c, Options{Server: []string{"sh", "-c", script}})
+	if r.Verdict != Pass {
+		var b strings.Builder
+		r.Report(&b)
+		t.Fatalf("want PASS:\n%s", b.String())
+	}
+}

@@ -232,7 +232,8 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 	if p.Images != nil {
 		images = *p.Images
 	}
-	t, err := ss.Prompt(s.ctx, p.Prompt, images, s.events(ss.ID(), r.id))
+	ctx, sink := s.streamEvents(s.ctx, ss.ID(), r.id)
+	t, err := ss.Prompt(ctx, p.Prompt, images, sink)
 	if err != nil {
 		return nil, err
 	}

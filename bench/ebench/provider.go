@@ -32,6 +32,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 	apis := fs.String("api", strings.Join(providermock.APIs, ","), "provider APIs, comma-separated")
 	runs := fs.Int("runs", 5, "turns per size after a warm-up turn; medians are printed")
 	flush := fs.Bool("flush", false, "the mock flushes after every event, each its own HTTP chunk written alone, as a provider streaming tokens does (default: the deltas in one write)")
+	pace := fs.Duration("pace", 0, "with -flush, a pause before each delta after the first, so each reaches e alone (e's whole wake-up per delta, whatever the load does to the mock's pace)")
 	fs.Parse(args)
 	self, err := os.Executable()
 	if err != nil {
@@ -56,7 +57,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 			all := make([][]turnFigures, len(bins))
 			for range rounds {
 				for i, bin := range bins {
-					r, err := providerRun(bin, api, n, turns, *flush)
+					r, err := providerRun(bin, api, n, turns, *flush, *pace)
 					if err != nil {
 						return fmt.Errorf("%s, %s, %d deltas: %w", bin, api, n, err)
 					}
@@ -125,12 +126,12 @@ func mockHome(api string, n int) (home, base string, mock *providermock.Server, 
 	return home, base, mock, func() { srv.Close(); os.RemoveAll(home) }, nil
 }
 
-func providerRun(e, api string, n, runs int, flush bool) (turnFigures, error) {
+func providerRun(e, api string, n, runs int, flush bool, pace time.Duration) (turnFigures, error) {
 	home, _, mock, stop, err := mockHome(api, n)
 	if err != nil {
 		return turnFigures{}, err
 	}
-	mock.Flush = flush
+	mock.Flush, mock.Pace = flush, pace
 	defer stop()
 	a, err := spawn(home, []string{"E_HOME=" + home}, e, "rpc", "--ne")
 	if err != nil {

@@ -118,8 +118,20 @@ func isSummary(m model.Message) bool {
 		strings.HasPrefix(m.Content[0].Text, summaryHeader)
 }
 
+// turnPrefixPrompt asks for the summary of the start of a turn that a
+// compaction cuts (pi's split turn): the kept rest of the turn follows it.
+// It starts with the word the offline model recognises.
+const turnPrefixPrompt = "Summarize these messages, the start of the current turn, for a coding agent that " +
+	"will continue it from the later messages, which are kept: what the user asked for, what was done and " +
+	"decided so far, and what is needed to go on. Only what these messages say."
+
+// splitTurn marks where pi's summary of a cut turn's start begins.
+const splitTurn = "\n\n---\n\n**Turn Context (split turn):**\n\n"
+
 // compact summarises the history before keep (all of it when keep is "")
-// and records a compaction entry.
+// and records a compaction entry. With pi's rule (KeepRecentTokens), a
+// keep inside a turn splits it as pi does: the history before the turn and
+// the turn's start are summarised apart, in one summary.
 func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult, error) {
 	t.emit(Compacting{Reason: reason, TokensBefore: before})
 	t.s.mu.Lock()
@@ -130,23 +142,33 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 			break
 		}
 	}
-	msgs := t.s.history(old)
+	var prefix []model.Message
+	history := old
+	if j := t.s.turnStart(len(old)); j >= 0 && t.s.eng.KeepRecentTokens > 0 {
+		history, prefix = old[:j], t.s.messages(j, len(old))
+	}
+	msgs := t.s.history(history)
 	t.s.mu.Unlock()
-	instr := summaryPrompt
-	if focus != "" {
-		instr += " Focus on: " + focus
-	}
-	msgs = append(msgs[:len(msgs):len(msgs)], model.Message{Role: model.RoleUser,
-		Content: []model.Part{{Type: model.PartText, Text: instr}}})
-	resp, _, err := t.stream(t.request(summaryPrompt, msgs, nil), false)
-	if err != nil {
-		var me *modelError
-		if errors.As(err, &me) {
-			me.details.Stage = "compaction"
+	var sum string
+	var usage model.Usage
+	if len(prefix) == 0 || len(msgs) > 1 || len(msgs) == 1 && !isSummary(msgs[0]) {
+		text, u, err := t.summarise(summaryPrompt, focus, msgs)
+		if err != nil {
+			return CompactResult{}, err
 		}
-		return CompactResult{}, fmt.Errorf("agent: compaction: %w", err)
+		sum, usage = text, u
+	} else if len(msgs) == 1 { // nothing new before the turn: the last summary stands
+		sum, _ = Summary(msgs[0])
+	} else {
+		sum = "No prior history."
 	}
-	sum := strings.TrimSpace(resp.Message.Text())
+	if len(prefix) > 0 {
+		text, u, err := t.summarise(turnPrefixPrompt, focus, prefix)
+		if err != nil {
+			return CompactResult{}, err
+		}
+		sum, usage = sum+splitTurn+text, usage.Add(u)
+	}
 	if t.s.eng.SummaryFiles {
 		sum += fileLists(FileOps(old))
 	}
@@ -158,7 +180,65 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 	t.s.mu.Unlock()
 	t.emit(Compacted{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum))})
 	return CompactResult{TokensBefore: before, TokensAfter: after, SummaryChars: len([]rune(sum)),
-		Usage: resp.Usage}, nil
+		Usage: usage}, nil
+}
+
+// summarise asks the model for a summary of msgs by instruction instr
+// (with the user's focus).
+func (t *turn) summarise(instr, focus string, msgs []model.Message) (string, model.Usage, error) {
+	if focus != "" {
+		instr += " Focus on: " + focus
+	}
+	msgs = append(msgs[:len(msgs):len(msgs)], model.Message{Role: model.RoleUser,
+		Content: []model.Part{{Type: model.PartText, Text: instr}}})
+	resp, _, err := t.stream(t.request(summaryPrompt, msgs, nil), false)
+	if err != nil {
+		var me *modelError
+		if errors.As(err, &me) {
+			me.details.Stage = "compaction"
+		}
+		return "", model.Usage{}, fmt.Errorf("agent: compaction: %w", err)
+	}
+	return strings.TrimSpace(resp.Message.Text()), resp.Usage, nil
+}
+
+// turnStart returns the index of the entry that starts the turn entry k
+// of s.entries lies in (a user message, or a shell command the model
+// sees), when k does not start one itself and that entry comes after the
+// last compaction; else -1. s.mu is held.
+func (s *Session) turnStart(k int) int {
+	s.parse()
+	starts := func(i int) bool {
+		if s.entries[i].Type == store.TypeShell {
+			return s.visible(i)
+		}
+		return s.parsed[i].ok && s.parsed[i].m.Role == model.RoleUser
+	}
+	if k >= len(s.entries) || starts(k) {
+		return -1
+	}
+	for i := k - 1; i >= 0 && s.entries[i].Type != store.TypeCompaction; i-- {
+		if starts(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// messages returns what the model sees of entries i to k of s.entries,
+// ignoring compactions. s.mu is held.
+func (s *Session) messages(i, k int) []model.Message {
+	s.parse()
+	var out []model.Message
+	for ; i < k; i++ {
+		if en := s.entries[i]; en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude {
+			out = append(out, shellMessage(en.Shell))
+		}
+		if s.parsed[i].ok {
+			out = append(out, s.parsed[i].m)
+		}
+	}
+	return out
 }
 
 // Compact summarises the whole history now (M9). The session must have

@@ -460,3 +460,46 @@ func TestCompactSummaryFiles(t *testing.T) {
 		})
 	}
 }
+
+// Q4: with pi's rule (KeepRecentTokens), a compaction that cuts inside a
+// turn summarises as pi's does: the history before the turn and the
+// turn's start apart, one summary of both (pi's "Turn Context (split
+// turn)" part after the history's), the usage of both calls; a cut at a
+// turn's start makes one summary.
+func TestCompactSplitTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		keep   int64
+		turn   string // the summary of the turn's start, "" for none
+		usages int
+	}{
+		{name: "inside the last turn", keep: 1, usages: 2, turn: "Summary of 2 messages: /text two " + turnPrefixPrompt[:40]},
+		{name: "at the last turn's start", keep: 2, usages: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := testEngine(t)
+			eng.KeepRecentTokens = tc.keep
+			s := twoTurns(t, eng)
+			rec := &recorder{}
+			res, err := s.Compact(t.Context(), "", rec.sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The offline summary names the messages it saw, the
+			// instruction last: turn one's two, then the turn's start.
+			sum, _ := Summary(History(s.Entries())[0])
+			history, turn, split := strings.Cut(sum, splitTurn)
+			if !strings.HasPrefix(history, "Summary of 3 messages: /text one "+summaryPrompt[:40]) || split != (tc.turn != "") ||
+				!strings.HasPrefix(turn, tc.turn) {
+				t.Errorf("summary %q, want turn one's then, after %q, %q", sum, splitTurn, tc.turn)
+			}
+			var total model.Usage
+			for _, u := range ofType[UsageEvent](rec) {
+				total = total.Add(model.Usage(u.Usage.Usage))
+			}
+			if n := len(ofType[UsageEvent](rec)); n != tc.usages || res.Usage != total {
+				t.Errorf("%d usage events summing to %+v, result usage %+v; want %d and their sum", n, total, res.Usage, tc.usages)
+			}
+		})
+	}
+}

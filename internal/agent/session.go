@@ -64,6 +64,16 @@ type Engine struct {
 	// the lists of the files the summarised history read and modified
 	// (FileOps), so the model keeps knowing them.
 	SummaryFiles bool
+	// PiOutput makes bash, the model's tool and a user's command, keep
+	// pi's part of a long output (its last 2000 lines or 50 KB) in place of
+	// the last 64 KiB, with the whole of it in a temp file that the result
+	// names (tool.Env.PiOutput).
+	PiOutput bool
+	// SetDuringTurn lets Set change the model or effort while a turn runs:
+	// the change is recorded at once and applies from the next turn, as
+	// pi's set_model and set_thinking_level do; else Set is refused then
+	// (ErrBusy: e rpc's session.set).
+	SetDuringTurn bool
 	// ErrorText, when set, words a failed model call in the turn's error,
 	// its retries' reasons and the log (pi's dialect words it as pi's
 	// providers do); nil: the error's own text. error_details keep it.
@@ -247,7 +257,7 @@ func (s *Session) Rename(name string) error {
 func (s *Session) Set(modelID, effort *string) (string, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running {
+	if s.running && !s.eng.SetDuringTurn {
 		return "", "", fmt.Errorf("session %s %w", s.id, ErrBusy)
 	}
 	m, ef := s.modelID, s.effort

@@ -41,14 +41,14 @@ func (s *Session) Shell(ctx context.Context, command string, exclude bool, timeo
 // whatever the session is doing, and records nothing: AddShell does. ctx
 // ending kills it (the result says cancelled).
 func (s *Session) RunShell(ctx context.Context, command string, timeout time.Duration, sink func(Event)) (store.ShellRun, error) {
-	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Output: func(chunk string) {
+	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.PiOutput, Output: func(chunk string) {
 		sink(ShellOutput{Delta: chunk})
 	}}, command, timeout)
 	if err != nil {
 		return store.ShellRun{}, err
 	}
 	return store.ShellRun{Command: command, Output: r.Output, ExitCode: r.ExitCode, Cancelled: r.Stopped,
-		TimedOut: r.TimedOut, Truncated: r.Truncated}, nil
+		TimedOut: r.TimedOut, Truncated: r.Truncated, FullOutputPath: r.FullOutputPath}, nil
 }
 
 // AddShell records a shell command RunShell ran as a shell entry of the
@@ -90,7 +90,10 @@ func shellMessage(r *store.ShellRun) model.Message {
 	case *r.ExitCode != 0:
 		fmt.Fprintf(&b, "\n(exit code %d)", *r.ExitCode)
 	}
-	if r.Truncated {
+	switch {
+	case r.Truncated && r.FullOutputPath != "": // pi's note (e --mode rpc keeps pi's part of the output)
+		b.WriteString("\n\n[Output truncated. Full output: " + r.FullOutputPath + "]")
+	case r.Truncated:
 		b.WriteString("\n(only the last 64 KiB of output are shown)")
 	}
 	return model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: b.String()}}}

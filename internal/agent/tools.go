@@ -194,7 +194,7 @@ func (t *turn) runOne(p *pending) {
 			s.mu.Unlock()
 		}()
 	}
-	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Started: started, Output: func(chunk string) {
+	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Started: started, PiOutput: s.eng.PiOutput, Output: func(chunk string) {
 		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk})
 	}}
 	r := tool.Run(ctx, env, p.part.Name, p.part.Arguments)

@@ -152,6 +152,9 @@ func (t *turn) result() Result {
 	s.mu.Lock()
 	r.Model, r.Effort = s.modelID, s.effort
 	s.mu.Unlock()
+	if t.info.ID != "" { // the model the turn used (Engine.SetDuringTurn may have changed the session's)
+		r.Model, r.Effort = t.info.ID, t.effort
+	}
 	r.Output = strings.Join(t.output, "")
 	r.FinalOutput, r.FinalOutputJSON = t.lastText, t.lastTextJSON
 	r.Usage = NewUsage(t.usage)

@@ -48,3 +48,44 @@ func TestHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestPiName checks the Go names of pi's camelCase and snake_case
+// properties, initialisms in capitals.
+func TestPiName(t *testing.T) {
+	for in, want := range map[string]string{
+		"toolCallId": "ToolCallID", "durationMs": "DurationMS", "cacheWrite1h": "CacheWrite1h", "api": "API",
+		"baseUrl": "BaseURL", "exit_code": "ExitCode", "full_output_path": "FullOutputPath", "type": "Type",
+	} {
+		if got := piName(in); got != want {
+			t.Errorf("piName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPiFieldType checks which optional fields of pi's shapes are pointers:
+// a number, flag or object whose zero is sent (no default), not a string,
+// an array or a field with a default.
+func TestPiFieldType(t *testing.T) {
+	obj := &decl{name: "Usage", fields: []*field{}}
+	for _, c := range []struct {
+		f    field
+		want string
+	}{
+		{field{t: texpr{kind: kInt}}, "*int64"},
+		{field{t: texpr{kind: kInt}, required: true}, "int64"},
+		{field{t: texpr{kind: kInt}, hasDefault: true}, "int64"},
+		{field{t: texpr{kind: kBool}}, "*bool"},
+		{field{t: texpr{kind: kNumber}}, "*float64"},
+		{field{t: texpr{kind: kString}}, "string"},
+		{field{t: texpr{kind: kArray, elem: &texpr{kind: kString}}}, "[]string"},
+		{field{t: texpr{kind: kNamed, decl: obj}}, "*Usage"},
+		{field{t: texpr{kind: kInt, nullable: true}}, "*int64"},
+		{field{t: texpr{kind: kAny}}, "any"},
+		{field{t: texpr{kind: kObject}}, "json.RawMessage"},
+		{field{t: texpr{kind: kGo, goType: "[]Content"}}, "[]Content"},
+	} {
+		if got := piFieldType(&c.f); got != c.want {
+			t.Errorf("piFieldType(%+v) = %q, want %q", c.f, got, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@
 //	protocol/protocol.go                       Go structs, package protocol
 //	clients/typescript/src/protocol.ts         TypeScript declarations
 //	clients/python/e_client/protocol.py        Python TypedDicts and Literals
+//	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
 //
 // Run it with go generate ./... (the directive is in protocol/doc.go); CI
 // fails when regenerating changes any of these files.
@@ -77,6 +78,13 @@ func generate(root string) (map[string][]byte, error) {
 	files["protocol/protocol.go"] = goSrc
 	files["clients/typescript/src/protocol.ts"] = m.tsFile()
 	files["clients/python/e_client/protocol.py"] = m.pyFile()
+	pm, err := loadPi(filepath.Join(root, "schemas"))
+	if err != nil {
+		return nil, err
+	}
+	if files[piOut], err = format.Source(pm.piGoFile()); err != nil {
+		return nil, fmt.Errorf("gofmt of the pi Go output: %w", err)
+	}
 	return files, nil
 }
 
@@ -128,6 +136,7 @@ const (
 	kBool
 	kArray
 	kNamed // a declared type: struct, enum or alias
+	kGo    // a Go type written by hand (pi's unions: piUnions)
 )
 
 // texpr is a type expression.
@@ -137,6 +146,7 @@ type texpr struct {
 	elem     *texpr // kArray
 	decl     *decl  // kNamed
 	constant string // kString with a const value
+	goType   string // kGo
 }
 
 // decl is a named type.
@@ -161,6 +171,9 @@ type field struct {
 	doc      string
 	t        texpr
 	required bool
+	// hasDefault: the schema gives the value an absent property means, so
+	// a zero value may be left out (pi's dialect: see piGoType).
+	hasDefault bool
 }
 
 // model is every declaration, in output order.
@@ -174,6 +187,9 @@ type model struct {
 	tools   []*decl
 	names   map[string]bool
 	order   map[uintptr][]string // an object's keys in file order, by map identity
+	// pi is set for the pi dialect's model (pi.go): unions of several
+	// shapes are allowed there, named by piUnions or else any.
+	pi bool
 }
 
 const base = "https://github.com/e-agent/e/schemas/"
@@ -292,6 +308,9 @@ func (m *model) declare(key, name string, s map[string]any, file string) (*decl,
 	if m.names[name] {
 		return nil, fmt.Errorf("%s: type name %s is taken", key, name)
 	}
+	if n := piNames[strings.TrimPrefix(key, base)]; m.pi && n != "" {
+		name = n
+	}
 	m.names[name] = true
 	d := &decl{name: name, source: strings.TrimPrefix(key, base)}
 	m.byKey[key] = d
@@ -326,7 +345,8 @@ func (m *model) declare(key, name string, s map[string]any, file string) (*decl,
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", key, k, err)
 			}
-			d.fields = append(d.fields, &field{json: k, doc: describe(p), t: t, required: required[k] || inherited(d.embeds, k)})
+			_, def := p["default"]
+			d.fields = append(d.fields, &field{json: k, doc: describe(p), t: t, required: required[k] || inherited(d.embeds, k), hasDefault: def})
 		}
 	default:
 		t, err := m.expr(file, ptrOf(key), name+"Value", s)
@@ -406,6 +426,12 @@ func (m *model) expr(file, ptr, name string, s map[string]any) (texpr, error) {
 		return m.ref(file, ref)
 	}
 	if alts := list(s["anyOf"]); len(alts) > 0 {
+		if m.pi && nonNull(alts) > 1 {
+			if g := piUnions[strings.TrimPrefix(file, base)+"#"+ptr]; g != "" {
+				return texpr{kind: kGo, goType: g}, nil
+			}
+			return texpr{kind: kAny}, nil
+		}
 		var t texpr
 		nullable, found := false, false
 		for i, a := range alts {
@@ -561,6 +587,17 @@ func resolve(file, rel string) string {
 		dir = dir[:strings.LastIndexByte(strings.TrimSuffix(dir, "/"), '/')+1]
 	}
 	return dir + strings.TrimPrefix(rel, "./")
+}
+
+// nonNull counts the branches of an anyOf other than {"type": "null"}.
+func nonNull(alts []any) int {
+	n := 0
+	for _, a := range alts {
+		if a.(map[string]any)["type"] != "null" {
+			n++
+		}
+	}
+	return n
 }
 
 func isEnum(s map[string]any) bool { _, ok := s["enum"]; return ok }

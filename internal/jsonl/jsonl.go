@@ -102,7 +102,9 @@ func (r *Reader) Next() ([]byte, error) {
 // a line that wakes a writer idle for a while (a lone line, the first of a
 // burst) yields the caller's processor to it (wake1).
 // Every line lies whole inside one Write call (or one vectored write, for
-// AppendShared), in queue order (F5).
+// AppendShared), in queue order (F5). A Hold lets a producer that reads
+// its input in chunks write the lines of a chunk itself, in one write,
+// before it reads again.
 type Writer struct {
 	w   io.Writer
 	vec func(bufs [][]byte) error // writes bufs with one call; nil if w cannot
@@ -116,6 +118,13 @@ type Writer struct {
 	room        chan struct{} // closed when pending is taken; made when a Write waits for room
 	closing     bool
 	err         error
+	// writing: a Hold's Release is writing a batch; the writer goroutine
+	// leaves pending alone until it is done, so writes never overlap.
+	writing bool
+	// batch and batchShared are the buffers of the one writing a batch
+	// (the writer goroutine or a Release), swapped with pending's.
+	batch       []byte
+	batchShared []sharedLine
 
 	// idleSince is when the writer last finished a write (monotonic
 	// nanoseconds from epoch), or busy while it writes a batch.
@@ -153,45 +162,62 @@ const BurstSize = maxPending + 64<<10
 // starting at size bytes.
 func NewWriterSize(w io.Writer, size int) *Writer {
 	wr := &Writer{w: w, vec: vectored(w), wake: make(chan struct{}, 1), done: make(chan struct{}),
-		failed: make(chan struct{}), pending: make([]byte, 0, size)}
-	go wr.run(size)
+		failed: make(chan struct{}), pending: make([]byte, 0, size), batch: make([]byte, 0, size)}
+	go wr.run()
 	return wr
 }
 
-func (wr *Writer) run(size int) {
+func (wr *Writer) run() {
 	defer close(wr.done)
-	batch := make([]byte, 0, size)
-	var shared []sharedLine
 	for range wr.wake {
 		wr.mu.Lock()
-		batch, wr.pending = wr.pending, batch[:0]
-		shared, wr.shared, wr.sharedBytes = wr.shared, shared[:0], 0
 		wr.woken = false
-		wr.idleSince.Store(busy)
 		closing := wr.closing
-		if wr.room != nil {
-			close(wr.room)
-			wr.room = nil
+		if wr.writing {
+			// A Release writes; it wakes the writer again when it is done
+			// if there is more, or the writer is closing.
+			wr.mu.Unlock()
+			continue
 		}
-		failed := wr.err != nil
-		wr.mu.Unlock()
-		if len(batch)+len(shared) > 0 && !failed {
-			if err := wr.write(batch, shared); err != nil {
-				wr.mu.Lock()
-				wr.err = err
-				wr.pending, wr.shared, wr.sharedBytes = wr.pending[:0], wr.shared[:0], 0
-				wr.mu.Unlock()
-				close(wr.failed)
-			}
-		}
+		wr.idleSince.Store(busy)
+		wr.writeBatch()
 		wr.idleSince.Store(monotonic())
-		clear(shared) // let go of the parts
-		if cap(batch) > keepBuffer {
-			batch = nil
-		}
+		wr.mu.Unlock()
 		if closing {
 			return
 		}
+	}
+}
+
+// writeBatch writes what is queued. mu is held on entry and on return;
+// it is unlocked during the write, which only the caller then does
+// (writing is set).
+func (wr *Writer) writeBatch() {
+	batch, shared := wr.batch[:0], wr.batchShared[:0]
+	batch, wr.pending = wr.pending, batch
+	shared, wr.shared, wr.sharedBytes = wr.shared, shared, 0
+	if wr.room != nil {
+		close(wr.room)
+		wr.room = nil
+	}
+	failed := wr.err != nil
+	wr.writing = true
+	wr.mu.Unlock()
+	var err error
+	if len(batch)+len(shared) > 0 && !failed {
+		err = wr.write(batch, shared)
+	}
+	clear(shared) // let go of the parts
+	if cap(batch) > keepBuffer {
+		batch = nil
+	}
+	wr.mu.Lock()
+	wr.writing = false
+	wr.batch, wr.batchShared = batch, shared
+	if err != nil {
+		wr.err = err
+		wr.pending, wr.shared, wr.sharedBytes = wr.pending[:0], wr.shared[:0], 0
+		close(wr.failed)
 	}
 }
 
@@ -289,6 +315,9 @@ func (wr *Writer) AppendShared(ctx context.Context, parts ...[]byte) error {
 func (wr *Writer) lock(ctx context.Context) error {
 	wr.mu.Lock()
 	for len(wr.pending)+wr.sharedBytes >= maxPending && wr.err == nil {
+		// Lines held by a Hold (or just queued) must not keep the queue
+		// full: the writer takes it now.
+		wr.wake1()
 		if wr.room == nil {
 			wr.room = make(chan struct{})
 		}
@@ -374,4 +403,88 @@ func (wr *Writer) Close() error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	return wr.err
+}
+
+// A Hold is one producer's way into a Writer for a stream of lines it
+// makes from input read in chunks (a provider's events): while held, the
+// lines it appends wait in the queue, without waking the writer, and
+// Release writes the queue from the producer's goroutine, in one write,
+// before it reads its next chunk. A chunk's lines then cost one write(2)
+// and no hand-off to the writer goroutine; a lone line still goes out
+// before the producer can block, as Release comes before every read, and
+// a read that brings many lines has them written every heldBurst bytes.
+// Lines of other producers wake the writer as usual, and take the held
+// lines with them, in queue order.
+type Hold struct {
+	wr   *Writer
+	held bool // guarded by wr.mu
+}
+
+// NewHold returns a Hold on wr, not held.
+func (wr *Writer) NewHold() *Hold { return &Hold{wr: wr} }
+
+// Append is wr.Append, except that while h is held the line waits for
+// Release (or another line's write).
+func (h *Hold) Append(ctx context.Context, appendLine func([]byte) []byte) error {
+	wr := h.wr
+	if err := wr.lock(ctx); err != nil {
+		return err
+	}
+	yield := false
+	if wr.err == nil {
+		wr.pending = append(appendLine(wr.pending), '\n')
+		switch {
+		case !h.held:
+			yield = wr.wake1()
+		case len(wr.pending) >= heldBurst:
+			// A Read that brought many events: its first lines go out
+			// now rather than after the last event is parsed.
+			wr.flush()
+		}
+	}
+	wr.unlock(yield)
+	return nil
+}
+
+// heldBurst is how many bytes of lines a Hold lets wait in the queue
+// before it writes them without waiting for Release: about 160 text
+// events, well under a pipe's 64 KiB.
+const heldBurst = 16 << 10
+
+// Hold makes the lines appended from now on wait for Release.
+func (h *Hold) Hold() {
+	h.wr.mu.Lock()
+	h.held = true
+	h.wr.mu.Unlock()
+}
+
+// Release ends the hold and writes what is queued, from the caller's
+// goroutine, unless a write is in progress: then the writer goroutine
+// takes the queue after it. It must come before the producer blocks.
+func (h *Hold) Release() {
+	wr := h.wr
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	h.held = false
+	wr.flush()
+}
+
+// flush writes what is queued from the caller's goroutine, unless the
+// writer goroutine writes or is due to: then it takes the queue. mu is held.
+func (wr *Writer) flush() {
+	if len(wr.pending)+len(wr.shared) == 0 {
+		return
+	}
+	if wr.writing || wr.woken || wr.closing {
+		// The writer goroutine writes now, or is due to (woken), or is
+		// told to take the queue; a write of ours would race its order.
+		wr.wake1()
+		return
+	}
+	wr.writeBatch()
+	if len(wr.pending)+len(wr.shared) > 0 || wr.closing {
+		// Lines queued during the write, or a Close waiting: the writer
+		// goroutine left them to us.
+		wr.wake1()
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -311,5 +312,182 @@ func TestWriterSharedFailure(t *testing.T) {
 	wr.Write(context.Background(), []byte(`{}`))
 	if err := wr.Close(); !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("Close = %v, want EPIPE", err)
+	}
+}
+
+// syncRecorder records each Write and fails the test if two overlap.
+type syncRecorder struct {
+	t       *testing.T
+	mu      sync.Mutex
+	writes  [][]byte
+	writing atomic.Bool
+}
+
+func (r *syncRecorder) Write(b []byte) (int, error) {
+	if !r.writing.CompareAndSwap(false, true) {
+		r.t.Error("two writes at once")
+	}
+	r.mu.Lock()
+	r.writes = append(r.writes, bytes.Clone(b))
+	r.mu.Unlock()
+	r.writing.Store(false)
+	return len(b), nil
+}
+
+func (r *syncRecorder) taken() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]byte(nil), r.writes...)
+}
+
+// The lines a held Hold queues go out in one write, made by Release on the
+// caller's goroutine before it returns, a lone line as much as several
+// (F5).
+func TestHoldRelease(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+	}{
+		{"lone line", []string{"a"}},
+		{"lines of one read", []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &syncRecorder{t: t}
+			wr := NewWriter(rec)
+			h := wr.NewHold()
+			h.Hold()
+			for _, l := range tt.lines {
+				if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, l...) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.Release()
+			want := [][]byte{[]byte(strings.Join(tt.lines, "\n") + "\n")}
+			if diff := cmp.Diff(want, rec.taken()); diff != "" {
+				t.Errorf("writes when Release returned (-want +got):\n%s", diff)
+			}
+			if err := wr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, rec.taken()); diff != "" {
+				t.Errorf("writes after Close (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Held lines that fill the queue do not wait for Release: the writer
+// takes them, so a producer that holds never deadlocks on a full queue.
+func TestHoldFullQueue(t *testing.T) {
+	rec := &syncRecorder{t: t}
+	wr := NewWriter(rec)
+	h := wr.NewHold()
+	h.Hold()
+	line := bytes.Repeat([]byte("x"), 4095)
+	const n = 3 * maxPending / 4096
+	for range n {
+		if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, line...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Release()
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, w := range rec.taken() {
+		got += bytes.Count(w, []byte("\n"))
+	}
+	if got != n {
+		t.Errorf("%d lines written, want %d", got, n)
+	}
+}
+
+// Producers holding and releasing on several goroutines, beside plain
+// Writes, never write at once: every line is whole and each producer's
+// lines keep their order.
+func TestHoldConcurrent(t *testing.T) {
+	rec := &syncRecorder{t: t}
+	wr := NewWriter(rec)
+	const producers, reads, perRead = 4, 200, 3
+	var wg sync.WaitGroup
+	for p := range producers {
+		h := wr.NewHold()
+		wg.Go(func() {
+			for r := range reads {
+				h.Hold()
+				for i := range perRead {
+					_ = h.Append(context.Background(), func(b []byte) []byte { return fmt.Appendf(b, "p%d %d", p, r*perRead+i) })
+				}
+				h.Release()
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range reads * perRead {
+			_ = wr.Write(context.Background(), fmt.Appendf(nil, "p%d %d", producers, i))
+		}
+	})
+	wg.Wait()
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := make([]int, producers+1)
+	for _, w := range rec.taken() {
+		if !bytes.HasSuffix(w, []byte("\n")) {
+			t.Fatalf("a write ends inside a line: %q", w)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(w), "\n"), "\n") {
+			var p, i int
+			if _, err := fmt.Sscanf(l, "p%d %d", &p, &i); err != nil || p > producers {
+				t.Fatalf("line %q is not whole", l)
+			}
+			if i != next[p] {
+				t.Fatalf("producer %d: line %d after %d", p, i, next[p]-1)
+			}
+			next[p]++
+		}
+	}
+	for p, n := range next {
+		if n != reads*perRead {
+			t.Errorf("producer %d: %d lines, want %d", p, n, reads*perRead)
+		}
+	}
+}
+
+// Held lines do not wait for Release past heldBurst bytes: the lines of
+// a Read that brought many events go out as they are made, in writes of
+// about heldBurst bytes (S2).
+func TestHoldBurst(t *testing.T) {
+	rec := &syncRecorder{t: t}
+	wr := NewWriter(rec)
+	h := wr.NewHold()
+	h.Hold()
+	line := bytes.Repeat([]byte("x"), 99)
+	const n = 3*heldBurst/100 + 1
+	for range n {
+		if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, line...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sizes []int
+	for _, w := range rec.taken() {
+		sizes = append(sizes, len(w))
+	}
+	per := (heldBurst + 99) / 100 * 100 // the first whole line at or past heldBurst
+	if diff := cmp.Diff([]int{per, per, per}, sizes); diff != "" {
+		t.Errorf("write sizes before Release (-want +got):\n%s", diff)
+	}
+	h.Release()
+	if err := wr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, w := range rec.taken() {
+		got += bytes.Count(w, []byte("\n"))
+	}
+	if got != n {
+		t.Errorf("%d lines written, want %d", got, n)
 	}
 }

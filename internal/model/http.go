@@ -86,6 +86,7 @@ type call struct {
 	watchdog atomic.Pointer[time.Timer]
 	closed   atomic.Bool
 	body     io.ReadCloser
+	hook     ReadHook // from the context, nil when none
 	events   *sseReader
 	reqID    string
 	terminal string // the event that ends a complete stream, for error messages
@@ -95,7 +96,7 @@ type call struct {
 // response head has arrived. Failures are *Error values, or ctx.Err() when
 // ctx ended.
 func (p *httpProvider) start(ctx context.Context, model, path string, header http.Header, body any, terminal string) (*call, error) {
-	c := &call{p: p, model: model, parent: ctx, terminal: terminal}
+	c := &call{p: p, model: model, parent: ctx, terminal: terminal, hook: readHook(ctx)}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -146,9 +147,15 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 // timer, armed by start, checks the stamp when it fires and re-arms itself.
 func (c *call) stallReader() io.Reader {
 	return readerFunc(func(b []byte) (int, error) {
+		if c.hook != nil {
+			c.hook.Release()
+		}
 		c.reading.Store(nanotime())
 		n, err := c.body.Read(b)
 		c.reading.Store(0)
+		if c.hook != nil {
+			c.hook.Hold()
+		}
 		return n, err
 	})
 }
@@ -186,6 +193,9 @@ func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
 
 // close releases the call; it is safe after a failed start.
 func (c *call) close() {
+	if c.hook != nil {
+		c.hook.Release() // before the drain's wait
+	}
 	c.closed.Store(true)
 	if t := c.watchdog.Load(); t != nil {
 		t.Stop()

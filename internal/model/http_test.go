@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -620,5 +621,88 @@ func TestMalformedEvent(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Delta{{Kind: DeltaText, Text: "a"}}, deltas); diff != "" {
 		t.Errorf("deltas before the error (-want +got):\n%s", diff)
+	}
+}
+
+// hookLog records a ReadHook's calls and the emits between them; second
+// is closed at the second Release, before the second Read.
+type hookLog struct {
+	calls  []string
+	second chan struct{}
+}
+
+func (h *hookLog) Hold() { h.calls = append(h.calls, "hold") }
+
+func (h *hookLog) Release() {
+	h.calls = append(h.calls, "release")
+	if slices.Equal(h.calls, []string{"release", "hold", "release"}) {
+		close(h.second)
+	}
+}
+
+// TestReadHook: a stream releases its context's ReadHook before each Read
+// of the response and when it ends, and holds it when a Read returns, so
+// every delta is emitted while held, and nothing is held once the call
+// has returned (F5: the server writes a Read's lines in one go).
+func TestReadHook(t *testing.T) {
+	defer func(w time.Duration) { drainWait = w }(drainWait)
+	drainWait = time.Minute
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", api.name, "text.http"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &hookLog{second: make(chan struct{})}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				// The first event alone, the rest once the client has
+				// worked through it: it reads at least twice.
+				first := bytes.Index(body, []byte("\n\n")) + 2
+				_, _ = w.Write(body[:first])
+				w.(http.Flusher).Flush()
+				select {
+				case <-h.second:
+				case <-r.Context().Done():
+				}
+				_, _ = w.Write(body[first:])
+			}))
+			t.Cleanup(srv.Close)
+			p := api.new(ProviderSettings{BaseURL: srv.URL, APIKey: testKey})
+			_, err = p.Stream(WithReadHook(t.Context(), h), &Request{Model: "m"}, func(Delta) { h.calls = append(h.calls, "emit") })
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, emits, reads := false, 0, 0
+			for i, c := range h.calls {
+				switch c {
+				case "hold":
+					if held {
+						t.Fatalf("call %d: hold while held: %v", i, h.calls)
+					}
+					held = true
+					reads++
+				case "release":
+					held = false
+				case "emit":
+					if !held {
+						t.Fatalf("call %d: emit while not held: %v", i, h.calls)
+					}
+					emits++
+				}
+			}
+			if h.calls[0] != "release" || held || emits == 0 || reads < 2 {
+				t.Errorf("hook calls %v: want a release first and last, %d emits and at least 2 reads", h.calls, emits)
+			}
+		})
 	}
 }

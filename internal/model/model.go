@@ -169,6 +169,31 @@ type Provider interface {
 	Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
 }
 
+// ReadHook is told by a provider stream when it works through what it has
+// read of its response: Hold when a Read of the connection returns,
+// Release before the next Read (which may block) and when the call ends.
+// Both come from the goroutine that called Stream. What that goroutine
+// emits in between (the deltas of the events of one Read) can then be
+// written out in one go, before it waits again (jsonl.Hold).
+type ReadHook interface {
+	Hold()
+	Release()
+}
+
+type readHookKey struct{}
+
+// WithReadHook returns ctx carrying h for the HTTP provider streams of the
+// calls made with it.
+func WithReadHook(ctx context.Context, h ReadHook) context.Context {
+	return context.WithValue(ctx, readHookKey{}, h)
+}
+
+// readHook returns the ReadHook of ctx, or nil.
+func readHook(ctx context.Context) ReadHook {
+	h, _ := ctx.Value(readHookKey{}).(ReadHook)
+	return h
+}
+
 // Error is a failed model call, classified.
 type Error struct {
 	Retryable  bool

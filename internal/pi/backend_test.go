@@ -77,12 +77,12 @@ func TestStatsCoverTheSession(t *testing.T) {
 	}
 	<-fr.runDone
 	path := fr.session().Path()
-	stats := func() map[string]any {
+	stats := func() ResponseGetSessionStatsData {
 		st, err := fr.stats(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.(map[string]any)
+		return st.(ResponseGetSessionStatsData)
 	}
 	before := stats()
 	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
@@ -93,11 +93,10 @@ func TestStatsCoverTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := stats()
-	tokens := after["tokens"].(map[string]int64)
-	if tokens["total"] == 0 || after["assistantMessages"] != 1 || after["userMessages"] != 1 {
-		t.Errorf("stats after switching back = %v; want the earlier call counted", after)
+	if after.Tokens.Total == 0 || after.AssistantMessages != 1 || after.UserMessages != 1 {
+		t.Errorf("stats after switching back = %+v; want the earlier call counted", after)
 	}
-	if diff := cmp.Diff(before["tokens"], after["tokens"]); diff != "" {
+	if diff := cmp.Diff(before.Tokens, after.Tokens); diff != "" {
 		t.Errorf("tokens (-before +after):\n%s", diff)
 	}
 }

@@ -60,6 +60,7 @@ var ignored = []struct{ flow, kind, path, why string }{
 	{"", "*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
 	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
 	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
+	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "pi's updates of a cut output carry its truncation bookkeeping (the final result's, listed) from some update on, which one depends on how the output was read"},
 	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 
@@ -374,6 +375,9 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(user, "call-read"):
 		call("read", `{"path":"a.txt"}`)
 		finish = "tool_calls"
+	case strings.HasPrefix(user, "call-long-bash"): // past pi's 2000 lines
+		call("bash", `{"command":"seq 1 2001"}`)
+		finish = "tool_calls"
 	case strings.HasPrefix(user, "call-bash"):
 		call("bash", `{"command":"echo one; echo two"}`)
 		finish = "tool_calls"
@@ -655,6 +659,8 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "bash", "command": "echo from-bash"})
 		a.call(map[string]any{"type": "bash", "command": "echo hidden", "excludeFromContext": true})
 		a.call(map[string]any{"type": "bash", "command": "exit 3"})
+		// Past pi's 2000 lines: the last 2000 and a file with them all.
+		a.call(map[string]any{"type": "bash", "command": "seq 1 2001"})
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_state"})
 	}},
@@ -701,6 +707,10 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_last_assistant_text"})
 		a.call(map[string]any{"type": "get_session_stats"})
 	}},
+	{"tool-bash-long", func(a *diffAgent) {
+		prompt(a, "call-long-bash please")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
 	{"compact", func(a *diffAgent) {
 		a.call(map[string]any{"type": "compact", "customInstructions": "keep it short"})
 		a.call(map[string]any{"type": "get_messages"})
@@ -734,6 +744,25 @@ var diffFlows = []diffFlow{
 		a.find(0, "response pre", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "pre" })
 		a.wait("agent_settled")
 		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"compact-during-run", func(a *diffAgent) {
+		// compact aborts the run first, then compacts.
+		prompt(a, "some history first")
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.send(`{"id":"c","type":"compact"}`)
+		a.find(0, "response c", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "c" })
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"level-during-run", func(a *diffAgent) {
+		// A level set during a run is taken at once.
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "set_thinking_level", "level": "high"})
+		a.releaseHold()
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_state"})
 	}},
 	{"abort-before-run", func(a *diffAgent) {
 		// An abort during a prompt's compaction before its run stops the
@@ -832,7 +861,8 @@ func TestDifferential(t *testing.T) {
 		os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
 			[]byte("---\ndescription: Review the change\nargument-hint: \"[focus]\"\n---\nReview it. Focus on ${1:-correctness}.\n"), 0o600)
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
-			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY="}
+			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
+			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
 		a := startDiffAgent(t, name, append(argv, flags...), env, work, mock)
 		flows := map[string][]record{}
 		var dump bytes.Buffer

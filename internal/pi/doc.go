@@ -3,5 +3,6 @@
 // command line and configuration directory, over e's engine and session
 // logs (spec/pi.md). Translator turns e's events into pi's; the command
 // dispatcher in rpc.go serves pi's commands; backend.go is the one place
-// that makes sessions. The wire shapes are schemas/pi.
+// that makes sessions. The wire shapes are schemas/pi; the structs of its
+// messages and events are generated from them (wire_gen.go).
 package pi

@@ -77,6 +77,7 @@ type piMessage struct {
 	Cancelled          bool   `json:"cancelled"`
 	Truncated          bool   `json:"truncated"`
 	ExcludeFromContext bool   `json:"excludeFromContext"`
+	FullOutputPath     string `json:"fullOutputPath"`
 }
 
 // piBlock is one content block.
@@ -215,7 +216,7 @@ func (ps *piSession) message(en session.Entry, m piMessage) error {
 	case "bashExecution":
 		en.Type = session.EntryShell
 		en.Shell = &session.ShellRun{Command: m.Command, Output: m.Output, ExitCode: m.ExitCode, Cancelled: m.Cancelled,
-			Truncated: m.Truncated, Exclude: m.ExcludeFromContext}
+			Truncated: m.Truncated, Exclude: m.ExcludeFromContext, FullOutputPath: m.FullOutputPath}
 		ps.entries = append(ps.entries, en)
 		return nil
 	default: // system, custom: no e counterpart

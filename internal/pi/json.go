@@ -15,12 +15,8 @@ func (fr *front) oneShot() int {
 	sess := fr.cur
 	h := sess.Header()
 	fr.mu.Unlock()
-	header := map[string]any{"type": "session", "version": 3, "id": sess.ID(),
-		"timestamp": h.Created.UTC().Format(isoMillis), "cwd": sess.Cwd()}
-	if h.Parent != "" {
-		header["parentSession"] = h.Parent
-	}
-	fr.write(header)
+	fr.write(SessionHeader{Type: "session", Version: 3, ID: sess.ID(), Timestamp: h.Created.UTC().Format(isoMillis),
+		Cwd: sess.Cwd(), ParentSession: h.Parent})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)

@@ -16,26 +16,6 @@ import (
 	"github.com/e-agent/e/internal/session"
 )
 
-// Entry is a pi session entry (session-format.md) made from one of e's.
-type Entry struct {
-	Type             string  `json:"type"`
-	ID               string  `json:"id"`
-	ParentID         *string `json:"parentId"`
-	Timestamp        string  `json:"timestamp"`
-	Message          any     `json:"message,omitempty"`
-	Provider         string  `json:"provider,omitempty"`
-	ModelID          string  `json:"modelId,omitempty"`
-	ThinkingLevel    string  `json:"thinkingLevel,omitempty"`
-	Summary          string  `json:"summary,omitempty"`
-	FirstKeptEntryID string  `json:"firstKeptEntryId,omitempty"`
-	TokensBefore     *int64  `json:"tokensBefore,omitempty"`
-	Name             *string `json:"name,omitempty"`
-	// context_edit: the entry it edits and what replaces it (null: the
-	// entry leaves the model's context).
-	TargetID    string          `json:"targetId,omitempty"`
-	Replacement json.RawMessage `json:"replacement,omitempty"`
-}
-
 // hideAttempt is the context_edit entry pi appends after a failed attempt
 // it retries (id: the attempt's id with ".1"), taking the attempt's
 // message (id) out of the model's context; the attempt stays in the log.
@@ -205,7 +185,7 @@ func (c *converter) finished(a AssistantMessage, call *session.ModelCall) Assist
 	if call != nil {
 		a.Usage = withReasoning(callUsage(call), c.info.API, call.Usage.Reasoning)
 		d, fromProvider := call.DurationMS, false
-		a.DurationMS, a.Usage.Cost.FromProvider = &d, &fromProvider
+		a.DurationMS, a.Usage.Cost.TotalFromProvider = &d, &fromProvider
 		a.ResponseID, a.RawStopReason = call.ResponseID, call.FinishReason
 	}
 	return a
@@ -284,7 +264,7 @@ func (c *converter) entries(es []session.Entry) []Entry {
 			base.TokensBefore = &tok
 		case session.EntryName:
 			name := en.Name
-			base.Type, base.Name = "session_info", &name
+			base.Type, base.Name = "session_info", name
 		case session.EntryShell:
 			if en.Shell == nil {
 				continue
@@ -335,12 +315,6 @@ func (c *converter) entries(es []session.Entry) []Entry {
 	return out
 }
 
-// TreeNode is one node of get_tree.
-type TreeNode struct {
-	Entry    Entry      `json:"entry"`
-	Children []TreeNode `json:"children"`
-}
-
 // tree arranges entries by parentId; entries whose parent is missing are roots.
 func tree(es []Entry) []TreeNode {
 	ids := map[string]bool{}
@@ -373,6 +347,10 @@ func tree(es []Entry) []TreeNode {
 // (internal/tool's doc): the output comes before it.
 var bashStatus = regexp.MustCompile(`(?:^|\n)\[(exit (\d+)|killed by SIG[A-Z0-9]+|stopped: the command was killed|timed out after (\d+) ms: the command was killed)\]$`)
 
+// piNote matches the note that ends a cut output in pi's words
+// (tool.Env.PiOutput), which has no newline after it.
+var piNote = regexp.MustCompile(`\n\n\[Showing [^\n]*\. Full output: [^\n]*\]$`)
+
 // bashText words e's bash tool content as pi's bash tool does: the output
 // ("(no output)" when there is none), then, after a blank line, why it
 // failed: "Command exited with code N", "Command terminated without an
@@ -384,7 +362,7 @@ func bashText(content string) string {
 		return content
 	}
 	out, status := content[:m[0]], content[m[2]:m[3]]
-	if m[0] > 0 {
+	if m[0] > 0 && !piNote.MatchString(out) {
 		out += "\n" // the output's last newline, which the match took
 	}
 	withOutput := func(s string) string {
@@ -415,12 +393,21 @@ func bashText(content string) string {
 	return withOutput("Command aborted")
 }
 
+// exitCode is a shell run's exit status as the wire has it (nil: killed).
+func exitCode(c *int) *int64 {
+	if c == nil {
+		return nil
+	}
+	n := int64(*c)
+	return &n
+}
+
 // bashMessage is a user shell command's entry as pi's bashExecution message.
 func bashMessage(en session.Entry) BashExecutionMessage {
 	r := en.Shell
-	return BashExecutionMessage{Role: "bashExecution", Command: r.Command, Output: r.Output, ExitCode: r.ExitCode,
-		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, ExcludeFromContext: r.Exclude,
-		Timestamp: en.Time.UnixMilli()}
+	return BashExecutionMessage{Role: "bashExecution", Command: r.Command, Output: r.Output, ExitCode: exitCode(r.ExitCode),
+		Cancelled: r.Cancelled || r.TimedOut, Truncated: r.Truncated, FullOutputPath: r.FullOutputPath,
+		ExcludeFromContext: r.Exclude, Timestamp: en.Time.UnixMilli()}
 }
 
 // visible returns the entries of branch whose messages make the agent's

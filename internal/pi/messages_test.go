@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestEntries(t *testing.T) {
 	got := conv.entries([]session.Entry{{Type: session.EntryShell, ID: "s1", Time: at,
 		Shell: &session.ShellRun{Command: "echo x", Output: "x\n", ExitCode: &exit, Exclude: true}}})
 	want := []Entry{{Type: "message", ID: "s1", Timestamp: "2026-12-01T12:00:00.123Z",
-		Message: BashExecutionMessage{Role: "bashExecution", Command: "echo x", Output: "x\n", ExitCode: &exit,
+		Message: BashExecutionMessage{Role: "bashExecution", Command: "echo x", Output: "x\n", ExitCode: new(int64),
 			ExcludeFromContext: true, Timestamp: at.UnixMilli()}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
@@ -56,7 +57,7 @@ func TestFailedAttemptEntries(t *testing.T) {
 		{Type: "message", ID: "a", ParentID: &u, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{{Type: "text", Text: "par"}}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
 			Usage: usage, StopReason: "error", ErrorMessage: "model: p: HTTP 503: busy", Timestamp: ms, DurationMS: &seven, ResponseID: "r1"}},
-		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: []byte("null")},
+		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: json.RawMessage("null")},
 		{Type: "message", ID: "i", ParentID: &edit, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
 			Usage: NewUsage(model.Usage{}, nil), StopReason: "aborted", ErrorMessage: abortedError, Timestamp: ms, DurationMS: &nine, ResponseID: "r2"}},
@@ -93,6 +94,10 @@ func TestBashText(t *testing.T) {
 		{name: "timed out", content: "started\n[timed out after 1500 ms: the command was killed]", want: "started\n\n\nCommand timed out after 1.5 seconds"},
 		{name: "refused", content: "bash: no process tracker (Env.Procs is nil)", want: "bash: no process tracker (Env.Procs is nil)"},
 		{name: "a bracket that is no status", content: "x\n[exit code]", want: "x\n[exit code]"},
+		{name: "cut as pi", content: "9\n10\n\n[Showing lines 2-10 of 10. Full output: /t/pi-bash-1.log]\n[exit 0]",
+			want: "9\n10\n\n[Showing lines 2-10 of 10. Full output: /t/pi-bash-1.log]"},
+		{name: "cut as pi, exit 3", content: "9\n\n[Showing lines 2-9 of 9. Full output: /f]\n[exit 3]",
+			want: "9\n\n[Showing lines 2-9 of 9. Full output: /f]\n\nCommand exited with code 3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := bashText(tt.content); got != tt.want {

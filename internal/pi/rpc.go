@@ -3,6 +3,7 @@ package pi
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,8 +158,8 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true,
-		ErrorText:          providerError,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true, PiOutput: true,
+		SetDuringTurn: true, ErrorText: providerError,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
@@ -329,7 +330,7 @@ func (r recorder) CompactedFiles() CompactionDetails {
 
 // write queues one record.
 func (fr *front) write(v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
 	}
@@ -471,6 +472,15 @@ type command struct {
 }
 
 func (c *command) str(field string) string { return gjson.GetBytes(c.line, field).String() }
+
+// decode reads the command's line, which its schema accepted, into v: the
+// generated struct of its type (CommandX).
+func (c *command) decode(v any) error {
+	if err := json.Unmarshal(c.line, v); err != nil {
+		return fmt.Errorf("%s: %w", c.typ, err)
+	}
+	return nil
+}
 func (c *command) has(field string) bool {
 	v := gjson.GetBytes(c.line, field)
 	return v.Exists() && v.Type != gjson.Null
@@ -534,29 +544,26 @@ func init() {
 // getCommands lists the prompt templates (e has no extension commands or
 // skills), as pi describes a template command.
 func (fr *front) getCommands(*command) (any, error) {
-	cmds := []any{}
+	cmds := []ResponseGetCommandsDataCommandsItem{}
 	for _, t := range fr.templates {
-		cmds = append(cmds, map[string]any{"name": t.Name, "description": t.Description, "source": "prompt",
-			"sourceInfo": map[string]string{"path": t.Path, "source": "auto", "scope": t.Scope, "origin": "top-level",
-				"baseDir": t.BaseDir}})
+		cmds = append(cmds, ResponseGetCommandsDataCommandsItem{Name: t.Name, Description: t.Description, Source: "prompt",
+			SourceInfo: &ResponseGetCommandsDataCommandsItemSourceInfo{Path: t.Path, Source: "auto", Scope: t.Scope,
+				Origin: "top-level", BaseDir: t.BaseDir}})
 	}
-	return map[string]any{"commands": cmds}, nil
+	return ResponseGetCommandsData{Commands: cmds}, nil
 }
 
-// images decodes a command's images.
-func (fr *front) images(c *command) ([]model.Part, []Content, error) {
+// images decodes the images of a command of type typ (nil: none).
+func images(typ string, ims *[]ImageContent) ([]model.Part, []Content, error) {
 	var parts []model.Part
 	var blocks []Content
-	for i, im := range gjson.GetBytes(c.line, "images").Array() {
-		var v struct {
-			Data     []byte `json:"data"`
-			MimeType string `json:"mimeType"`
+	for i, im := range ptrOr(ims) {
+		data, err := base64.StdEncoding.DecodeString(im.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: images[%d].data: not base64: %w", typ, i, err)
 		}
-		if err := json.Unmarshal([]byte(im.Raw), &v); err != nil {
-			return nil, nil, fmt.Errorf("images[%d]: data: not base64: %v", i, err)
-		}
-		parts = append(parts, model.Part{Type: model.PartImage, MediaType: v.MimeType, Data: v.Data})
-		blocks = append(blocks, Content{Type: "image", Data: v.Data, MimeType: v.MimeType})
+		parts = append(parts, model.Part{Type: model.PartImage, MediaType: im.MimeType, Data: data})
+		blocks = append(blocks, Content{Type: "image", Data: data, MimeType: im.MimeType})
 	}
 	return parts, blocks, nil
 }
@@ -607,8 +614,13 @@ func (fr *front) passSteer(m queued) error {
 }
 
 func (fr *front) prompt(c *command) {
-	text := Expand(c.str("message"), fr.templates)
-	parts, blocks, err := fr.images(c)
+	var p CommandPrompt
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	text := Expand(p.Message, fr.templates)
+	parts, blocks, err := images(c.typ, p.Images)
 	if err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 		return
@@ -635,7 +647,7 @@ func (fr *front) prompt(c *command) {
 	}
 	// A prompt's compaction before its run is part of that run, for pi.
 	if running {
-		switch c.str("streamingBehavior") {
+		switch ptrOr(p.StreamingBehavior) {
 		case "steer":
 			_, err = fr.steer(c)
 		case "followUp":
@@ -643,7 +655,7 @@ func (fr *front) prompt(c *command) {
 		default:
 			err = errors.New("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")
 		}
-		fr.respond(c.id, c.typ, map[string]string{"disposition": "queued"}, err)
+		fr.respond(c.id, c.typ, ResponsePromptData{Disposition: "queued"}, err)
 		return
 	}
 	fr.begin(c, text, parts, blocks)
@@ -681,7 +693,7 @@ func (fr *front) compactBefore(sess *session.Session) {
 // begin starts the run of prompt command c and answers it.
 func (fr *front) begin(c *command, text string, parts []model.Part, blocks []Content) {
 	if err := fr.startRun(text, parts, blocks, func() {
-		fr.respond(c.id, c.typ, map[string]string{"disposition": "started"}, nil)
+		fr.respond(c.id, c.typ, ResponsePromptData{Disposition: "started"}, nil)
 	}); err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 	}
@@ -847,10 +859,14 @@ func (fr *front) queueLocked() QueueUpdate {
 	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
 }
 
-// message reads a command's message and images.
+// message reads the message and images of a steer, follow_up or prompt.
 func (fr *front) message(c *command) (queued, error) {
-	parts, blocks, err := fr.images(c)
-	return queued{text: Expand(c.str("message"), fr.templates), parts: parts, blocks: blocks}, err
+	var p CommandSteer // follow_up's and prompt's have the same message and images
+	if err := c.decode(&p); err != nil {
+		return queued{}, err
+	}
+	parts, blocks, err := images(c.typ, p.Images)
+	return queued{text: Expand(p.Message, fr.templates), parts: parts, blocks: blocks}, err
 }
 
 func (fr *front) steer(c *command) (any, error) {
@@ -874,7 +890,7 @@ func (fr *front) steer(c *command) (any, error) {
 	q := fr.queueLocked()
 	fr.mu.Unlock()
 	fr.write(q)
-	return map[string]string{"disposition": "queued"}, nil
+	return ResponseSteerData{Disposition: "queued"}, nil
 }
 
 func (fr *front) followUp(c *command) (any, error) {
@@ -891,10 +907,10 @@ func (fr *front) followUp(c *command) (any, error) {
 	fr.mu.Unlock()
 	if !running { // nothing to wait for: it runs now
 		err := fr.startRun(m.text, m.parts, m.blocks, func() {})
-		return map[string]string{"disposition": "queued"}, err
+		return ResponseFollowUpData{Disposition: "queued"}, err
 	}
 	fr.write(q)
-	return map[string]string{"disposition": "queued"}, nil
+	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
 
 func (fr *front) clearQueue(*command) (any, error) {
@@ -965,18 +981,22 @@ func (fr *front) idle() {
 }
 
 func (fr *front) newSession(c *command) (any, error) {
+	var p CommandNewSession
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.idle()
 	fr.mu.Lock()
 	old := fr.cur
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: c.str("parentSession")})
+	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
 // defaultLevel is the thinking level a new session of model info starts at.
@@ -1007,7 +1027,11 @@ func (fr *front) replace(old, m *session.Session) {
 }
 
 func (fr *front) switchSession(c *command) (any, error) {
-	path := abs(fr.env.Cwd, c.str("sessionPath"))
+	var p CommandSwitchSession
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	path := abs(fr.env.Cwd, p.SessionPath)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("session file %s: %w", path, err)
 	}
@@ -1016,14 +1040,14 @@ func (fr *front) switchSession(c *command) (any, error) {
 	old := fr.cur
 	fr.mu.Unlock()
 	if old.Info().Path == path {
-		return map[string]bool{"cancelled": false}, nil
+		return ResponseCancelled{Cancelled: false}, nil
 	}
 	m, err := fr.b.make(spec{resume: path})
 	if err != nil {
 		return nil, err
 	}
 	fr.replace(old, m)
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
 // forkAt starts a new session whose history is the current branch before
@@ -1061,7 +1085,11 @@ func (fr *front) forkAt(id string) (*session.Session, error) {
 }
 
 func (fr *front) fork(c *command) (any, error) {
-	id := c.str("entryId")
+	var p CommandFork
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	id := p.EntryID
 	text, ok := "", false
 	for _, fm := range fr.userEntries() {
 		if fm.EntryID == id {
@@ -1074,6 +1102,8 @@ func (fr *front) fork(c *command) (any, error) {
 	if _, err := fr.forkAt(id); err != nil {
 		return nil, err
 	}
+	// A map, not ResponseForkData: pi sends text even when it is "" (the
+	// schema's text is optional, for a cancelled fork, and so omitted when empty).
 	return map[string]any{"text": text, "cancelled": false}, nil
 }
 
@@ -1081,30 +1111,25 @@ func (fr *front) clone(*command) (any, error) {
 	if _, err := fr.forkAt(""); err != nil {
 		return nil, err
 	}
-	return map[string]bool{"cancelled": false}, nil
+	return ResponseCancelled{Cancelled: false}, nil
 }
 
-type forkMessage struct {
-	EntryID string `json:"entryId"`
-	Text    string `json:"text"`
-}
-
-func (fr *front) userEntries() []forkMessage {
-	out := []forkMessage{}
+func (fr *front) userEntries() []ResponseGetForkMessagesDataMessagesItem {
+	out := []ResponseGetForkMessagesDataMessagesItem{}
 	for _, e := range fr.converter().entries(session.Branch(fr.session().Entries())) {
 		if u, ok := e.Message.(UserMessage); ok {
 			text := ""
 			if len(u.Content) > 0 {
 				text = u.Content[0].Text
 			}
-			out = append(out, forkMessage{EntryID: e.ID, Text: text})
+			out = append(out, ResponseGetForkMessagesDataMessagesItem{EntryID: e.ID, Text: text})
 		}
 	}
 	return out
 }
 
 func (fr *front) forkMessages(*command) (any, error) {
-	return map[string]any{"messages": fr.userEntries()}, nil
+	return ResponseGetForkMessagesData{Messages: fr.userEntries()}, nil
 }
 
 func (fr *front) session() *session.Session {
@@ -1159,30 +1184,34 @@ func (fr *front) entries() []Entry {
 }
 
 func (fr *front) getEntries(c *command) (any, error) {
+	var p CommandGetEntries
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	all := fr.entries()
-	leaf := any(nil)
+	var leaf *string
 	if len(all) > 0 {
-		leaf = all[len(all)-1].ID
+		leaf = &all[len(all)-1].ID
 	}
 	out := all
-	if c.has("since") {
-		since := c.str("since")
+	if p.Since != nil {
+		since := *p.Since
 		i := slices.IndexFunc(all, func(e Entry) bool { return e.ID == since })
 		if i < 0 {
 			return nil, fmt.Errorf("Entry not found: %s", since)
 		}
 		out = all[i+1:]
 	}
-	return map[string]any{"entries": append([]Entry{}, out...), "leafId": leaf}, nil
+	return ResponseGetEntriesData{Entries: append([]Entry{}, out...), LeafID: leaf}, nil
 }
 
 func (fr *front) getTree(*command) (any, error) {
 	all := fr.entries()
-	leaf := any(nil)
+	var leaf *string
 	if len(all) > 0 {
-		leaf = all[len(all)-1].ID
+		leaf = &all[len(all)-1].ID
 	}
-	return map[string]any{"tree": tree(all), "leafId": leaf}, nil
+	return ResponseGetTreeData{Tree: tree(all), LeafID: leaf}, nil
 }
 
 // contextMessages converts the messages the next model call sees.
@@ -1263,11 +1292,11 @@ func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
 }
 
 func (fr *front) getMessages(*command) (any, error) {
-	return map[string]any{"messages": fr.contextMessages()}, nil
+	return ResponseGetMessagesData{Messages: fr.contextMessages()}, nil
 }
 
 func (fr *front) lastAssistantText(*command) (any, error) {
-	out := map[string]any{} // none: pi's text is undefined, so its data is {}
+	var out ResponseGetLastAssistantTextData // none: pi's text is undefined, so its data is {}
 	for _, m := range fr.contextMessages() {
 		if a, ok := m.(AssistantMessage); ok {
 			var b strings.Builder
@@ -1277,7 +1306,8 @@ func (fr *front) lastAssistantText(*command) (any, error) {
 				}
 			}
 			if b.Len() > 0 {
-				out["text"] = b.String()
+				text := b.String()
+				out.Text = &text
 			}
 		}
 	}
@@ -1289,22 +1319,22 @@ const defaultMaxTokens = 16384
 
 // piModel is a model object (rpc-commands.md: Model object): baseUrl is
 // its provider's, maxTokens models.json's.
-func (fr *front) piModel(info model.Info) map[string]any {
+func (fr *front) piModel(info model.Info) Model {
 	input := []string{"text"}
 	if info.ImageInput {
 		input = append(input, "image")
 	}
-	cost := map[string]float64{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+	var cost ModelCost
 	if p := info.Price; p != nil {
-		cost = map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite5m}
+		cost = ModelCost{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite5m}
 	}
 	maxTokens := defaultMaxTokens
 	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
 		maxTokens = n
 	}
-	return map[string]any{"id": info.Name, "name": cmpOr(fr.cfg.Names[info.ID], info.Name), "api": piAPI(info.API), "provider": info.Provider,
-		"baseUrl": fr.baseURLs[info.Provider], "reasoning": len(info.Efforts) > 0, "input": input,
-		"contextWindow": info.ContextWindow, "maxTokens": maxTokens, "cost": cost}
+	return Model{ID: info.Name, Name: cmpOr(fr.cfg.Names[info.ID], info.Name), API: piAPI(info.API), Provider: info.Provider,
+		BaseURL: fr.baseURLs[info.Provider], Reasoning: len(info.Efforts) > 0, Input: input,
+		ContextWindow: int64(info.ContextWindow), MaxTokens: int64(maxTokens), Cost: cost}
 }
 
 func (fr *front) getState(*command) (any, error) {
@@ -1312,17 +1342,11 @@ func (fr *front) getState(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
-	st := map[string]any{"model": fr.piModel(fr.info), "thinkingLevel": fr.level, "isStreaming": fr.running || fr.starting,
-		"isCompacting": fr.compacting != "", "steeringMode": fr.steeringMode, "followUpMode": fr.followUpMode,
-		"sessionId": fr.cur.ID(), "autoCompactionEnabled": fr.autoCompact, "messageCount": messages,
-		"pendingMessageCount": len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps)}
-	if in.Path != "" {
-		st["sessionFile"] = in.Path
-	}
-	if in.Name != "" {
-		st["sessionName"] = in.Name
-	}
-	return st, nil
+	m := fr.piModel(fr.info)
+	return ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
+		IsCompacting: fr.compacting != "", SteeringMode: fr.steeringMode, FollowUpMode: fr.followUpMode,
+		SessionFile: in.Path, SessionID: fr.cur.ID(), SessionName: in.Name, AutoCompactionEnabled: fr.autoCompact,
+		MessageCount: int64(messages), PendingMessageCount: int64(len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps))}, nil
 }
 
 // available lists the models whose provider can be used now.
@@ -1337,11 +1361,11 @@ func (fr *front) available() []model.Info {
 }
 
 func (fr *front) availableModels(*command) (any, error) {
-	ms := []any{}
+	ms := []Model{}
 	for _, m := range fr.available() {
 		ms = append(ms, fr.piModel(m))
 	}
-	return map[string]any{"models": ms}, nil
+	return ResponseGetAvailableModelsData{Models: ms}, nil
 }
 
 // switchModel sets the session's model and the level clamped to it.
@@ -1361,6 +1385,8 @@ func (fr *front) switchModel(info model.Info, level string) error {
 	return nil
 }
 
+// setModel reads its fields by name, not into CommandSetModel: a field
+// given as "" must count as given (the error names the missing one).
 func (fr *front) setModel(c *command) (any, error) {
 	var info model.Info
 	var err error
@@ -1409,14 +1435,18 @@ func (fr *front) cycleModel(*command) (any, error) {
 	fr.mu.Lock()
 	level = fr.level
 	fr.mu.Unlock()
-	return map[string]any{"model": fr.piModel(next), "thinkingLevel": level, "isScoped": false}, nil
+	return ResponseCycleModelData{Model: fr.piModel(next), ThinkingLevel: level, IsScoped: false}, nil
 }
 
 func (fr *front) setThinking(c *command) (any, error) {
+	var p CommandSetThinkingLevel
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.mu.Lock()
 	info := fr.info
 	fr.mu.Unlock()
-	return noData{}, fr.switchModel(info, c.str("level"))
+	return noData{}, fr.switchModel(info, p.Level)
 }
 
 func (fr *front) cycleThinking(*command) (any, error) {
@@ -1431,24 +1461,32 @@ func (fr *front) cycleThinking(*command) (any, error) {
 	if err := fr.switchModel(info, next); err != nil {
 		return nil, err
 	}
-	return map[string]string{"level": next}, nil
+	return ResponseCycleThinkingLevelData{Level: next}, nil
 }
 
 func (fr *front) availableLevels(*command) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	return map[string][]string{"levels": AvailableLevels(fr.info)}, nil
+	return ResponseGetAvailableThinkingLevelsData{Levels: AvailableLevels(fr.info)}, nil
 }
 
 func (fr *front) setMode(mode *string, c *command) (any, error) {
+	var p CommandSetSteeringMode // set_follow_up_mode's mode is the same
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	fr.mu.Lock()
-	*mode = c.str("mode")
+	*mode = p.Mode
 	fr.mu.Unlock()
 	return noData{}, nil
 }
 
 func (fr *front) setAutoCompaction(c *command) (any, error) {
-	on := gjson.GetBytes(c.line, "enabled").Bool()
+	var p CommandSetAutoCompaction
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoCompact = on
 	fr.cur.SetAutoCompact(on)
@@ -1457,7 +1495,11 @@ func (fr *front) setAutoCompaction(c *command) (any, error) {
 }
 
 func (fr *front) setAutoRetry(c *command) (any, error) {
-	on := gjson.GetBytes(c.line, "enabled").Bool()
+	var p CommandSetAutoRetry
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoRetry = on
 	fr.cur.SetAutoRetry(on)
@@ -1477,6 +1519,30 @@ func (fr *front) abortRetry(*command) (any, error) {
 }
 
 func (fr *front) compact(c *command) {
+	var p CommandCompact
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	fr.mu.Lock()
+	busy := fr.running || fr.starting || fr.compacting != ""
+	fr.mu.Unlock()
+	if busy {
+		// As pi's compact, which aborts first (its abort()): the run, a
+		// prompt's run about to start or a compaction stops, and once it
+		// has settled the compaction starts.
+		fr.async(func() {
+			fr.idle()
+			fr.compactNow(c, p)
+		})
+		return
+	}
+	fr.compactNow(c, p)
+}
+
+// compactNow starts the compaction of a compact command, refused if the
+// session is busy (a prompt that came meanwhile).
+func (fr *front) compactNow(c *command, p CommandCompact) {
 	fr.mu.Lock()
 	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
@@ -1484,7 +1550,7 @@ func (fr *front) compact(c *command) {
 		return
 	}
 	sess := fr.cur
-	turn, err := sess.Compact(fr.ctx, c.str("customInstructions"), fr.sink)
+	turn, err := sess.Compact(fr.ctx, ptrOr(p.CustomInstructions), fr.sink)
 	if err != nil {
 		fr.mu.Unlock()
 		fr.respond(c.id, c.typ, nil, err)
@@ -1524,7 +1590,12 @@ func (fr *front) compact(c *command) {
 // excluded output kept and marked); while a run or a compaction goes on,
 // once that has ended.
 func (fr *front) bash(c *command) {
-	spec := session.ShellSpec{Command: c.str("command"), Exclude: gjson.GetBytes(c.line, "excludeFromContext").Bool()}
+	var p CommandBash
+	if err := c.decode(&p); err != nil {
+		fr.respond(c.id, c.typ, nil, err)
+		return
+	}
+	spec := session.ShellSpec{Command: p.Command, Exclude: ptrOr(p.ExcludeFromContext)}
 	id := ""
 	if c.id != nil {
 		id = *c.id
@@ -1538,6 +1609,9 @@ func (fr *front) bash(c *command) {
 	fr.mu.Unlock()
 	fr.async(func() {
 		defer cancel()
+		// The updates stream all of the output; the result and the history
+		// keep pi's part of it and name a file with the whole
+		// (session.Options.PiOutput).
 		r, err := sess.RunShell(ctx, spec, func(ev agent.Event) {
 			if o, ok := ev.(agent.ShellOutput); ok {
 				fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: o.Delta})
@@ -1551,11 +1625,9 @@ func (fr *front) bash(c *command) {
 			return
 		}
 		fr.recordShell(sess, r)
-		data := map[string]any{"output": r.Output, "cancelled": r.Cancelled || r.TimedOut, "truncated": r.Truncated}
-		if r.ExitCode != nil { // pi leaves it out for a killed command
-			data["exitCode"] = *r.ExitCode
-		}
-		fr.respond(c.id, c.typ, data, nil)
+		// pi leaves exitCode out for a killed command.
+		fr.respond(c.id, c.typ, ResponseBashData{Output: r.Output, ExitCode: exitCode(r.ExitCode), Cancelled: r.Cancelled || r.TimedOut,
+			Truncated: r.Truncated, FullOutputPath: r.FullOutputPath}, nil)
 	})
 }
 
@@ -1634,19 +1706,16 @@ func (fr *front) stats(*command) (any, error) {
 	fr.mu.Lock()
 	window := fr.info.ContextWindow
 	fr.mu.Unlock()
-	st := map[string]any{"sessionId": sess.ID(), "userMessages": users, "assistantMessages": assistants,
-		"toolCalls": calls, "toolResults": results, "totalMessages": total,
-		"tokens": map[string]int64{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead,
-			"cacheWrite": u.CacheWrite, "total": u.TotalTokens}, "cost": u.Cost.Total}
-	if p := sess.Path(); p != "" {
-		st["sessionFile"] = p
-	}
+	st := ResponseGetSessionStatsData{SessionFile: sess.Path(), SessionID: sess.ID(), UserMessages: int64(users),
+		AssistantMessages: int64(assistants), ToolCalls: int64(calls), ToolResults: int64(results), TotalMessages: int64(total),
+		Tokens: ResponseGetSessionStatsDataTokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead,
+			CacheWrite: u.CacheWrite, Total: u.TotalTokens}, Cost: u.Cost.Total}
 	if window > 0 {
-		cu := map[string]any{"tokens": nil, "contextWindow": window, "percent": nil}
+		st.ContextUsage = &ResponseGetSessionStatsDataContextUsage{ContextWindow: int64(window)}
 		if n, ok := contextTokens(session.Branch(es)); ok {
-			cu["tokens"], cu["percent"] = n, float64(n)*100/float64(window)
+			pct := float64(n) * 100 / float64(window)
+			st.ContextUsage.Tokens, st.ContextUsage.Percent = &n, &pct
 		}
-		st["contextUsage"] = cu
 	}
 	return st, nil
 }
@@ -1676,9 +1745,13 @@ func contextTokens(branch []session.Entry) (int64, bool) {
 }
 
 func (fr *front) exportHTML(c *command) (any, error) {
+	var p CommandExportHtml
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
 	path := ""
-	if c.has("outputPath") {
-		path = c.str("outputPath")
+	if p.OutputPath != nil {
+		path = *p.OutputPath
 		if !filepath.IsAbs(path) { // pi resolves it against its own cwd
 			path = filepath.Join(fr.env.Cwd, path)
 		}
@@ -1687,11 +1760,15 @@ func (fr *front) exportHTML(c *command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"path": path}, nil
+	return ResponseExportHtmlData{Path: path}, nil
 }
 
 func (fr *front) setName(c *command) (any, error) {
-	name := c.str("name")
+	var p CommandSetSessionName
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	name := p.Name
 	if err := fr.session().Rename(name); err != nil {
 		return nil, err
 	}
@@ -1724,7 +1801,13 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 		delete(fr.uiWait, id)
 		fr.uiMu.Unlock()
 	}()
-	req := map[string]any{"type": "extension_ui_request", "id": id, "method": pm, "title": p.Get("title").String()}
+	const typ = "extension_ui_request"
+	title := p.Get("title").String()
+	var timeout *int64
+	if t := p.Get("timeout_ms"); t.Exists() {
+		n := t.Int()
+		timeout = &n
+	}
 	switch pm {
 	case "select":
 		opts := []string{}
@@ -1735,24 +1818,15 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 				opts = append(opts, o.String())
 			}
 		}
-		req["options"] = opts
+		fr.write(UIRequestSelect{Type: typ, ID: id, Method: pm, Title: title, Options: opts, Timeout: timeout})
 	case "confirm":
-		if m := p.Get("message"); m.Exists() {
-			req["message"] = m.String()
-		}
+		fr.write(UIRequestConfirm{Type: typ, ID: id, Method: pm, Title: title, Message: p.Get("message").String(), Timeout: timeout})
 	case "input":
-		if m := p.Get("placeholder"); m.Exists() {
-			req["placeholder"] = m.String()
-		}
-	case "editor":
-		if m := p.Get("text"); m.Exists() {
-			req["prefill"] = m.String()
-		}
+		fr.write(UIRequestInput{Type: typ, ID: id, Method: pm, Title: title, Placeholder: p.Get("placeholder").String(),
+			Timeout: timeout})
+	case "editor": // pi's editor has no timeout
+		fr.write(UIRequestEditor{Type: typ, ID: id, Method: pm, Title: title, Prefill: p.Get("text").String()})
 	}
-	if t := p.Get("timeout_ms"); t.Exists() && pm != "editor" {
-		req["timeout"] = t.Int()
-	}
-	fr.write(req)
 	select {
 	case ans := <-ch:
 		a := gjson.ParseBytes(ans)
@@ -1772,16 +1846,15 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 
 func (u ui) Notice(n session.Notice) {
 	if n.Method == "" && n.Level == "error" {
-		u.fr.write(map[string]string{"type": "extension_error", "extensionPath": n.Extension, "event": "extension",
-			"error": n.Message})
+		u.fr.write(ExtensionError{Type: "extension_error", ExtensionPath: n.Extension, Event: "extension", Error: n.Message})
 		return
 	}
 	u.fr.uiMu.Lock()
 	u.fr.uiNext++
 	id := fmt.Sprintf("ui-%d", u.fr.uiNext)
 	u.fr.uiMu.Unlock()
-	u.fr.write(map[string]string{"type": "extension_ui_request", "id": id, "method": "notify", "message": n.Message,
-		"notifyType": cmpOr(n.Level, "info")})
+	u.fr.write(UIRequestNotify{Type: "extension_ui_request", ID: id, Method: "notify", Message: n.Message,
+		NotifyType: cmpOr(n.Level, "info")})
 }
 
 func (fr *front) uiAnswer(line []byte) {

@@ -125,7 +125,7 @@ func (t *Translator) Settle() []Event {
 	out := t.EndRun()
 	if t.retry > 0 {
 		final := cmpOr(t.finalError, "Retry cancelled")
-		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: t.retry, FinalError: final})
+		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: int64(t.retry), FinalError: final})
 	}
 	t.settling, t.retry, t.finalError = false, 0, ""
 	return append(out, AgentSettled{Type: "agent_settled", Aborted: t.aborted})
@@ -197,6 +197,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case agent.UsageEvent:
 		if t.compacting != "" { // the summary's model call: no assistant message
 			u := withReasoning(pricedUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
+			if t.compactUsage != nil { // a split turn's second summary
+				u = combineUsage(*t.compactUsage, u)
+			}
 			t.compactUsage = &u
 			break
 		}
@@ -259,7 +262,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			t.inRun, t.settling, t.runMessages = false, true, []any{}
 		}
 		t.retry, t.recovered = ev.Attempt-1, 0
-		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: t.retry, MaxAttempts: t.maxRetries(), DelayMS: ev.DelayMS,
+		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: int64(t.retry), MaxAttempts: int64(t.maxRetries()), DelayMS: ev.DelayMS,
 			ErrorMessage: ev.Reason})
 		if ev.Logged != nil { // pi then hides the attempt from the context, as get_entries shows
 			emit(EntryAppended{Type: "entry_appended", Entry: hideAttempt(ev.Logged.ID, ev.Logged.Time)})
@@ -384,7 +387,7 @@ func (t *Translator) startAssistant() []Event {
 }
 
 func (t *Translator) update(ev AssistantEvent) Event {
-	return MessageUpdate{Type: "message_update", Usage: t.asst.Usage, Event: ev}
+	return MessageUpdate{Type: "message_update", Usage: t.asst.Usage, AssistantMessageEvent: ev}
 }
 
 func (t *Translator) delta(kind, text string) []Event {
@@ -396,7 +399,7 @@ func (t *Translator) delta(kind, text string) []Event {
 		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: len(t.asst.Content) - 1}))
 	}
 	t.blockText.WriteString(text)
-	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: len(t.asst.Content) - 1, Delta: &text}))
+	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: len(t.asst.Content) - 1, Text: text}))
 }
 
 func (t *Translator) closeBlock() []Event {
@@ -409,7 +412,7 @@ func (t *Translator) closeBlock() []Event {
 	kind := t.blockType
 	t.blockType = ""
 	t.blockText.Reset()
-	return []Event{t.update(AssistantEvent{Type: kind + "_end", ContentIndex: i, Content: &text})}
+	return []Event{t.update(AssistantEvent{Type: kind + "_end", ContentIndex: i, Text: text})}
 }
 
 // endAssistant completes the open assistant message.
@@ -426,7 +429,7 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	m.ThinkingLevel, m.DurationMS = t.ThinkingLevel, &d
 	if stop != "error" && stop != "aborted" {
 		fromProvider := false
-		m.Usage.Cost.FromProvider = &fromProvider
+		m.Usage.Cost.TotalFromProvider = &fromProvider
 	}
 	t.asst, t.awaitBatch = nil, false
 	t.runMessages = append(t.runMessages, m)
@@ -435,7 +438,7 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	}
 	out = append(out, MessageEnd{Type: "message_end", Message: m})
 	if t.recovered > 0 && stop != "error" {
-		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: true, Attempt: t.recovered})
+		out = append(out, AutoRetryEnd{Type: "auto_retry_end", Success: true, Attempt: int64(t.recovered)})
 		t.recovered = 0
 	}
 	return out
@@ -509,8 +512,8 @@ func (t *Translator) toolCalls(calls []agent.Call) []Event {
 		idx := len(t.asst.Content) - 1
 		delta := string(args)
 		out = append(out, t.update(AssistantEvent{Type: "toolcall_start", ContentIndex: idx, ID: id, ToolName: c.Name}),
-			t.update(AssistantEvent{Type: "toolcall_delta", ContentIndex: idx, Delta: &delta}),
-			t.update(AssistantEvent{Type: "toolcall_end", ContentIndex: idx, ToolCall: &tc}))
+			t.update(AssistantEvent{Type: "toolcall_delta", ContentIndex: idx, Text: delta}),
+			t.update(AssistantEvent{Type: "toolcall_end", ContentIndex: idx, ToolCall: tc}))
 	}
 	t.open += len(calls)
 	return append(out, t.endAssistant("toolUse", "")...)
@@ -546,7 +549,7 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 			wall = math.Round(float64(*dur)/100) / 10
 		}
 		res.StructuredContent = BashStructured{Output: ev.Shell.Output, Truncated: ev.Shell.Truncated,
-			ExitCode: *ev.Shell.ExitCode, WallTimeSeconds: wall}
+			ExitCode: int64(*ev.Shell.ExitCode), WallTimeSeconds: wall}
 	}
 	out = append(out, ToolExecutionEnd{Type: "tool_execution_end", ToolCallID: c.id, ToolName: c.name,
 		Result: res, IsError: failed, DurationMS: dur})

@@ -1,47 +1,65 @@
 package pi
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 
 	"github.com/e-agent/e/internal/model"
 )
 
-// The wire shapes of pi's messages (message-types.md); schemas/pi/defs.json
-// is their contract.
+// The wire shapes of pi's messages and events (message-types.md, json.md)
+// are generated from schemas/pi into wire_gen.go; here is the behaviour
+// over them and the two unions the generator leaves to hand-written code
+// (internal/gen/pi.go: piUnions): a content block and an
+// assistantMessageEvent, each a tagged struct.
 
-// Cost is what a usage cost, in USD.
-type Cost struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cacheRead"`
-	CacheWrite float64 `json:"cacheWrite"`
-	Total      float64 `json:"total"`
-	// FromProvider is pi's totalFromProvider, set on a finished message:
-	// false, e prices usage itself.
-	FromProvider *bool `json:"totalFromProvider,omitempty"`
+// marshal is json.Marshal without its HTML escaping: pi (JSON.stringify)
+// writes <, > and & as they are, e's own encoder would write \u003c ….
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// Usage is pi's token usage: cacheWrite is both of e's cache-write
-// categories, cacheWrite1h the one-hour part of it.
-type Usage struct {
-	Input        int64 `json:"input"`
-	Output       int64 `json:"output"`
-	CacheRead    int64 `json:"cacheRead"`
-	CacheWrite   int64 `json:"cacheWrite"`
-	CacheWrite1h int64 `json:"cacheWrite1h,omitempty"`
-	// Reasoning is the part of Output spent reasoning, on a finished
-	// answer whose provider reports it (withReasoning).
-	Reasoning   *int64 `json:"reasoning,omitempty"`
-	TotalTokens int64  `json:"totalTokens"`
-	Cost        Cost   `json:"cost"`
-}
-
-// Add returns u + v.
+// Add returns u + v, without a reasoning count or a cost source: a sum of
+// several calls' usage (get_session_stats, a compaction's) has neither.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite,
-		u.CacheWrite1h + v.CacheWrite1h, nil, u.TotalTokens + v.TotalTokens, Cost{u.Cost.Input + v.Cost.Input,
-			u.Cost.Output + v.Cost.Output, u.Cost.CacheRead + v.Cost.CacheRead, u.Cost.CacheWrite + v.Cost.CacheWrite,
-			u.Cost.Total + v.Cost.Total, nil}}
+	return Usage{Input: u.Input + v.Input, Output: u.Output + v.Output, CacheRead: u.CacheRead + v.CacheRead,
+		CacheWrite: u.CacheWrite + v.CacheWrite, CacheWrite1h: u.CacheWrite1h + v.CacheWrite1h,
+		TotalTokens: u.TotalTokens + v.TotalTokens, Cost: Cost{Input: u.Cost.Input + v.Cost.Input,
+			Output: u.Cost.Output + v.Cost.Output, CacheRead: u.Cost.CacheRead + v.Cost.CacheRead,
+			CacheWrite: u.Cost.CacheWrite + v.Cost.CacheWrite, Total: u.Cost.Total + v.Cost.Total}}
+}
+
+// combineUsage is the usage of two model calls as pi sums a compaction's
+// two summaries: reasoning summed when either has a count, the cost
+// reported by the provider only when both say so.
+func combineUsage(u, v Usage) Usage {
+	out := u.Add(v)
+	if u.Reasoning != nil || v.Reasoning != nil {
+		n := ptrOr(u.Reasoning) + ptrOr(v.Reasoning)
+		out.Reasoning = &n
+	}
+	if u.Cost.TotalFromProvider != nil || v.Cost.TotalFromProvider != nil {
+		both := ptrOr(u.Cost.TotalFromProvider) && ptrOr(v.Cost.TotalFromProvider)
+		out.Cost.TotalFromProvider = &both
+	}
+	return out
+}
+
+// ptrOr is *p, or the zero value when p is nil.
+func ptrOr[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // NewUsage converts e's usage, priced at p (nil: no cost).
@@ -71,7 +89,7 @@ func withReasoning(u Usage, api string, n int64) Usage {
 // priced by e (not reported by the provider).
 func pricedUsage(u model.Usage, p *model.Price) Usage {
 	out, fromProvider := NewUsage(u, p), false
-	out.Cost.FromProvider = &fromProvider
+	out.Cost.TotalFromProvider = &fromProvider
 	return out
 }
 
@@ -86,269 +104,66 @@ type Content struct {
 	Arguments json.RawMessage // toolCall
 }
 
-// MarshalJSON writes the fields of c's type, each required one present.
+// MarshalJSON writes c as the generated struct of its type, each required
+// field present.
 func (c Content) MarshalJSON() ([]byte, error) {
 	switch c.Type {
 	case "thinking":
-		return json.Marshal(struct {
-			Type      string `json:"type"`
-			Thinking  string `json:"thinking"`
-			Signature string `json:"thinkingSignature,omitempty"`
-		}{c.Type, c.Text, c.Signature})
+		return marshal(ThinkingContent{Type: c.Type, Thinking: c.Text, ThinkingSignature: c.Signature})
 	case "image":
-		return json.Marshal(struct {
-			Type     string `json:"type"`
-			Data     []byte `json:"data"`
-			MimeType string `json:"mimeType"`
-		}{c.Type, c.Data, c.MimeType})
+		return marshal(ImageContent{Type: c.Type, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: c.MimeType})
 	case "toolCall":
-		args := c.Arguments
-		if len(args) == 0 || args[0] != '{' {
-			args = json.RawMessage("{}")
-		}
-		return json.Marshal(struct {
-			Type      string          `json:"type"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}{c.Type, c.ID, c.Name, args})
+		return marshal(c.toolCall())
 	}
-	return json.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{"text", c.Text})
+	return marshal(TextContent{Type: "text", Text: c.Text})
 }
 
-// UserMessage is a user message (pi's schema also allows a string content;
-// pi 1.6.0 writes blocks).
-type UserMessage struct {
-	Role      string    `json:"role"` // "user"
-	Content   []Content `json:"content"`
-	Timestamp int64     `json:"timestamp"`
-}
-
-// SystemMessage declares the prompt and tools: pi persists one at a
-// session's first model call. e's prompt is one text (its content), not
-// pi's named sections.
-type SystemMessage struct {
-	Role       string     `json:"role"` // "system"
-	Content    string     `json:"content"`
-	ToolsAdded []ToolDecl `json:"toolsAdded"`
-	Timestamp  int64      `json:"timestamp"`
-}
-
-// ToolDecl is a tool a system message declares.
-type ToolDecl struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-// AssistantMessage is an assistant message.
-type AssistantMessage struct {
-	Role          string    `json:"role"` // "assistant"
-	Content       []Content `json:"content"`
-	API           string    `json:"api"`
-	Provider      string    `json:"provider"`
-	Model         string    `json:"model"`
-	ThinkingLevel string    `json:"thinkingLevel,omitempty"`
-	Usage         Usage     `json:"usage"`
-	StopReason    string    `json:"stopReason"` // pending, stop, length, toolUse, error, aborted
-	ErrorMessage  string    `json:"errorMessage,omitempty"`
-	Timestamp     int64     `json:"timestamp"`
-	DurationMS    *int64    `json:"durationMs,omitempty"` // the model call's, on a finished message
-	// The provider's id of the answer and its own finish reason, as the
-	// API sent them (model.Response), on a finished message.
-	ResponseID    string `json:"responseId,omitempty"`
-	RawStopReason string `json:"rawStopReason,omitempty"`
-}
-
-// ToolResult is the content and details of a tool result. As pi's, a
-// partial result has details ({}), a final one none.
-type ToolResult struct {
-	Content []Content `json:"content"`
-	Details any       `json:"details,omitempty"`
-	// StructuredContent is the result as data, as pi's read (the text)
-	// and bash (BashStructured) give it on tool_execution_end.
-	StructuredContent any `json:"structuredContent,omitempty"`
-}
-
-// BashStructured is the structuredContent of a bash call whose command
-// exited by itself.
-type BashStructured struct {
-	Output          string  `json:"output"`
-	Truncated       bool    `json:"truncated"`
-	ExitCode        int     `json:"exit_code"`
-	WallTimeSeconds float64 `json:"wall_time_seconds"`
-}
-
-// ToolResultMessage is a tool result message.
-type ToolResultMessage struct {
-	Role       string    `json:"role"` // "toolResult"
-	ToolCallID string    `json:"toolCallId"`
-	ToolName   string    `json:"toolName"`
-	Content    []Content `json:"content"`
-	IsError    bool      `json:"isError"`
-	Timestamp  int64     `json:"timestamp"`
-	DurationMS *int64    `json:"durationMs,omitempty"` // the tool's run, when it ran
-}
-
-// BashExecutionMessage records a user shell command (the bash command).
-type BashExecutionMessage struct {
-	Role               string `json:"role"` // "bashExecution"
-	Command            string `json:"command"`
-	Output             string `json:"output"`
-	ExitCode           *int   `json:"exitCode,omitempty"` // none for a killed command, as pi's
-	Cancelled          bool   `json:"cancelled"`
-	Truncated          bool   `json:"truncated"`
-	ExcludeFromContext bool   `json:"excludeFromContext,omitempty"`
-	Timestamp          int64  `json:"timestamp"`
-}
-
-// CompactionSummaryMessage stands for compacted history.
-type CompactionSummaryMessage struct {
-	Role         string `json:"role"` // "compactionSummary"
-	Summary      string `json:"summary"`
-	TokensBefore int64  `json:"tokensBefore"`
-	Timestamp    int64  `json:"timestamp"`
-}
-
-// CompactionResult is what a compaction produced.
-type CompactionResult struct {
-	Summary              string            `json:"summary"`
-	FirstKeptEntryID     string            `json:"firstKeptEntryId"`
-	TokensBefore         int64             `json:"tokensBefore"`
-	EstimatedTokensAfter int64             `json:"estimatedTokensAfter"`
-	Usage                *Usage            `json:"usage,omitempty"`
-	Details              CompactionDetails `json:"details"`
+// toolCall is a toolCall block; arguments that are not an object (a call
+// cut off mid-stream) are {}.
+func (c Content) toolCall() ToolCall {
+	args := c.Arguments
+	if len(args) == 0 || args[0] != '{' {
+		args = json.RawMessage("{}")
+	}
+	return ToolCall{Type: "toolCall", ID: c.ID, Name: c.Name, Arguments: args}
 }
 
 // Event is one session event: a struct whose JSON has a "type" field.
 type Event = any
 
-// The events (json.md).
-type (
-	AgentStart struct {
-		Type string `json:"type"`
-	}
-	AgentEnd struct {
-		Type      string `json:"type"`
-		Messages  []any  `json:"messages"`
-		WillRetry bool   `json:"willRetry"`
-	}
-	AgentSettled struct {
-		Type    string `json:"type"`
-		Aborted bool   `json:"aborted"`
-	}
-	TurnStart struct {
-		Type string `json:"type"`
-	}
-	TurnEnd struct {
-		Type        string              `json:"type"`
-		Message     any                 `json:"message"`
-		ToolResults []ToolResultMessage `json:"toolResults"`
-	}
-	MessageStart struct {
-		Type    string `json:"type"`
-		Message any    `json:"message"`
-	}
-	MessageEnd struct {
-		Type    string `json:"type"`
-		Message any    `json:"message"`
-	}
-	MessageUpdate struct {
-		Type  string         `json:"type"`
-		Usage Usage          `json:"usage"`
-		Event AssistantEvent `json:"assistantMessageEvent"`
-	}
-	ToolExecutionStart struct {
-		Type       string          `json:"type"`
-		ToolCallID string          `json:"toolCallId"`
-		ToolName   string          `json:"toolName"`
-		Args       json.RawMessage `json:"args"`
-	}
-	ToolExecutionUpdate struct {
-		Type          string          `json:"type"`
-		ToolCallID    string          `json:"toolCallId"`
-		ToolName      string          `json:"toolName"`
-		Args          json.RawMessage `json:"args"`
-		PartialResult ToolResult      `json:"partialResult"`
-	}
-	ToolExecutionEnd struct {
-		Type       string     `json:"type"`
-		ToolCallID string     `json:"toolCallId"`
-		ToolName   string     `json:"toolName"`
-		Result     ToolResult `json:"result"`
-		IsError    bool       `json:"isError"`
-		DurationMS *int64     `json:"durationMs,omitempty"`
-	}
-	QueueUpdate struct {
-		Type     string   `json:"type"`
-		Steering []string `json:"steering"`
-		FollowUp []string `json:"followUp"`
-	}
-	SessionInfoChanged struct {
-		Type string `json:"type"`
-		Name string `json:"name,omitempty"`
-	}
-	ThinkingLevelChanged struct {
-		Type  string `json:"type"`
-		Level string `json:"level"`
-	}
-	CompactionStart struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	}
-	CompactionEnd struct {
-		Type         string            `json:"type"`
-		Reason       string            `json:"reason"`
-		Result       *CompactionResult `json:"result,omitempty"`
-		Aborted      bool              `json:"aborted"`
-		WillRetry    bool              `json:"willRetry"`
-		ErrorMessage string            `json:"errorMessage,omitempty"`
-	}
-	AutoRetryStart struct {
-		Type         string `json:"type"`
-		Attempt      int    `json:"attempt"`
-		MaxAttempts  int    `json:"maxAttempts"`
-		DelayMS      int64  `json:"delayMs"`
-		ErrorMessage string `json:"errorMessage"`
-	}
-	// EntryAppended announces an entry added to the session outside a
-	// message: pi's context_edit that hides a failed attempt from the
-	// model's context.
-	EntryAppended struct {
-		Type  string `json:"type"`
-		Entry Entry  `json:"entry"`
-	}
-	AutoRetryEnd struct {
-		Type       string `json:"type"`
-		Success    bool   `json:"success"`
-		Attempt    int    `json:"attempt"`
-		FinalError string `json:"finalError,omitempty"`
-	}
-	BashExecutionUpdate struct {
-		Type  string `json:"type"`
-		ID    string `json:"id,omitempty"`
-		Delta string `json:"delta"`
-	}
-)
-
 // AssistantEvent is the assistantMessageEvent of a message_update: which
-// fields are set depends on Type.
+// fields are set depends on Type (text_*, thinking_*, toolcall_*).
 type AssistantEvent struct {
-	Type         string   `json:"type"`
-	ContentIndex int      `json:"contentIndex"`
-	Delta        *string  `json:"delta,omitempty"`
-	Content      *string  `json:"content,omitempty"`
-	ID           string   `json:"id,omitempty"`
-	ToolName     string   `json:"toolName,omitempty"`
-	ToolCall     *Content `json:"toolCall,omitempty"`
+	Type         string
+	ContentIndex int
+	Text         string  // *_delta: the delta; text_end, thinking_end: the block's text
+	ID, ToolName string  // toolcall_start
+	ToolCall     Content // toolcall_end
 }
 
-// CompactionDetails lists the files the compacted history read and
-// modified (pi's compaction details).
-type CompactionDetails struct {
-	ReadFiles     []string `json:"readFiles"`
-	ModifiedFiles []string `json:"modifiedFiles"`
+// MarshalJSON writes ev as the generated struct of its type (schemas/pi
+// event.json: ame_*).
+func (ev AssistantEvent) MarshalJSON() ([]byte, error) {
+	i := int64(ev.ContentIndex)
+	switch ev.Type {
+	case "text_start":
+		return marshal(AmeTextStart{Type: ev.Type, ContentIndex: i})
+	case "thinking_start":
+		return marshal(AmeThinkingStart{Type: ev.Type, ContentIndex: i})
+	case "text_delta":
+		return marshal(AmeTextDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+	case "thinking_delta":
+		return marshal(AmeThinkingDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+	case "toolcall_delta":
+		return marshal(AmeToolcallDelta{Type: ev.Type, ContentIndex: i, Delta: ev.Text})
+	case "text_end":
+		return marshal(AmeTextEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
+	case "thinking_end":
+		return marshal(AmeThinkingEnd{Type: ev.Type, ContentIndex: i, Content: ev.Text})
+	case "toolcall_start":
+		return marshal(AmeToolcallStart{Type: ev.Type, ContentIndex: i, ID: ev.ID, ToolName: ev.ToolName})
+	case "toolcall_end":
+		return marshal(AmeToolcallEnd{Type: ev.Type, ContentIndex: i, ToolCall: ev.ToolCall.toolCall()})
+	}
+	return nil, fmt.Errorf("pi: assistantMessageEvent: unknown type %q", ev.Type)
 }

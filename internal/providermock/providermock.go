@@ -85,6 +85,11 @@ type Server struct {
 	// streaming tokens does: each event its own HTTP chunk, written
 	// alone, where by default the deltas go out in one write.
 	Flush bool
+	// Pace, with Flush, is a pause before each delta after the first, so
+	// that each reaches the client alone, as a provider's tokens do: the
+	// client then pays its whole wake-up for every delta, whatever the
+	// machine's load does to the pace of an unpaced mock.
+	Pace time.Duration
 
 	api    string
 	head   []byte
@@ -159,6 +164,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i := 1; i < len(s.ends); i++ {
+		if s.Pace > 0 {
+			time.Sleep(s.Pace)
+		}
 		w.Write(s.deltas[s.ends[i-1]:s.ends[i]])
 		f.Flush()
 	}

@@ -50,6 +50,14 @@ type Options struct {
 	// files the summarised history read and modified (pi's dialect;
 	// agent.Engine.SummaryFiles).
 	SummaryFiles bool
+	// PiOutput makes bash, the model's and the user's, keep pi's part of
+	// a long output and name a file with the whole (pi's dialect;
+	// agent.Engine.PiOutput).
+	PiOutput bool
+	// SetDuringTurn lets Session.Set change the model or effort while a
+	// turn runs, from the next turn on (pi's dialect;
+	// agent.Engine.SetDuringTurn).
+	SetDuringTurn bool
 	// ErrorText words failed model calls (pi's dialect;
 	// agent.Engine.ErrorText); nil: e's own words.
 	ErrorText func(*model.Error) string
@@ -187,7 +195,8 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, ErrorText: opts.ErrorText,
+			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, PiOutput: opts.PiOutput,
+			SetDuringTurn: opts.SetDuringTurn, ErrorText: opts.ErrorText,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

@@ -319,3 +319,52 @@ func TestGitSummaryIsCurrent(t *testing.T) {
 		t.Errorf("system prompt of a session created after a file was added:\n%s\nwant it to hold %q", got, want)
 	}
 }
+
+// A model or effort change while a turn runs is refused (e rpc's
+// session.set: turn_running), unless Options.SetDuringTurn (pi's
+// set_thinking_level): then it is recorded at once, the running turn
+// keeps the effort it started with, and the next turn has the new one.
+func TestSetDuringTurn(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		allowed bool
+	}{
+		{name: "e rpc", allowed: false},
+		{name: "pi", allowed: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startHost(t, Options{NoTools: true, SetDuringTurn: tt.allowed})
+			s := create(t, h, Spec{})
+			t1 := held(t, s, 0, newEvents())
+			high := "high"
+			_, ef, err := s.Set(nil, &high)
+			if !tt.allowed {
+				if CodeOf(err) != CodeTurnRunning {
+					t.Fatalf("Set during a turn = %v, want turn_running", err)
+				}
+				s.Stop()
+				<-t1.Done()
+				return
+			}
+			if err != nil || ef != "high" {
+				t.Fatalf("Set during a turn = %q, %v; want high", ef, err)
+			}
+			if got := s.Info().Effort; got != "high" {
+				t.Errorf("session effort after Set = %q, want high", got)
+			}
+			s.Stop()
+			<-t1.Done()
+			if got := t1.Result().Effort; got != "medium" {
+				t.Errorf("the running turn's effort = %q, want medium, the one it started with", got)
+			}
+			t2, err := s.Prompt(context.Background(), "/text next", nil, func(agent.Event) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-t2.Done()
+			if got := t2.Result().Effort; got != "high" {
+				t.Errorf("the next turn's effort = %q, want high", got)
+			}
+		})
+	}
+}

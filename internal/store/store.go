@@ -121,6 +121,9 @@ type ShellRun struct {
 	TimedOut  bool   `json:"timed_out,omitempty"` // killed at its timeout
 	Truncated bool   `json:"truncated,omitempty"` // earlier output was dropped
 	Exclude   bool   `json:"exclude,omitempty"`   // kept in the log, left out of the model's context
+	// FullOutputPath names a file with the whole output when Output is
+	// only its end (e --mode rpc: pi's bash keeps 2000 lines or 50 KB).
+	FullOutputPath string `json:"full_output_path,omitempty"`
 }
 
 // ToolRun describes how one tool call ran.

@@ -407,11 +407,29 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
+// piLog returns env with its Output also feeding a new outputLog, and that
+// log, when env asks for pi's output; else env and nil.
+func piLog(env *Env) (*Env, *outputLog) {
+	if !env.PiOutput {
+		return env, nil
+	}
+	log := &outputLog{prefix: "pi-bash"}
+	e := *env
+	e.Output = func(chunk string) {
+		log.write(chunk)
+		if env.Output != nil {
+			env.Output(chunk)
+		}
+	}
+	return &e, log
+}
+
 func runBash(ctx context.Context, env *Env, a args) Result {
 	if env.Procs == nil {
 		return failure("no process tracker", "bash: no process tracker (Env.Procs is nil)")
 	}
 	timeout := time.Duration(a.integer("timeout_ms", defaultBashTimeout)) * time.Millisecond
+	env, log := piLog(env)
 	r := execBash(ctx, env, a.str("command"), timeout)
 	if errors.Is(r.err, errNotStarted) {
 		return notStarted("bash")
@@ -420,7 +438,18 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		return failure("failed", "bash: %v", r.err)
 	}
 	var b strings.Builder
-	b.WriteString(r.out.String())
+	if log == nil {
+		b.WriteString(r.out.String())
+	} else {
+		t, path, err := log.finish()
+		if err != nil {
+			return failure("failed", "%v", err)
+		}
+		b.WriteString(t.Content)
+		if t.Truncated {
+			b.WriteString("\n\n" + log.note(t, path))
+		}
+	}
 	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 		b.WriteByte('\n')
 	}
@@ -455,6 +484,9 @@ type ShellResult struct {
 	ExitCode  *int   // nil when it did not exit by itself: stopped, timed out, killed by a signal
 	Stopped   bool   // ctx ended first: the command was killed
 	TimedOut  bool   // it ran past its timeout and was killed
+	// FullOutputPath names the file with the whole output when Output is
+	// pi's part of it (Env.PiOutput).
+	FullOutputPath string
 }
 
 // Shell runs a user's command line the way the bash tool runs the
@@ -465,6 +497,7 @@ func Shell(ctx context.Context, env *Env, command string, timeout time.Duration)
 	if env == nil || env.Procs == nil || !filepath.IsAbs(env.Cwd) {
 		return ShellResult{}, errors.New("shell: no process tracker or no absolute working directory")
 	}
+	env, log := piLog(env)
 	r := execBash(ctx, env, command, timeout)
 	if errors.Is(r.err, errNotStarted) {
 		return ShellResult{Stopped: true}, nil
@@ -473,6 +506,15 @@ func Shell(ctx context.Context, env *Env, command string, timeout time.Duration)
 		return ShellResult{}, fmt.Errorf("shell: %w", r.err)
 	}
 	out := ShellResult{Output: string(r.out.kept()), Truncated: r.out.truncated(), Stopped: r.cancelled, TimedOut: r.timedOut}
+	if log != nil {
+		t, path, err := log.finish()
+		if err != nil {
+			return ShellResult{}, fmt.Errorf("shell: %w", err)
+		}
+		if t.Truncated {
+			out.Output, out.Truncated, out.FullOutputPath = t.Content, true, path
+		}
+	}
 	if !r.cancelled && !r.timedOut && r.waitErr == nil && r.status.Exited() {
 		code := r.status.ExitStatus()
 		out.ExitCode = &code

@@ -31,6 +31,11 @@ type Env struct {
 	// a stop after it always finds the command running and kills it). A
 	// call that a stop ends before it began does not call it.
 	Started func()
+	// PiOutput makes bash keep pi's part of a long output (the last 2000
+	// lines or 50 KB, whichever limit is hit first) in place of e's last
+	// 64 KiB, with the whole of it in a new temp file that the result
+	// names, in pi's words (e --mode rpc).
+	PiOutput bool
 }
 
 func (e *Env) started() {
