@@ -18,7 +18,6 @@ import (
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonl"
 	"github.com/e-agent/e/internal/lineserver"
-	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
@@ -335,14 +334,14 @@ func (s *Server) events(sess string, req json.RawMessage) func(agent.Event) {
 }
 
 // streamEvents is events for a turn that streams from a provider: ctx
-// carries a read hook (model.WithReadHook), so the lines of the events one
+// carries a read hook (session.WithReadHook), so the lines of the events one
 // Read of the provider's stream brings go out in one write, by the turn's
 // goroutine, before it reads again (jsonl.Hold), rather than one wake-up
 // of the writer goroutine each.
 func (s *Server) streamEvents(ctx context.Context, sess string, req json.RawMessage) (context.Context, func(agent.Event)) {
 	st := agent.NewStamp(sess, req)
 	h := s.out.NewHold()
-	return model.WithReadHook(ctx, h), func(ev agent.Event) {
+	return session.WithReadHook(ctx, h), func(ev agent.Event) {
 		// Background: the writer drains even after a failure, so this cannot block forever.
 		_ = h.Append(context.Background(), func(b []byte) []byte { return st.Append(b, ev) })
 	}

@@ -564,3 +564,11 @@ func (s *Session) Close(ctx context.Context) error {
 	s.h.logf(level, "session closed", slog.String("session", s.ID()), slog.Any("error", s.closeErr))
 	return s.closeErr
 }
+
+// WithReadHook returns ctx carrying h for the provider streams of the
+// turns prompted with it (model.ReadHook): a front end that writes a
+// turn's events can write those of one provider Read at once (e rpc's
+// jsonl.Hold), without reaching the model layer itself.
+func WithReadHook(ctx context.Context, h model.ReadHook) context.Context {
+	return model.WithReadHook(ctx, h)
+}
