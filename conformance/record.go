@@ -449,7 +449,10 @@ func learnNames(like *Case, log []recorded, bindings map[string]any) {
 // learnFromExpect adds to bindings what like's expected lines bind that
 // its client lines do not (a session id only the server names, which a
 // files section uses): each expected line with a placeholder binds what
-// it binds in the first server line recorded that it matches.
+// it binds in the first server line recorded that it matches. A value
+// the client sent before any server line named it is the client's own
+// text (a session title taken from the prompt), not one the server made:
+// it stays literal, or the prompt would name a placeholder not bound yet.
 func learnFromExpect(like *Case, log []recorded, bindings map[string]any) {
 	var got []map[string]any
 	for _, l := range log {
@@ -467,11 +470,37 @@ func learnFromExpect(like *Case, log []recorded, bindings map[string]any) {
 		for _, obj := range got {
 			nb := map[string]any{}
 			if m.match("", e.value, obj, true, nb) == nil {
+				for k, v := range nb {
+					if s, ok := v.(string); ok && clientFirst(log, jsonText(s)) {
+						delete(nb, k)
+					}
+				}
 				m.commit(nb)
 				break
 			}
 		}
 	}
+}
+
+// clientFirst reports whether a client line of log held text before any
+// server line did.
+func clientFirst(log []recorded, text string) bool {
+	for _, l := range log {
+		if strings.Contains(l.line, text) {
+			return l.client
+		}
+	}
+	return false
+}
+
+// jsonText is s as it appears inside a JSON string.
+func jsonText(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	t := strings.TrimSuffix(b.String(), "\n")
+	return t[1 : len(t)-1]
 }
 
 // uptoRPC is the server command up to its last "rpc" argument, without

@@ -750,3 +750,31 @@ func TestTapeLateCalls(t *testing.T) {
 		t.Errorf("tape (-want +got):\n%s", diff)
 	}
 }
+
+// Re-recording like a case, a placeholder its expected lines bind binds
+// what the server made, not a value the client had sent before (a title
+// taken from the prompt), which stays literal in the client lines.
+func TestLearnFromExpect(t *testing.T) {
+	like, err := parseCase([]byte(`-- case.json --
+{"id": "like", "level": "MUST", "requirements": ["F1"]}
+-- client --
+{"id":"p","method":"session.prompt","params":{"session":"{{s}}","prompt":"hello"}}
+-- expect --
+{"type":"session_name","name":"{{title}}","session":"{{s}}","request":"p"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := []recorded{
+		{client: true, line: `{"id":"c","method":"session.create"}`},
+		{line: `{"id":"c","result":{"session":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
+		{client: true, line: `{"id":"p","method":"session.prompt","params":{"session":"01M8SNJQ30ZX6X92FB33HP47FD","prompt":"hello"}}`},
+		{line: `{"type":"session_name","name":"hello","session":"01M8SNJQ30ZX6X92FB33HP47FD","request":"p"}`},
+	}
+	bindings := map[string]any{}
+	learnFromExpect(like, log, bindings)
+	want := map[string]any{"s": "01M8SNJQ30ZX6X92FB33HP47FD"}
+	if diff := cmp.Diff(want, bindings); diff != "" {
+		t.Errorf("bindings (-want +got):\n%s", diff)
+	}
+}

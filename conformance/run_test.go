@@ -35,7 +35,21 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}
+	quickRaceExit()
 	os.Exit(m.Run())
+}
+
+// quickRaceExit stops the -race builds this test binary starts (the
+// servers, their `e trust`, itself re-run as fake or proxy) from sleeping
+// a second before they exit (GORACE atexit_sleep_ms, 1000 by default):
+// each golden case starts two, so the sleeps were most of the package's
+// time. A race is still reported, and fails its case by exit status 66
+// or stderr, when it happens; the sleep only gives a report other
+// goroutines are writing at exit the time to finish.
+func quickRaceExit() {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 }
 
 func fakeOptions(mode string) Options {

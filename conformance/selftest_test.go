@@ -13,10 +13,10 @@ import (
 // proxyPrefix runs this test binary as the mutation proxy (TestMain).
 func proxyPrefix() []string { return []string{os.Args[0], "conformance-proxy"} }
 
-// The proxy is transparent: with the identity mutant and every control, a
-// sample of golden cases (framing, signals, exit codes, print mode, the
-// pi and acp dialects) passes
-// against the real server as it does without the proxy; and a sample of
+// The proxy is transparent: with the identity mutant, a sample of golden
+// cases (framing, signals, exit codes, print mode, the pi and acp
+// dialects) passes against the real server as it does without the proxy,
+// and so do a few of them with every other control; and a sample of
 // mutants is caught. The whole self-test (every mutant, every case) is
 // `e-conformance selftest`, which .ci/run runs.
 func TestSelfTestSample(t *testing.T) {
@@ -32,20 +32,26 @@ func TestSelfTestSample(t *testing.T) {
 		"oneshot-basic": true, "steer-reaches-next-model-call": true, "event-error-details-400": true,
 		"shutdown-exits-without-eof": true, "framing-oversized-line": true,
 		"pi-prompt-text": true, "acp-prompt-text": true}
-	var cases []*Case
+	var cases, few []*Case
 	for _, c := range all {
 		if want[c.ID] {
 			cases = append(cases, c)
 		}
+		if controlCases[c.ID] {
+			few = append(few, c)
+		}
 	}
-	if len(cases) != len(want) {
-		t.Fatalf("found %d of the %d sample cases", len(cases), len(want))
+	if len(cases) != len(want) || len(few) != len(controlCases) {
+		t.Fatalf("found %d of the %d sample cases, %d of the %d control cases", len(cases), len(want), len(few), len(controlCases))
 	}
-	var ms []*Mutant
+	var identity, ms, controls []*Mutant
 	for _, m := range Mutants() {
 		switch {
-		case m.Control,
-			m.Name == "drop-event/steered", m.Name == "falsify/steered/text", m.Name == "noop/session.steer",
+		case m.Name == "identity":
+			identity = append(identity, m)
+		case m.Control:
+			controls = append(controls, m)
+		case m.Name == "drop-event/steered", m.Name == "falsify/steered/text", m.Name == "noop/session.steer",
 			m.Name == "drop/error_details/details/request_id", m.Name == "exit/zero-becomes-one",
 			m.Name == "noop/shutdown", m.Name == "noise/log-line-at-start", m.Name == "dup/response",
 			m.Name == "stamp/response-id-as-string", m.Name == "exit/signals-ignored", m.Name == "falsify/oneshot/output",
@@ -58,23 +64,53 @@ func TestSelfTestSample(t *testing.T) {
 	// A plain build of e, as .ci/run's full self-test uses: what is under
 	// test is the proxy and the suite, and a -race server would make every
 	// mutant caught only by a timeout wait three times as long (TestGolden
-	// runs the cases against the -race server). Four at once: most of a
-	// mutant's time is a wait for the timeout that catches it.
-	rep, err := SelfTest(context.Background(), SelfTestOptions{Server: buildServer(t, false), Proxy: proxyPrefix(),
-		Cases: cases, Jobs: 4, TimeoutScale: 1, Mutants: ms})
-	if err != nil {
-		t.Fatal(err)
+	// runs the cases against the -race server). The proxy is this -race
+	// test binary, so its goroutines (both directions, signals, exit
+	// codes, delays) run under the race detector. Identity and the
+	// mutants run on every sample case; the other controls, which .ci/run
+	// tries on every golden case, on the few that take each of the
+	// proxy's paths, at the same time: most of a mutant's time is a wait
+	// for the timeout that catches it, which the controls fill.
+	server := buildServer(t, false)
+	runs := []SelfTestOptions{{Cases: cases, Jobs: 3, Mutants: ms}, {Cases: cases, Jobs: 2, Mutants: identity}, {Cases: few, Jobs: 2, Mutants: controls}}
+	reps := make([]*SelfTestReport, len(runs))
+	var wg sync.WaitGroup
+	for i, o := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.Server, o.Proxy, o.TimeoutScale = server, proxyPrefix(), 1
+			rep, err := SelfTest(context.Background(), o)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			reps[i] = rep
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
 	}
 	var b strings.Builder
-	rep.Write(&b)
-	t.Log("\n" + b.String())
-	for _, p := range rep.Problems {
-		t.Error(p)
+	for _, rep := range reps {
+		rep.Write(&b)
+		for _, p := range rep.Problems {
+			t.Error(p)
+		}
 	}
-	if rep.Controls < 7 || rep.Mutants < 16 {
-		t.Errorf("%d controls, %d mutants: the sample lost members", rep.Controls, rep.Mutants)
+	t.Log("\n" + b.String())
+	if n := reps[1].Controls + reps[2].Controls; n < 7 || reps[0].Mutants < 16 {
+		t.Errorf("%d controls, %d mutants: the sample lost members", n, reps[0].Mutants)
 	}
 }
+
+// controlCases are the sample cases every control but identity runs on:
+// CRLF framing, escapes (re-encoded), a signal, an exit on shutdown, a
+// print case (the derived command), and the pi and acp dialects (their
+// unknown-event forms).
+var controlCases = map[string]bool{"framing-crlf": true, "framing-u2028-in-strings": true, "sigterm-during-bash": true,
+	"shutdown-exits-without-eof": true, "print-json-result": true, "pi-prompt-text": true, "acp-prompt-text": true}
 
 // The survivors file parses, every entry names a mutant and gives a reason.
 func TestSurvivorsFile(t *testing.T) {

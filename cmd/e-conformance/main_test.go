@@ -26,6 +26,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// This -race test binary re-run as a fake server or relay would
+	// otherwise sleep a second before exiting (GORACE atexit_sleep_ms),
+	// once per case it serves.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	os.Exit(m.Run())
 }
 

@@ -126,7 +126,7 @@ func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "models.json"), []byte(`{"providers":{
 		"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"sk-lit",
-			"models":[{"id":"q","reasoning":true,"input":["text","image"],"contextWindow":1000,
+			"models":[{"id":"q","name":"Q One","reasoning":true,"input":["text","image"],"contextWindow":1000,
 				"cost":{"input":1,"output":2,"cacheRead":0.1,"cacheWrite":1.5}}]},
 		"env":{"baseUrl":"http://127.0.0.1:2","api":"anthropic-messages","apiKey":"$MY_KEY","models":[{"id":"c"}]},
 		"resp":{"baseUrl":"http://127.0.0.1:3/v1","api":"openai-responses","models":[{"id":"r"}]},
@@ -146,6 +146,9 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.Providers); diff != "" {
 		t.Errorf("providers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"local/q": "Q One"}, c.Names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
 	}
 	if len(c.Warnings) != 2 || !strings.Contains(strings.Join(c.Warnings, "\n"), `"google-generative-ai" is not one e speaks`) {
 		t.Errorf("warnings %q", c.Warnings)

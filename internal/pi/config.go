@@ -25,8 +25,11 @@ type Config struct {
 	Keys map[string]string
 	// MaxTokens holds models.json's maxTokens by catalog id (provider/id).
 	MaxTokens map[string]int
-	Settings  Settings
-	Warnings  []string // models.json entries e cannot use, one line each
+	// Names holds models.json's display names (name) by catalog id: the
+	// model object's name, its id when it declares none.
+	Names    map[string]string
+	Settings Settings
+	Warnings []string // models.json entries e cannot use, one line each
 }
 
 // Settings are the keys of pi's settings.json that e honours.
@@ -74,6 +77,7 @@ type piProvider struct {
 
 type piModelConf struct {
 	ID            string   `json:"id"`
+	Name          string   `json:"name"`
 	API           string   `json:"api"`
 	BaseURL       string   `json:"baseUrl"`
 	Reasoning     bool     `json:"reasoning"`
@@ -99,7 +103,7 @@ var eAPI = map[string]string{
 // missing. A file that is not valid JSON is an error naming it; an entry
 // e cannot serve is skipped with a warning.
 func LoadConfig(dir string) (*Config, error) {
-	c := &Config{Dir: dir, Providers: map[string]model.ProviderConfig{}, Keys: map[string]string{}, MaxTokens: map[string]int{}}
+	c := &Config{Dir: dir, Providers: map[string]model.ProviderConfig{}, Keys: map[string]string{}, MaxTokens: map[string]int{}, Names: map[string]string{}}
 	var mf piModels
 	if err := readJSON(filepath.Join(dir, "models.json"), &mf); err != nil {
 		return nil, err
@@ -119,6 +123,9 @@ func LoadConfig(dir string) (*Config, error) {
 		for _, m := range mf.Providers[name].Models {
 			if m.MaxTokens > 0 {
 				c.MaxTokens[name+"/"+m.ID] = m.MaxTokens
+			}
+			if m.Name != "" {
+				c.Names[name+"/"+m.ID] = m.Name
 			}
 		}
 	}

@@ -1371,7 +1371,7 @@ func (fr *front) piModel(info model.Info) Model {
 	if n := fr.cfg.MaxTokens[info.ID]; n > 0 {
 		maxTokens = n
 	}
-	return Model{ID: info.Name, Name: info.Name, API: piAPI(info.API), Provider: info.Provider,
+	return Model{ID: info.Name, Name: cmpOr(fr.cfg.Names[info.ID], info.Name), API: piAPI(info.API), Provider: info.Provider,
 		BaseURL: fr.baseURLs[info.Provider], Reasoning: len(info.Efforts) > 0, Input: input,
 		ContextWindow: int64(info.ContextWindow), MaxTokens: int64(maxTokens), Cost: cost}
 }
