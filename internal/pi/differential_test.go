@@ -860,6 +860,17 @@ var diffFlows = []diffFlow{
 		os.WriteFile(fifo, []byte("gate open\n"), 0o600)
 		a.find(0, "response bg4", func(v map[string]any) bool { return v["type"] == "response" && v["id"] == "bg4" })
 	}},
+	{"switch-same-session", func(a *diffAgent) {
+		// switch_session to the file already open: pi opens it again, a
+		// new session whose queues are empty.
+		st := a.call(map[string]any{"type": "get_state"})
+		file, _ := data(st)["sessionFile"].(string)
+		a.call(map[string]any{"type": "steer", "message": "steer dropped by the switch"})
+		a.call(map[string]any{"type": "follow_up", "message": "follow-up dropped by the switch"})
+		a.call(map[string]any{"type": "switch_session", "sessionPath": file})
+		a.call(map[string]any{"type": "get_state"})
+		prompt(a, "after the switch")
+	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
 		a.call(map[string]any{"type": "cycle_model"})

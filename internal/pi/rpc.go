@@ -1063,6 +1063,11 @@ func (fr *front) switchSession(c *command) (any, error) {
 	old := fr.cur
 	fr.mu.Unlock()
 	if old.Info().Path == path {
+		// pi opens it again: a new session, with empty queues.
+		fr.mu.Lock()
+		fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
+		fr.mu.Unlock()
+		old.WithdrawSteers()
 		return ResponseCancelled{Cancelled: false}, nil
 	}
 	m, err := fr.b.make(spec{resume: path})
