@@ -452,9 +452,7 @@ func (acpDialect) raceBorn(string) bool { return false }
 
 func (acpDialect) steers(line string) bool { return steersBy(DialectACP, "method", line) }
 
-// dropConcurrent: not yet for ACP, whose concurrent calls' permission
-// requests must each be expected (and answered by their ids).
-func (acpDialect) dropConcurrent(*expectBuilder) {}
+func (acpDialect) dropConcurrent(b *expectBuilder) { b.dropACPConcurrentCalls() }
 
 // acpKnownTypes are ACP v1's session update kinds and agent requests.
 var acpKnownTypes = map[string]bool{

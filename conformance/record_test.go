@@ -778,3 +778,45 @@ func TestLearnFromExpect(t *testing.T) {
 		t.Errorf("bindings (-want +got):\n%s", diff)
 	}
 }
+
+// ACP: the tool_call_update lines of a batch of two calls or more go, a
+// "?*" line in their place (calls run at once and report in any order);
+// the permission requests among them stay, each expected, and a batch of
+// one call stays exact.
+func TestRecordACPConcurrentCalls(t *testing.T) {
+	const sid = "01M8SP0NR2ZXZS3GS98HCGD9K9"
+	up := func(u string) recorded {
+		return recorded{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + sid + `","update":` + u + `}}`}
+	}
+	log := []recorded{
+		{client: true, line: `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{line: `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"` + sid + `"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[]}}`},
+		up(`{"sessionUpdate":"tool_call","toolCallId":"call_1","status":"pending"}`),
+		up(`{"sessionUpdate":"tool_call","toolCallId":"call_2","status":"pending"}`),
+		up(`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"in_progress"}`),
+		{line: `{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"` + sid + `","toolCall":{"toolCallId":"call_1"}}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`},
+		up(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"in_progress"}`),
+		up(`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed"}`),
+		up(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed"}`),
+		up(`{"sessionUpdate":"tool_call","toolCallId":"call_3","status":"pending"}`),
+		up(`{"sessionUpdate":"tool_call_update","toolCallId":"call_3","status":"completed"}`),
+		up(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}`),
+		{line: `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`},
+	}
+	want := `@l1 {"id":1,"jsonrpc":"2.0","result":{"sessionId":"{{s1}}"}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call","status":"pending","toolCallId":"call_1"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call","status":"pending","toolCallId":"call_2"}}}
+?* {"method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call_update"}}}
+@l2 {"id":1,"jsonrpc":"2.0","method":"session/request_permission","params":{"sessionId":"{{s1}}","toolCall":{"toolCallId":"call_1"}}}
+?* {"method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call_update"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call","status":"pending","toolCallId":"call_3"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"sessionUpdate":"tool_call_update","status":"completed","toolCallId":"call_3"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{s1}}","update":{"content":{"text":"done","type":"text"},"sessionUpdate":"agent_message_chunk"}}}
+{"id":2,"jsonrpc":"2.0","result":{"stopReason":"end_turn"}}
+`
+	if diff := cmp.Diff(want, draftExpect(t, DialectACP, log)); diff != "" {
+		t.Errorf("expect section (-want +got):\n%s", diff)
+	}
+}

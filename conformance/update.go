@@ -696,6 +696,69 @@ func (b *expectBuilder) dropPiConcurrentCalls() {
 	}
 }
 
+// dropACPConcurrentCalls: after an ACP session's batch of two tool calls
+// or more (consecutive tool_call updates), how their tool_call_update
+// lines interleave varies from run to run (calls run at once), so each of
+// them goes, a "?*" line taking any tool_call_update of the session in
+// their place, until the session's next line of another kind. The
+// session/request_permission requests among them stay, each expected in
+// turn (the client answers them by their ids), and so does a line a
+// #wait names, with a "?*" line after it.
+func (b *expectBuilder) dropACPConcurrentCalls() {
+	type state struct {
+		calls int  // consecutive tool_call updates so far
+		open  bool // in the updates of a batch of two or more
+		last  int  // the latest tool_call
+	}
+	states := map[string]*state{}
+	drop, after := map[int]bool{}, map[int]bool{}
+	for i, l := range b.lines {
+		key := b.key(l)
+		s := states[key]
+		if s == nil {
+			s = &state{}
+			states[key] = s
+		}
+		p, _ := l["params"].(map[string]any)
+		u, _ := p["update"].(map[string]any)
+		switch kind, _ := u["sessionUpdate"].(string); {
+		case l["method"] == "session/update" && kind == "tool_call":
+			s.calls, s.open, s.last = s.calls+1, false, i
+		case l["method"] == "session/request_permission" || l["method"] == "session/update" && kind == "tool_call_update":
+			if s.calls >= 2 {
+				s.open, after[s.last] = true, true
+			}
+			s.calls = 0
+			switch {
+			case !s.open:
+			case b.labels[i] != "":
+				after[i] = true
+			case l["method"] == "session/update":
+				drop[i] = true
+			}
+		default:
+			s.calls, s.open = 0, false
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	var lines []map[string]any
+	var labels, opt []string
+	for i, l := range b.lines {
+		if !drop[i] {
+			lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
+		}
+		if after[i] {
+			p, _ := l["params"].(map[string]any)
+			lines = append(lines, map[string]any{"method": "session/update", "params": map[string]any{"sessionId": p["sessionId"],
+				"update": map[string]any{"sessionUpdate": "tool_call_update"}}})
+			labels, opt = append(labels, ""), append(opt, "?* ")
+		}
+	}
+	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+}
+
 // anyOrder makes l's array field key match its elements in any order.
 func anyOrder(l map[string]any, key string) {
 	if rs, ok := l[key].([]any); ok {
