@@ -97,6 +97,10 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 	return err == nil, err
 }
 
+// ErrNothingToCompact: a compaction that keeps the newest messages
+// (Engine.KeepRecentTokens) found nothing older to summarise.
+var ErrNothingToCompact = errors.New("agent: compaction: nothing to compact (session too small)")
+
 // tooLong reports whether a model error says the request exceeded the
 // model's context window, in the words the providers use.
 func tooLong(err error) bool {
@@ -346,7 +350,7 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 		if keep == "" {
 			// pi's words; it too announces the compaction that then fails.
 			t.emit(Compacting{Reason: reason, TokensBefore: estimate(msgs)})
-			return CompactResult{}, errors.New("agent: compaction: nothing to compact (session too small)")
+			return CompactResult{}, ErrNothingToCompact
 		}
 	}
 	res, err := t.compact(reason, focus, keep, before)

@@ -1621,6 +1621,9 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 			fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled"))
 			return
 		}
+		if errors.Is(err, agent.ErrNothingToCompact) {
+			err = errors.New("Nothing to compact (session too small)") // pi's fixed text
+		}
 		if err != nil {
 			// pi ends the announced compaction with the error, then fails the command.
 			fr.sink(agent.Error{Message: "Compaction failed: " + err.Error()})
