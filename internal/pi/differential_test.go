@@ -745,6 +745,13 @@ var diffFlows = []diffFlow{
 		a.wait("agent_settled")
 		a.call(map[string]any{"type": "get_messages"})
 	}},
+	{"compact-twice", func(a *diffAgent) {
+		// A second compact with nothing new: pi's "Already compacted".
+		prompt(a, "some history first")
+		prompt(a, "and more")
+		a.call(map[string]any{"type": "compact"})
+		a.call(map[string]any{"type": "compact"})
+	}},
 	{"compact-during-run", func(a *diffAgent) {
 		// compact aborts the run first, then compacts.
 		prompt(a, "some history first")

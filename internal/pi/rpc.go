@@ -1622,7 +1622,11 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 			return
 		}
 		if errors.Is(err, agent.ErrNothingToCompact) {
-			err = errors.New("Nothing to compact (session too small)") // pi's fixed text
+			// pi's fixed texts: the branch ends with a compaction, or is too small.
+			err = errors.New("Nothing to compact (session too small)")
+			if es := sess.Entries(); len(es) > 0 && es[len(es)-1].Type == session.EntryCompaction {
+				err = errors.New("Already compacted")
+			}
 		}
 		if err != nil {
 			// pi ends the announced compaction with the error, then fails the command.
