@@ -70,13 +70,6 @@ type dialect interface {
 	// running does (a steer, a second prompt, a model change), so that
 	// what the work prints after it depends on when it landed.
 	steers(line string) bool
-	// requestStreams reports whether each request's lines are a stream
-	// of their own (e rpc): no later client line adds to a stopped
-	// request's stream, so its stop window can last until its work ends,
-	// and work asked for that has not shown yet has its stream already.
-	// In pi's and ACP's session streams a later line's work would add to
-	// it.
-	requestStreams() bool
 	// dropConcurrent removes from b the lines of tool calls that may run
 	// at once, whose order varies (e rpc: dropConcurrentTools; pi:
 	// dropPiConcurrentCalls).
@@ -173,8 +166,6 @@ func (erpcDialect) setDelta(obj map[string]any, text string) { obj["delta"] = te
 func (erpcDialect) counts(_ map[string]any, lc lineClass) bool { return lc.key == "process" }
 
 func (erpcDialect) knownType(t string) bool { return knownEventType(t) }
-
-func (erpcDialect) requestStreams() bool { return true }
 
 func (erpcDialect) progressLine(key string) map[string]any {
 	id, _ := decode([]byte(strings.TrimPrefix(key, "r:")))
@@ -284,8 +275,6 @@ func (piDialect) knownType(t string) bool {
 }
 
 func (piDialect) progressLine(string) map[string]any { return map[string]any{"type": "$string"} }
-
-func (piDialect) requestStreams() bool { return false }
 
 func (piDialect) partialOutput(obj map[string]any) bool {
 	return obj["type"] == "tool_execution_update"
@@ -428,8 +417,6 @@ func (acpDialect) counts(obj map[string]any, lc lineClass) bool {
 }
 
 func (acpDialect) knownType(t string) bool { return acpKnownTypes[t] }
-
-func (acpDialect) requestStreams() bool { return false }
 
 func (acpDialect) progressLine(key string) map[string]any {
 	return map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "{{" + strings.TrimPrefix(key, "s:") + "}}"}}

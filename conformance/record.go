@@ -503,6 +503,15 @@ func jsonText(s string) string {
 	return t[1 : len(t)-1]
 }
 
+// asks reports whether a server line asks the client something it must
+// answer: e rpc's ask, pi's extension_ui_request, a JSON-RPC request of
+// the agent's (ACP's session/request_permission).
+func asks(l map[string]any) bool {
+	_, id := l["id"]
+	_, method := l["method"]
+	return l["type"] == "ask" || l["type"] == "extension_ui_request" || id && method
+}
+
 // uptoRPC is the server command up to its last "rpc" argument, without
 // the server arguments after it, from which "e trust" is derived.
 func uptoRPC(argv []string) []string {
@@ -570,7 +579,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 			_, text, ok := d.delta(b.lines[i])
 			_, seen := cut[i]
 			if ok && !seen && sessionScoped(d, n, b.lines[i], session) {
-				if _, inWindow := open[key]; inWindow && d.requestStreams() {
+				if _, inWindow := open[key]; inWindow {
 					text = ""
 				}
 				cut[i] = text
@@ -579,17 +588,9 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	}
 	for _, l := range log {
 		if l.client {
-			// A window ends at the next client line at the latest: what
-			// comes after it may be the line's doing.
-			for key, w := range open {
-				// A steered one lasts until its work ends, and so does
-				// any in a dialect whose requests have streams of their
-				// own (e rpc), where no later line adds to it.
-				if !windows[w].steered && !d.requestStreams() {
-					windows[w].to = len(b.lines)
-					delete(open, key)
-				}
-			}
+			// A window lasts until the work it is on ends, past the
+			// client's next lines: what they ask for runs after that
+			// work, or joins it (a steer, a follow-up), the timing's too.
 			stop, session := stopOf(d, l)
 			working := r.client(&b, n, l, session)
 			if stop {
@@ -598,11 +599,8 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				}
 				cutOpen(session) // before the windows this stop opens
 				shown := b.working(n, session)
-				stopping := shown
-				if d.requestStreams() {
-					stopping = working // and work asked for that has not shown yet
-				}
-				for _, key := range stopping {
+				// What has shown, and work asked for that has not shown yet.
+				for _, key := range working {
 					early := !slices.Contains(shown, key)
 					if early {
 						// Whether the stop lands before the work begins,
@@ -610,7 +608,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 						// is the history it leaves.
 						r.taint(session)
 					}
-					if w, ok := open[key]; ok { // steered: open until the work ends
+					if w, ok := open[key]; ok { // a steer's, or an earlier stop's
 						windows[w].stopped, windows[w].early = true, windows[w].early || early
 						continue
 					}
@@ -631,7 +629,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				// Work the line itself asks for may be refused (the
 				// session is busy) or run, as the timing decides: its
 				// events are the timing's until its answer.
-				if id, ok := requestID(l.line); ok && d.requestStreams() {
+				if id, ok := requestID(l.line); ok {
 					if key, ok := r.started[id]; ok {
 						if _, ok := open[key]; !ok {
 							open[key] = len(windows)
@@ -649,7 +647,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				// (in a batch of calls that may run at once, its batch).
 				var at []int
 				for key := range pending {
-					if w, ok := open[key]; ok && d.requestStreams() && b.last[key] >= windows[w].from && b.lines[b.last[key]]["type"] != "ask" {
+					if w, ok := open[key]; ok && b.last[key] >= windows[w].from && !asks(b.lines[b.last[key]]) {
 						// What stopped or steered work printed after the
 						// line that raced it is the timing's: another run
 						// may not print it at all. An ask is waited for:
