@@ -453,13 +453,25 @@ func (b *expectBuilder) loosenStops(windows []stopWindow) {
 	if len(first) == 0 {
 		return
 	}
+	before := map[int][]map[string]any{}
+	for i, ws := range first {
+		for _, w := range ws {
+			before[i] = append(before[i], b.dialect().progressLine(w.key))
+		}
+	}
+	b.splice(before, skip)
+}
+
+// splice rebuilds b's lines: the "?*" lines of before[i] go before line i
+// (before[len] after the last), and the lines in drop go.
+func (b *expectBuilder) splice(before map[int][]map[string]any, drop map[int]bool) {
 	var lines []map[string]any
 	var labels, opt []string
 	for i := 0; i <= len(b.lines); i++ {
-		for _, w := range first[i] {
-			lines, labels, opt = append(lines, b.dialect().progressLine(w.key)), append(labels, ""), append(opt, "?* ")
+		for _, l := range before[i] {
+			lines, labels, opt = append(lines, l), append(labels, ""), append(opt, "?* ")
 		}
-		if i < len(b.lines) && !skip[i] {
+		if i < len(b.lines) && !drop[i] {
 			lines, labels, opt = append(lines, b.lines[i]), append(labels, b.labels[i]), append(opt, b.opt[i])
 		}
 	}
@@ -760,20 +772,13 @@ func (b *expectBuilder) dropACPConcurrentCalls() {
 	if len(drop) == 0 {
 		return
 	}
-	var lines []map[string]any
-	var labels, opt []string
-	for i, l := range b.lines {
-		if !drop[i] {
-			lines, labels, opt = append(lines, l), append(labels, b.labels[i]), append(opt, b.opt[i])
-		}
-		if after[i] {
-			p, _ := l["params"].(map[string]any)
-			lines = append(lines, map[string]any{"method": "session/update", "params": map[string]any{"sessionId": p["sessionId"],
-				"update": map[string]any{"sessionUpdate": "tool_call_update"}}})
-			labels, opt = append(labels, ""), append(opt, "?* ")
-		}
+	before := map[int][]map[string]any{}
+	for i := range after {
+		p, _ := b.lines[i]["params"].(map[string]any)
+		before[i+1] = append(before[i+1], map[string]any{"method": "session/update", "params": map[string]any{
+			"sessionId": p["sessionId"], "update": map[string]any{"sessionUpdate": "tool_call_update"}}})
 	}
-	b.lines, b.labels, b.opt, b.last, b.batch, b.latest = lines, labels, opt, nil, nil, 0
+	b.splice(before, drop)
 }
 
 // anyOrder makes l's array field key match its elements in any order.

@@ -230,19 +230,10 @@ func (s *Session) turnStart(k int) int {
 }
 
 // messages returns what the model sees of entries i to k of s.entries,
-// ignoring compactions. s.mu is held.
+// which hold no compaction (turnStart's range). s.mu is held.
 func (s *Session) messages(i, k int) []model.Message {
 	s.parse()
-	var out []model.Message
-	for ; i < k; i++ {
-		if en := s.entries[i]; en.Type == store.TypeShell && en.Shell != nil && !en.Shell.Exclude {
-			out = append(out, shellMessage(en.Shell))
-		}
-		if s.parsed[i].ok {
-			out = append(out, s.parsed[i].m)
-		}
-	}
-	return out
+	return history(s.entries[i:k], func(n int) (model.Message, bool) { return s.parsed[i+n].m, s.parsed[i+n].ok })
 }
 
 // Compact summarises the whole history now (M9). The session must have
