@@ -146,11 +146,7 @@ func substitute(line []byte, b map[string]any) ([]byte, error) {
 		if !ok {
 			return p
 		}
-		str, isStr := v.(string)
-		if !isStr {
-			str = canon(v)
-		}
-		q, _ := json.Marshal(str)
+		q, _ := json.Marshal(inString(v))
 		return string(q[1 : len(q)-1])
 	})
 	if missing != "" {

@@ -183,9 +183,6 @@ func expandPlaceholders(s string, bindings map[string]any) string {
 		if !ok {
 			return p
 		}
-		if str, ok := v.(string); ok {
-			return str
-		}
-		return canon(v)
+		return inString(v)
 	})
 }

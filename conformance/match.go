@@ -243,10 +243,7 @@ func (m *matcher) expand(s string, nb map[string]any, quote bool) (string, error
 			err = fmt.Errorf("placeholder {{%s}} is not bound yet", name)
 			return p
 		}
-		str, isStr := v.(string)
-		if !isStr {
-			str = canon(v)
-		}
+		str := inString(v)
 		if quote {
 			return regexp.QuoteMeta(str)
 		}
@@ -342,7 +339,9 @@ func (m *matcher) matchString(ptr, w string, got any, present bool, nb map[strin
 		if !isNum {
 			return fail("want an integer")
 		}
-		i, ok := new(big.Int).SetString(string(num), 10)
+		// By value, as the schemas judge "integer": 1.0 and 1e2 are
+		// integers written another way (JSON does not tell them apart).
+		i, ok := integral(string(num))
 		if !ok {
 			return fail("want an integer")
 		}
@@ -472,4 +471,37 @@ func cloneMap(m map[string]any) map[string]any {
 		c[k] = v
 	}
 	return c
+}
+
+// integral is a JSON number's value when it is an integer, in any
+// notation; an exponent of five digits or more is refused (10^exp would
+// be built) rather than computed.
+func integral(num string) (*big.Int, bool) {
+	if i, ok := new(big.Int).SetString(num, 10); ok {
+		return i, true
+	}
+	if _, exp, hasExp := strings.Cut(strings.ToLower(num), "e"); hasExp && len(strings.TrimLeft(exp, "+-")) > 4 {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok || !r.IsInt() {
+		return nil, false
+	}
+	return r.Num(), true
+}
+
+// inString is a bound value as a longer string holds it: a string as it
+// is, an integral number as its integer (a server may write the count 5
+// as 5.0, and its text "5 ms" names the same number), anything else as
+// JSON.
+func inString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		if i, ok := integral(string(x)); ok {
+			return i.String()
+		}
+	}
+	return canon(v)
 }

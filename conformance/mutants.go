@@ -28,12 +28,16 @@ type Mutant struct {
 	// e rpc's only (it edits e rpc's lines).
 	Dialects []string
 
-	start     [][]byte // lines printed before the server's first
-	server    func(p *proxy, line []byte, obj map[string]any) [][]byte
-	client    func(p *proxy, line []byte, obj map[string]any) (fwd []byte, reply [][]byte)
-	exit      func(code int) int
-	keepStdin bool // never close the server's stdin
-	noSignals bool // do not forward signals
+	start    [][]byte // lines printed before the server's first
+	server   func(p *proxy, line []byte, obj map[string]any) [][]byte
+	client   func(p *proxy, line []byte, obj map[string]any) (fwd []byte, reply [][]byte)
+	exit     func(code int) int
+	stderr   []byte // written to stderr at the start and at the end
+	dropHeld bool   // lines held when the server exits are lost
+	// muteStderr discards the server's stderr
+	muteStderr bool
+	keepStdin  bool // never close the server's stdin
+	noSignals  bool // do not forward signals
 	// applies reports whether the mutant changes anything in a run whose
 	// identity transcript is tr; nil: every run.
 	applies func(tr []Exchange) bool
@@ -404,6 +408,7 @@ func buildMutants() []*Mutant {
 			return false
 		}})
 	addDialectMutants(add)
+	addWireMutants(add)
 	return ms
 }
 

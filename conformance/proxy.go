@@ -33,6 +33,9 @@ func Proxy(ctx context.Context, mutant string, argv []string, stdin io.Reader, s
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
+	if mu.muteStderr {
+		cmd.Stderr = io.Discard
+	}
 	dieWithParent(cmd)
 	childIn, err := cmd.StdinPipe()
 	if err != nil {
@@ -49,6 +52,7 @@ func Proxy(ctx context.Context, mutant string, argv []string, stdin io.Reader, s
 		return 2, fmt.Errorf("conformance: proxy: %w", err)
 	}
 	p := &proxy{m: mu, out: stdout, child: childIn, sessions: map[string]bool{}, methods: map[string]string{}}
+	mu.writeStderr()
 	done := make(chan struct{})
 	drained := make(chan struct{})
 	// The client side ends with the process: it may block reading a
@@ -76,6 +80,7 @@ func Proxy(ctx context.Context, mutant string, argv []string, stdin io.Reader, s
 	werr := cmd.Wait()
 	close(done)
 	p.finish()
+	mu.writeStderr()
 	code, sig := exitStatus(werr)
 	if code < 0 {
 		return 2, werr
@@ -100,7 +105,11 @@ type proxy struct {
 	methods  map[string]string // request id (canonical JSON) → method
 	held     map[string][]byte
 	timer    *time.Timer
-	lastSess string
+	// a batch of lines written at once (control/coalesced-writes)
+	batch      []byte
+	batched    int
+	batchTimer *time.Timer
+	lastSess   string
 }
 
 // write sends whole lines to the client; p.mu is held.
@@ -189,10 +198,13 @@ func (p *proxy) finish() {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	for _, k := range sortedKeys(p.held) {
-		p.write(p.held[k])
+	if !p.m.dropHeld {
+		for _, k := range sortedKeys(p.held) {
+			p.write(p.held[k])
+		}
 	}
 	p.held = nil
+	p.write(p.flushBatch()...)
 }
 
 // track remembers the sessions the server has created or named.

@@ -217,6 +217,13 @@ func (r *run) feed(raw []byte) *Divergence {
 		}
 		return r.event(s, lc.typ, obj, step)
 	}
+	_, hasResult := obj["result"]
+	_, hasError := obj["error"]
+	if hasResult && hasError && r.c.Dialect != DialectPi {
+		// Additive fields are free, but these two are the answer itself:
+		// a response is a success or a failure, not both (F2; JSON-RPC 2.0).
+		return &Divergence{Step: step, Message: "response has both result and error: it must be one or the other (F2)", Got: shorten(string(raw))}
+	}
 	if lc.id != "null" && r.answered[lc.id] {
 		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", lc.id), Got: shorten(string(raw))}
 	}
