@@ -197,6 +197,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	began := time.Now()
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
@@ -291,6 +292,7 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	} else if eofAt >= 0 {
 		log, c.Exit = closeAt(log, eofAt, c.Exit)
 	}
+	c.TimeoutMS = recordedTimeout(time.Since(began))
 	bindings := map[string]any{"cwd": cwd, "home": home}
 	if likeCase != nil {
 		learnNames(likeCase, log, bindings)
@@ -550,6 +552,18 @@ type recorded struct {
 	directive string // a client directive instead of a line: #signal
 }
 
+// defaultRecordedTimeoutMS is a recorded case's timeout, unless the
+// session took longer.
+const defaultRecordedTimeoutMS = 10000
+
+// recordedTimeout is the timeout of a case whose session took took: three
+// times that, in whole seconds, so that a replay on a loaded machine has
+// time for what the recording needed (a slow model, a long run).
+func recordedTimeout(took time.Duration) int {
+	s := (3*took + time.Second - 1) / time.Second
+	return int(s) * 1000
+}
+
 // draftCase writes the recorded session as a case file.
 // bindings name the values that become placeholders from the start.
 func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[string]any) ([]byte, error) {
@@ -708,7 +722,7 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 	b.dialect().dropConcurrent(&b)
 	b.dropPartialOutput()
 	r.dropUnnamed(client.String())
-	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": 10000, "exit": c.Exit}
+	h := map[string]any{"id": c.ID, "level": c.Level, "requirements": c.Requirements, "timeout_ms": max(c.TimeoutMS, defaultRecordedTimeoutMS), "exit": c.Exit}
 	if c.Model != "" {
 		h["model"] = c.Model
 	}
