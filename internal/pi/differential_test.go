@@ -726,6 +726,8 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "bash", "command": "echo from-bash"})
 		a.call(map[string]any{"type": "bash", "command": "echo hidden", "excludeFromContext": true})
 		a.call(map[string]any{"type": "bash", "command": "exit 3"})
+		// ANSI escape sequences and carriage returns are stripped.
+		a.call(map[string]any{"type": "bash", "command": `printf '\033[31mred\033[0m\r\nplain\r\n'`})
 		// Past pi's 2000 lines: the last 2000 and a file with them all.
 		a.call(map[string]any{"type": "bash", "command": "seq 1 2001"})
 		a.call(map[string]any{"type": "get_messages"})
