@@ -392,12 +392,12 @@ func (fr *front) shutdown() {
 
 // reply is a command's response.
 type reply struct {
-	ID      *string `json:"id,omitempty"`
-	Type    string  `json:"type"`
-	Command string  `json:"command"`
-	Success bool    `json:"success"`
-	Data    any     `json:"data,omitempty"`
-	Error   string  `json:"error,omitempty"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Command string          `json:"command"`
+	Success bool            `json:"success"`
+	Data    any             `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // noData marks a command whose response has no data field.
@@ -408,7 +408,7 @@ type nullData struct{}
 
 func (nullData) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 
-func (fr *front) respond(id *string, cmd string, data any, err error) {
+func (fr *front) respond(id json.RawMessage, cmd string, data any, err error) {
 	r := reply{ID: id, Type: "response", Command: cmd, Success: err == nil}
 	switch {
 	case err != nil:
@@ -437,10 +437,10 @@ func (fr *front) handle(line []byte) {
 		fr.respond(nil, "parse", nil, fmt.Errorf("Failed to parse command: %s", msg))
 		return
 	}
-	var id *string
-	if v := gjson.GetBytes(line, "id"); v.Type == gjson.String {
-		s := v.String()
-		id = &s
+	// The id as it came, whatever its type: pi echoes any value.
+	var id json.RawMessage
+	if v := gjson.GetBytes(line, "id"); v.Exists() {
+		id = json.RawMessage(v.Raw)
 	}
 	if gjson.GetBytes(line, "type").String() == "extension_ui_response" {
 		fr.uiAnswer(line)
@@ -467,7 +467,7 @@ func (fr *front) handle(line []byte) {
 
 // command is one validated command line.
 type command struct {
-	id   *string
+	id   json.RawMessage
 	typ  string
 	line []byte
 }
@@ -1655,9 +1655,9 @@ func (fr *front) bash(c *command) {
 		return
 	}
 	spec := session.ShellSpec{Command: p.Command, Exclude: ptrOr(p.ExcludeFromContext)}
-	id := ""
+	var id ID
 	if c.id != nil {
-		id = *c.id
+		id = c.id
 	}
 	fr.mu.Lock()
 	ctx, cancel := context.WithCancel(fr.ctx)

@@ -4,8 +4,9 @@ package pi
 
 import "encoding/json"
 
-// ID is a command id; echoed by its response. Schema: pi/defs.json#/$defs/id.
-type ID = string
+// ID is a command id, echoed by its response as it came; pi documents a string, and, as pi
+// does, any other JSON value is echoed too. Schema: pi/defs.json#/$defs/id.
+type ID = any
 
 // TextContent is a wire type. Schema: pi/defs.json#/$defs/text_content.
 type TextContent struct {
