@@ -36,9 +36,11 @@ type Engine struct {
 	// CompactThreshold is the fraction of the model's context window above
 	// which a turn compacts before its next model call (S4); 0 means 0.8.
 	CompactThreshold float64
-	// RetryBase scales retry delays when the provider gives no retry-after;
-	// 0 keeps model.Backoff's delays.
+	// RetryBase scales retry delays when the provider gives no retry-after
+	// (RetryBase, then twice that, …, up to RetryMax when it is set); 0
+	// keeps model.Backoff's delays.
 	RetryBase   time.Duration
+	RetryMax    time.Duration
 	MaxAttempts int // attempts per model call, retries included; 0 means 5
 	// DefaultWarning is said on the first turn of a session that runs on
 	// the fallback model (for example "no model provider configured …").
@@ -143,6 +145,9 @@ type Session struct {
 
 	noAutoCompact bool // SetAutoCompact(false)
 	noRetry       bool // SetAutoRetry(false)
+	// retryWait is set while the running turn waits to retry a failed
+	// model call: CancelRetryWait sends it whether to retry at once.
+	retryWait chan bool
 }
 
 // ErrBusy is returned when a session already runs a turn (S5).
@@ -337,6 +342,22 @@ func (s *Session) SetAutoRetry(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noRetry = !on
+}
+
+// CancelRetryWait ends the wait of a turn whose model call failed and is
+// about to be retried (pi's abort_retry): with now the retry starts at
+// once, else the turn ends with that failure (retry_decision "cancelled"),
+// which its attempt entry already records. It reports whether a turn was
+// waiting.
+func (s *Session) CancelRetryWait(now bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retryWait == nil {
+		return false
+	}
+	s.retryWait <- now
+	s.retryWait = nil
+	return true
 }
 
 // Interrupt ends the running turn promptly (M8); it does nothing when idle.

@@ -94,12 +94,13 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	for _, text := range left {
 		t.emit(Discarded{Reason: "steer", Text: text})
 	}
+	var me *modelError
+	isModel := errors.As(err, &me)
 	if err != nil {
 		msg := err.Error()
 		t.res.Error = &msg
 		t.emit(Error{Message: msg})
-		var me *modelError
-		if errors.As(err, &me) {
+		if isModel {
 			d := me.details
 			t.res.ErrorDetails = &d
 			t.emit(ErrorDetailsEvent{Details: d})
@@ -109,7 +110,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 			}
 		}
 	}
-	if err != nil && t.prompted {
+	if err != nil && t.prompted && !(isModel && me.recorded) {
 		// The log shows where the turn failed (an export shows it there);
 		// a prompt refused before it was recorded leaves nothing.
 		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error(), Call: t.failedCall})
@@ -575,23 +576,56 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		delay := model.Backoff(attempt+1, me)
 		if !me.RetryAfterGiven && t.s.eng.RetryBase > 0 {
 			delay = t.s.eng.RetryBase << attempt
+			if m := t.s.eng.RetryMax; m > 0 && (delay > m || delay <= 0) {
+				delay = m
+			}
 		}
 		retry := Retry{Attempt: attempt + 2, DelayMS: delay.Milliseconds(), Reason: t.errText(me)}
 		if show {
 			retry.Logged = t.recordAttempt(t.attemptCall(attempt, start, start, first, resp), retry.Reason, resp)
 		}
+		var wait chan bool // the turn's own calls' waits may be cancelled (CancelRetryWait), from the retry event on
+		if show {
+			wait = make(chan bool, 1)
+			t.s.mu.Lock()
+			t.s.retryWait = wait
+			t.s.mu.Unlock()
+		}
 		t.emit(retry)
 		if o := t.s.eng.Observer; o != nil {
 			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
 		}
-		timer := time.NewTimer(delay)
-		select {
-		case <-t.ctx.Done():
-			timer.Stop()
+		if cancelled := t.waitRetry(delay, wait); cancelled {
+			return nil, partial, &modelError{err: me, text: retry.Reason, details: details(me, "cancelled", attempt+1), recorded: retry.Logged != nil}
+		} else if t.ctx.Err() != nil {
 			return nil, "", t.ctx.Err()
-		case <-timer.C:
 		}
 	}
+}
+
+// waitRetry waits delay before a retry, until the turn's context ends or
+// CancelRetryWait answers wait (nil: no one can); it reports whether that
+// cancelled the retry.
+func (t *turn) waitRetry(delay time.Duration, wait chan bool) (cancelled bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	now, asked := true, false
+	select {
+	case <-t.ctx.Done():
+	case <-timer.C:
+	case now = <-wait:
+		asked = true
+	}
+	if wait != nil {
+		t.s.mu.Lock()
+		if t.s.retryWait == wait {
+			t.s.retryWait = nil
+		} else if !asked { // answered as the wait ended: honour it
+			now, asked = <-wait, true
+		}
+		t.s.mu.Unlock()
+	}
+	return asked && !now
 }
 
 // attemptCall describes the turn's model call that failed or was cut
@@ -653,6 +687,9 @@ type modelError struct {
 	err     *model.Error
 	text    string
 	details ErrorDetails
+	// recorded: the failure is in the log already (the attempt entry of a
+	// retry that was cancelled), so the turn adds no error entry.
+	recorded bool
 }
 
 func (e *modelError) Error() string { return e.text }

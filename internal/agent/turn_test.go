@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -312,6 +314,67 @@ func TestErrorDetails(t *testing.T) {
 			}
 			if res.Aborted {
 				t.Error("a failed turn is not aborted")
+			}
+		})
+	}
+}
+
+// CancelRetryWait ends a retry's wait (an hour here): at once into the
+// retry, or ending the turn with the failure, which the attempt entry
+// already records (no error entry), its decision "cancelled".
+func TestCancelRetryWait(t *testing.T) {
+	tests := []struct {
+		name       string
+		now        bool
+		wantEvents []string
+		wantErr    string // the turn's error_details decision, "" for none
+		wantTypes  string // the entries after the prompt
+	}{{
+		name:       "cancelled",
+		wantEvents: []string{"turn_start", "session_name", "text", "discarded", "retry", "error", "error_details", "turn_end"},
+		wantErr:    "cancelled",
+		wantTypes:  "title attempt",
+	}, {
+		name:       "retried at once",
+		now:        true,
+		wantEvents: []string{"turn_start", "session_name", "text", "discarded", "retry", "text", "recovered", "usage", "turn_end"},
+		wantTypes:  "title attempt message",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := testEngine(t)
+			eng.RetryBase = time.Hour
+			s := testSession(t, eng, nil)
+			if s.CancelRetryWait(tt.now) {
+				t.Error("CancelRetryWait while idle reports a wait")
+			}
+			rec := &recorder{}
+			cancelled := make(chan bool, 1)
+			rec.hook = func(ev Event) {
+				if isType[Retry](ev) {
+					cancelled <- s.CancelRetryWait(tt.now)
+				}
+			}
+			res := promptWith(t, s, "/error retryable overloaded\n/text back", rec)
+			if !<-cancelled {
+				t.Error("CancelRetryWait after the retry event reports no wait")
+			}
+			if diff := cmp.Diff(tt.wantEvents, rec.types()); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			got := ""
+			if res.ErrorDetails != nil {
+				got = res.ErrorDetails.Decision
+			}
+			if got != tt.wantErr || res.Aborted {
+				t.Errorf("decision %q, aborted %v; want %q, not aborted", got, res.Aborted, tt.wantErr)
+			}
+			types := strings.Fields(entryTypes(s))
+			if i := slices.Index(types, "message"); i >= 0 { // after the prompt
+				types = types[i+1:]
+			}
+			if diff := cmp.Diff(tt.wantTypes, strings.Join(types, " ")); diff != "" {
+				t.Errorf("entries after the prompt (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -46,8 +46,10 @@ type Settings struct {
 		ReserveTokens    *int64 `json:"reserveTokens"`
 	} `json:"compaction"`
 	Retry struct {
-		Enabled    *bool `json:"enabled"`
-		MaxRetries *int  `json:"maxRetries"`
+		Enabled         *bool    `json:"enabled"`
+		MaxRetries      *int     `json:"maxRetries"`
+		BaseDelayMS     *float64 `json:"baseDelayMs"`
+		MaxAgentDelayMS *float64 `json:"maxAgentDelayMs"`
 	} `json:"retry"`
 }
 

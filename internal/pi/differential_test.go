@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -266,6 +267,7 @@ func only(a, b []string) []string {
 //	think                 reasoning deltas, then text
 //	fail-once             503 the first time, then text
 //	fail-hard             400, not retried
+//	fail-wait             503 (without retry-after) the first time, then text
 //	hold                  one delta, then waits for release (or the client to go)
 //	big                   the text, with a context of 20000 prompt tokens (over the compaction threshold)
 //	/review               400: the prompt template review was not expanded
@@ -336,13 +338,15 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"unexpanded template"}}`, http.StatusBadRequest)
 		return
 	}
-	if last != "tool" && strings.HasPrefix(user, "fail-once") {
+	if last != "tool" && (strings.HasPrefix(user, "fail-once") || strings.HasPrefix(user, "fail-wait")) {
 		m.mu.Lock()
 		first := !m.failed[user]
 		m.failed[user] = true
 		m.mu.Unlock()
 		if first {
-			w.Header().Set("retry-after", "0")
+			if strings.HasPrefix(user, "fail-once") {
+				w.Header().Set("retry-after", "0")
+			}
 			http.Error(w, `{"error":{"message":"overloaded, try again","type":"overloaded_error"}}`, http.StatusServiceUnavailable)
 			return
 		}
@@ -420,18 +424,25 @@ func contentText(raw json.RawMessage) string {
 	return b.String()
 }
 
-// diffAgent is one agent process under the script.
+// diffAgent is one agent under the script: one process at a time (a flow
+// may restart it with other flags), its lines in one list.
 type diffAgent struct {
-	t    *testing.T
-	name string
-	work string // its working directory
-	mock *diffMock
-	in   interface{ Write([]byte) (int, error) }
+	t     *testing.T
+	name  string
+	argv  []string // the agent's command and the flags every start has
+	env   []string
+	work  string // its working directory
+	agent string // its pi config dir (PI_CODING_AGENT_DIR)
+	mock  *diffMock
+
+	in     io.WriteCloser
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan struct{} // the process's stdout ended
 
 	mu    sync.Mutex
 	lines [][]byte
 	more  chan struct{}
-	done  chan struct{} // stdout ended
 
 	flow string // the flow running
 	pos  int    // where wait looks from
@@ -439,52 +450,99 @@ type diffAgent struct {
 	n    int    // command ids
 }
 
-func startDiffAgent(t *testing.T, name string, argv []string, env []string, work string, mock *diffMock) *diffAgent {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	a := &diffAgent{t: t, name: name, work: work, mock: mock, in: in, more: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			a.mu.Lock()
-			a.lines = append(a.lines, bytes.Clone(sc.Bytes()))
-			a.mu.Unlock()
-			select {
-			case a.more <- struct{}{}:
-			default:
-			}
-		}
-	}()
+func newDiffAgent(t *testing.T, name string, argv, env []string, work, agentDir string, mock *diffMock) *diffAgent {
+	a := &diffAgent{t: t, name: name, argv: argv, env: env, work: work, agent: agentDir, mock: mock, more: make(chan struct{}, 1)}
 	t.Cleanup(func() {
-		in.Close()
-		select {
-		case <-a.done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-a.done
-		}
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", name, stderr.String())
+		if a.cmd != nil {
+			a.stop()
 		}
 	})
 	return a
+}
+
+// launch starts the agent's process with its flags and args.
+func (a *diffAgent) launch(args ...string) {
+	a.t.Helper()
+	cmd := exec.Command(a.argv[0], append(slices.Clone(a.argv[1:]), args...)...)
+	cmd.Dir = a.work
+	cmd.Env = append(os.Environ(), a.env...)
+	a.stderr = &bytes.Buffer{}
+	cmd.Stderr = a.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		a.t.Fatalf("%s: %v", a.name, err)
+	}
+	a.cmd, a.in, a.done = cmd, in, make(chan struct{})
+	done := a.done
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			a.add(bytes.Clone(sc.Bytes()))
+		}
+	}()
+}
+
+func (a *diffAgent) add(line []byte) {
+	a.mu.Lock()
+	a.lines = append(a.lines, line)
+	a.mu.Unlock()
+	select {
+	case a.more <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the process (EOF on stdin) and returns its exit status and
+// stderr.
+func (a *diffAgent) stop() (int, string) {
+	a.in.Close()
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.done
+	}
+	a.cmd.Wait()
+	code, stderr := a.cmd.ProcessState.ExitCode(), a.stderr.String()
+	if a.t.Failed() {
+		a.t.Logf("%s stderr:\n%s", a.name, stderr)
+	}
+	a.cmd = nil
+	return code, stderr
+}
+
+// restart ends the process and starts it again with args, writing
+// settings.json first when settings is not "". The old process's exit
+// status is a line of its own: {"type":"exit","status":N}.
+func (a *diffAgent) restart(settings string, args ...string) {
+	a.t.Helper()
+	a.exit()
+	if settings != "" {
+		os.WriteFile(filepath.Join(a.agent, "settings.json"), []byte(settings), 0o600)
+	}
+	a.launch(args...)
+}
+
+// exit ends the process and adds its exit line.
+func (a *diffAgent) exit() {
+	code, _ := a.stop()
+	a.add([]byte(fmt.Sprintf(`{"type":"exit","status":%d}`, code)))
+	a.high = a.lenLines()
+}
+
+func (a *diffAgent) lenLines() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.lines)
 }
 
 func (a *diffAgent) send(line string) {
@@ -511,7 +569,7 @@ func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (ma
 		a.mu.Unlock()
 		select {
 		case <-a.more:
-		case <-a.done:
+		case <-a.processDone():
 			select {
 			case <-a.more:
 				continue
@@ -522,6 +580,15 @@ func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (ma
 			a.t.Fatalf("%s, flow %s: no %s within 30 s; its lines since %d:\n%s", a.name, a.flow, what, from, a.since(from))
 		}
 	}
+}
+
+// processDone is closed once the running process's stdout ended (never
+// when none runs).
+func (a *diffAgent) processDone() <-chan struct{} {
+	if a.cmd == nil {
+		return nil
+	}
+	return a.done
 }
 
 func (a *diffAgent) since(from int) string {
@@ -659,6 +726,8 @@ var diffFlows = []diffFlow{
 		a.call(map[string]any{"type": "bash", "command": "echo from-bash"})
 		a.call(map[string]any{"type": "bash", "command": "echo hidden", "excludeFromContext": true})
 		a.call(map[string]any{"type": "bash", "command": "exit 3"})
+		// ANSI escape sequences and carriage returns are stripped.
+		a.call(map[string]any{"type": "bash", "command": `printf '\033[31mred\033[0m\r\nplain\r\n'`})
 		// Past pi's 2000 lines: the last 2000 and a file with them all.
 		a.call(map[string]any{"type": "bash", "command": "seq 1 2001"})
 		a.call(map[string]any{"type": "get_messages"})
@@ -955,6 +1024,34 @@ var diffFlows = []diffFlow{
 	}},
 }
 
+// diffSettings is pi's settings.json of the flows: quick retries, and one
+// token of recent messages kept by a compaction (the flows' history is far
+// smaller than pi's default 20000, which leaves nothing to summarise).
+const diffSettings = `{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`
+
+// The flows that restart the agent (its flags, settings) come last.
+var restartFlows = []diffFlow{
+	{"abort-retry-wait", func(a *diffAgent) {
+		// abort_retry while a retry waits cancels the wait only: the run
+		// settles, not aborted; with something queued, pi's run goes on at
+		// once (the model call again, then the follow-up). Both wait
+		// retry.baseDelayMs, a minute.
+		a.restart(strings.Replace(diffSettings, `"baseDelayMs":1`, `"baseDelayMs":60000`, 1))
+		a.call(map[string]any{"type": "prompt", "message": "fail-wait please"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "prompt", "message": "fail-wait again"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "follow_up", "message": "after the cancelled retry"})
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_session_stats"})
+	}},
+}
+
 // TestDifferential compares e --mode rpc with real pi 1.6.0 flow by flow.
 func TestDifferential(t *testing.T) {
 	cache := piCache()
@@ -983,7 +1080,7 @@ func TestDifferential(t *testing.T) {
 		models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key","models":[`+
 			`{"id":"mock-1","contextWindow":32000,"reasoning":true},{"id":"mock-2","contextWindow":32000}]}}}`, srv.URL+"/v1")
 		os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o600)
-		os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(`{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`), 0o600)
+		os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(diffSettings), 0o600)
 		os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o600)
 		os.Mkdir(filepath.Join(agentDir, "prompts"), 0o700)
 		os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
@@ -991,14 +1088,15 @@ func TestDifferential(t *testing.T) {
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
 			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
-		a := startDiffAgent(t, name, append(argv, flags...), env, work, mock)
+		a := newDiffAgent(t, name, append(argv, flags...), env, work, agentDir, mock)
+		a.launch()
 		flows := map[string][]record{}
 		var dump bytes.Buffer
 		if *piDiffDump != "" {
 			defer func() { os.WriteFile(filepath.Join(*piDiffDump, name+".txt"), dump.Bytes(), 0o644) }()
 		}
 		start := 0
-		for _, f := range diffFlows {
+		for _, f := range slices.Concat(diffFlows, restartFlows) {
 			a.flow = f.name
 			f.run(a)
 			var lines [][]byte
@@ -1027,7 +1125,7 @@ func TestDifferential(t *testing.T) {
 		return
 	}
 	var got []string
-	for _, f := range diffFlows {
+	for _, f := range slices.Concat(diffFlows, restartFlows) {
 		for _, d := range differences(piFlows[f.name], eFlows[f.name]) {
 			got = append(got, f.name+" | "+d)
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/tidwall/gjson"
@@ -171,6 +172,14 @@ func start(f Flags, env Env) (*front, error) {
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
 	}
+	if ms := cfg.Settings.Retry.BaseDelayMS; ms != nil && *ms > 0 {
+		// As pi's retryDelayMs: the base, doubled each retry, at most
+		// maxAgentDelayMs (a minute when unset).
+		opts.RetryBase, opts.RetryMax = millis(*ms), time.Minute
+		if m := cfg.Settings.Retry.MaxAgentDelayMS; m != nil && *m > 0 {
+			opts.RetryMax = millis(*m)
+		}
+	}
 	if f.SystemPrompt != nil {
 		opts.SystemPrompt = *f.SystemPrompt
 	}
@@ -228,6 +237,9 @@ func start(f Flags, env Env) (*front, error) {
 	fr.use(m)
 	return fr, nil
 }
+
+// millis is ms milliseconds (a JSON number of pi's settings).
+func millis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // startModel resolves the model and thinking level of the first session.
 func (fr *front) startModel() (model.Info, string, error) {
@@ -525,7 +537,7 @@ func init() {
 		"compact":                       (*front).compact,
 		"set_auto_compaction":           simple((*front).setAutoCompaction),
 		"set_auto_retry":                simple((*front).setAutoRetry),
-		"abort_retry":                   simple((*front).abortRetry),
+		"abort_retry":                   (*front).abortRetry,
 		"bash":                          (*front).bash,
 		"abort_bash":                    simple((*front).abortBash),
 		"get_session_stats":             simple((*front).stats),
@@ -1551,15 +1563,23 @@ func (fr *front) setAutoRetry(c *command) (any, error) {
 	return noData{}, nil
 }
 
-// abortRetry stops a run that is waiting to retry a failed model call.
-func (fr *front) abortRetry(*command) (any, error) {
+// abortRetry cancels the wait of a run that waits to retry a failed model
+// call, as pi's: the run ends with that failure, not aborted, or, when
+// something is queued (pi then continues the run), the retry starts at
+// once. auto_retry_end goes out before the response, as pi's.
+func (fr *front) abortRetry(c *command) {
+	fr.mu.Lock()
+	sess, queued := fr.cur, len(fr.steerHeld)+len(fr.steerWait)+len(fr.followUps) > 0
+	fr.mu.Unlock()
+	// Under trMu, so that the turn's next events come after these.
 	fr.trMu.Lock()
-	retrying := fr.tr.retry > 0
-	fr.trMu.Unlock()
-	if retrying {
-		fr.session().Stop()
+	defer fr.trMu.Unlock()
+	if fr.tr.retry > 0 && sess.CancelRetryWait(queued) {
+		for _, ev := range fr.tr.RetryCancelled(queued) {
+			fr.write(ev)
+		}
 	}
-	return noData{}, nil
+	fr.respond(c.id, c.typ, noData{}, nil)
 }
 
 func (fr *front) compact(c *command) {

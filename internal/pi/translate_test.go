@@ -66,6 +66,12 @@ func (recorded) CompactedFiles() CompactionDetails {
 }
 func (recorded) ContextTokens() int64 { return 42 }
 
+// abortRetry stands for pi's abort_retry among a test's events: the
+// front's RetryCancelled call.
+type abortRetry struct{ now bool }
+
+func (abortRetry) EventType() string { return "abort_retry" }
+
 func TestTranslate(t *testing.T) {
 	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}
 	call := agent.ToolBatch{Calls: []agent.Call{{ID: 1, Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}}
@@ -143,6 +149,25 @@ func TestTranslate(t *testing.T) {
 			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
 	}, {
+		name: "abort_retry while waiting",
+		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
+			abortRetry{}, agent.Error{Message: "overloaded"}, agent.TurnEnd{}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
+			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
+	}, {
+		name: "abort_retry while waiting, something queued: the run goes on",
+		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
+			abortRetry{now: true}, agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
+		settle: true,
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
+			"agent_end:willRetry", "auto_retry_start", "auto_retry_end",
+			"agent_start", "turn_start", "message_start:assistant/pending", "message_update:text_start",
+			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop",
+			"turn_end:assistant/stop", "agent_end", "agent_settled"},
+	}, {
 		name:   "model error",
 		events: []agent.Event{agent.TurnStart{}, agent.Error{Message: "model: boom"}, agent.TurnEnd{}},
 		settle: true,
@@ -175,6 +200,10 @@ func TestTranslate(t *testing.T) {
 			tr.Begin("hello", nil)
 			var got []Event
 			for _, ev := range tt.events {
+				if a, ok := ev.(abortRetry); ok {
+					got = append(got, tr.RetryCancelled(a.now)...)
+					continue
+				}
 				got = append(got, tr.Feed(ev)...)
 			}
 			if tt.settle {

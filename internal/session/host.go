@@ -27,6 +27,10 @@ type Options struct {
 	NoSave       bool   // --no-save: every session memory-only
 	Approval     string // --approval: the approval policy of new sessions; "" is never
 	MaxAttempts  int    // attempts per model call, retries included; 0: settings' max_attempts
+	// RetryBase and RetryMax, when above 0, set the retry delays when the
+	// provider gives no retry-after (agent.Engine.RetryBase): pi's
+	// retry.baseDelayMs and retry.maxAgentDelayMs.
+	RetryBase, RetryMax time.Duration
 	// Providers are added to those of settings.json (one of the same name
 	// replaces it): pi's models.json under e --mode rpc.
 	Providers map[string]model.ProviderConfig
@@ -191,7 +195,8 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 		sessions: map[string]*Session{}, engine: &agent.Engine{
 			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
-			MaxAttempts:        cmp.Or(opts.MaxAttempts, settings.MaxAttempts),
+			MaxAttempts: cmp.Or(opts.MaxAttempts, settings.MaxAttempts),
+			RetryBase:   opts.RetryBase, RetryMax: opts.RetryMax,
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,

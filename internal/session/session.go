@@ -391,6 +391,11 @@ func (s *Session) SetAutoCompact(on bool) { s.a.SetAutoCompact(on) }
 // SetAutoRetry turns retries of failed model calls on or off.
 func (s *Session) SetAutoRetry(on bool) { s.a.SetAutoRetry(on) }
 
+// CancelRetryWait ends the wait of a running turn whose failed model call
+// is about to be retried: with now the retry starts at once, else the turn
+// ends with that failure. It reports whether a turn was waiting.
+func (s *Session) CancelRetryWait(now bool) bool { return s.a.CancelRetryWait(now) }
+
 // WithdrawSteers takes back the steers held for the running turn that it
 // has not delivered yet, oldest first.
 func (s *Session) WithdrawSteers() []string { return s.a.WithdrawSteers() }

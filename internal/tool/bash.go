@@ -498,7 +498,17 @@ func Shell(ctx context.Context, env *Env, command string, timeout time.Duration)
 		return ShellResult{}, errors.New("shell: no process tracker or no absolute working directory")
 	}
 	env, log := piLog(env)
+	var clean *sanitizer
+	if log != nil { // as pi's, a user's command's output is sanitised, for the log too
+		clean = &sanitizer{out: env.Output}
+		e := *env
+		e.Output = clean.write
+		env = &e
+	}
 	r := execBash(ctx, env, command, timeout)
+	if clean != nil {
+		clean.flush()
+	}
 	if errors.Is(r.err, errNotStarted) {
 		return ShellResult{Stopped: true}, nil
 	}
@@ -511,8 +521,9 @@ func Shell(ctx context.Context, env *Env, command string, timeout time.Duration)
 		if err != nil {
 			return ShellResult{}, fmt.Errorf("shell: %w", err)
 		}
+		out.Output = t.Content // sanitised, all of it when it is not cut
 		if t.Truncated {
-			out.Output, out.Truncated, out.FullOutputPath = t.Content, true, path
+			out.Truncated, out.FullOutputPath = true, path
 		}
 	}
 	if !r.cancelled && !r.timedOut && r.waitErr == nil && r.status.Exited() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -192,4 +193,64 @@ func formatSize(n int64) string {
 		return fmt.Sprintf("%.1fKB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1fMB", float64(n)/(1024*1024))
+}
+
+// pi's bash executor sanitises a user's command output as it streams: ANSI
+// escape sequences (its ansi.ts, from ansi-regex) are stripped, then
+// control characters but tab and newline, and carriage returns. An
+// unfinished sequence at a chunk's end waits for the next chunk.
+var (
+	piANSI     = regexp.MustCompile(`(?:\x1b\](?s:.*?)(?:\x07|\x1b\\|\x{9c}))|` + piCSIStart + `[\dA-PR-TZcf-nq-uy=><~]`)
+	piCSIOnly  = regexp.MustCompile(`^` + piCSIStart + `$`)
+	piControls = regexp.MustCompile(`[\x00-\x08\x0B-\x0D\x0E-\x1F\x{FFF9}-\x{FFFB}]`)
+)
+
+const piCSIStart = `(?:(?:\x1b\[|\x{9b})[<=>]|[\x1b\x{9b}][\[\]()#;?]*)(?:\d{1,4}(?:[;:]\d{0,4})*)?`
+
+// sanitizer is that streaming sanitiser in front of out.
+type sanitizer struct {
+	pending string
+	out     func(string)
+}
+
+func (s *sanitizer) write(chunk string) {
+	text := s.pending + chunk
+	s.pending = ""
+	if i := unfinishedANSI(text); i >= 0 {
+		text, s.pending = text[:i], text[i:]
+	}
+	s.emit(text)
+}
+
+func (s *sanitizer) flush() {
+	rest := s.pending
+	s.pending = ""
+	s.emit(rest)
+}
+
+func (s *sanitizer) emit(text string) {
+	if strings.ContainsAny(text, "\x1b\u009b") {
+		text = piANSI.ReplaceAllString(text, "")
+	}
+	if text = piControls.ReplaceAllString(text, ""); text != "" {
+		s.out(text)
+	}
+}
+
+// unfinishedANSI returns where an escape sequence starts that text ends
+// before it is complete (within its last 256 bytes, as pi holds back), or -1.
+func unfinishedANSI(text string) int {
+	for i := max(0, len(text)-256); i < len(text); i++ {
+		rest := text[i:]
+		if !strings.HasPrefix(rest, "\x1b") && !strings.HasPrefix(rest, "\u009b") {
+			continue
+		}
+		if strings.HasPrefix(rest, "\x1b]") && !strings.ContainsAny(rest, "\x07\u009c") && !strings.Contains(rest, "\x1b\\") {
+			return i
+		}
+		if piCSIOnly.MatchString(rest) {
+			return i
+		}
+	}
+	return -1
 }

@@ -175,3 +175,32 @@ func TestPiNote(t *testing.T) {
 		}
 	}
 }
+
+// A user's command output under PiOutput is sanitised as pi's bash
+// executor does, also across chunk boundaries.
+func TestSanitizer(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   string
+	}{
+		{name: "colours and CR", chunks: []string{"\x1b[31mred\x1b[0m\r\n"}, want: "red\n"},
+		{name: "split sequence", chunks: []string{"a\x1b[3", "1mb\x1b", "[0m"}, want: "ab"},
+		{name: "OSC title", chunks: []string{"\x1b]0;title\x07x"}, want: "x"},
+		{name: "controls", chunks: []string{"t\tab\x00\x08\n"}, want: "t\tab\n"},
+		{name: "unfinished at the end", chunks: []string{"z\x1b["}, want: "z["}, // as pi: the ESC goes, the rest stays
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got strings.Builder
+			s := &sanitizer{out: func(c string) { got.WriteString(c) }}
+			for _, c := range tt.chunks {
+				s.write(c)
+			}
+			s.flush()
+			if diff := cmp.Diff(tt.want, got.String()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
