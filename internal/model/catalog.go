@@ -3,10 +3,12 @@ package model
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -486,5 +488,14 @@ func streamTransport() http.RoundTripper {
 	}
 	t = t.Clone()
 	t.ReadBufferSize = streamReadBuffer
+	// http.DefaultTransport's dialer, its connections read by rawReads.
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rawReads(c), nil
+	}
 	return t
 }
