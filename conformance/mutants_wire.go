@@ -618,7 +618,7 @@ func addWireMutants(addTo func(*Mutant)) {
 	}
 }
 
-// dropReplies is the mutant that never writes the replies is reports.
+// dropReplies is the mutant that never writes a reply that is matches.
 func dropReplies(name string, dialects []string, is func(p *proxy, o map[string]any) bool, applies func([]Exchange) bool) *Mutant {
 	return &Mutant{Name: name, Class: "drop-response", Dialects: dialects, applies: applies,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
@@ -639,28 +639,34 @@ func decimalize(v any) bool {
 			if k == "id" || k == "request" || k == "ask" {
 				continue
 			}
-			if n, ok := e.(json.Number); ok {
-				if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-					x[k] = json.Number(string(n) + ".0")
-					changed = true
-				}
+			if d, ok := asDecimal(e); ok {
+				x[k], changed = d, true
 				continue
 			}
 			changed = decimalize(e) || changed
 		}
 	case []any:
 		for i, e := range x {
-			if n, ok := e.(json.Number); ok {
-				if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-					x[i] = json.Number(string(n) + ".0")
-					changed = true
-				}
+			if d, ok := asDecimal(e); ok {
+				x[i], changed = d, true
 				continue
 			}
 			changed = decimalize(e) || changed
 		}
 	}
 	return changed
+}
+
+// asDecimal is the integer v written as N.0, when v is an integer.
+func asDecimal(v any) (json.Number, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return "", false
+	}
+	if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
+		return "", false
+	}
+	return n + ".0", true
 }
 
 // floatText is a numeric id as a float64 round trip writes it, when that
