@@ -15,5 +15,5 @@ if [ -f "$dir/node_modules/@agentclientprotocol/sdk/package.json" ]; then
 	exit 0
 fi
 mkdir -p "$dir"
-(cd "$dir" && npm install --silent --no-audit --no-fund --prefix . "@agentclientprotocol/sdk@$SDK_VERSION" >&2)
+(cd "$dir" && npm install --loglevel=error --no-audit --no-fund --prefix . "@agentclientprotocol/sdk@$SDK_VERSION" >&2)
 echo "$dir"

