@@ -125,7 +125,6 @@ type Writer struct {
 	// (the writer goroutine or a Release), swapped with pending's.
 	batch       []byte
 	batchShared []sharedLine
-	bufs        [][]byte // write's, reused
 
 	// idleSince is when the writer last finished a write (monotonic
 	// nanoseconds from epoch), or busy while it writes a batch.
@@ -225,13 +224,10 @@ func (wr *Writer) writeBatch() {
 var newline = []byte{'\n'}
 
 // write writes batch with its shared lines: each shared line, with the
-// lines before it, in one vectored write. Where the stream takes vectored
-// writes, the rest goes out through them too (see vectored: into a pipe
-// with room, a write that costs the runtime no syscall bookkeeping).
+// lines before it, in one vectored write.
 func (wr *Writer) write(batch []byte, shared []sharedLine) error {
 	from := 0
-	bufs := wr.bufs[:0]
-	defer func() { clear(bufs); wr.bufs = bufs[:0] }() // let go of the parts
+	var bufs [][]byte
 	for _, l := range shared {
 		bufs = append(append(append(bufs[:0], batch[from:l.at]), l.parts...), newline)
 		if err := wr.vec(bufs); err != nil {
@@ -241,10 +237,6 @@ func (wr *Writer) write(batch []byte, shared []sharedLine) error {
 	}
 	if from == len(batch) {
 		return nil
-	}
-	if wr.vec != nil {
-		bufs = append(bufs[:0], batch[from:])
-		return wr.vec(bufs)
 	}
 	_, err := wr.w.Write(batch[from:])
 	return err

@@ -3,12 +3,10 @@ package model
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -488,14 +486,5 @@ func streamTransport() http.RoundTripper {
 	}
 	t = t.Clone()
 	t.ReadBufferSize = streamReadBuffer
-	// http.DefaultTransport's dialer, its connections read by rawReads.
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return rawReads(c), nil
-	}
 	return t
 }
