@@ -56,15 +56,18 @@ var switches = map[string]string{
 	// No-ops in e: it has none of these to turn off, or already behaves so.
 	"--no-mcp": "", "-ns": "", "--no-skills": "", "--no-themes": "",
 	"--offline": "", "--verbose": "", "-na": "", "--no-approve": "",
+	// pi's --print selects running once, which --mode rpc and --mode json
+	// already decide (pi's resolveAppMode reads the mode first): pi's own
+	// subagent example spawns "pi --mode json -p --no-session …".
+	"-p": "", "--print": "",
 	// Options e cannot honour: refused with a reason.
-	"-r": "resume", "--resume": "resume", "-p": "print", "--print": "print", "-a": "approve", "--approve": "approve",
+	"-r": "resume", "--resume": "resume", "-a": "approve", "--approve": "approve",
 	"-nc": "no-context-files", "--no-context-files": "no-context-files", "--list-models": "list-models",
 }
 
 // unsupported explains the pi options e refuses.
 var unsupported = map[string]string{
 	"resume":           "opens an interactive selector; use --session PATH or --continue",
-	"print":            "is pi's text mode; use e -p",
 	"approve":          "trusts project files for one process; use e trust DIR",
 	"no-context-files": "is not supported: e uses AGENTS.md only in directories you trusted with e trust",
 	"list-models":      "is not supported; use get_available_models",

@@ -26,6 +26,10 @@ func TestParseFlags(t *testing.T) {
 		{name: "tools", args: []string{"--mode", "rpc", "-t", "read, bash", "-xt", "write"},
 			want: Flags{Mode: "rpc", Tools: []string{"read", "bash"}, ExcludeTools: []string{"write"}}},
 		{name: "no-ops", args: []string{"--mode", "rpc", "--no-mcp", "--offline", "--verbose"}, want: Flags{Mode: "rpc"}},
+		// pi's subagent example: --print beside --mode json runs once, as --mode json does.
+		{name: "json print", args: []string{"--mode", "json", "-p", "--no-session", "Task: x"},
+			want: Flags{Mode: "json", NoSession: true, Messages: []string{"Task: x"}}},
+		{name: "rpc print", args: []string{"--print", "--mode", "rpc"}, want: Flags{Mode: "rpc"}},
 		{name: "unknown", args: []string{"--mode", "rpc", "--frob"}, err: "unknown pi option --frob"},
 		{name: "unsupported", args: []string{"--mode", "rpc", "--resume"}, err: "pi option --resume opens an interactive selector"},
 		{name: "no mode", args: []string{"--no-session"}, err: "--mode rpc or --mode json is required"},
