@@ -64,7 +64,7 @@ var ignored = []struct{ flow, kind, path, why string }{
 	{"", "*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
 	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
 	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
-	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "pi's updates of a cut output carry its truncation bookkeeping (the final result's, listed) from some update on, which one depends on how the output was read"},
+	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "the updates of a cut output carry its truncation bookkeeping from the first that has read past the limits on, which one depends on how the output was read (chunking)"},
 	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 

@@ -71,6 +71,8 @@ type piMessage struct {
 	ToolCallID string          `json:"toolCallId"`
 	IsError    bool            `json:"isError"`
 	DurationMS *int64          `json:"durationMs"`
+	ToolName   string          `json:"toolName"`
+	Details    json.RawMessage `json:"details"`
 	// assistant: what e keeps of the model call (session.ModelCall)
 	Provider      string   `json:"provider"`
 	Model         string   `json:"model"`
@@ -243,12 +245,18 @@ func (ps *piSession) message(en session.Entry, m piMessage) error {
 		}
 		res := model.Part{Type: model.PartToolResult, CallID: m.ToolCallID, Text: text, IsError: m.IsError}
 		var run []session.ToolRun
-		if m.DurationMS != nil {
-			outcome := "completed"
+		if m.DurationMS != nil || m.ToolName == "bash" && len(m.Details) > 0 {
+			r := session.ToolRun{CallID: m.ToolCallID, Outcome: "completed"}
 			if m.IsError {
-				outcome = "failed"
+				r.Outcome = "failed"
 			}
-			run = []session.ToolRun{{CallID: m.ToolCallID, Outcome: outcome, DurationMS: *m.DurationMS}}
+			if m.DurationMS != nil {
+				r.DurationMS = *m.DurationMS
+			}
+			if m.ToolName == "bash" && bashDetails(m.Details) != nil { // bash's {truncation, fullOutputPath}
+				r.Details = m.Details
+			}
+			run = []session.ToolRun{r}
 		}
 		if n := len(ps.entries); n > 0 && ps.entries[n-1].Type == session.EntryMessage {
 			var prev model.Message
