@@ -233,3 +233,21 @@ func TestStartFlags(t *testing.T) {
 		t.Errorf("--session-dir -c opened %s, want %s", got, inFlat.session().ID())
 	}
 }
+
+// TestCloneUnsaved: as pi 1.6.0's, clone refuses a saved session with no
+// message yet (pi has not written its file), in pi's words.
+func TestCloneUnsaved(t *testing.T) {
+	fr := newFront(t)
+	clone := &command{typ: "clone", line: []byte(`{"type":"clone"}`)}
+	want := "This session has not been saved yet. Send a message before cloning or forking it."
+	if _, err := fr.clone(clone); err == nil || err.Error() != want {
+		t.Fatalf("clone of a new session: %v, want %q", err, want)
+	}
+	if err := fr.startRun("/text one", nil, nil, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	<-fr.runDone
+	if _, err := fr.clone(clone); err != nil {
+		t.Errorf("clone after a message: %v", err)
+	}
+}

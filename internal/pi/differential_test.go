@@ -738,7 +738,8 @@ func prompt(a *diffAgent, msg string) {
 var diffFlows = []diffFlow{
 	{"state-fresh", func(a *diffAgent) {
 		for _, c := range []string{"get_state", "get_messages", "get_available_models", "get_available_thinking_levels",
-			"get_commands", "get_session_stats", "get_entries", "get_tree", "get_last_assistant_text", "get_fork_messages"} {
+			"get_commands", "get_session_stats", "get_entries", "get_tree", "get_last_assistant_text", "get_fork_messages",
+			"clone"} { // clone before any message: refused
 			a.call(map[string]any{"type": c})
 		}
 	}},

@@ -168,7 +168,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true, PiOutput: true,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
 		SetDuringTurn: true, ErrorText: providerError,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
@@ -1171,6 +1171,13 @@ func (fr *front) fork(c *command) (any, error) {
 }
 
 func (fr *front) clone(*command) (any, error) {
+	// pi writes a session's file with its first answer and cannot clone a
+	// saved session before (one in memory it can).
+	if fr.b.sessionsDir != "" && !slices.ContainsFunc(session.Branch(fr.session().Entries()), func(e session.Entry) bool {
+		return e.Type == session.EntryMessage
+	}) {
+		return nil, errors.New("This session has not been saved yet. Send a message before cloning or forking it.")
+	}
 	if _, err := fr.forkAt(""); err != nil {
 		return nil, err
 	}
