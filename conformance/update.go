@@ -63,7 +63,8 @@ var (
 		session: map[string]bool{"sessionId": true},
 		entry:   map[string]bool{"id": true, "parentId": true, "leafId": true, "entryId": true, "firstKeptEntryId": true, "targetId": true},
 		entryRE: regexp.MustCompile(`^([0-9a-f]{8,64}|[0-9A-HJKMNP-TV-Z]{26})(\.[0-9A-Za-z_-]+)*$`),
-		number:  map[string]string{"timestamp": "$int>=0", "durationMs": "$int>=0", "tokensBefore": "$int>=0", "tokensAfter": "$int>=0", "wall_time_seconds": "$number"},
+		number: map[string]string{"timestamp": "$int>=0", "durationMs": "$int>=0", "tokensBefore": "$int>=0", "tokensAfter": "$int>=0",
+			"estimatedTokensAfter": "$int>=0", "wall_time_seconds": "$number"},
 	}
 	acpKeys = &volatileKeys{session: map[string]bool{"sessionId": true}, entry: map[string]bool{}, entryRE: erpcKeys.entryRE, number: map[string]string{}}
 )
@@ -157,14 +158,15 @@ func (n *normalizer) str(key, s string) string {
 }
 
 var (
-	// logPathRE is a log path: e's ($E_HOME/sessions/SLUG/) or pi's
-	// ($PI_CODING_AGENT_DIR/sessions/--SLUG--/, inside E_HOME in a case).
-	logPathRE = regexp.MustCompile(`^\{\{home\}\}(/pi-agent)?/sessions/[^/]+/`)
+	// logPathRE is a log path: e's ($E_HOME/sessions/SLUG/), pi's
+	// ($PI_CODING_AGENT_DIR/sessions/--SLUG--/, inside E_HOME in a case)
+	// or one in a folder of the cwd (pi's --session-dir).
+	logPathRE = regexp.MustCompile(`^(\{\{home\}\}(/pi-agent)?/sessions/[^/]+/|\{\{cwd\}\}/.*\.jsonl$)`)
 	// volatileRE finds what differs between runs inside a string: the
 	// slug of a log directory, a date-time, a duration in ms, a process id
 	// (the holder of a lock), a loopback server's port (the tape's, which
-	// pi's models.json names).
-	volatileRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
+	// pi's models.json names), the temp file of a pi bash output.
+	volatileRE = regexp.MustCompile(`/[^\s"\]]*/pi-bash-[0-9a-f]{16}\.log|http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
 )
 
 // volatilePattern is an anchored regular expression for s with its
@@ -187,6 +189,8 @@ func volatilePattern(s string) string {
 			b.WriteString("pid [0-9]+")
 		case strings.HasPrefix(v, "http://"):
 			b.WriteString(`http://127\.0\.0\.1:[0-9]+`)
+		case strings.HasSuffix(v, ".log"):
+			b.WriteString(`/\S*/pi-bash-[0-9a-f]{16}\.log`)
 		default:
 			b.WriteString(`[0-9T:.Z+-]+`)
 		}

@@ -173,7 +173,7 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		}
 		sum, usage = sum+splitTurn+text, usage.Add(u)
 	}
-	if t.s.eng.SummaryFiles {
+	if t.s.eng.PiSummary {
 		sum += fileLists(FileOps(old))
 	}
 	if err := t.s.append(store.Entry{Type: store.TypeCompaction, Summary: sum, Kept: keep, Tokens: before}); err != nil {
@@ -202,6 +202,9 @@ func (t *turn) summarise(instr, focus string, msgs []model.Message) (string, mod
 			me.details.Stage = "compaction"
 		}
 		return "", model.Usage{}, fmt.Errorf("agent: compaction: %w", err)
+	}
+	if t.s.eng.PiSummary {
+		return resp.Message.Text(), resp.Usage, nil // pi keeps the text as it came
 	}
 	return strings.TrimSpace(resp.Message.Text()), resp.Usage, nil
 }

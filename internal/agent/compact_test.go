@@ -433,14 +433,14 @@ func TestFileOps(t *testing.T) {
 	}
 }
 
-// TestCompactSummaryFiles checks Engine.SummaryFiles (pi's dialect): the
+// TestCompactPiSummary checks Engine.PiSummary (pi's dialect): the
 // summary ends with the lists of the files the summarised history read,
 // and a session without it keeps the model's summary as it came.
-func TestCompactSummaryFiles(t *testing.T) {
+func TestCompactPiSummary(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
 			eng := testEngine(t)
-			eng.SummaryFiles = on
+			eng.PiSummary = on
 			s := testSession(t, eng, nil)
 			if err := os.WriteFile(filepath.Join(s.Cwd(), "a.txt"), []byte("alpha\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -499,6 +499,40 @@ func TestCompactSplitTurn(t *testing.T) {
 			}
 			if n := len(ofType[UsageEvent](rec)); n != tc.usages || res.Usage != total {
 				t.Errorf("%d usage events summing to %+v, result usage %+v; want %d and their sum", n, total, res.Usage, tc.usages)
+			}
+		})
+	}
+}
+
+// TestCompactPiSummaryText: with Engine.PiSummary the summary is the
+// model's text as it came, white space around it included, as pi's
+// compaction keeps it; e's own trims it.
+func TestCompactPiSummaryText(t *testing.T) {
+	const text = "  The summary.\n\n"
+	for _, tc := range []struct {
+		pi   bool
+		want string
+	}{{true, text}, {false, "The summary."}} {
+		t.Run(fmt.Sprint(tc.pi), func(t *testing.T) {
+			srv := chatServer(t, reply{text: "hi"}, reply{text: text})
+			cat, err := model.NewCatalog(model.Config{Getenv: func(string) string { return "" }, HTTPClient: srv.Client(),
+				Providers: map[string]model.ProviderConfig{"local": {API: model.APIOpenAIChat, BaseURL: srv.URL,
+					Models: []model.ModelConfig{{ID: "m"}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := testEngine(t)
+			eng.Catalog, eng.PiSummary = cat, tc.pi
+			s := testSession(t, eng, func(o *Options) { o.Model, o.Effort, o.Tools = "local/m", "", nil })
+			prompt(t, s, "hello")
+			if err := s.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Compact(t.Context(), "", (&recorder{}).sink); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := Summary(History(s.Entries())[0]); got != tc.want {
+				t.Errorf("summary %q, want %q", got, tc.want)
 			}
 		})
 	}

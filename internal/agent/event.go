@@ -70,6 +70,9 @@ type (
 	ToolOutput struct {
 		ID    int    `json:"id"`
 		Delta string `json:"delta"`
+		// Pi is bash's output so far as pi's bash tool reports it in an
+		// update (tool.Env.PiUpdate), for the pi dialect. Not on e's wire.
+		Pi *tool.PiSnapshot `json:"-"`
 	}
 	ToolEnd struct {
 		ID      int    `json:"id"`
@@ -80,6 +83,9 @@ type (
 		// itself (tool.Result.Shell), for front ends that show it as data
 		// (the pi dialect's structuredContent). Not on e's wire.
 		Shell *tool.ShellResult `json:"-"`
+		// Details are pi's details of the result (tool.Result.Details),
+		// for the pi dialect. Not on e's wire.
+		Details json.RawMessage `json:"-"`
 	}
 	Compacting struct {
 		Reason       string `json:"reason"` // "manual" or "auto"

@@ -62,10 +62,11 @@ type Engine struct {
 	// as pi sets it (its compaction.reserveTokens): a context above the
 	// model's window less ReserveTokens, in place of CompactThreshold.
 	ReserveTokens int64
-	// SummaryFiles makes a compaction's summary end, as pi's does, with
-	// the lists of the files the summarised history read and modified
-	// (FileOps), so the model keeps knowing them.
-	SummaryFiles bool
+	// PiSummary makes a compaction's summary as pi's: the model's text as
+	// it wrote it (not trimmed), ending with the lists of the files the
+	// summarised history read and modified (FileOps), so the model keeps
+	// knowing them.
+	PiSummary bool
 	// PiOutput makes bash, the model's tool and a user's command, keep
 	// pi's part of a long output (its last 2000 lines or 50 KB) in place of
 	// the last 64 KiB, with the whole of it in a temp file that the result

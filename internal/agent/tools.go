@@ -17,14 +17,15 @@ import (
 
 // pending is one tool call of a batch.
 type pending struct {
-	call   Call
-	part   model.Part
-	paths  []string
-	result model.Part
-	failed bool
-	run    store.ToolRun
-	start  time.Time         // when it began running; zero when it never ran
-	shell  *tool.ShellResult // a bash call's end (tool.Result.Shell)
+	call    Call
+	part    model.Part
+	paths   []string
+	result  model.Part
+	failed  bool
+	run     store.ToolRun
+	start   time.Time         // when it began running; zero when it never ran
+	shell   *tool.ShellResult // a bash call's end (tool.Result.Shell)
+	details json.RawMessage   // tool.Result.Details
 }
 
 // runTools runs a batch in waves (L2, L3) and records every result. It
@@ -194,9 +195,11 @@ func (t *turn) runOne(p *pending) {
 			s.mu.Unlock()
 		}()
 	}
+	var snap *tool.PiSnapshot // the update PiUpdate gave for the chunk Output gets next
 	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Started: started, PiOutput: s.eng.PiOutput, Output: func(chunk string) {
-		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk})
-	}}
+		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk, Pi: snap})
+		snap = nil
+	}, PiUpdate: func(u tool.PiSnapshot) { snap = &u }}
 	r := tool.Run(ctx, env, p.part.Name, p.part.Arguments)
 	outcome := "completed"
 	switch {
@@ -216,7 +219,7 @@ func (t *turn) runOne(p *pending) {
 			t.emit(SleepStopped{ID: p.call.ID, MS: ms, Reason: "steer"})
 		}
 	}
-	p.shell = r.Shell
+	p.shell, p.details = r.Shell, r.Details
 	t.end(p, outcome, r.Summary, r.Content)
 }
 
@@ -227,7 +230,7 @@ func (t *turn) end(p *pending, outcome, sum, content string) {
 	if !p.start.IsZero() {
 		took = time.Since(p.start)
 	}
-	p.run = store.ToolRun{CallID: p.part.ID, Outcome: outcome, DurationMS: took.Milliseconds()}
+	p.run = store.ToolRun{CallID: p.part.ID, Outcome: outcome, DurationMS: took.Milliseconds(), Details: p.details}
 	if o := t.s.eng.Observer; o != nil {
 		o.ToolCall(ToolCallRecord{Session: t.s.id, ID: p.call.ID, Name: p.part.Name, Category: p.call.Category,
 			Outcome: outcome, Summary: sum, Duration: took, Arguments: p.call.Arguments})
@@ -239,7 +242,7 @@ func (t *turn) end(p *pending, outcome, sum, content string) {
 		t.res.Tools.Failures++
 	}
 	t.sinkMu.Unlock()
-	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content, Shell: p.shell})
+	t.emit(ToolEnd{ID: p.call.ID, Outcome: outcome, Summary: sum, Content: content, Shell: p.shell, Details: p.details})
 	if t.s.eng.Ext != nil {
 		t.s.eng.Ext.Notify("tool.result", map[string]any{"session": t.s.id, "id": p.call.ID, "name": p.part.Name,
 			"failed": p.failed, "content": content})

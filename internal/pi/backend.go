@@ -1,7 +1,11 @@
 package pi
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +35,7 @@ type spec struct {
 type backend struct {
 	h           *session.Host
 	sessionsDir string // "" keeps sessions in memory (--no-session)
+	flat        bool   // sessionsDir holds the sessions, not a folder per cwd
 	tools       []string
 }
 
@@ -71,7 +76,7 @@ func (b *backend) fromPi(sp *spec) error {
 	if err != nil {
 		return err
 	}
-	sp.entries, sp.parent, sp.resume = ps.entries, sp.resume, ""
+	sp.parent, sp.resume = sp.resume, ""
 	if st, err := os.Stat(ps.cwd); err == nil && st.IsDir() {
 		sp.cwd = ps.cwd
 	}
@@ -83,48 +88,122 @@ func (b *backend) fromPi(sp *spec) error {
 			sp.model, sp.effort = info.ID, Effort(info, Clamp(info, cmpOr(ps.level, levelOf(info.DefaultEffort))))
 		}
 	}
+	// The settings entries carry pi's level: e's effort for their model.
+	// One of a model e does not have goes (a resume would fail on it), and
+	// the session's own model and effort, when they differ, come last, as
+	// a resume takes the last.
+	var last session.Entry
+	for _, en := range ps.entries {
+		if en.Type == session.EntrySettings {
+			info, err := b.h.Model(en.Model)
+			if err != nil {
+				continue
+			}
+			en.Model, en.Effort = info.ID, Effort(info, Clamp(info, cmpOr(en.Effort, levelOf(info.DefaultEffort))))
+			last = en
+		}
+		sp.entries = append(sp.entries, en)
+	}
+	if last.Type != "" && sp.model != "" && (last.Model != sp.model || last.Effort != sp.effort) {
+		var id [4]byte
+		rand.Read(id[:])
+		sp.entries = append(sp.entries, session.Entry{ID: hex.EncodeToString(id[:]), Type: session.EntrySettings, Model: sp.model,
+			Effort: sp.effort, Time: time.Now()})
+	}
 	return nil
 }
 
-// dir is the folder of cwd's sessions, named as pi names it
-// (session-format.md): the path without its leading separator, with
-// separators and colons as dashes, between double dashes.
+// dir is the folder of cwd's sessions: a flat sessionsDir itself, else
+// one in it named as pi names it (session-format.md): the path without
+// its leading separator, with separators and colons as dashes, between
+// double dashes.
 func (b *backend) dir(cwd string) string {
+	if b.flat {
+		return b.sessionsDir
+	}
 	slug := strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(strings.TrimPrefix(cwd, string(filepath.Separator)))
 	return filepath.Join(b.sessionsDir, "--"+slug+"--")
 }
 
-// latest returns the newest saved session of cwd, or "".
-func (b *backend) latest(cwd string) string {
-	if b.sessionsDir == "" {
-		return ""
-	}
-	files, _ := filepath.Glob(filepath.Join(b.dir(cwd), "*.jsonl"))
-	best, bestTime := "", time.Time{}
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil && st.ModTime().After(bestTime) {
-			best, bestTime = f, st.ModTime()
-		}
-	}
-	return best
+// saved is a saved session's file and what its header says.
+type saved struct {
+	path, id, cwd string
+	mod           time.Time
 }
 
-// find resolves --session: a path, else a full or partial session id
-// among the saved sessions.
-func (b *backend) find(arg, cwd string) (string, error) {
-	if path := abs(cwd, arg); isFile(path) {
-		return path, nil
+// sessions returns the saved sessions of cwd (all of them when cwd is ""),
+// newest first. In a flat folder, as pi's, a session is cwd's when its
+// header names cwd.
+func (b *backend) sessions(cwd string) []saved {
+	if b.sessionsDir == "" {
+		return nil
 	}
-	if b.sessionsDir != "" && !strings.ContainsAny(arg, `/\`) {
-		// e's logs are named by id, pi's files <timestamp>_<id>.jsonl.
-		files, _ := filepath.Glob(filepath.Join(b.sessionsDir, "*", arg+"*.jsonl"))
-		pis, _ := filepath.Glob(filepath.Join(b.sessionsDir, "*", "*_"+arg+"*.jsonl"))
-		files = append(files, pis...)
-		if len(files) == 1 {
-			return files[0], nil
+	pattern := filepath.Join(b.sessionsDir, "*", "*.jsonl")
+	switch {
+	case b.flat:
+		pattern = filepath.Join(b.sessionsDir, "*.jsonl")
+	case cwd != "":
+		pattern = filepath.Join(b.dir(cwd), "*.jsonl")
+	}
+	files, _ := filepath.Glob(pattern)
+	var out []saved
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			continue
 		}
-		if len(files) > 1 {
-			return "", fmt.Errorf("pi: session %q is ambiguous: %d sessions match", arg, len(files))
+		s := saved{path: f, mod: st.ModTime()}
+		s.id, s.cwd = readHeader(f)
+		if s.id == "" || (b.flat && cwd != "" && s.cwd != cwd) {
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.SortStableFunc(out, func(x, y saved) int { return y.mod.Compare(x.mod) })
+	return out
+}
+
+// readHeader returns the id and cwd of a session file's header (e's log or
+// pi's file), "" when it has none.
+func readHeader(path string) (id, cwd string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReaderSize(f, 4096).ReadBytes('\n')
+	var h struct{ Type, ID, Cwd string }
+	if json.Unmarshal(line, &h) != nil || h.Type != "session" {
+		return "", ""
+	}
+	return h.ID, h.Cwd
+}
+
+// latest returns the newest saved session of cwd, or "".
+func (b *backend) latest(cwd string) string {
+	if ss := b.sessions(cwd); len(ss) > 0 {
+		return ss[0].path
+	}
+	return ""
+}
+
+// find resolves --session as pi's resolveSessionPath does: an argument
+// that looks like a path (a separator, or a .jsonl name) is one; else a
+// session id, or the start of one, first among cwd's sessions, then among
+// all (the newest of several that match).
+func (b *backend) find(arg, cwd string) (string, error) {
+	if strings.ContainsAny(arg, `/\`) || strings.HasSuffix(arg, ".jsonl") {
+		if path := abs(cwd, arg); isFile(path) {
+			return path, nil
+		}
+		return "", fmt.Errorf("pi: no session file %s", arg)
+	}
+	for _, ss := range [][]saved{b.sessions(cwd), b.sessions("")} {
+		if i := slices.IndexFunc(ss, func(s saved) bool { return s.id == arg }); i >= 0 {
+			return ss[i].path, nil
+		}
+		if i := slices.IndexFunc(ss, func(s saved) bool { return strings.HasPrefix(s.id, arg) }); i >= 0 {
+			return ss[i].path, nil
 		}
 	}
 	return "", fmt.Errorf("pi: no session %q (neither a file nor a saved session's id)", arg)
@@ -143,37 +222,52 @@ func isFile(path string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// toolSelection applies pi's tool flags to the tools e has (cli.md):
-// --tools replaces the selection, or with only +name/-name entries edits
-// it; --exclude-tools removes; --no-tools offers none.
-func toolSelection(all []string, f Flags) ([]string, error) {
+// piDefaultTools are the built-in tools pi 1.6.0 turns on by default
+// (DEFAULT_TOOL_NAMES); e's others (find, grep, ls, …) are there for
+// --tools to name, as pi's are.
+var piDefaultTools = []string{"read", "bash", "edit", "write"}
+
+// toolSelection applies pi's tool flags to the tools e has (cli.md): by
+// default pi's default built-ins and every tool that is not built in
+// (an extension's); --tools replaces that with the tools its names or
+// patterns match, or with only +name/-name entries edits it;
+// --exclude-tools removes; --no-tools offers none. As pi 1.6.0's, a name
+// no tool has is left out (e says so in a warning).
+func toolSelection(all []string, f Flags) (tools, warnings []string) {
 	if f.NoTools {
 		return []string{}, nil
 	}
-	sel := slices.Clone(all)
-	if f.NoBuiltin {
-		sel = slices.DeleteFunc(sel, session.Builtin)
+	var sel []string
+	if !f.NoBuiltin {
+		sel = slices.DeleteFunc(slices.Clone(piDefaultTools), func(n string) bool { return !slices.Contains(all, n) })
+	}
+	for _, n := range all {
+		if !session.Builtin(n) {
+			sel = append(sel, n)
+		}
 	}
 	if f.Tools != nil {
-		edits := len(f.Tools) > 0
-		for _, t := range f.Tools {
-			if !strings.HasPrefix(t, "+") && !strings.HasPrefix(t, "-") {
-				edits = false
-			}
-		}
+		edits := isToolEdit(f.Tools)
 		if !edits {
 			sel = nil
 		}
 		for _, t := range f.Tools {
 			name := strings.TrimLeft(t, "+-")
-			if !slices.Contains(all, name) {
-				return nil, fmt.Errorf("%w: --tools: unknown tool %q (e has %s)", ErrUsage, name, strings.Join(all, ", "))
+			matches := slices.DeleteFunc(slices.Clone(all), func(n string) bool { ok, _ := filepath.Match(name, n); return !ok })
+			if edits {
+				matches = slices.DeleteFunc(matches, func(n string) bool { return n != name })
 			}
-			switch {
-			case strings.HasPrefix(t, "-"):
-				sel = slices.DeleteFunc(sel, func(n string) bool { return n == name })
-			case !slices.Contains(sel, name):
-				sel = append(sel, name)
+			if len(matches) == 0 {
+				warnings = append(warnings, fmt.Sprintf("--tools: no tool %q (e has %s); left out", name, strings.Join(all, ", ")))
+				continue
+			}
+			for _, n := range matches {
+				switch {
+				case strings.HasPrefix(t, "-"):
+					sel = slices.DeleteFunc(sel, func(s string) bool { return s == n })
+				case !slices.Contains(sel, n):
+					sel = append(sel, n)
+				}
 			}
 		}
 	}
@@ -183,5 +277,13 @@ func toolSelection(all []string, f Flags) ([]string, error) {
 	if sel == nil {
 		sel = []string{}
 	}
-	return sel, nil
+	return sel, warnings
 }
+
+// isToolEdit reports whether a --tools list has only +name/-name entries
+// (ParseFlags refuses a list that mixes them with names).
+func isToolEdit(list []string) bool {
+	return len(list) > 0 && !slices.ContainsFunc(list, func(t string) bool { return !isToolModifier(t) })
+}
+
+func isToolModifier(t string) bool { return strings.HasPrefix(t, "+") || strings.HasPrefix(t, "-") }

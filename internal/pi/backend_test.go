@@ -164,3 +164,90 @@ func TestNewSessionWaitsForCompaction(t *testing.T) {
 		t.Errorf("a prompt after new_session: %v", err)
 	}
 }
+
+// TestStartFlags checks pi's start-up flags as pi 1.6.0 takes them
+// (checked against it by TestDifferential): processes started one after
+// another in one folder, each with its flags.
+func TestStartFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"work", "e-home", "pi-agent"} {
+		os.Mkdir(filepath.Join(dir, d), 0o700)
+	}
+	os.WriteFile(filepath.Join(dir, "pi-agent", "models.json"), []byte(`{"providers":{"mock":{"baseUrl":"http://127.0.0.1:1/v1",
+		"api":"openai-completions","apiKey":"k","models":[{"id":"m1","reasoning":true},{"id":"m2"}]}}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "pi-agent", "settings.json"), []byte(`{"defaultProvider":"mock","defaultModel":"m1"}`), 0o600)
+	vars := map[string]string{"PI_CODING_AGENT_DIR": filepath.Join(dir, "pi-agent")}
+	flat := filepath.Join(dir, "flat")
+	run := func(args ...string) *front {
+		t.Helper()
+		f, err := ParseFlags(append([]string{"--mode", "rpc"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := start(f, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+			Cwd: filepath.Join(dir, "work"), Home: filepath.Join(dir, "e-home"),
+			Getenv: func(k string) string { return vars[k] }, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr.shutdown()
+		return fr
+	}
+	type state struct{ Model, Level, Session string }
+	of := func(fr *front) state { return state{fr.info.ID, fr.level, fr.session().ID()} }
+	first := of(run("--model", "m2"))
+	tests := []struct {
+		name string
+		args []string
+		want state
+	}{
+		// The level as given: e's effort of minimal is low.
+		{name: "model suffix and --thinking", args: []string{"--no-session", "--model", "mock/m1:low", "--thinking", "minimal"},
+			want: state{Model: "mock/m1", Level: "minimal"}},
+		// A session opened goes on with its own model, at the level
+		// --thinking names (e took the default model before).
+		{name: "continue", args: []string{"-c"}, want: state{Model: "mock/m2", Level: "off", Session: first.Session}},
+		{name: "session id prefix", args: []string{"--session", first.Session[:20], "--thinking", "high"},
+			want: state{Model: "mock/m2", Level: "off", Session: first.Session}},
+		{name: "continue with --thinking", args: []string{"-c", "--model", "m1", "--thinking", "high"},
+			want: state{Model: "mock/m1", Level: "high", Session: first.Session}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := of(run(tt.args...))
+			if tt.want.Session == "" {
+				got.Session = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// --session-dir keeps the sessions in the folder itself, where -c
+	// finds the newest of this cwd.
+	inFlat := run("--session-dir", flat)
+	if got := filepath.Dir(inFlat.session().Path()); got != flat {
+		t.Errorf("--session-dir: saved in %s, want %s", got, flat)
+	}
+	if got := of(run("--session-dir", flat, "-c")).Session; got != inFlat.session().ID() {
+		t.Errorf("--session-dir -c opened %s, want %s", got, inFlat.session().ID())
+	}
+}
+
+// TestCloneUnsaved: as pi 1.6.0's, clone refuses a saved session with no
+// message yet (pi has not written its file), in pi's words.
+func TestCloneUnsaved(t *testing.T) {
+	fr := newFront(t)
+	clone := &command{typ: "clone", line: []byte(`{"type":"clone"}`)}
+	want := "This session has not been saved yet. Send a message before cloning or forking it."
+	if _, err := fr.clone(clone); err == nil || err.Error() != want {
+		t.Fatalf("clone of a new session: %v, want %q", err, want)
+	}
+	if err := fr.startRun("/text one", nil, nil, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	<-fr.runDone
+	if _, err := fr.clone(clone); err != nil {
+		t.Errorf("clone after a message: %v", err)
+	}
+}

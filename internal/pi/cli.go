@@ -30,6 +30,9 @@ type Flags struct {
 	AppendPrompts []string // appended to the system prompt
 	Help, Version bool
 	Messages      []string // json mode: the prompts
+	// Warnings are options pi 1.6.0 takes but ignores (or e does), one
+	// line each for stderr: e goes on, as pi does.
+	Warnings []string
 }
 
 // ErrUsage marks a command-line error: exit status 2.
@@ -56,10 +59,6 @@ var switches = map[string]string{
 	// No-ops in e: it has none of these to turn off, or already behaves so.
 	"--no-mcp": "", "-ns": "", "--no-skills": "", "--no-themes": "",
 	"--offline": "", "--verbose": "", "-na": "", "--no-approve": "",
-	// pi's --print selects running once, which --mode rpc and --mode json
-	// already decide (pi's resolveAppMode reads the mode first): pi's own
-	// subagent example spawns "pi --mode json -p --no-session …".
-	"-p": "", "--print": "",
 	// Options e cannot honour: refused with a reason.
 	"-r": "resume", "--resume": "resume", "-a": "approve", "--approve": "approve",
 	"-nc": "no-context-files", "--no-context-files": "no-context-files", "--list-models": "list-models",
@@ -99,6 +98,20 @@ func ParseFlags(args []string) (Flags, error) {
 		name, value, hasValue := strings.Cut(arg, "=")
 		if !strings.HasPrefix(name, "--") {
 			name, value, hasValue = arg, "", false // short options take their value separately
+		}
+		if name == "-p" || name == "--print" {
+			// pi's print flag (pi's own subagent example spawns "pi --mode
+			// json -p --no-session …"); --mode rpc or json wins over it, and as pi's
+			// it takes the next argument as a prompt unless that is an
+			// option or an @file.
+			if hasValue {
+				return fail("option %s takes no value", name)
+			}
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "@") && (!strings.HasPrefix(args[i+1], "-") || strings.HasPrefix(args[i+1], "---")) {
+				i++
+				f.Messages = append(f.Messages, args[i])
+			}
+			continue
 		}
 		if key, ok := switches[name]; ok {
 			if hasValue {
@@ -152,7 +165,9 @@ func ParseFlags(args []string) (Flags, error) {
 			f.APIKey = value
 		case "thinking":
 			if !slices.Contains(Levels, value) {
-				return fail("--thinking: %q is not one of %s", value, strings.Join(Levels, ", "))
+				// pi 1.6.0 warns and keeps the model's level.
+				f.Warnings = append(f.Warnings, fmt.Sprintf("--thinking: %q is not one of %s; ignored", value, strings.Join(Levels, ", ")))
+				continue
 			}
 			f.Thinking = value
 		case "session":
@@ -162,7 +177,16 @@ func ParseFlags(args []string) (Flags, error) {
 		case "name":
 			f.Name = value
 		case "tools":
+			// pi's getToolListError: edits and names do not mix, and an
+			// edit names one tool.
 			f.Tools = splitList(value)
+			mods := slices.DeleteFunc(slices.Clone(f.Tools), func(t string) bool { return !isToolModifier(t) })
+			if len(mods) > 0 && len(mods) < len(f.Tools) {
+				return fail("%s: tool names cannot be mixed with +name or -name entries", name)
+			}
+			if i := slices.IndexFunc(mods, func(t string) bool { return strings.Contains(t, "*") }); i >= 0 {
+				return fail("%s: +name and -name entries take exact tool names, not patterns: %s", name, mods[i])
+			}
 		case "exclude-tools":
 			f.ExcludeTools = append(f.ExcludeTools, splitList(value)...)
 		case "system-prompt":
@@ -180,7 +204,8 @@ func ParseFlags(args []string) (Flags, error) {
 		}
 		return fail("--mode %q: e speaks pi's rpc and json modes (for text, use e -p)", f.Mode)
 	case f.Mode == "rpc" && len(f.Messages) > 0:
-		return fail("rpc mode takes no prompt arguments (got %q): send prompt commands", f.Messages[0])
+		// pi 1.6.0 ignores them in rpc mode (but @file arguments).
+		f.Warnings = append(f.Warnings, fmt.Sprintf("rpc mode ignores prompt arguments (got %q): send prompt commands", f.Messages[0]))
 	case f.Mode == "json" && len(f.Messages) == 0:
 		return fail("json mode needs a prompt argument")
 	case f.Provider != "" && f.Model == "":

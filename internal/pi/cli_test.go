@@ -34,10 +34,19 @@ func TestParseFlags(t *testing.T) {
 		{name: "unsupported", args: []string{"--mode", "rpc", "--resume"}, err: "pi option --resume opens an interactive selector"},
 		{name: "no mode", args: []string{"--no-session"}, err: "--mode rpc or --mode json is required"},
 		{name: "text mode", args: []string{"--mode", "text"}, err: `--mode "text"`},
-		{name: "rpc prompt", args: []string{"--mode", "rpc", "hello"}, err: "rpc mode takes no prompt arguments"},
+		// pi 1.6.0 (checked) ignores prompt arguments, --print and a bad
+		// level in rpc mode, and refuses a --tools list that mixes names
+		// and edits.
+		{name: "rpc prompt", args: []string{"--mode", "rpc", "hello"},
+			want: Flags{Mode: "rpc", Messages: []string{"hello"}, Warnings: []string{`rpc mode ignores prompt arguments (got "hello"): send prompt commands`}}},
+		{name: "print in rpc mode", args: []string{"--mode", "rpc", "--print", "-nt"}, want: Flags{Mode: "rpc", NoTools: true}},
+		{name: "print takes a prompt", args: []string{"-p", "hi", "--mode", "json"}, want: Flags{Mode: "json", Messages: []string{"hi"}}},
+		{name: "bad level", args: []string{"--mode", "rpc", "--thinking", "lots"},
+			want: Flags{Mode: "rpc", Warnings: []string{`--thinking: "lots" is not one of off, minimal, low, medium, high, xhigh, max; ignored`}}},
+		{name: "tools mixed", args: []string{"--mode", "rpc", "--tools", "read,-bash"}, err: "cannot be mixed"},
+		{name: "tools edit pattern", args: []string{"--mode", "rpc", "--tools", "-b*"}, err: "not patterns: -b*"},
 		{name: "json without prompt", args: []string{"--mode", "json"}, err: "json mode needs a prompt"},
 		{name: "provider alone", args: []string{"--mode", "rpc", "--provider", "x"}, err: "--provider requires --model"},
-		{name: "bad level", args: []string{"--mode", "rpc", "--thinking", "lots"}, err: `--thinking: "lots"`},
 		{name: "missing value", args: []string{"--mode", "rpc", "--model"}, err: "--model needs a value"},
 		{name: "file arg", args: []string{"--mode", "json", "@x.txt"}, err: "@file arguments"},
 		// pi 1.6.0 (checked): --no-session wins, an empty in-memory session.
@@ -170,31 +179,73 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestToolSelection(t *testing.T) {
-	all := []string{"bash", "edit", "read", "write"}
+	all := []string{"bash", "edit", "find", "grep", "read", "write", "ext_tool"}
+	def := []string{"read", "bash", "edit", "write", "ext_tool"}
 	tests := []struct {
 		name string
 		f    Flags
 		want []string
-		err  string
+		warn string
 	}{
-		{name: "default", want: all},
-		{name: "allowlist", f: Flags{Tools: []string{"read", "bash"}}, want: []string{"read", "bash"}},
-		{name: "edits", f: Flags{Tools: []string{"-write", "-edit"}}, want: []string{"bash", "read"}},
-		{name: "exclude pattern", f: Flags{ExcludeTools: []string{"*it*"}}, want: []string{"bash", "read"}},
+		// pi 1.6.0's default: read, bash, edit, write, and the tools of
+		// extensions.
+		{name: "default", want: def},
+		{name: "allowlist", f: Flags{Tools: []string{"read", "grep"}}, want: []string{"read", "grep"}},
+		{name: "allowlist pattern", f: Flags{Tools: []string{"*e*"}}, want: []string{"edit", "grep", "read", "write", "ext_tool"}},
+		{name: "edits", f: Flags{Tools: []string{"-write", "-edit", "+find"}}, want: []string{"read", "bash", "ext_tool", "find"}},
+		{name: "exclude pattern", f: Flags{ExcludeTools: []string{"*it*"}}, want: []string{"read", "bash", "ext_tool"}},
+		{name: "no builtins", f: Flags{NoBuiltin: true}, want: []string{"ext_tool"}},
 		{name: "none", f: Flags{NoTools: true}, want: []string{}},
-		{name: "unknown", f: Flags{Tools: []string{"teleport"}}, err: `unknown tool "teleport"`},
+		// pi 1.6.0 leaves a name no tool has out and goes on.
+		{name: "unknown", f: Flags{Tools: []string{"read", "teleport"}}, want: []string{"read"}, warn: `no tool "teleport"`},
+		{name: "unknown edit", f: Flags{Tools: []string{"-teleport"}}, want: def, warn: `no tool "teleport"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := toolSelection(all, tt.f)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want %q", err, tt.err)
-				}
-				return
-			}
+			got, warnings := toolSelection(all, tt.f)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if w := strings.Join(warnings, "\n"); (tt.warn == "") != (w == "") || !strings.Contains(w, tt.warn) {
+				t.Errorf("warnings %q, want one with %q", warnings, tt.warn)
+			}
+		})
+	}
+}
+
+// TestCustomModel checks pi 1.6.0's custom model ids: a --model its
+// provider of models.json does not declare is a copy of that provider's
+// first model under the id given.
+func TestCustomModel(t *testing.T) {
+	tests := []struct {
+		name, provider, pattern string
+		want                    []string // the provider's model ids after
+		warn                    bool
+	}{
+		{name: "declared", pattern: "mock/m1", want: []string{"m1", "m2"}},
+		{name: "fuzzy match", provider: "mock", pattern: "m", want: []string{"m1", "m2"}},
+		{name: "prefix", pattern: "mock/other:high", want: []string{"m1", "m2", "other"}, warn: true},
+		{name: "provider flag", provider: "mock", pattern: "other", want: []string{"m1", "m2", "other"}, warn: true},
+		{name: "no such provider", pattern: "nope/other", want: []string{"m1", "m2"}},
+		{name: "bare id", pattern: "other", want: []string{"m1", "m2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Config{Providers: map[string]model.ProviderConfig{"mock": {API: model.APIOpenAIChat,
+				Models: []model.ModelConfig{{ID: "m1", ContextWindow: 1000}, {ID: "m2"}}}}}
+			warn := c.CustomModel(tt.provider, tt.pattern)
+			var got []string
+			for _, m := range c.Providers["mock"].Models {
+				got = append(got, m.ID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("models (-want +got):\n%s", diff)
+			}
+			if (warn != "") != tt.warn {
+				t.Errorf("warning %q, want one: %v", warn, tt.warn)
+			}
+			if tt.warn && c.Providers["mock"].Models[2].ContextWindow != 1000 {
+				t.Errorf("the custom model is not a copy of the first: %+v", c.Providers["mock"].Models[2])
 			}
 		})
 	}

@@ -204,17 +204,19 @@ func (c *Config) Getenv(base func(string) string) func(string) string {
 }
 
 // SessionsDir is where saved sessions go: flag, then the environment, then
-// settings, then the config dir's sessions/ folder.
-func (c *Config) SessionsDir(flag string, getenv func(string) string) string {
+// settings, each a folder that holds the sessions themselves (flat), else
+// the config dir's sessions/ folder, which holds a folder per cwd (pi's
+// getDefaultSessionDir).
+func (c *Config) SessionsDir(flag string, getenv func(string) string) (dir string, flat bool) {
 	switch {
 	case flag != "":
-		return flag
+		return flag, true
 	case getenv("PI_CODING_AGENT_SESSION_DIR") != "":
-		return getenv("PI_CODING_AGENT_SESSION_DIR")
+		return getenv("PI_CODING_AGENT_SESSION_DIR"), true
 	case c.Settings.SessionDir != "":
-		return c.Settings.SessionDir
+		return c.Settings.SessionDir, true
 	}
-	return filepath.Join(c.Dir, "sessions")
+	return filepath.Join(c.Dir, "sessions"), false
 }
 
 func readJSON(path string, v any) error {
@@ -247,4 +249,39 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// CustomModel adds the model a --model names to its models.json provider
+// when that provider declares no model it matches, as pi 1.6.0 does
+// ("Using custom model id"): a copy of the provider's first model under
+// that id. The provider is --provider's, else the pattern's "NAME/"
+// prefix. It returns the warning to print, "" when it added nothing.
+func (c *Config) CustomModel(provider, pattern string) string {
+	if i := strings.LastIndexByte(pattern, ':'); i >= 0 && slices.Contains(Levels, pattern[i+1:]) {
+		pattern = pattern[:i]
+	}
+	id := pattern
+	if provider == "" {
+		for name := range c.Providers {
+			if rest, ok := strings.CutPrefix(pattern, name+"/"); ok && len(name) > len(provider) && rest != "" {
+				provider, id = name, rest
+			}
+		}
+	}
+	pc, ok := c.Providers[provider]
+	if !ok || len(pc.Models) == 0 {
+		return ""
+	}
+	var known []model.Info
+	for _, m := range pc.Models {
+		known = append(known, model.Info{ID: provider + "/" + m.ID, Provider: provider, Name: m.ID})
+	}
+	if _, _, err := ResolveModel(known, provider, id, func(model.Info) bool { return true }); !errors.Is(err, errNoModel) {
+		return "" // found, or ambiguous: no custom model
+	}
+	custom := pc.Models[0]
+	custom.ID = id
+	pc.Models = append(slices.Clone(pc.Models), custom)
+	c.Providers[provider] = pc
+	return fmt.Sprintf("model %q not found for provider %q: using it as a custom model id", id, provider)
 }

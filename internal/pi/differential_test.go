@@ -50,6 +50,9 @@ var compareValues = map[string]bool{
 	"autoCompactionEnabled": true, "exitCode": true, "toolName": true, "provider": true, "levels": true,
 	"messageCount": true, "pendingMessageCount": true, "userMessages": true, "assistantMessages": true,
 	"toolCalls": true, "toolResults": true, "totalMessages": true,
+	// The test's own records (exit, check).
+	"status": true, "stderrLines": true, "stderrNames": true, "requestTools": true, "systemStarts": true,
+	"systemHas": true, "fileInDir": true,
 }
 
 // ignored are the paths (in a flow, "" for every flow; a record's kind,
@@ -61,7 +64,7 @@ var ignored = []struct{ flow, kind, path, why string }{
 	{"", "*", ".timestamp", "a time (anywhere); e writes JavaScript's millisecond ISO form, checked by TestEntries"},
 	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
 	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
-	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "pi's updates of a cut output carry its truncation bookkeeping (the final result's, listed) from some update on, which one depends on how the output was read"},
+	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "the updates of a cut output carry its truncation bookkeeping from the first that has read past the limits on, which one depends on how the output was read (chunking)"},
 	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 
@@ -281,6 +284,10 @@ type diffMock struct {
 	failed    map[string]bool
 	release   chan struct{}
 	summaries chan struct{} // open (closed) or held
+	// The last request's system prompt and tool names, for the checks of
+	// the start-up flags.
+	system string
+	tools  []string
 }
 
 func newDiffMock() *diffMock {
@@ -307,11 +314,28 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		Tools []struct {
+			Function struct{ Name string } `json:"function"`
+		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
+	system, tools := "", []string{}
+	for _, msg := range req.Messages {
+		if msg.Role == "system" || msg.Role == "developer" {
+			system = contentText(msg.Content)
+			break
+		}
+	}
+	for _, t := range req.Tools {
+		tools = append(tools, t.Function.Name)
+	}
+	slices.Sort(tools)
+	m.mu.Lock()
+	m.system, m.tools = system, tools
+	m.mu.Unlock()
 	last, user, summary := "", "", false
 	for _, msg := range req.Messages {
 		last = msg.Role
@@ -520,23 +544,86 @@ func (a *diffAgent) stop() (int, string) {
 	return code, stderr
 }
 
-// restart ends the process and starts it again with args, writing
-// settings.json first when settings is not "". The old process's exit
-// status is a line of its own: {"type":"exit","status":N}.
+// modelFlags are the flags every start has but restartBare's.
+var modelFlags = []string{"--provider", "mock", "--model", "mock-1"}
+
+// restart ends the process and starts it again with modelFlags and args,
+// writing settings.json first when settings is not "". The old process's
+// exit status is a line of its own: {"type":"exit","status":N,…}.
 func (a *diffAgent) restart(settings string, args ...string) {
 	a.t.Helper()
-	a.exit()
 	if settings != "" {
+		a.exit()
 		os.WriteFile(filepath.Join(a.agent, "settings.json"), []byte(settings), 0o600)
+		a.launch(append(slices.Clone(modelFlags), args...)...)
+		return
 	}
+	a.restartBare(append(slices.Clone(modelFlags), args...)...)
+}
+
+// restartBare is restart with args alone (the flags of the model too).
+func (a *diffAgent) restartBare(args ...string) {
+	a.t.Helper()
+	a.exit()
 	a.launch(args...)
 }
 
-// exit ends the process and adds its exit line.
-func (a *diffAgent) exit() {
-	code, _ := a.stop()
-	a.add([]byte(fmt.Sprintf(`{"type":"exit","status":%d}`, code)))
+// startExit ends the process, then starts one with args and at once ends
+// its input: the exit line of that one says its status, how many lines
+// it wrote on stderr and whether they name word.
+func (a *diffAgent) startExit(word string, args ...string) {
+	a.t.Helper()
+	a.exit()
+	a.launch(args...)
+	a.exitNaming(word)
+}
+
+// exit ends the process (if one runs) and adds its exit line.
+func (a *diffAgent) exit() { a.exitNaming("") }
+
+func (a *diffAgent) exitNaming(word string) {
+	if a.cmd == nil {
+		return
+	}
+	code, stderr := a.stop()
+	n := 0
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	rec := map[string]any{"type": "exit", "status": code, "stderrLines": n}
+	if word != "" {
+		rec["stderrNames"] = strings.Contains(stderr, word)
+	}
+	b, _ := json.Marshal(rec)
+	a.add(b)
 	a.high = a.lenLines()
+}
+
+// check adds a record of the test's own (type "check") with what a flow
+// found out, so that both agents' findings are compared.
+func (a *diffAgent) check(fields map[string]any) {
+	fields["type"] = "check"
+	b, _ := json.Marshal(fields)
+	a.add(b)
+	a.high = a.lenLines()
+}
+
+// checkRequest checks what the model saw in the last request: its tools,
+// and whether its system prompt starts with start and holds has.
+func (a *diffAgent) checkRequest(start, has string) {
+	a.mock.mu.Lock()
+	system, tools := a.mock.system, slices.Clone(a.mock.tools)
+	a.mock.mu.Unlock()
+	rec := map[string]any{"requestTools": tools}
+	if start != "" {
+		rec["systemStarts"] = strings.HasPrefix(system, start)
+	}
+	if has != "" {
+		rec["systemHas"] = strings.Contains(system, has)
+	}
+	a.check(rec)
 }
 
 func (a *diffAgent) lenLines() int {
@@ -651,7 +738,8 @@ func prompt(a *diffAgent, msg string) {
 var diffFlows = []diffFlow{
 	{"state-fresh", func(a *diffAgent) {
 		for _, c := range []string{"get_state", "get_messages", "get_available_models", "get_available_thinking_levels",
-			"get_commands", "get_session_stats", "get_entries", "get_tree", "get_last_assistant_text", "get_fork_messages"} {
+			"get_commands", "get_session_stats", "get_entries", "get_tree", "get_last_assistant_text", "get_fork_messages",
+			"clone"} { // clone before any message: refused
 			a.call(map[string]any{"type": c})
 		}
 	}},
@@ -1050,6 +1138,126 @@ var restartFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_session_stats"})
 	}},
+	{"session-path", func(a *diffAgent) {
+		// --session PATH of the agent's own saved file: the same session,
+		// which goes on.
+		a.restart(diffSettings)
+		prompt(a, "remember this")
+		file, _ := data(a.call(map[string]any{"type": "get_state"}))["sessionFile"].(string)
+		a.restart("", "--session", file)
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+		prompt(a, "after the resume")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"session-id", func(a *diffAgent) {
+		// --session ID, whole and as a prefix, finds the saved session.
+		id, _ := data(a.call(map[string]any{"type": "get_state"}))["sessionId"].(string)
+		a.restart("", "--session", id)
+		a.call(map[string]any{"type": "get_messages"})
+		a.restart("", "--session", id[:len(id)-2])
+		a.call(map[string]any{"type": "get_messages"})
+		a.startExit("no-such-session", append(slices.Clone(modelFlags), "--session", "no-such-session")...)
+	}},
+	{"continue", func(a *diffAgent) {
+		// -c opens the newest session of the folder.
+		a.restart("", "-c")
+		a.call(map[string]any{"type": "get_messages"})
+		prompt(a, "continued")
+		a.restart("", "--continue")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"session-dir", func(a *diffAgent) {
+		// --session-dir DIR keeps the sessions in DIR itself; -c finds
+		// them there.
+		dir := filepath.Join(filepath.Dir(a.work), "elsewhere")
+		a.restart("", "--session-dir", dir)
+		prompt(a, "kept elsewhere")
+		file, _ := data(a.call(map[string]any{"type": "get_state"}))["sessionFile"].(string)
+		a.check(map[string]any{"fileInDir": filepath.Dir(file) == dir})
+		a.restart("", "--session-dir", dir, "-c")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"no-session", func(a *diffAgent) {
+		// --no-session: an empty session kept in memory; -c beside it is
+		// ignored.
+		a.restart("", "--no-session")
+		a.call(map[string]any{"type": "get_state"})
+		prompt(a, "not saved")
+		a.call(map[string]any{"type": "get_messages"})
+		a.restart("", "--no-session", "-c")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"pi-file", func(a *diffAgent) {
+		// --session of a file pi 1.6.0 wrote (testdata/pi-session.jsonl:
+		// a name, a level, a read call, a user bash command, a model
+		// change), without --model: its model and level.
+		file := piSessionFixture(a.t, filepath.Join(filepath.Dir(a.work), "pi-written.jsonl"), a.work)
+		a.restartBare("--session", file)
+		a.call(map[string]any{"type": "get_state"})
+		a.call(map[string]any{"type": "get_messages"})
+		prompt(a, "after the pi file")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"model-flags", func(a *diffAgent) {
+		a.restartBare("--model", "mock/mock-1:high")
+		a.call(map[string]any{"type": "get_state"})
+		a.restartBare("--provider", "mock", "--model", "mock-2", "--thinking", "high") // no reasoning: off
+		a.call(map[string]any{"type": "get_state"})
+		a.restartBare("--model", "mock-1:low", "--thinking", "minimal") // --thinking wins
+		a.call(map[string]any{"type": "get_state"})
+	}},
+	{"tool-flags", func(a *diffAgent) {
+		// (The default selection: the system-prompt flow's.)
+		for _, args := range [][]string{{"--tools", "read,bash,nope"}, {"--no-tools"}, {"--tools", "-bash,+grep", "--exclude-tools", "wr*"}} {
+			a.restart("", args...)
+			prompt(a, "hello tools")
+			a.checkRequest("", "")
+		}
+	}},
+	{"system-prompt", func(a *diffAgent) {
+		a.restart("", "--system-prompt", "You are TESTBOT.", "--append-system-prompt", "Always say OK.")
+		prompt(a, "hello prompt")
+		a.checkRequest("You are TESTBOT.", "Always say OK.")
+		appendix := filepath.Join(filepath.Dir(a.work), "appendix.md")
+		os.WriteFile(appendix, []byte("From a file."), 0o600)
+		a.restart("", "--append-system-prompt", appendix)
+		prompt(a, "hello prompt")
+		a.checkRequest("", "From a file.")
+	}},
+	{"bad-flags", func(a *diffAgent) {
+		// Options pi refuses (exit status, a line on stderr naming it) and
+		// those it takes in rpc mode.
+		for _, c := range []struct {
+			word string
+			args []string
+		}{
+			{"--bogus", []string{"--bogus=1"}},
+			{"-z", []string{"-z"}},
+			{"file", []string{"@file"}},
+			{"bogus", []string{"--mode", "bogus"}},
+			{"nope", []string{"--model", "mock/nope"}},
+			// Taken in rpc mode: an unknown level (a warning), prompt
+			// arguments, --print.
+			{"bogus", []string{"--thinking", "bogus", "hello", "--print"}},
+		} {
+			a.startExit(c.word, append(slices.Clone(modelFlags), c.args...)...)
+		}
+	}},
+}
+
+// piSessionFixture writes testdata/pi-session.jsonl, a session file pi
+// 1.6.0 wrote, to path with its cwd set to cwd (pi refuses a session whose
+// cwd is gone).
+func piSessionFixture(t *testing.T, path, cwd string) string {
+	b, err := os.ReadFile("testdata/pi-session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("@CWD@"), []byte(cwd)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestDifferential compares e --mode rpc with real pi 1.6.0 flow by flow.
@@ -1066,7 +1274,6 @@ func TestDifferential(t *testing.T) {
 		t.Skip("-short: the differential test runs real pi (Node)")
 	}
 	bin := testbuild.Command(t, "github.com/e-agent/e/cmd/e", false)
-	flags := []string{"--mode", "rpc", "--provider", "mock", "--model", "mock-1"}
 	run := func(name string, argv []string) (map[string][]record, error) {
 		dir := t.TempDir()
 		mock := newDiffMock()
@@ -1088,8 +1295,8 @@ func TestDifferential(t *testing.T) {
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
 			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
-		a := newDiffAgent(t, name, append(argv, flags...), env, work, agentDir, mock)
-		a.launch()
+		a := newDiffAgent(t, name, append(argv, "--mode", "rpc"), env, work, agentDir, mock)
+		a.launch(modelFlags...)
 		flows := map[string][]record{}
 		var dump bytes.Buffer
 		if *piDiffDump != "" {

@@ -70,6 +70,15 @@ type piMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCallID string          `json:"toolCallId"`
 	IsError    bool            `json:"isError"`
+	DurationMS *int64          `json:"durationMs"`
+	ToolName   string          `json:"toolName"`
+	Details    json.RawMessage `json:"details"`
+	// assistant: what e keeps of the model call (session.ModelCall)
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model"`
+	ResponseID    string   `json:"responseId"`
+	RawStopReason string   `json:"rawStopReason"`
+	Usage         *piUsage `json:"usage"`
 	// bashExecution
 	Command            string `json:"command"`
 	Output             string `json:"output"`
@@ -78,6 +87,18 @@ type piMessage struct {
 	Truncated          bool   `json:"truncated"`
 	ExcludeFromContext bool   `json:"excludeFromContext"`
 	FullOutputPath     string `json:"fullOutputPath"`
+}
+
+// piUsage is an assistant message's usage.
+type piUsage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	Reasoning  int64 `json:"reasoning"`
+	Cost       struct {
+		Total *float64 `json:"total"`
+	} `json:"cost"`
 }
 
 // piBlock is one content block.
@@ -153,12 +174,22 @@ func (ps *piSession) add(l piLine) error {
 			return err
 		}
 		return ps.message(en, m)
-	case "model_change":
-		ps.model = l.Provider + "/" + l.ModelID
-		return nil
-	case "thinking_level_change":
-		ps.level = l.ThinkingLevel
-		return nil
+	case "model_change", "thinking_level_change":
+		// A settings entry with both (its Effort pi's level until
+		// fromPi knows the model), so that each answer names the model
+		// and level it was made with; pi's pair at a session's start
+		// becomes one.
+		if l.Type == "model_change" {
+			ps.model = l.Provider + "/" + l.ModelID
+		} else {
+			ps.level = l.ThinkingLevel
+		}
+		en.Type, en.Model, en.Effort = session.EntrySettings, ps.model, ps.level
+		if n := len(ps.entries); n > 0 && ps.entries[n-1].Type == session.EntrySettings {
+			en.ID, en.Time = ps.entries[n-1].ID, ps.entries[n-1].Time
+			ps.entries[n-1] = en
+			return nil
+		}
 	case "compaction":
 		en.Type, en.Summary, en.Tokens = session.EntryCompaction, l.Summary, l.TokensBefore
 		if l.FirstKeptEntryID != l.ID {
@@ -193,6 +224,16 @@ func (ps *piSession) message(en session.Entry, m piMessage) error {
 			return err
 		}
 		msg = model.Message{Role: model.RoleAssistant, Content: parts}
+		if m.Usage != nil {
+			call := &session.ModelCall{Model: m.Provider + "/" + m.Model, Attempts: 1, ResponseID: m.ResponseID,
+				FinishReason: m.RawStopReason, CostUSD: m.Usage.Cost.Total}
+			u := &call.Usage
+			u.Input, u.Output, u.CacheRead, u.CacheWrite5m, u.Reasoning = m.Usage.Input, m.Usage.Output, m.Usage.CacheRead, m.Usage.CacheWrite, m.Usage.Reasoning
+			if m.DurationMS != nil {
+				call.DurationMS = *m.DurationMS
+			}
+			en.Call = call
+		}
 	case "toolResult":
 		parts, err := blocks(m.Content)
 		if err != nil {
@@ -203,16 +244,32 @@ func (ps *piSession) message(en session.Entry, m piMessage) error {
 			text += p.Text
 		}
 		res := model.Part{Type: model.PartToolResult, CallID: m.ToolCallID, Text: text, IsError: m.IsError}
+		var run []session.ToolRun
+		if m.DurationMS != nil || m.ToolName == "bash" && len(m.Details) > 0 {
+			r := session.ToolRun{CallID: m.ToolCallID, Outcome: "completed"}
+			if m.IsError {
+				r.Outcome = "failed"
+			}
+			if m.DurationMS != nil {
+				r.DurationMS = *m.DurationMS
+			}
+			if m.ToolName == "bash" && bashDetails(m.Details) != nil { // bash's {truncation, fullOutputPath}
+				r.Details = m.Details
+			}
+			run = []session.ToolRun{r}
+		}
 		if n := len(ps.entries); n > 0 && ps.entries[n-1].Type == session.EntryMessage {
 			var prev model.Message
 			if json.Unmarshal(ps.entries[n-1].Message, &prev) == nil && prev.Role == model.RoleTool {
 				prev.Content = append(prev.Content, res)
 				b, err := json.Marshal(prev)
 				ps.entries[n-1].Message = b
+				ps.entries[n-1].Runs = append(ps.entries[n-1].Runs, run...)
 				return err
 			}
 		}
 		msg = model.Message{Role: model.RoleTool, Content: []model.Part{res}}
+		en.Runs = run
 	case "bashExecution":
 		en.Type = session.EntryShell
 		en.Shell = &session.ShellRun{Command: m.Command, Output: m.Output, ExitCode: m.ExitCode, Cancelled: m.Cancelled,

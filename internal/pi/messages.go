@@ -104,7 +104,7 @@ func (c *converter) logged(en session.Entry, m model.Message) []any {
 		case ToolResultMessage:
 			if j := slices.IndexFunc(en.Runs, func(r session.ToolRun) bool { return r.CallID == msg.ToolCallID }); j >= 0 {
 				d := en.Runs[j].DurationMS
-				msg.DurationMS = &d
+				msg.DurationMS, msg.Details = &d, bashDetails(en.Runs[j].Details)
 				out[i] = msg
 			}
 		}

@@ -99,6 +99,9 @@ func Main(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "e: %s (see e --mode rpc --help)\n", strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
 	}
+	for _, w := range f.Warnings {
+		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
+	}
 	if f.Help {
 		fmt.Fprint(env.Stdout, help)
 		return 0
@@ -141,6 +144,11 @@ func start(f Flags, env Env) (*front, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Model != "" {
+		if w := cfg.CustomModel(f.Provider, f.Model); w != "" {
+			cfg.Warnings = append(cfg.Warnings, w)
+		}
+	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
 	}
@@ -160,7 +168,7 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, SummaryFiles: true, PiOutput: true,
+		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
 		SetDuringTurn: true, ErrorText: providerError,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
@@ -206,13 +214,14 @@ func start(f Flags, env Env) (*front, error) {
 	for _, p := range fr.h.Providers() {
 		fr.baseURLs[p.Name] = p.BaseURL
 	}
-	tools, err := toolSelection(fr.h.Tools(), f)
-	if err != nil {
-		return fail(err)
+	tools, warnings := toolSelection(fr.h.Tools(), f)
+	for _, w := range warnings {
+		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
 	}
 	fr.b = &backend{h: fr.h, tools: tools}
 	if !f.NoSession {
-		fr.b.sessionsDir = cfg.SessionsDir(f.SessionDir, env.Getenv)
+		dir, flat := cfg.SessionsDir(f.SessionDir, env.Getenv)
+		fr.b.sessionsDir, fr.b.flat = abs(env.Cwd, dir), flat
 	}
 	info, level, err := fr.startModel()
 	if err != nil {
@@ -224,17 +233,31 @@ func start(f Flags, env Env) (*front, error) {
 		if sp.resume, err = fr.b.find(f.Session, env.Cwd); err != nil {
 			return fail(err)
 		}
-		if f.Model == "" {
-			sp.model = ""
-		}
 	case f.Continue:
 		sp.resume = fr.b.latest(env.Cwd)
+	}
+	if sp.resume != "" && f.Model == "" {
+		// As pi's, a session opened goes on with its own model, at the
+		// level --thinking names, if any.
+		sp.model = ""
 	}
 	m, err := fr.b.make(sp)
 	if err != nil {
 		return fail(err)
 	}
 	fr.use(m)
+	switch {
+	case sp.model != "":
+		// The level chosen, as pi keeps it: e's effort of "minimal" is
+		// low, which the session reads back as "low".
+		fr.level = level
+	case f.Thinking != "":
+		fr.level = Clamp(fr.info, f.Thinking)
+		effort := Effort(fr.info, fr.level)
+		if _, _, err := m.Set(nil, &effort); err != nil {
+			return fail(err)
+		}
+	}
 	return fr, nil
 }
 
@@ -1148,6 +1171,13 @@ func (fr *front) fork(c *command) (any, error) {
 }
 
 func (fr *front) clone(*command) (any, error) {
+	// pi writes a session's file with its first answer and cannot clone a
+	// saved session before (one in memory it can).
+	if fr.b.sessionsDir != "" && !slices.ContainsFunc(session.Branch(fr.session().Entries()), func(e session.Entry) bool {
+		return e.Type == session.EntryMessage
+	}) {
+		return nil, errors.New("This session has not been saved yet. Send a message before cloning or forking it.")
+	}
 	if _, err := fr.forkAt(""); err != nil {
 		return nil, err
 	}
@@ -1195,7 +1225,8 @@ func (fr *front) converterOf(sess *session.Session) *converter {
 // systemMessage is the system message pi persists at a session's first
 // model call: e's system prompt and the tools it declares.
 func systemMessage(sess *session.Session, ts int64) SystemMessage {
-	m := SystemMessage{Role: "system", Content: sess.SystemPrompt(), ToolsAdded: []ToolDecl{}, Timestamp: ts}
+	// As pi's, a session without tools has no toolsAdded.
+	m := SystemMessage{Role: "system", Content: sess.SystemPrompt(), Timestamp: ts}
 	for _, d := range sess.ToolDefs() {
 		m.ToolsAdded = append(m.ToolsAdded, ToolDecl{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}

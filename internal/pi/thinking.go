@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -62,6 +63,9 @@ func Effort(info model.Info, level string) string {
 	return ""
 }
 
+// errNoModel is ResolveModel's error when no model matches.
+var errNoModel = errors.New("model not found")
+
 // ResolveModel finds the model a pi --model pattern names (cli.md): an
 // exact id, provider/id, or a fuzzy match on the id, restricted to
 // provider when given, with an optional :thinking suffix. Several matches
@@ -109,9 +113,9 @@ func ResolveModel(models []model.Info, provider, pattern string, usable func(mod
 	switch len(cands) {
 	case 0:
 		if provider != "" {
-			return model.Info{}, "", fmt.Errorf("model not found: %s/%s", provider, pattern)
+			return model.Info{}, "", fmt.Errorf("%w: %s/%s", errNoModel, provider, pattern)
 		}
-		return model.Info{}, "", fmt.Errorf("model not found: %s", pattern)
+		return model.Info{}, "", fmt.Errorf("%w: %s", errNoModel, pattern)
 	case 1:
 		return cands[0], level, nil
 	}

@@ -244,9 +244,23 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		}
 	case agent.ToolOutput:
 		if c := t.calls[ev.ID]; c != nil {
-			c.out.WriteString(ev.Delta)
+			// bash's output as pi's bash tool reports it (its kept tail,
+			// the details once cut), else the output so far.
+			var res ToolResult
+			if ev.Pi != nil {
+				res.Content = []Content{{Type: "text", Text: ev.Pi.Content}}
+				if d := bashDetails(ev.Pi.Details); d != nil {
+					res.Details = d
+				}
+			} else {
+				c.out.WriteString(ev.Delta)
+				res.Content = []Content{{Type: "text", Text: c.out.String()}}
+			}
+			if res.Details == nil {
+				res.Details = map[string]any{}
+			}
 			emit(ToolExecutionUpdate{Type: "tool_execution_update", ToolCallID: c.id, ToolName: c.name, Args: c.args,
-				PartialResult: ToolResult{Content: []Content{{Type: "text", Text: c.out.String()}}, Details: map[string]any{}}})
+				PartialResult: res})
 		}
 	case agent.ToolEnd:
 		emit(t.toolEnd(ev)...)
@@ -562,7 +576,11 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 		text = bashText(text)
 	}
 	content := []Content{{Type: "text", Text: text}}
+	details := bashDetails(ev.Details)
 	res := ToolResult{Content: content}
+	if details != nil {
+		res.Details = details
+	}
 	switch {
 	case c.name == "read" && !failed:
 		res.StructuredContent = ev.Content
@@ -573,12 +591,12 @@ func (t *Translator) toolEnd(ev agent.ToolEnd) []Event {
 			wall = math.Round(float64(*dur)/100) / 10
 		}
 		res.StructuredContent = BashStructured{Output: ev.Shell.Output, Truncated: ev.Shell.Truncated,
-			ExitCode: int64(*ev.Shell.ExitCode), WallTimeSeconds: wall}
+			FullOutputPath: ev.Shell.FullOutputPath, ExitCode: int64(*ev.Shell.ExitCode), WallTimeSeconds: wall}
 	}
 	out = append(out, ToolExecutionEnd{Type: "tool_execution_end", ToolCallID: c.id, ToolName: c.name,
 		Result: res, IsError: failed, DurationMS: dur})
 	m := ToolResultMessage{Role: "toolResult", ToolCallID: c.id, ToolName: c.name, Content: content,
-		IsError: failed, Timestamp: t.ms(), DurationMS: dur}
+		Details: details, IsError: failed, Timestamp: t.ms(), DurationMS: dur}
 	t.toolResults = append(t.toolResults, m)
 	delete(t.calls, ev.ID)
 	t.open--
@@ -605,4 +623,14 @@ func piAPI(api string) string {
 		return "anthropic-messages"
 	}
 	return "e-" + api
+}
+
+// bashDetails reads pi's bash details of a cut output (tool.Result.Details),
+// nil when there are none.
+func bashDetails(raw json.RawMessage) *BashDetails {
+	var d BashDetails
+	if len(raw) == 0 || json.Unmarshal(raw, &d) != nil || !d.Truncation.Truncated {
+		return nil
+	}
+	return &d
 }

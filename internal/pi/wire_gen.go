@@ -110,16 +110,46 @@ type AssistantMessageStopReason = string
 // ToolResultMessage is a wire type. Schema: pi/defs.json#/$defs/tool_result_message.
 type ToolResultMessage struct {
 	// Always "toolResult".
-	Role       string    `json:"role"`
-	ToolCallID string    `json:"toolCallId"`
-	ToolName   string    `json:"toolName"`
-	Content    []Content `json:"content"`
-	Details    any       `json:"details,omitzero"`
-	IsError    bool      `json:"isError"`
-	Timestamp  int64     `json:"timestamp"`
+	Role       string       `json:"role"`
+	ToolCallID string       `json:"toolCallId"`
+	ToolName   string       `json:"toolName"`
+	Content    []Content    `json:"content"`
+	Details    *BashDetails `json:"details,omitzero"`
+	IsError    bool         `json:"isError"`
+	Timestamp  int64        `json:"timestamp"`
 	// how long the tool ran, when it ran
 	DurationMS *int64 `json:"durationMs,omitzero"`
 }
+
+// BashDetails is pi's bash details of an output cut to its last 2000 lines or 50 KB: the
+// truncation (what was kept, and its counts) and the file with the whole output. Schema:
+// pi/defs.json#/$defs/bash_details.
+type BashDetails struct {
+	Truncation     BashTruncation `json:"truncation"`
+	FullOutputPath string         `json:"fullOutputPath"`
+}
+
+// BashTruncation is pi's TruncationResult (truncate.ts) of a cut output: the part kept (its
+// last lines, or the end of one long last line), the limit that cut it, the whole output's
+// and the part's line and byte counts, and the limits. Schema:
+// pi/defs.json#/$defs/bash_truncation.
+type BashTruncation struct {
+	Content               string                    `json:"content"`
+	Truncated             bool                      `json:"truncated"`
+	TruncatedBy           BashTruncationTruncatedBy `json:"truncatedBy"`
+	TotalLines            int64                     `json:"totalLines"`
+	TotalBytes            int64                     `json:"totalBytes"`
+	OutputLines           int64                     `json:"outputLines"`
+	OutputBytes           int64                     `json:"outputBytes"`
+	LastLinePartial       bool                      `json:"lastLinePartial"`
+	FirstLineExceedsLimit bool                      `json:"firstLineExceedsLimit"`
+	MaxLines              int64                     `json:"maxLines"`
+	MaxBytes              int64                     `json:"maxBytes"`
+}
+
+// BashTruncationTruncatedBy is a wire type. Schema:
+// pi/defs.json#/$defs/bash_truncation/properties/truncatedBy.
+type BashTruncationTruncatedBy = string
 
 // BashExecutionMessage is a wire type. Schema: pi/defs.json#/$defs/bash_execution_message.
 type BashExecutionMessage struct {
@@ -135,23 +165,27 @@ type BashExecutionMessage struct {
 	Timestamp          int64  `json:"timestamp"`
 }
 
-// ToolResult is A tool's result as tool_execution_update (partialResult, with details {})
-// and tool_execution_end (result, without details) carry it. Schema:
-// pi/defs.json#/$defs/tool_result.
+// ToolResult is A tool's result as tool_execution_update (partialResult, with details: {}
+// while a bash output is within pi's limits) and tool_execution_end (result) carry it.
+// Schema: pi/defs.json#/$defs/tool_result.
 type ToolResult struct {
 	Content []Content `json:"content"`
-	Details any       `json:"details,omitzero"`
+	// bash's details of a cut output (on its updates once cut, and on its final result), else {}
+	// on an update and none on a final result.
+	Details any `json:"details,omitzero"`
 	// The result as data, as pi's tools give it: read's text; for a bash command that exited by
 	// itself, bash_structured.
 	StructuredContent any `json:"structuredContent,omitzero"`
 }
 
 // BashStructured is the structuredContent of a bash call whose command exited by itself: its
-// output, whether it was truncated, its exit code and wall time in seconds (tenths). Schema:
-// pi/defs.json#/$defs/bash_structured.
+// whole output (past 1 MiB its first and last 512 KiB around a note of the bytes omitted),
+// whether it was cut so, then the file with all of it, its exit code and wall time in
+// seconds (tenths). Schema: pi/defs.json#/$defs/bash_structured.
 type BashStructured struct {
 	Output          string  `json:"output"`
 	Truncated       bool    `json:"truncated"`
+	FullOutputPath  string  `json:"full_output_path,omitzero"`
 	ExitCode        int64   `json:"exit_code"`
 	WallTimeSeconds float64 `json:"wall_time_seconds"`
 }

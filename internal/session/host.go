@@ -50,10 +50,10 @@ type Options struct {
 	// pi's compaction.reserveTokens does: a context above the model's
 	// window less it (agent.Engine.ReserveTokens).
 	ReserveTokens int64
-	// SummaryFiles ends each compaction's summary with pi's lists of the
-	// files the summarised history read and modified (pi's dialect;
-	// agent.Engine.SummaryFiles).
-	SummaryFiles bool
+	// PiSummary makes each compaction's summary as pi's: the model's text
+	// untrimmed, then pi's lists of the files the summarised history read
+	// and modified (pi's dialect; agent.Engine.PiSummary).
+	PiSummary bool
 	// PiOutput makes bash, the model's and the user's, keep pi's part of
 	// a long output and name a file with the whole (pi's dialect;
 	// agent.Engine.PiOutput).
@@ -200,7 +200,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens, SummaryFiles: opts.SummaryFiles, PiOutput: opts.PiOutput,
+			ReserveTokens: opts.ReserveTokens, PiSummary: opts.PiSummary, PiOutput: opts.PiOutput,
 			SetDuringTurn: opts.SetDuringTurn, ErrorText: opts.ErrorText,
 		}}
 	if a, ok := ui.(Approver); ok {

@@ -131,6 +131,9 @@ type ToolRun struct {
 	CallID     string `json:"call_id"`
 	Outcome    string `json:"outcome"` // completed, failed, denied, interrupted
 	DurationMS int64  `json:"duration_ms"`
+	// Details are a front end's details of the result (e --mode rpc: pi's
+	// bash details of a cut output), absent when none.
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // crockford is the ULID alphabet.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -417,6 +418,9 @@ func piLog(env *Env) (*Env, *outputLog) {
 	e := *env
 	e.Output = func(chunk string) {
 		log.write(chunk)
+		if env.PiUpdate != nil {
+			env.PiUpdate(log.snapshot())
+		}
 		if env.Output != nil {
 			env.Output(chunk)
 		}
@@ -438,6 +442,7 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		return failure("failed", "bash: %v", r.err)
 	}
 	var b strings.Builder
+	var details json.RawMessage
 	if log == nil {
 		b.WriteString(r.out.String())
 	} else {
@@ -449,6 +454,7 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		if t.Truncated {
 			b.WriteString("\n\n" + log.note(t, path))
 		}
+		details = log.details(t, path)
 	}
 	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 		b.WriteByte('\n')
@@ -473,19 +479,31 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 	if r.status.Exited() {
 		code := r.status.ExitStatus()
 		res.Shell = &ShellResult{Output: string(r.out.kept()), Truncated: r.out.truncated(), ExitCode: &code}
+		if log != nil {
+			// pi's bash gives the whole output as data (its head and tail
+			// past 1 MiB), and the details of a cut one.
+			out, cut, err := log.full()
+			if err != nil {
+				return failure("failed", "bash: full output file: %v", err)
+			}
+			res.Shell.Output, res.Shell.Truncated, res.Details = out, cut, details
+			if cut {
+				res.Shell.FullOutputPath = log.path
+			}
+		}
 	}
 	return res
 }
 
 // ShellResult is how a user's shell command ended (Shell).
 type ShellResult struct {
-	Output    string // the last 64 KiB of stdout and stderr, combined
-	Truncated bool   // earlier output was dropped
+	Output    string // the last 64 KiB of stdout and stderr, combined (the bash tool under PiOutput: all of it, its head and tail past 1 MiB)
+	Truncated bool   // some output was dropped
 	ExitCode  *int   // nil when it did not exit by itself: stopped, timed out, killed by a signal
 	Stopped   bool   // ctx ended first: the command was killed
 	TimedOut  bool   // it ran past its timeout and was killed
 	// FullOutputPath names the file with the whole output when Output is
-	// pi's part of it (Env.PiOutput).
+	// a part of it (Env.PiOutput).
 	FullOutputPath string
 }
 

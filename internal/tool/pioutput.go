@@ -3,7 +3,9 @@ package tool
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -150,6 +152,105 @@ func (o *outputLog) create() {
 	if _, err := f.Write(o.buf); err != nil {
 		o.err = err
 	}
+}
+
+// PiSnapshot is a bash output so far as pi's bash tool reports it in an
+// update: the kept part and, once the output is cut, the details.
+type PiSnapshot struct {
+	Content string
+	Details json.RawMessage // nil while the output is within pi's limits
+}
+
+// piTruncation is pi's TruncationResult (its truncate.ts), the
+// truncation of pi's bash details.
+type piTruncation struct {
+	Content               string `json:"content"`
+	Truncated             bool   `json:"truncated"`
+	TruncatedBy           string `json:"truncatedBy"`
+	TotalLines            int    `json:"totalLines"`
+	TotalBytes            int64  `json:"totalBytes"`
+	OutputLines           int    `json:"outputLines"`
+	OutputBytes           int    `json:"outputBytes"`
+	LastLinePartial       bool   `json:"lastLinePartial"`
+	FirstLineExceedsLimit bool   `json:"firstLineExceedsLimit"`
+	MaxLines              int    `json:"maxLines"`
+	MaxBytes              int    `json:"maxBytes"`
+}
+
+// details are pi's bash details of truncation t of the output, the file
+// at path holding all of it: nil when t is not cut.
+func (o *outputLog) details(t truncation, path string) json.RawMessage {
+	if !t.Truncated {
+		return nil
+	}
+	b, _ := json.Marshal(struct {
+		Truncation     piTruncation `json:"truncation"`
+		FullOutputPath string       `json:"fullOutputPath"`
+	}{piTruncation{Content: t.Content, Truncated: true, TruncatedBy: t.TruncatedBy, TotalLines: t.TotalLines,
+		TotalBytes: o.size, OutputLines: t.OutputLines, OutputBytes: len(t.Content), LastLinePartial: t.LastLinePartial,
+		MaxLines: piMaxLines, MaxBytes: piMaxBytes}, path})
+	return b
+}
+
+// snapshot is the output so far as pi's update reports it. Within pi's
+// limits that is all of it, as is.
+func (o *outputLog) snapshot() PiSnapshot {
+	if o.f == nil {
+		return PiSnapshot{Content: string(o.buf)}
+	}
+	t := truncateTail(string(o.buf))
+	t.TotalLines = o.totalLines()
+	return PiSnapshot{Content: t.Content, Details: o.details(t, o.path)}
+}
+
+// piStructuredMax is how much of an output pi's bash tool gives as its
+// structuredContent (STRUCTURED_OUTPUT_MAX_BYTES): more keeps its first
+// and last halves around a note of what was left out.
+const piStructuredMax = 1 << 20
+
+// full returns the whole output for pi's structuredContent, after finish:
+// up to piStructuredMax bytes as they are, else their first and last
+// halves (cut at character boundaries) around pi's omission note; cut
+// reports the latter.
+func (o *outputLog) full() (out string, cut bool, err error) {
+	if o.path == "" {
+		return string(o.buf), false, nil
+	}
+	f, err := os.Open(o.path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	if st.Size() <= piStructuredMax {
+		b, err := io.ReadAll(f)
+		return string(b), false, err
+	}
+	head, tail := make([]byte, piStructuredMax/2), make([]byte, piStructuredMax-piStructuredMax/2)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return "", false, err
+	}
+	if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return "", false, err
+	}
+	// As pi's: the head drops an unfinished last character, the tail its
+	// leading continuation bytes.
+	h := len(head)
+	for i := max(0, h-utf8.UTFMax); i < h; i++ {
+		if utf8.RuneStart(head[i]) && !utf8.FullRune(head[i:]) {
+			h = i
+			break
+		}
+	}
+	t := 0
+	for t < len(tail) && !utf8.RuneStart(tail[t]) {
+		t++
+	}
+	omitted := st.Size() - int64(len(head)) - int64(len(tail))
+	return fmt.Sprintf("%s\n\n[... %d bytes omitted ...]\n\n%s", head[:h], omitted, tail[t:]), true, nil
 }
 
 // finish closes the temp file and returns pi's truncation of the output

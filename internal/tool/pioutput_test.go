@@ -204,3 +204,69 @@ func TestSanitizer(t *testing.T) {
 		})
 	}
 }
+
+// TestBashPiDetails checks what the bash tool gives the pi dialect beside
+// its content, as pi 1.6.0's bash tool (Q3): updates of the output so far
+// (its tail once cut, with the details from then on), the details
+// {truncation, fullOutputPath} of a cut output, and the whole output as
+// data, its first and last 512 KiB around pi's note past 1 MiB.
+func TestBashPiDetails(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	s := newSession(t)
+	s.env.PiOutput = true
+	var last PiSnapshot
+	updates, detailed := 0, 0
+	s.env.PiUpdate = func(u PiSnapshot) {
+		last = u
+		updates++
+		if u.Details != nil {
+			detailed++
+		}
+	}
+	type truncationJSON struct {
+		Truncation     piTruncation `json:"truncation"`
+		FullOutputPath string       `json:"fullOutputPath"`
+	}
+	t.Run("cut by lines", func(t *testing.T) {
+		r := Run(t.Context(), s.env, "bash", json.RawMessage(`{"command":"seq 1 2001"}`))
+		var got truncationJSON
+		if err := json.Unmarshal(r.Details, &got); err != nil {
+			t.Fatalf("details %s: %v", r.Details, err)
+		}
+		kept := strings.TrimSuffix(numbered(2, 2001), "\n")
+		want := truncationJSON{piTruncation{Content: kept, Truncated: true, TruncatedBy: "lines", TotalLines: 2001,
+			TotalBytes: int64(len(numbered(1, 2001))), OutputLines: 2000, OutputBytes: len(kept), MaxLines: 2000, MaxBytes: 51200},
+			got.FullOutputPath}
+		if diff := cmp.Diff(want, got); diff != "" || !strings.HasPrefix(got.FullOutputPath, dir) {
+			t.Errorf("details (-want +got):\n%s\n(file %q)", diff, got.FullOutputPath)
+		}
+		// The data is all of it, not cut: no file named there.
+		if r.Shell.Output != numbered(1, 2001) || r.Shell.Truncated || r.Shell.FullOutputPath != "" {
+			t.Errorf("structured output %d bytes, truncated %v; want all %d", len(r.Shell.Output), r.Shell.Truncated, len(numbered(1, 2001)))
+		}
+		if updates == 0 || last.Content != kept || !json.Valid(last.Details) || detailed == 0 {
+			t.Errorf("%d updates, %d with details; the last: %d bytes, details %s", updates, detailed, len(last.Content), last.Details)
+		}
+	})
+	t.Run("within the limits", func(t *testing.T) {
+		updates, detailed = 0, 0
+		r := Run(t.Context(), s.env, "bash", json.RawMessage(`{"command":"echo hi"}`))
+		if r.Details != nil || r.Shell.Output != "hi\n" || r.Shell.FullOutputPath != "" || detailed != 0 || last.Content != "hi\n" {
+			t.Errorf("details %s, shell %+v, %d updates with details, last %q", r.Details, r.Shell, detailed, last.Content)
+		}
+	})
+	t.Run("past 1 MiB", func(t *testing.T) {
+		// 1100002 bytes: y, "é" (2 bytes) repeated, x, so that both cuts
+		// fall inside a character, which each leaves out.
+		r := Run(t.Context(), s.env, "bash", json.RawMessage(`{"command":"awk 'BEGIN { printf \"y\"; for (i = 0; i < 550000; i++) printf \"é\"; printf \"x\" }'"}`))
+		out := r.Shell.Output
+		m := regexp.MustCompile(`^(yé+)\n\n\[\.\.\. (\d+) bytes omitted \.\.\.\]\n\n(é+x)$`).FindStringSubmatch(out)
+		if m == nil || !r.Shell.Truncated || r.Shell.FullOutputPath == "" {
+			t.Fatalf("structured output %.60q…%.60q (%d bytes), truncated %v, file %q", out, out[max(0, len(out)-60):], len(out), r.Shell.Truncated, r.Shell.FullOutputPath)
+		}
+		if head, tail := len(m[1]), len(m[3]); head != 1<<19-1 || tail != 1<<19-1 || m[2] != strconv.Itoa(1100002-1<<20) {
+			t.Errorf("head %d bytes, tail %d, omitted %s: want %d, %d, %d", head, tail, m[2], 1<<19-1, 1<<19-1, 1100002-1<<20)
+		}
+	})
+}

@@ -36,6 +36,10 @@ type Env struct {
 	// 64 KiB, with the whole of it in a new temp file that the result
 	// names, in pi's words (e --mode rpc).
 	PiOutput bool
+	// PiUpdate, with PiOutput, receives bash's output so far as pi's bash
+	// tool reports it in an update (its tail and, once cut, its
+	// details), right before each chunk goes to Output.
+	PiUpdate func(PiSnapshot)
 }
 
 func (e *Env) started() {
@@ -55,6 +59,10 @@ type Result struct {
 	// (nil otherwise and for other tools), for front ends that show the
 	// result as data beside Content (the pi dialect's structuredContent).
 	Shell *ShellResult
+	// Details are pi's details of a bash result whose output was cut
+	// (PiOutput, a command that exited by itself): {truncation,
+	// fullOutputPath} in pi's shape, nil otherwise.
+	Details json.RawMessage
 
 	timed bool // the tool measured Elapsed itself (sleep: its content names the same ms)
 }
