@@ -94,11 +94,23 @@ func (s *streamConn) unbatch() {
 }
 
 func (s *streamConn) Write(b []byte) (int, error) {
+	s.wrote()
+	return s.TCPConn.Write(b)
+}
+
+// ReadFrom is TCPConn's (net/http sends a long request body with it),
+// as a Write.
+func (s *streamConn) ReadFrom(r io.Reader) (int64, error) {
+	s.wrote()
+	return s.TCPConn.ReadFrom(r)
+}
+
+// wrote ends a batch before a request is written.
+func (s *streamConn) wrote() {
 	s.mu.Lock()
 	s.written = true
 	s.setLowat(1)
 	s.mu.Unlock()
-	return s.TCPConn.Write(b)
 }
 
 func (s *streamConn) Close() error {
@@ -116,23 +128,25 @@ func (s *streamConn) Read(b []byte) (int, error) {
 	n, err := s.read(b, lowat)
 	now := s.now()
 	s.full = n == len(b)
-	next := lowat
+	next, decided := lowat, true
 	switch {
 	case err != nil:
 		next, s.since = 1, 0
 	case s.since == 0:
 		// The first read of an answer: its rate is measured from here.
-		s.since, s.got = now, 0
+		s.since, s.got, decided = now, 0, false
 	default:
 		// The rate over a window at least, so that a burst of a few
 		// events read one by one is not taken for a fast stream.
 		s.got += int64(n)
-		if span := now - s.since; span >= int64(batchWindow) {
+		span := now - s.since
+		if decided = span >= int64(batchWindow); decided {
 			next = batchSize(lowat, s.got*int64(batchWindow)/span)
 			s.since, s.got = now, 0
 		}
 	}
-	if next != lowat {
+	if decided {
+		// Against the socket's value, which unbatch may have lowered.
 		s.mu.Lock()
 		if !s.written {
 			s.setLowat(next)

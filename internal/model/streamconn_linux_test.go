@@ -188,6 +188,13 @@ func TestStreamConnWrite(t *testing.T) {
 	if l := lowatOf(t, s); l != 1 {
 		t.Errorf("SO_RCVLOWAT %d after a Write, want 1", l)
 	}
+	batching(t, s, srv)
+	if _, err := io.Copy(s, io.LimitReader(strings.NewReader("a request's long body"), 100)); err != nil {
+		t.Fatal(err)
+	}
+	if l := lowatOf(t, s); l != 1 {
+		t.Errorf("SO_RCVLOWAT %d after a ReadFrom, want 1", l)
+	}
 	send(t, srv, []byte("head"))
 	if got := string(readN(t, s, 4)); got != "head" {
 		t.Fatalf("read %q, want head", got)
