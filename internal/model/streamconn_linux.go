@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A fast provider stream (a mock, a fast model, a busy reader) arrives as
@@ -79,7 +81,8 @@ func (s *streamConn) setLowat(n int) {
 	v := int32(n)
 	var errno syscall.Errno
 	if s.rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, uintptr(unsafe.Pointer(&v)), 4, 0)
+		_, _, errno = syscall.RawSyscall6(unix.SYS_SETSOCKOPT, // not in package syscall on 386
+			fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, uintptr(unsafe.Pointer(&v)), 4, 0)
 	}) == nil && errno == 0 {
 		s.lowat = n
 	}
