@@ -19,20 +19,27 @@ import (
 // for each: start-up (spawn to the get_state response), first delta
 // (prompt sent to the first text_delta read), turn time (prompt to
 // agent_settled), stdout bytes per delta, CPU per turn (the process tree)
-// and RSS after the turns.
+// and RSS after the turns. Several e binaries (-e old,new) are compared in
+// the same run: with -rounds, each agent runs its turns in turn, round
+// after round, and the rows give the medians over the rounds.
 func piSideBySide(fs *flag.FlagSet, args []string) error {
-	e := fs.String("e", "./e", "the e binary")
+	e := fs.String("e", "./e", "the e binary, or several, comma-separated (A/B in the same run)")
 	node := fs.String("node", "node", "Node 22 for pi")
 	cli := fs.String("pi", "", "pi's CLI (…/pi-coding-agent/dist/bundle/cli.js)")
 	n := fs.Int("n", 200, "text deltas per answer")
 	turns := fs.Int("turns", 10, "turns per process after a warm-up turn")
 	starts := fs.Int("starts", 5, "start-ups measured per agent")
+	rounds := fs.Int("rounds", 1, "times each agent runs its turns, agents in turn")
+	flush := fs.Bool("flush", false, "the mock flushes after every event, each its own HTTP chunk (default: the deltas in one write)")
+	pace := fs.Duration("pace", 0, "with -flush, a pause before each delta after the first")
 	fs.Parse(args)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: providermock.NewServer("openai-chat", *n)}
+	mock := providermock.NewServer("openai-chat", *n)
+	mock.Flush, mock.Pace = *flush, *pace
+	srv := &http.Server{Handler: mock}
 	go srv.Serve(ln)
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "pi-side-by-side-")
@@ -46,10 +53,21 @@ func piSideBySide(fs *flag.FlagSet, args []string) error {
 	env := []string{"PI_CODING_AGENT_DIR=" + dir, "E_HOME=" + filepath.Join(dir, "e-home"), "PI_OFFLINE=1",
 		"PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"}
 	flags := []string{"--mode", "rpc", "--no-session", "--provider", "mock", "--model", "mock-1"}
-	agents := []struct {
+	var agents []struct {
 		name string
 		argv []string
-	}{{"e", append([]string{*e}, flags...)}}
+	}
+	bins := binaries(*e)
+	for _, bin := range bins {
+		name := "e"
+		if len(bins) > 1 {
+			name = "e " + bin
+		}
+		agents = append(agents, struct {
+			name string
+			argv []string
+		}{name, append([]string{bin}, flags...)})
+	}
 	if *cli != "" {
 		agents = append(agents, struct {
 			name string
@@ -58,17 +76,32 @@ func piSideBySide(fs *flag.FlagSet, args []string) error {
 	}
 	fmt.Printf("%d deltas per answer, %d turns, %d start-ups; medians\n", *n, *turns, *starts)
 	fmt.Printf("%-9s %11s %15s %10s %13s %13s %9s\n", "agent", "start ms", "first delta ms", "turn ms", "bytes/delta", "CPU ms/turn", "RSS MiB")
-	var base []float64
-	for _, ag := range agents {
-		r, err := piRun(dir, env, ag.argv, *turns, *starts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", ag.name, err)
+	all := make([][]piFigures, len(agents))
+	for range *rounds {
+		for i, ag := range agents {
+			r, err := piRun(dir, env, ag.argv, *turns, *starts)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ag.name, err)
+			}
+			all[i] = append(all[i], r)
 		}
-		row := []float64{ms(r.start), ms(r.first), ms(r.turn), r.bytesPerDelta, ms(r.cpu), float64(r.rss) / (1 << 20)}
+	}
+	var base []float64
+	for i, ag := range agents {
+		var col [6][]float64
+		for _, r := range all[i] {
+			for j, v := range []float64{ms(r.start), ms(r.first), ms(r.turn), r.bytesPerDelta, ms(r.cpu), float64(r.rss) / (1 << 20)} {
+				col[j] = append(col[j], v)
+			}
+		}
+		row := make([]float64, len(col))
+		for j := range col {
+			row[j] = median(col[j])
+		}
 		fmt.Printf("%-9s %11.1f %15.2f %10.2f %13.0f %13.2f %9.1f\n", ag.name, row[0], row[1], row[2], row[3], row[4], row[5])
 		if base == nil {
 			base = row
-		} else {
+		} else if !strings.HasPrefix(ag.name, "e ") {
 			fmt.Printf("%-9s %10.1fx %14.1fx %9.1fx %12.1fx %12.1fx %8.1fx\n", "pi / e", row[0]/base[0], row[1]/base[1],
 				row[2]/base[2], row[3]/base[3], row[4]/base[4], row[5]/base[5])
 		}

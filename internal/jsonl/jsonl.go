@@ -125,6 +125,7 @@ type Writer struct {
 	// (the writer goroutine or a Release), swapped with pending's.
 	batch       []byte
 	batchShared []sharedLine
+	bufs        [][]byte // write's, reused
 
 	// idleSince is when the writer last finished a write (monotonic
 	// nanoseconds from epoch), or busy while it writes a batch.
@@ -224,10 +225,12 @@ func (wr *Writer) writeBatch() {
 var newline = []byte{'\n'}
 
 // write writes batch with its shared lines: each shared line, with the
-// lines before it, in one vectored write.
+// lines before it, in one vectored write, and the lines after the last
+// one too where the stream takes vectored writes (see vectored).
 func (wr *Writer) write(batch []byte, shared []sharedLine) error {
 	from := 0
-	var bufs [][]byte
+	bufs := wr.bufs[:0]
+	defer func() { clear(bufs); wr.bufs = bufs[:0] }() // let go of the parts
 	for _, l := range shared {
 		bufs = append(append(append(bufs[:0], batch[from:l.at]), l.parts...), newline)
 		if err := wr.vec(bufs); err != nil {
@@ -237,6 +240,10 @@ func (wr *Writer) write(batch []byte, shared []sharedLine) error {
 	}
 	if from == len(batch) {
 		return nil
+	}
+	if wr.vec != nil {
+		bufs = append(bufs[:0], batch[from:])
+		return wr.vec(bufs)
 	}
 	_, err := wr.w.Write(batch[from:])
 	return err

@@ -491,3 +491,56 @@ func TestHoldBurst(t *testing.T) {
 		t.Errorf("%d lines written, want %d", got, n)
 	}
 }
+
+// A vectored write into a pipe with room for part of it writes that part
+// at once (pwritev2 without waiting) and the rest as the reader reads, in
+// order; into a file that cannot take writes without waiting, the usual
+// way.
+func TestVectoredRoom(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("vectored writes are Linux's")
+	}
+	a, b := bytes.Repeat([]byte("a"), 3000), bytes.Repeat([]byte("b"), 70_000)
+	t.Run("pipe", func(t *testing.T) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		vec := vectored(w)
+		fill := bytes.Repeat([]byte("f"), 60_000) // of the pipe's 64 KiB
+		if err := vec([][]byte{fill}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- vec([][]byte{a, b}) }()
+		got := make([]byte, len(fill)+len(a)+len(b))
+		if _, err := io.ReadFull(r, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.Join([][]byte{fill, a, b}, nil); !bytes.Equal(got, want) {
+			t.Errorf("read %.100q…, want %.100q…", got, want)
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		f, err := os.Create(t.TempDir() + "/out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		vec := vectored(f)
+		for range 2 {
+			if err := vec([][]byte{a, b}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(f.Name())
+		if want := bytes.Repeat(bytes.Join([][]byte{a, b}, nil), 2); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("file holds %d bytes (%v), want %d", len(got), err, len(want))
+		}
+	})
+}

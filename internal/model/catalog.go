@@ -3,10 +3,12 @@ package model
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -478,7 +480,8 @@ func (c *Catalog) Providers() []ProviderStatus {
 const streamReadBuffer = 64 << 10
 
 // streamTransport is http.DefaultTransport's configuration (proxies from
-// the environment, HTTP/2, timeouts) with streamReadBuffer.
+// the environment, HTTP/2, timeouts) with streamReadBuffer, and its
+// connections' reads batched while a stream is fast (streamConn).
 func streamTransport() http.RoundTripper {
 	t, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -486,5 +489,16 @@ func streamTransport() http.RoundTripper {
 	}
 	t = t.Clone()
 	t.ReadBufferSize = streamReadBuffer
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return streamDial(c), nil
+	}
 	return t
 }
