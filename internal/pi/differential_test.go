@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -474,6 +475,10 @@ type diffAgent struct {
 	n    int    // command ids
 }
 
+// stepTimeout bounds each wait of a flow: pi's start included, which takes
+// seconds of CPU, and lanes start several at once.
+const stepTimeout = 90 * time.Second
+
 func newDiffAgent(t *testing.T, name string, argv, env []string, work, agentDir string, mock *diffMock) *diffAgent {
 	a := &diffAgent{t: t, name: name, argv: argv, env: env, work: work, agent: agentDir, mock: mock, more: make(chan struct{}, 1)}
 	t.Cleanup(func() {
@@ -531,7 +536,7 @@ func (a *diffAgent) stop() (int, string) {
 	a.in.Close()
 	select {
 	case <-a.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(stepTimeout):
 		a.cmd.Process.Kill()
 		<-a.done
 	}
@@ -578,6 +583,50 @@ func (a *diffAgent) startExit(word string, args ...string) {
 	a.exitNaming(word)
 }
 
+// exitCase is one start of startExits: its args, and a word its stderr
+// may name.
+type exitCase struct {
+	word string
+	args []string
+}
+
+// startExits is startExit for each case, the processes at once (each
+// exits by itself or at the end of its empty input), their lines in the
+// cases' order: what each wrote on stdout, then its exit line.
+func (a *diffAgent) startExits(cases []exitCase) {
+	a.t.Helper()
+	a.exit()
+	type run struct {
+		out, stderr bytes.Buffer
+		code        int
+	}
+	runs := make([]run, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		cmd := exec.Command(a.argv[0], append(slices.Clone(a.argv[1:]), c.args...)...)
+		cmd.Dir, cmd.Env = a.work, append(os.Environ(), a.env...)
+		cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].stderr
+		if err := cmd.Start(); err != nil {
+			a.t.Fatalf("%s: %v", a.name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd.Wait()
+			runs[i].code = cmd.ProcessState.ExitCode()
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		for _, l := range bytes.Split(runs[i].out.Bytes(), []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				a.add(l)
+			}
+		}
+		a.addExit(runs[i].code, runs[i].stderr.String(), c.word)
+	}
+}
+
 // exit ends the process (if one runs) and adds its exit line.
 func (a *diffAgent) exit() { a.exitNaming("") }
 
@@ -586,6 +635,13 @@ func (a *diffAgent) exitNaming(word string) {
 		return
 	}
 	code, stderr := a.stop()
+	a.addExit(code, stderr, word)
+}
+
+// addExit adds the exit line of a process that ended with code, having
+// written stderr: its status, how many lines it wrote on stderr, and
+// whether they name word (when word is not "").
+func (a *diffAgent) addExit(code int, stderr, word string) {
 	n := 0
 	for _, l := range strings.Split(stderr, "\n") {
 		if strings.TrimSpace(l) != "" {
@@ -642,7 +698,7 @@ func (a *diffAgent) send(line string) {
 // find waits for the first line from position from that f accepts.
 func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (map[string]any, int) {
 	a.t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(stepTimeout)
 	for {
 		a.mu.Lock()
 		for i := from; i < len(a.lines); i++ {
@@ -664,7 +720,7 @@ func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (ma
 			}
 			a.t.Fatalf("%s, flow %s: stdout ended before %s; its lines since %d:\n%s", a.name, a.flow, what, from, a.since(from))
 		case <-deadline:
-			a.t.Fatalf("%s, flow %s: no %s within 30 s; its lines since %d:\n%s", a.name, a.flow, what, from, a.since(from))
+			a.t.Fatalf("%s, flow %s: no %s within %v; its lines since %d:\n%s", a.name, a.flow, what, stepTimeout, from, a.since(from))
 		}
 	}
 }
@@ -709,7 +765,7 @@ func (a *diffAgent) wait(typ string) map[string]any {
 func (a *diffAgent) releaseHold() {
 	select {
 	case a.mock.release <- struct{}{}:
-	case <-time.After(30 * time.Second):
+	case <-time.After(stepTimeout):
 		a.t.Fatalf("%s: no held model call to release", a.name)
 	}
 }
@@ -1117,8 +1173,8 @@ var diffFlows = []diffFlow{
 // smaller than pi's default 20000, which leaves nothing to summarise).
 const diffSettings = `{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`
 
-// The flows that restart the agent (its flags, settings) come last.
-var restartFlows = []diffFlow{
+// retryWaitFlows restart the agent with a retry wait of a minute.
+var retryWaitFlows = []diffFlow{
 	{"abort-retry-wait", func(a *diffAgent) {
 		// abort_retry while a retry waits cancels the wait only: the run
 		// settles, not aborted; with something queued, pi's run goes on at
@@ -1138,6 +1194,11 @@ var restartFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_session_stats"})
 	}},
+}
+
+// sessionFlows restart the agent on the sessions it saved, in one lane:
+// each finds those of the flows before.
+var sessionFlows = []diffFlow{
 	{"session-path", func(a *diffAgent) {
 		// --session PATH of the agent's own saved file: the same session,
 		// which goes on.
@@ -1167,6 +1228,10 @@ var restartFlows = []diffFlow{
 		a.restart("", "--continue")
 		a.call(map[string]any{"type": "get_messages"})
 	}},
+}
+
+// soloFlows restart the agent as they need it, each in a lane of its own.
+var soloFlows = []diffFlow{
 	{"session-dir", func(a *diffAgent) {
 		// --session-dir DIR keeps the sessions in DIR itself; -c finds
 		// them there.
@@ -1228,10 +1293,7 @@ var restartFlows = []diffFlow{
 	{"bad-flags", func(a *diffAgent) {
 		// Options pi refuses (exit status, a line on stderr naming it) and
 		// those it takes in rpc mode.
-		for _, c := range []struct {
-			word string
-			args []string
-		}{
+		cases := []exitCase{
 			{"--bogus", []string{"--bogus=1"}},
 			{"-z", []string{"-z"}},
 			{"file", []string{"@file"}},
@@ -1240,10 +1302,34 @@ var restartFlows = []diffFlow{
 			// Taken in rpc mode: an unknown level (a warning), prompt
 			// arguments, --print.
 			{"bogus", []string{"--thinking", "bogus", "hello", "--print"}},
-		} {
-			a.startExit(c.word, append(slices.Clone(modelFlags), c.args...)...)
 		}
+		for i := range cases {
+			cases[i].args = append(slices.Clone(modelFlags), cases[i].args...)
+		}
+		a.startExits(cases)
 	}},
+}
+
+// A diffLane is flows that one agent runs one after the other, in its own
+// folders with its own mock model. Lanes run at once (pi starts slowly, and
+// most restart flows need nothing of the flows before them), each agent of
+// each lane in its own process; launch starts the agent before the first
+// flow (the others start it themselves).
+type diffLane struct {
+	flows  []diffFlow
+	launch bool
+}
+
+var diffLanes = lanes()
+
+// lanes are the lanes of the test: the flows of one running agent, then
+// the restart flows, each alone but those that need the ones before.
+func lanes() []diffLane {
+	out := []diffLane{{diffFlows, true}, {sessionFlows, false}}
+	for _, f := range slices.Concat(retryWaitFlows, soloFlows) {
+		out = append(out, diffLane{[]diffFlow{f}, false})
+	}
+	return out
 }
 
 // piSessionFixture writes testdata/pi-session.jsonl, a session file pi
@@ -1274,7 +1360,9 @@ func TestDifferential(t *testing.T) {
 		t.Skip("-short: the differential test runs real pi (Node)")
 	}
 	bin := testbuild.Command(t, "github.com/e-agent/e/cmd/e", false)
-	run := func(name string, argv []string) (map[string][]record, error) {
+	// run runs lane's flows on one agent and returns its records by flow,
+	// and its raw lines for -pi-diff-dump.
+	run := func(name string, argv []string, lane diffLane) (map[string][]record, []byte) {
 		dir := t.TempDir()
 		mock := newDiffMock()
 		srv := httptest.NewServer(mock)
@@ -1296,14 +1384,14 @@ func TestDifferential(t *testing.T) {
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
 			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
 		a := newDiffAgent(t, name, append(argv, "--mode", "rpc"), env, work, agentDir, mock)
-		a.launch(modelFlags...)
+		if lane.launch {
+			a.launch(modelFlags...)
+		}
 		flows := map[string][]record{}
 		var dump bytes.Buffer
-		if *piDiffDump != "" {
-			defer func() { os.WriteFile(filepath.Join(*piDiffDump, name+".txt"), dump.Bytes(), 0o644) }()
-		}
 		start := 0
-		for _, f := range slices.Concat(diffFlows, restartFlows) {
+		for _, f := range lane.flows {
+			began := time.Now()
 			a.flow = f.name
 			f.run(a)
 			var lines [][]byte
@@ -1316,25 +1404,57 @@ func TestDifferential(t *testing.T) {
 				rs = append(rs, normalise(f.name, l))
 			}
 			flows[f.name] = collapse(rs)
+			t.Logf("%s: flow %s: %v", name, f.name, time.Since(began).Round(time.Millisecond))
 		}
-		return flows, nil
+		a.exit()
+		return flows, dump.Bytes()
 	}
-	var piFlows, eFlows map[string][]record
+	agents := []struct {
+		name string
+		argv []string
+	}{{"pi", []string{node, cli}}, {"e", []string{bin}}}
+	// Every lane of both agents at once; a failing step ends its own
+	// goroutine (Fatalf) and fails the test.
+	type result struct {
+		flows map[string][]record
+		dump  []byte
+	}
+	results := make([][]result, len(diffLanes))
+	// A few lanes at a time: Node's start is CPU-bound.
+	slots := make(chan struct{}, runtime.NumCPU()+2)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		piFlows, _ = run("pi", []string{node, cli})
-	}()
-	eFlows, _ = run("e", []string{bin})
+	for i, lane := range diffLanes {
+		results[i] = make([]result, len(agents))
+		for j, ag := range agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				r := &results[i][j]
+				r.flows, r.dump = run(ag.name, slices.Clone(ag.argv), lane)
+			}()
+		}
+	}
 	wg.Wait()
+	if *piDiffDump != "" {
+		for j, ag := range agents {
+			var dump []byte
+			for i := range diffLanes {
+				dump = append(dump, results[i][j].dump...)
+			}
+			os.WriteFile(filepath.Join(*piDiffDump, ag.name+".txt"), dump, 0o644)
+		}
+	}
 	if t.Failed() {
 		return
 	}
 	var got []string
-	for _, f := range slices.Concat(diffFlows, restartFlows) {
-		for _, d := range differences(piFlows[f.name], eFlows[f.name]) {
-			got = append(got, f.name+" | "+d)
+	for i, lane := range diffLanes {
+		for _, f := range lane.flows {
+			for _, d := range differences(results[i][0].flows[f.name], results[i][1].flows[f.name]) {
+				got = append(got, f.name+" | "+d)
+			}
 		}
 	}
 	allowed, reasons := readAllow(t)
