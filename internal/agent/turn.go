@@ -119,7 +119,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	t.syncLog()
 	end := TurnEnd{Aborted: aborted}
 	if t.cut != nil {
-		end.ResponseID = t.cut.ResponseID
+		end.ResponseID, end.ResponseModel = t.cut.ResponseID, t.cut.ResponseModel
 	}
 	t.emit(end)
 	if s.eng.Ext != nil {
@@ -518,12 +518,12 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			rec.Usage, rec.CostUSD, rec.RequestID, rec.StopReason = resp.Usage, t.info.Cost(resp.Usage), resp.RequestID, resp.StopReason
 			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),
 				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD,
-				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason}
+				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason, ResponseModel: resp.ResponseModel}
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(rec)
 			}
 			t.emit(UsageEvent{Usage: NewUsage(resp.Usage), ResponseID: resp.ResponseID, FinishReason: resp.FinishReason,
-				Signatures: signatures(resp.Message)})
+				ResponseModel: resp.ResponseModel, Signatures: signatures(resp.Message)})
 			return resp, "", nil
 		}
 		// What this attempt streamed, from its provider (Provider): the
@@ -637,7 +637,7 @@ func (t *turn) attemptCall(attempt int, began, start, first time.Time, resp *mod
 		c.FirstByteMS = first.Sub(start).Milliseconds()
 	}
 	if resp != nil {
-		c.Usage, c.ResponseID = store.Usage(resp.Usage), resp.ResponseID
+		c.Usage, c.ResponseID, c.ResponseModel = store.Usage(resp.Usage), resp.ResponseID, resp.ResponseModel
 	}
 	return c
 }

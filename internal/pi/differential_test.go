@@ -274,6 +274,7 @@ func only(a, b []string) []string {
 //	fail-wait             503 (without retry-after) the first time, then text
 //	hold                  one delta, then waits for release (or the client to go)
 //	big                   the text, with a context of 20000 prompt tokens (over the compaction threshold)
+//	alias                 the text, its chunks naming the model mock-1-0601 (pi's responseModel)
 //	/review               400: the prompt template review was not expanded
 //	anything else         the text "w1 w2 w3 "
 //
@@ -378,12 +379,16 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	f := w.(http.Flusher)
+	answering := "mock-1" // the model the chunks name
+	if strings.HasPrefix(user, "alias") {
+		answering = "mock-1-0601" // a dated model behind its alias, as real providers answer
+	}
 	chunk := func(delta string, finish string) {
 		fin := "null"
 		if finish != "" {
 			fin = fmt.Sprintf("%q", finish)
 		}
-		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
+		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", answering, delta, fin)
 	}
 	text := func(words ...string) {
 		for _, s := range words {
@@ -431,7 +436,7 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if last != "tool" && strings.HasPrefix(user, "big") {
 		prompt = 20000
 	}
-	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, prompt+3)
+	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", answering, prompt, prompt+3)
 }
 
 // contentText is a chat message content's text: the string, or its text parts joined.
@@ -809,6 +814,11 @@ var diffFlows = []diffFlow{
 		for _, c := range []string{"get_messages", "get_state", "get_session_stats", "get_last_assistant_text", "get_entries", "get_tree"} {
 			a.call(map[string]any{"type": c})
 		}
+	}},
+	{"response-model", func(a *diffAgent) {
+		// The chunks name another model than the one asked for.
+		prompt(a, "alias please")
+		a.call(map[string]any{"type": "get_messages"})
 	}},
 	{"thinking", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_thinking_level", "level": "high"})

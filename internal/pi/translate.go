@@ -67,6 +67,7 @@ type Translator struct {
 	settling     bool   // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted      bool   // of the last e turn
 	cutID        string // the response id of the answer the last e turn's interruption cut short
+	cutModel     string // and the model it named (pi's responseModel), when not the one asked for
 	compacting   string
 	steers       map[string][]Content // a steer's images, by its text
 }
@@ -223,7 +224,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 		emit(t.startAssistant()...)
 		emit(t.closeBlock()...)
 		t.asst.Usage = withReasoning(NewUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
-		t.asst.ResponseID, t.asst.RawStopReason = ev.ResponseID, ev.FinishReason
+		t.asst.ResponseID, t.asst.RawStopReason, t.asst.ResponseModel = ev.ResponseID, ev.FinishReason, ev.ResponseModel
 		sigs := ev.Signatures
 		for i := range t.asst.Content {
 			if t.asst.Content[i].Type == "thinking" && len(sigs) > 0 {
@@ -328,7 +329,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: ev.Aborted})
 			t.compacting = ""
 		}
-		t.cutID = ev.ResponseID
+		t.cutID, t.cutModel = ev.ResponseID, ev.ResponseModel
 		switch {
 		case t.asst != nil && ev.Aborted:
 			emit(t.endAssistant("aborted", abortedError)...)
@@ -459,7 +460,7 @@ func (t *Translator) endAssistant(stop, errMsg string) []Event {
 	m := *t.asst
 	m.StopReason, m.ErrorMessage = stop, errMsg
 	if stop == "aborted" {
-		m.ResponseID = t.cutID // pi keeps the id of the stream's first chunk
+		m.ResponseID, m.ResponseModel = t.cutID, t.cutModel // pi keeps those of the stream's first chunk
 	}
 	// pi adds these once the message is done; an answer's usage (not a
 	// failed or interrupted call's) says who priced it.

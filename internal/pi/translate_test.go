@@ -298,3 +298,44 @@ func TestCompactionEstimate(t *testing.T) {
 			end.Result.EstimatedTokensAfter, end.Result.TokensBefore)
 	}
 }
+
+// TestTranslateResponseModel checks that an answer naming a model other
+// than the one asked for says so in responseModel (Q3), as pi's
+// openai-completions provider sets it from the chunks: an answer's from its
+// usage event, one an abort cut short from its turn's end.
+func TestTranslateResponseModel(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []agent.Event
+		want   string
+	}{
+		{name: "answered by another model", want: "m-2025",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.UsageEvent{ResponseModel: "m-2025"}, agent.TurnEnd{}}},
+		{name: "answered by the model asked for", want: "",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.UsageEvent{}, agent.TurnEnd{}}},
+		{name: "cut short", want: "fallback",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true, ResponseModel: "fallback"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Translator{Info: model.Info{Provider: "p", Name: "m", API: model.APIOpenAIChat}, Recorded: recorded{}}
+			tr.Begin("hi", nil)
+			var end *MessageEnd
+			for _, ev := range tt.events {
+				for _, out := range tr.Feed(ev) {
+					if me, ok := out.(MessageEnd); ok {
+						if _, ok := me.Message.(AssistantMessage); ok {
+							end = &me
+						}
+					}
+				}
+			}
+			if end == nil {
+				t.Fatal("no assistant message_end")
+			}
+			if got := end.Message.(AssistantMessage).ResponseModel; got != tt.want {
+				t.Errorf("responseModel %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -95,6 +95,10 @@ type AssistantMessage struct {
 	DurationMS *int64 `json:"durationMs,omitzero"`
 	// on a finished message: the provider's id of the answer, when it sent one
 	ResponseID string `json:"responseId,omitzero"`
+	// the model the answer named, when it named one other than the model asked for (an
+	// openai-completions chunk's model, an anthropic-messages message's; pi reads none of
+	// openai-responses)
+	ResponseModel string `json:"responseModel,omitzero"`
 	// on a finished message: why the answer ended, in the provider's own words (finish_reason,
 	// stop_reason, status), when it said
 	RawStopReason string `json:"rawStopReason,omitzero"`
