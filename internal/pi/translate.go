@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,8 +53,7 @@ type Translator struct {
 	compactUsage *Usage         // the running compaction's summary call
 	after        Event          // goes out right after the next turn_start (After)
 	system       *SystemMessage // goes out before the next turn's user message (BeginSystem)
-	blockType    string         // "text", "thinking" or "" when no block is open
-	blockText    strings.Builder
+	blocks       []*block       // the assistant message's open text and thinking blocks, in content order
 	awaitBatch   bool // the assistant message is complete but may still get tool calls
 	calls        map[int]*call
 	open         int // tool calls without their tool_execution_end
@@ -82,6 +82,13 @@ func (t *Translator) Steering(text string, images []Content) {
 		t.steers = map[string][]Content{}
 	}
 	t.steers[text] = images
+}
+
+// block is an open text or thinking block of the assistant message.
+type block struct {
+	kind  string // "text" or "thinking"
+	index int    // in the message's content
+	text  strings.Builder
 }
 
 type call struct {
@@ -222,9 +229,16 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			break
 		}
 		emit(t.startAssistant()...)
-		emit(t.closeBlock()...)
+		if !t.blocksToEnd() {
+			emit(t.closeBlocks()...)
+		}
 		t.asst.Usage = withReasoning(NewUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
+		fromProvider := false // an answer's usage says who priced it
+		t.asst.Usage.Cost.TotalFromProvider = &fromProvider
 		t.asst.ResponseID, t.asst.RawStopReason, t.asst.ResponseModel = ev.ResponseID, ev.FinishReason, ev.ResponseModel
+		if t.blocksToEnd() {
+			emit(t.closeBlocks()...) // with the answer's usage, as pi's
+		}
 		sigs := ev.Signatures
 		for i := range t.asst.Content {
 			if t.asst.Content[i].Type == "thinking" && len(sigs) > 0 {
@@ -429,34 +443,48 @@ func (t *Translator) update(ev AssistantEvent) Event {
 	return MessageUpdate{Type: "message_update", Usage: t.asst.Usage, AssistantMessageEvent: ev}
 }
 
+// blocksToEnd reports whether the answer's text and thinking blocks stay
+// open until it ends, as pi's openai-completions provider keeps them: it
+// ends them all once the stream is over (its usage known), in content
+// order, where its other providers end a block when the API does (e: when
+// the next one starts).
+func (t *Translator) blocksToEnd() bool { return t.Info.API == model.APIOpenAIChat }
+
 func (t *Translator) delta(kind, text string) []Event {
 	out := t.startAssistant()
-	if t.blockType != kind {
-		out = append(out, t.closeBlock()...)
-		t.blockType = kind
+	var b *block
+	if n := len(t.blocks); n > 0 && t.blocks[n-1].kind == kind {
+		b = t.blocks[n-1]
+	} else {
+		// A block of a kind already open (reasoning after text) ends those
+		// open, as e's message then has a new part.
+		if !t.blocksToEnd() || slices.ContainsFunc(t.blocks, func(o *block) bool { return o.kind == kind }) {
+			out = append(out, t.closeBlocks()...)
+		}
 		t.asst.Content = append(t.asst.Content, Content{Type: kind})
-		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: len(t.asst.Content) - 1}))
+		b = &block{kind: kind, index: len(t.asst.Content) - 1}
+		t.blocks = append(t.blocks, b)
+		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: b.index}))
 	}
-	t.blockText.WriteString(text)
-	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: len(t.asst.Content) - 1, Text: text}))
+	b.text.WriteString(text)
+	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: b.index, Text: text}))
 }
 
-func (t *Translator) closeBlock() []Event {
-	if t.blockType == "" {
-		return nil
+// closeBlocks ends the open blocks, in content order.
+func (t *Translator) closeBlocks() []Event {
+	var out []Event
+	for _, b := range t.blocks {
+		text := b.text.String()
+		t.asst.Content[b.index].Text = text
+		out = append(out, t.update(AssistantEvent{Type: b.kind + "_end", ContentIndex: b.index, Text: text}))
 	}
-	i := len(t.asst.Content) - 1
-	text := t.blockText.String()
-	t.asst.Content[i].Text = text
-	kind := t.blockType
-	t.blockType = ""
-	t.blockText.Reset()
-	return []Event{t.update(AssistantEvent{Type: kind + "_end", ContentIndex: i, Text: text})}
+	t.blocks = nil
+	return out
 }
 
 // endAssistant completes the open assistant message.
 func (t *Translator) endAssistant(stop, errMsg string) []Event {
-	out := t.closeBlock()
+	out := t.closeBlocks()
 	m := *t.asst
 	m.StopReason, m.ErrorMessage = stop, errMsg
 	if stop == "aborted" {
@@ -524,7 +552,7 @@ func (t *Translator) toolCalls(calls []agent.Call) []Event {
 		out = t.startAssistant()
 	}
 	t.awaitBatch = false
-	out = append(out, t.closeBlock()...)
+	out = append(out, t.closeBlocks()...)
 	var ids []string
 	if t.Recorded != nil {
 		if m, ok := t.Recorded.LastAssistant(); ok {
