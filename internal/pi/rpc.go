@@ -78,8 +78,14 @@ type front struct {
 	abortStart  bool
 	preRun      chan struct{}
 	runDone     chan struct{}
-	compacting  string         // the compaction going on: "", compactManual, compactBefore, compactAfter
-	compactDone chan struct{}  // closed once the compact command's compaction has answered
+	compacting  string        // the compaction going on: "", compactManual, compactBefore, compactAfter
+	compactDone chan struct{} // closed once the compact command's compaction has answered
+	// A compact command that stops a compact command's compaction: the
+	// stopped one's answer (cancelled) waits for the second's
+	// compaction_start, as pi's (its abort resumes the second compact in
+	// the tick that ends the first).
+	compactNext bool           // a compact waits for the running one to stop
+	cancelReply func()         // the stopped compact's answer, until then
 	failed      bool           // the last e turn ended in an error or aborted
 	bashCancels map[int]func() // the running bash commands' stops
 	bashNext    int
@@ -898,6 +904,9 @@ func (fr *front) sink(ev agent.Event) {
 		fr.trMu.Unlock()
 	}
 	fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
+	if _, ok := ev.(agent.Compacting); ok {
+		fr.cancelled()
+	}
 }
 
 // translate writes, in order, the events f takes from the translator:
@@ -1621,6 +1630,7 @@ func (fr *front) compact(c *command) {
 	}
 	fr.mu.Lock()
 	busy := fr.running || fr.starting || fr.compacting != ""
+	fr.compactNext = fr.compacting == compactManual
 	fr.mu.Unlock()
 	if busy {
 		// As pi's compact, which aborts first (its abort()): the run, a
@@ -1639,8 +1649,10 @@ func (fr *front) compact(c *command) {
 // session is busy (a prompt that came meanwhile).
 func (fr *front) compactNow(c *command, p CommandCompact) {
 	fr.mu.Lock()
+	fr.compactNext = false
 	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
+		fr.cancelled()
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
 		return
 	}
@@ -1648,6 +1660,7 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 	turn, err := sess.Compact(fr.ctx, ptrOr(p.CustomInstructions), fr.sink)
 	if err != nil {
 		fr.mu.Unlock()
+		fr.cancelled()
 		fr.respond(c.id, c.typ, nil, err)
 		return
 	}
@@ -1663,13 +1676,23 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 		fr.mu.Lock()
 		fr.compacting = ""
 		fr.flushShell()
+		next := fr.compactNext
 		fr.mu.Unlock()
+		fr.cancelled() // a compact this one stopped, whose compaction_start did not come
 		if errors.Is(err, context.Canceled) && fr.ctx.Err() == nil {
 			// An abort (or a compact after it) stopped it: as pi's, the
 			// compaction ends aborted, with no error, and the command fails
-			// with pi's fixed text.
+			// with pi's fixed text (once the next compact's compaction
+			// started, when a compact stopped it).
 			fr.translate((*Translator).CompactionAborted)
-			fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled"))
+			reply := func() { fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled")) }
+			if !next {
+				reply()
+				return
+			}
+			fr.mu.Lock()
+			fr.cancelReply = reply
+			fr.mu.Unlock()
 			return
 		}
 		if errors.Is(err, agent.ErrNothingToCompact) {
@@ -1691,6 +1714,18 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: rec.ContextTokens(), Usage: &u, Details: rec.CompactedFiles()}, nil)
 	})
+}
+
+// cancelled writes the answer of a compact that a compact stopped, if it
+// waits (compactNext).
+func (fr *front) cancelled() {
+	fr.mu.Lock()
+	reply := fr.cancelReply
+	fr.cancelReply = nil
+	fr.mu.Unlock()
+	if reply != nil {
+		reply()
+	}
 }
 
 // bash runs a user shell command (rpc-commands.md: bash) on the session
