@@ -1977,19 +1977,43 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 	}
 	select {
 	case ans := <-ch:
-		a := gjson.ParseBytes(ans)
-		switch {
-		case a.Get("cancelled").Bool():
-			return json.RawMessage(`{"cancelled":true}`), nil
-		case pm == "confirm":
-			return json.RawMessage(fmt.Sprintf(`{"confirmed":%t}`, a.Get("confirmed").Bool())), nil
-		default:
-			v, _ := json.Marshal(map[string]string{"value": a.Get("value").String()})
-			return v, nil
-		}
+		return uiResult(pm, gjson.ParseBytes(ans)), nil
 	case <-ctx.Done():
 		return json.RawMessage(`{"cancelled":true}`), nil
 	}
+}
+
+// uiResult is what the extension gets for a's answer to dialog method pm:
+// pi 1.6.0's value (select, input, editor), confirmed (confirm) or
+// cancelled, or prime-agent's result (a string, a boolean for confirm,
+// null for a cancel). As pi's, a dialog answered with no value is
+// cancelled, and a confirm with neither is false.
+func uiResult(pm string, a gjson.Result) json.RawMessage {
+	cancelled := json.RawMessage(`{"cancelled":true}`)
+	r := a.Get("result")
+	switch {
+	case a.Get("cancelled").Bool():
+		return cancelled
+	case pm == "confirm":
+		yes := a.Get("confirmed").Bool()
+		switch {
+		case a.Get("confirmed").Exists():
+		case r.IsBool():
+			yes = r.Bool()
+		case r.Exists(): // null
+			return cancelled
+		}
+		return json.RawMessage(fmt.Sprintf(`{"confirmed":%t}`, yes))
+	}
+	v := a.Get("value")
+	if !v.Exists() {
+		v = r
+	}
+	if v.Type != gjson.String {
+		return cancelled
+	}
+	b, _ := json.Marshal(map[string]string{"value": v.String()})
+	return b
 }
 
 func (u ui) Notice(n session.Notice) {

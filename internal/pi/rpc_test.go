@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
 )
 
 func TestJSTrim(t *testing.T) {
@@ -156,5 +157,37 @@ func TestCompactStopsCompact(t *testing.T) {
 		"response c1 success=false", "compaction_end aborted=false", "response c2 success=true"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("compactions and compact responses (-want +got):\n%s", diff)
+	}
+}
+
+// TestUIResult checks what an extension gets for a client's answer to a
+// dialog (Q6): pi 1.6.0's value, confirmed or cancelled, and the result
+// prime-agent's clients send (a string, a boolean for confirm, null for a
+// cancel); an answer with none of them is pi's cancel (false for confirm).
+func TestUIResult(t *testing.T) {
+	for _, tt := range []struct {
+		name, method, answer, want string
+	}{
+		{"select value", "select", `{"value":"b"}`, `{"value":"b"}`},
+		{"select result", "select", `{"result":"b"}`, `{"value":"b"}`},
+		{"input empty result", "input", `{"result":""}`, `{"value":""}`},
+		{"editor result", "editor", `{"result":"text\nmore"}`, `{"value":"text\nmore"}`},
+		{"select null result", "select", `{"result":null}`, `{"cancelled":true}`},
+		{"select nothing", "select", `{}`, `{"cancelled":true}`},
+		{"select cancelled", "select", `{"cancelled":true,"result":"b"}`, `{"cancelled":true}`},
+		{"select boolean result", "select", `{"result":true}`, `{"cancelled":true}`},
+		{"value before result", "input", `{"value":"v","result":"r"}`, `{"value":"v"}`},
+		{"confirm confirmed", "confirm", `{"confirmed":true}`, `{"confirmed":true}`},
+		{"confirm result true", "confirm", `{"result":true}`, `{"confirmed":true}`},
+		{"confirm result false", "confirm", `{"result":false}`, `{"confirmed":false}`},
+		{"confirm null result", "confirm", `{"result":null}`, `{"cancelled":true}`},
+		{"confirm nothing", "confirm", `{}`, `{"confirmed":false}`},
+		{"confirm cancelled", "confirm", `{"cancelled":true}`, `{"cancelled":true}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(uiResult(tt.method, gjson.Parse(tt.answer))); got != tt.want {
+				t.Errorf("uiResult(%s, %s) = %s, want %s", tt.method, tt.answer, got, tt.want)
+			}
+		})
 	}
 }
