@@ -236,8 +236,16 @@ func start(f Flags, env Env) (*front, error) {
 	sp := spec{cwd: env.Cwd, model: info.ID, effort: Effort(info, level), name: f.Name}
 	switch {
 	case f.Session != "":
-		if sp.resume, err = fr.b.find(f.Session, env.Cwd); err != nil {
+		path, err := fr.b.find(f.Session, env.Cwd)
+		if err != nil {
 			return fail(err)
+		}
+		// As pi's, a session file that does not exist yet is a new
+		// session's, saved there.
+		if isFile(path) {
+			sp.resume = path
+		} else {
+			sp.file = path
 		}
 	case f.Continue:
 		sp.resume = fr.b.latest(env.Cwd)
@@ -1058,7 +1066,14 @@ func (fr *front) newSession(c *command) (any, error) {
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)})
+	sp := spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)}
+	if p.SessionPath != nil { // prime-agent's: the file to save it in
+		sp.file = abs(old.Cwd(), *p.SessionPath)
+		if _, err := os.Stat(sp.file); err == nil {
+			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
+		}
+	}
+	m, err := fr.b.make(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -1098,9 +1113,17 @@ func (fr *front) switchSession(c *command) (any, error) {
 	if err := c.decode(&p); err != nil {
 		return nil, err
 	}
-	path := abs(fr.env.Cwd, p.SessionPath)
+	if err := fr.open(abs(fr.env.Cwd, p.SessionPath)); err != nil {
+		return nil, err
+	}
+	return ResponseCancelled{Cancelled: false}, nil
+}
+
+// open makes the session file at path current, once what the current
+// session is doing has stopped.
+func (fr *front) open(path string) error {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("session file %s: %w", path, err)
+		return fmt.Errorf("session file %s: %w", path, err)
 	}
 	fr.idle()
 	fr.mu.Lock()
@@ -1112,14 +1135,14 @@ func (fr *front) switchSession(c *command) (any, error) {
 		fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 		fr.mu.Unlock()
 		old.WithdrawSteers()
-		return ResponseCancelled{Cancelled: false}, nil
+		return nil
 	}
 	m, err := fr.b.make(spec{resume: path})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fr.replace(old, m)
-	return ResponseCancelled{Cancelled: false}, nil
+	return nil
 }
 
 // forkAt starts a new session whose history is the current branch before
@@ -1160,6 +1183,19 @@ func (fr *front) fork(c *command) (any, error) {
 	var p CommandFork
 	if err := c.decode(&p); err != nil {
 		return nil, err
+	}
+	// prime-agent's parentSession: the session file to fork, opened first
+	// when it is not the current one.
+	if path := abs(fr.env.Cwd, p.ParentSession); p.ParentSession != "" && path != fr.session().Info().Path {
+		if err := fr.open(path); err != nil {
+			return nil, err
+		}
+	}
+	if !c.has("entryId") { // prime-agent's fork of the whole branch: a clone
+		if _, err := fr.clone(c); err != nil {
+			return nil, err
+		}
+		return map[string]any{"text": "", "cancelled": false}, nil
 	}
 	id := p.EntryID
 	text, ok := "", false

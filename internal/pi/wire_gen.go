@@ -1366,12 +1366,15 @@ type CommandClearQueue struct {
 	ID   ID     `json:"id,omitzero"`
 }
 
-// CommandNewSession is start a fresh session. Schema: pi/command.json#/$defs/new_session.
+// CommandNewSession is start a fresh session. sessionPath (prime-agent's guide; pi 1.6.0 has
+// none) names the file the new session is saved in, which must not exist yet. Schema:
+// pi/command.json#/$defs/new_session.
 type CommandNewSession struct {
 	// Always "new_session".
 	Type          string  `json:"type"`
 	ID            ID      `json:"id,omitzero"`
 	ParentSession *string `json:"parentSession,omitzero"`
+	SessionPath   *string `json:"sessionPath,omitzero"`
 }
 
 // CommandGetState is the session's state. Schema: pi/command.json#/$defs/get_state.
@@ -1538,13 +1541,16 @@ type CommandSwitchSession struct {
 	SessionPath string `json:"sessionPath"`
 }
 
-// CommandFork is A new session with the history before a user message. Schema:
-// pi/command.json#/$defs/fork.
+// CommandFork is A new session with the history before a user message (entryId). As
+// prime-agent's guide has it, entryId may be left out (the whole active branch, as clone)
+// and parentSession may name the session file to fork (pi 1.6.0 forks the current session
+// and requires entryId). Schema: pi/command.json#/$defs/fork.
 type CommandFork struct {
 	// Always "fork".
-	Type    string `json:"type"`
-	ID      ID     `json:"id,omitzero"`
-	EntryID string `json:"entryId"`
+	Type          string `json:"type"`
+	ID            ID     `json:"id,omitzero"`
+	EntryID       string `json:"entryId,omitzero"`
+	ParentSession string `json:"parentSession,omitzero"`
 }
 
 // CommandClone is A new session with the whole active branch. Schema:

@@ -292,6 +292,44 @@ func TestCreateFromHistory(t *testing.T) {
 	}
 }
 
+// TestCreateAtFile: a new saved session's log can be a file its user
+// named (pi's --session PATH of a file that does not exist yet), its
+// folder made; a file that exists, and one with a history or a resume,
+// are refused.
+func TestCreateAtFile(t *testing.T) {
+	h := startHost(t, Options{})
+	file := filepath.Join(t.TempDir(), "new", "mine.jsonl")
+	s := create(t, h, Spec{Save: true, File: file})
+	if s.Path() != file {
+		t.Errorf("log at %s, want %s", s.Path(), file)
+	}
+	turn, err := s.Prompt(context.Background(), "/text kept", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := create(t, h, Spec{Resume: file}); len(r.Messages()) != 2 {
+		t.Errorf("the file resumed has %d messages, want 2", len(r.Messages()))
+	}
+	for _, tt := range []struct {
+		name string
+		spec Spec
+	}{
+		{"the file exists", Spec{Save: true, File: file}},
+		{"with a history", Spec{Save: true, File: file + ".2", History: s.Entries()}},
+		{"with a resume", Spec{Save: true, File: file + ".3", Resume: file}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := h.Create(context.Background(), tt.spec); err == nil || !strings.Contains(err.Error(), file) {
+				t.Errorf("Create: %v, want an error naming %s", err, file)
+			}
+		})
+	}
+}
+
 // The system prompt's git summary describes the tree at the session's
 // first model call, not at the process's start: a client that changes the
 // tree between the two (a checkout, a new file) gets a prompt that says so.
