@@ -226,18 +226,22 @@ func isFile(path string) bool {
 var piDefaultTools = []string{"read", "bash", "edit", "write"}
 
 // toolSelection applies pi's tool flags to the tools e has (cli.md): by
-// default pi's default built-ins and every tool that is not built in
-// (an extension's); --tools replaces that with the tools its names or
+// default pi's default built-ins (those of settings' defaultTools,
+// defaults, when not nil) and every tool that is not built in (an
+// extension's); --tools replaces that with the tools its names or
 // patterns match, or with only +name/-name entries edits it;
 // --exclude-tools removes; --no-tools offers none. As pi 1.6.0's, a name
 // no tool has is left out (e says so in a warning).
-func toolSelection(all []string, f Flags) (tools, warnings []string) {
+func toolSelection(all, defaults []string, f Flags) (tools, warnings []string) {
 	if f.NoTools {
 		return []string{}, nil
 	}
+	if defaults == nil {
+		defaults = piDefaultTools
+	}
 	var sel []string
 	if !f.NoBuiltin {
-		sel = slices.DeleteFunc(slices.Clone(piDefaultTools), func(n string) bool { return !slices.Contains(all, n) })
+		sel = slices.DeleteFunc(slices.Clone(defaults), func(n string) bool { return !slices.Contains(all, n) })
 	}
 	for _, n := range all {
 		if !session.Builtin(n) {

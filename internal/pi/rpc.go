@@ -220,7 +220,7 @@ func start(f Flags, env Env) (*front, error) {
 	for _, p := range fr.h.Providers() {
 		fr.baseURLs[p.Name] = p.BaseURL
 	}
-	tools, warnings := toolSelection(fr.h.Tools(), f)
+	tools, warnings := toolSelection(fr.h.Tools(), cfg.Settings.DefaultTools(), f)
 	for _, w := range warnings {
 		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
 	}
