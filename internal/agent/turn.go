@@ -229,6 +229,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			return false, err
 		}
 		resp, partial, err := t.call()
+		if errors.Is(err, errCallAgain) {
+			continue
+		}
 		if partial != "" {
 			t.output = append(t.output, partial) // what the user saw of a failed answer
 		}
@@ -595,21 +598,27 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if o := t.s.eng.Observer; o != nil {
 			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
 		}
-		if cancelled := t.waitRetry(delay, wait); cancelled {
+		switch asked, now := t.waitRetry(delay, wait); {
+		case asked && now:
+			return nil, "", errCallAgain
+		case asked:
 			return nil, partial, &modelError{err: me, text: retry.Reason, details: details(me, "cancelled", attempt+1), recorded: retry.Logged != nil}
-		} else if t.ctx.Err() != nil {
+		case t.ctx.Err() != nil:
 			return nil, "", t.ctx.Err()
 		}
 	}
 }
 
+// errCallAgain is stream's answer when CancelRetryWait asked for the call
+// at once: the turn makes a new one (run's loop), not a retry of this one.
+var errCallAgain = errors.New("agent: call again")
+
 // waitRetry waits delay before a retry, until the turn's context ends or
 // CancelRetryWait answers wait (nil: no one can); it reports whether that
-// cancelled the retry.
-func (t *turn) waitRetry(delay time.Duration, wait chan bool) (cancelled bool) {
+// answered, and whether with "at once".
+func (t *turn) waitRetry(delay time.Duration, wait chan bool) (asked, now bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
-	now, asked := true, false
 	select {
 	case <-t.ctx.Done():
 	case <-timer.C:
@@ -625,7 +634,7 @@ func (t *turn) waitRetry(delay time.Duration, wait chan bool) (cancelled bool) {
 		}
 		t.s.mu.Unlock()
 	}
-	return asked && !now
+	return asked, now
 }
 
 // attemptCall describes the turn's model call that failed or was cut

@@ -62,7 +62,6 @@ type Translator struct {
 	retry        int // the attempt being retried, 0 when none
 	recovered    int // a retry succeeded: auto_retry_end follows its message_end
 	finalError   string
-	retryNow     bool   // abort_retry skipped the wait: the retry's success is not announced
 	retryEnds    bool   // abort_retry cancelled the retry: the turn's error is not another message
 	settling     bool   // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted      bool   // of the last e turn
@@ -143,15 +142,15 @@ func (t *Translator) Settle() []Event {
 
 // RetryCancelled is pi's abort_retry while a retry waits, which cancels the
 // wait (auto_retry_end "Retry cancelled"): with now the run goes on at once
-// (pi continues it, as something is queued), with the model call again as a
-// new pi run, else the run ends with the failed attempt, which is already
-// out.
+// (pi continues it, as something is queued) as a new pi run, the steers
+// first, then a new model call (e's turn makes one), else the run ends with
+// the failed attempt, which is already out.
 func (t *Translator) RetryCancelled(now bool) []Event {
 	if t.retry == 0 {
 		return nil
 	}
 	ev := AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: int64(t.retry), FinalError: "Retry cancelled"}
-	t.retry, t.retryNow, t.retryEnds = 0, now, !now
+	t.retry, t.retryEnds = 0, !now
 	return []Event{ev}
 }
 
@@ -307,7 +306,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(AgentEnd{Type: "agent_end", Messages: t.runMessages, WillRetry: true})
 			t.inRun, t.settling, t.runMessages = false, true, []any{}
 		}
-		t.retry, t.recovered, t.retryNow = ev.Attempt-1, 0, false
+		t.retry, t.recovered = ev.Attempt-1, 0
 		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: int64(t.retry), MaxAttempts: int64(t.maxRetries()), DelayMS: ev.DelayMS,
 			ErrorMessage: ev.Reason})
 		if ev.Logged != nil { // pi then hides the attempt from the context, as get_entries shows
@@ -316,9 +315,6 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case agent.Recovered:
 		// e knows at the first byte; pi says so after the answer's message_end.
 		t.recovered, t.retry = ev.Attempts-1, 0
-		if t.retryNow { // pi's run went on after a cancelled wait: no retry to end
-			t.recovered, t.retryNow = 0, false
-		}
 	case agent.Error:
 		if t.retryEnds { // the failure is out already, as its retry's wait was cancelled
 			t.retryEnds = false

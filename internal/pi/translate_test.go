@@ -188,14 +188,15 @@ func TestTranslate(t *testing.T) {
 			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
 	}, {
-		name: "abort_retry while waiting, something queued: the run goes on",
+		name: "abort_retry while waiting, something queued: the run goes on, the steer first",
 		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
-			abortRetry{now: true}, agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
+			abortRetry{now: true}, agent.Steered{Text: "more"}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end",
-			"agent_start", "turn_start", "message_start:assistant/pending", "message_update:text_start",
+			"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start",
 			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop",
 			"turn_end:assistant/stop", "agent_end", "agent_settled"},
 	}, {
