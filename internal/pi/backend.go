@@ -27,6 +27,7 @@ type spec struct {
 	effort  string
 	resume  string          // a log to continue ("": a new session)
 	file    string          // a new saved session's file ("": one in the sessions folder)
+	leaf    string          // the entry of resume to go on from ("": its last)
 	entries []session.Entry // a new session's starting history (fork, clone)
 	parent  string          // the parent log of a fork
 	name    string
@@ -51,7 +52,7 @@ func (b *backend) make(sp spec) (*session.Session, error) {
 		cwd = "" // the log's
 	}
 	ss := session.Spec{Cwd: cwd, Tools: b.tools, NoTools: len(b.tools) == 0, Save: b.sessionsDir != "",
-		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file}
+		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file, Leaf: sp.leaf}
 	if sp.model != "" {
 		ss.Model, ss.Effort = &sp.model, &sp.effort
 	}

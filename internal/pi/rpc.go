@@ -1125,11 +1125,16 @@ func (fr *front) open(path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("session file %s: %w", path, err)
 	}
-	fr.idle()
 	fr.mu.Lock()
-	old := fr.cur
+	old, running := fr.cur, fr.running
 	fr.mu.Unlock()
-	if old.Info().Path == path {
+	same := old.Info().Path == path
+	leaf := ""
+	if same && running {
+		leaf = lastID(old.Entries())
+	}
+	fr.idle()
+	if same && (leaf == "" || lastID(old.Entries()) == leaf) {
 		// pi opens it again: a new session, with empty queues.
 		fr.mu.Lock()
 		fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
@@ -1137,12 +1142,26 @@ func (fr *front) open(path string) error {
 		old.WithdrawSteers()
 		return nil
 	}
-	m, err := fr.b.make(spec{resume: path})
+	if same {
+		// pi opens the file again as it was when the switch came: what
+		// the run it stops wrote as it ended (the answer cut short) is
+		// left on a branch of its own. The log is e's, locked by old.
+		old.Close(context.Background())
+	}
+	m, err := fr.b.make(spec{resume: path, leaf: leaf})
 	if err != nil {
 		return err
 	}
 	fr.replace(old, m)
 	return nil
+}
+
+// lastID is the id of the last of entries, "" when there are none.
+func lastID(entries []session.Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].ID
 }
 
 // forkAt starts a new session whose history is the current branch before

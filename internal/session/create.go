@@ -27,7 +27,11 @@ type Spec struct {
 	// locked (C6): a log open for writing anywhere, this process included,
 	// is refused with code locked. Without Save it is a read-only copy
 	// (C7) under a new session id, so it never shadows an open session.
+	// Leaf, when set, is the entry the resumed session goes on from
+	// instead of the log's last (the branch ending there); the entries
+	// after it stay on a branch of their own.
 	Resume string
+	Leaf   string
 	Name   *string // C8
 	// Approval is the approval policy (never, writes, all; nil: the
 	// process's); ApprovalTimeout bounds each question (nil: none).
@@ -156,6 +160,18 @@ func (h *Host) resume(c *creation) error {
 	}
 	if err != nil {
 		return wrap(CodeInvalidParams, "resume", err)
+	}
+	if leaf := c.spec.Leaf; leaf != "" {
+		i := slices.IndexFunc(c.entries, func(e store.Entry) bool { return e.ID == leaf })
+		if i < 0 {
+			return paramErr(CodeInvalidParams, "leaf", "%s has no entry %q", path, leaf)
+		}
+		c.entries = c.entries[:i+1]
+		if c.log != nil {
+			if err := c.log.ContinueFrom(leaf); err != nil {
+				return wrap(CodeInternal, "leaf", err)
+			}
+		}
 	}
 	c.entries = store.Branch(c.entries)
 	if c.spec.Cwd == "" {

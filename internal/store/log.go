@@ -634,6 +634,18 @@ func validID(id string) bool {
 	return true
 }
 
+// ContinueFrom makes the entry id, which the log holds, the parent of the
+// next entry appended, instead of the last one: a session that goes on
+// from an earlier point of its log, whose later entries stay on a branch
+// of their own.
+func (l *Log) ContinueFrom(id string) error {
+	if !l.has(id) {
+		return fmt.Errorf("store: continue %s: no entry %q", l.path, id)
+	}
+	l.last, l.sumOK = id, false
+	return nil
+}
+
 // Branch returns the entries on the branch that ends at the last entry,
 // oldest first, following Parent links. Where a parent is missing (its line
 // was corrupt and skipped) the branch continues with the entry just before
