@@ -54,7 +54,7 @@ type Translator struct {
 	after        Event          // goes out right after the next turn_start (After)
 	system       *SystemMessage // goes out before the next turn's user message (BeginSystem)
 	blocks       []*block       // the assistant message's open text and thinking blocks, in content order
-	awaitBatch   bool // the assistant message is complete but may still get tool calls
+	awaitBatch   bool           // the assistant message is complete but may still get tool calls
 	calls        map[int]*call
 	open         int // tool calls without their tool_execution_end
 	toolResults  []ToolResultMessage

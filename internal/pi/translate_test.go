@@ -120,8 +120,8 @@ func TestTranslate(t *testing.T) {
 			"message_update:thinking_start", "message_update:thinking_delta", "message_update:text_end", "message_update:thinking_end",
 			"message_end:assistant/stop", "turn_end:assistant/stop"},
 	}, {
-		name: "aborted, openai-completions: the blocks end with the message",
-		api:  model.APIOpenAIChat,
+		name:   "aborted, openai-completions: the blocks end with the message",
+		api:    model.APIOpenAIChat,
 		events: []agent.Event{agent.TurnStart{}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true}},
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
