@@ -53,7 +53,7 @@ var compareValues = map[string]bool{
 	"toolCalls": true, "toolResults": true, "totalMessages": true,
 	// The test's own records (exit, check).
 	"status": true, "stderrLines": true, "stderrNames": true, "requestTools": true, "systemStarts": true,
-	"systemHas": true, "fileInDir": true,
+	"systemHas": true, "fileInDir": true, "fileExists": true, "sessionFileIsPath": true,
 }
 
 // ignored are the paths (in a flow, "" for every flow; a record's kind,
@@ -497,7 +497,7 @@ func newDiffAgent(t *testing.T, name string, argv, env []string, work, agentDir 
 // launch starts the agent's process with its flags and args.
 func (a *diffAgent) launch(args ...string) {
 	a.t.Helper()
-	cmd := exec.Command(a.argv[0], append(slices.Clone(a.argv[1:]), args...)...)
+	cmd := exec.Command(a.argv[0], slices.Concat(a.argv[1:], rpcMode, args)...)
 	cmd.Dir = a.work
 	cmd.Env = append(os.Environ(), a.env...)
 	a.stderr = &bytes.Buffer{}
@@ -588,12 +588,16 @@ func (a *diffAgent) startExit(word string, args ...string) {
 	a.exitNaming(word)
 }
 
-// exitCase is one start of startExits: its args, and a word its stderr
-// may name.
+// exitCase is one start of startExits: its args (after --mode rpc, unless
+// bare), and a word its stderr may name.
 type exitCase struct {
 	word string
 	args []string
+	bare bool
 }
+
+// rpcMode is the mode every start but a bare exitCase's has.
+var rpcMode = []string{"--mode", "rpc"}
 
 // startExits is startExit for each case, the processes at once (each
 // exits by itself or at the end of its empty input), their lines in the
@@ -608,7 +612,11 @@ func (a *diffAgent) startExits(cases []exitCase) {
 	runs := make([]run, len(cases))
 	var wg sync.WaitGroup
 	for i, c := range cases {
-		cmd := exec.Command(a.argv[0], append(slices.Clone(a.argv[1:]), c.args...)...)
+		mode := rpcMode
+		if c.bare {
+			mode = nil
+		}
+		cmd := exec.Command(a.argv[0], slices.Concat(a.argv[1:], mode, c.args)...)
 		cmd.Dir, cmd.Env = a.work, append(os.Environ(), a.env...)
 		cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].stderr
 		if err := cmd.Start(); err != nil {
@@ -1103,7 +1111,12 @@ var diffFlows = []diffFlow{
 	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
-		a.call(map[string]any{"type": "cycle_model"})
+		// Round the models twice, past the last to the first each time:
+		// six calls end where they began for pi's two models and e's three
+		// (its offline model too, listed below), so the flows after agree.
+		for range 6 {
+			a.call(map[string]any{"type": "cycle_model"})
+		}
 		a.call(map[string]any{"type": "cycle_thinking_level"})
 		a.call(map[string]any{"type": "set_thinking_level", "level": "low"})
 		a.call(map[string]any{"type": "get_available_thinking_levels"})
@@ -1183,8 +1196,10 @@ var diffFlows = []diffFlow{
 // smaller than pi's default 20000, which leaves nothing to summarise).
 const diffSettings = `{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`
 
-// retryWaitFlows restart the agent with a retry wait of a minute.
-var retryWaitFlows = []diffFlow{
+// runFlows restart the agent for runs of their own (a retry wait of a
+// minute, a session switched during a run), each in a lane of its own, as
+// soloFlows.
+var runFlows = []diffFlow{
 	{"abort-retry-wait", func(a *diffAgent) {
 		// abort_retry while a retry waits cancels the wait only: the run
 		// settles, not aborted; with something queued, pi's run goes on at
@@ -1203,6 +1218,37 @@ var retryWaitFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_state"})
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_session_stats"})
+		// A steer queued while a retry waits: abort_retry goes on with it,
+		// the steer before the call; that call fails too (its user message
+		// is new to the mock), and its retry counts from 1 again.
+		a.call(map[string]any{"type": "prompt", "message": "fail-wait a third time"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "steer", "message": "fail-wait steered"})
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"switch-during-run", func(a *diffAgent) {
+		// switch_session during a run stops it first; the session opened
+		// again (its own file, then back from another) has what was
+		// saved of it.
+		a.restart(diffSettings)
+		prompt(a, "some history")
+		file, _ := data(a.call(map[string]any{"type": "get_state"}))["sessionFile"].(string)
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "switch_session", "sessionPath": file})
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_state"})
+		a.pos = a.lenLines() // past the stopped run's last updates
+		a.call(map[string]any{"type": "prompt", "message": "hold on again"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "new_session"})
+		a.call(map[string]any{"type": "switch_session", "sessionPath": file})
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_entries"})
 	}},
 }
 
@@ -1240,8 +1286,20 @@ var sessionFlows = []diffFlow{
 	}},
 }
 
-// soloFlows restart the agent as they need it, each in a lane of its own.
+// soloFlows restart the agent as they need it (start-up flags, settings),
+// each in a lane of its own.
 var soloFlows = []diffFlow{
+	{"session-new-file", func(a *diffAgent) {
+		// --session PATH of a file that does not exist yet: a new session
+		// saved there.
+		file := filepath.Join(filepath.Dir(a.work), "fresh", "new.jsonl")
+		a.restart("", "--session", file)
+		st := a.call(map[string]any{"type": "get_state"})
+		a.check(map[string]any{"sessionFileIsPath": data(st)["sessionFile"] == file})
+		prompt(a, "saved where asked")
+		a.call(map[string]any{"type": "get_messages"})
+		a.check(map[string]any{"fileExists": isFile(file)})
+	}},
 	{"session-dir", func(a *diffAgent) {
 		// --session-dir DIR keeps the sessions in DIR itself; -c finds
 		// them there.
@@ -1290,6 +1348,42 @@ var soloFlows = []diffFlow{
 			a.checkRequest("", "")
 		}
 	}},
+	{"json-mode", func(a *diffAgent) {
+		// --mode json one-shot runs, as pi's subagent example
+		// (examples/extensions/subagent) spawns them: -p, --no-session,
+		// --model, --thinking, --tools and --append-system-prompt FILE;
+		// then two prompts of one run, and a model error.
+		appendix := filepath.Join(filepath.Dir(a.work), "subagent.md")
+		os.WriteFile(appendix, []byte("You are a subagent."), 0o600)
+		a.startExits([]exitCase{
+			{bare: true, args: []string{"--mode", "json", "-p", "--no-session", "--model", "mock/mock-1", "--thinking", "high",
+				"--tools", "read,bash", "--append-system-prompt", appendix, "call-read please"}},
+			{bare: true, args: slices.Concat([]string{"--mode", "json", "--no-session"}, modelFlags, []string{"think first", "Task: hello"})},
+			{bare: true, args: slices.Concat([]string{"--mode", "json", "--no-session"}, modelFlags, []string{"fail-hard please"})},
+		})
+	}},
+	{"images", func(a *diffAgent) {
+		// A prompt, a steer and a follow-up with images (mock-1 takes no
+		// image input: the model gets pi's placeholder text).
+		img := []map[string]any{{"type": "image", "data": pngPixel, "mimeType": "image/png"}}
+		a.restart("")
+		a.call(map[string]any{"type": "prompt", "message": "hold on, see this", "images": img})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "steer", "message": "steer with a picture", "images": img})
+		a.call(map[string]any{"type": "follow_up", "message": "follow with a picture", "images": img})
+		a.releaseHold()
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"default-tools", func(a *diffAgent) {
+		// settings.json's defaultTools, then --tools edits of it.
+		a.restart(strings.Replace(diffSettings, "{", `{"defaultTools":["-edit","+grep","-write"],`, 1))
+		prompt(a, "hello tools")
+		a.checkRequest("", "")
+		a.restart("", "--tools", "+ls,-read")
+		prompt(a, "hello tools")
+		a.checkRequest("", "")
+	}},
 	{"system-prompt", func(a *diffAgent) {
 		a.restart("", "--system-prompt", "You are TESTBOT.", "--append-system-prompt", "Always say OK.")
 		prompt(a, "hello prompt")
@@ -1304,14 +1398,14 @@ var soloFlows = []diffFlow{
 		// Options pi refuses (exit status, a line on stderr naming it) and
 		// those it takes in rpc mode.
 		cases := []exitCase{
-			{"--bogus", []string{"--bogus=1"}},
-			{"-z", []string{"-z"}},
-			{"file", []string{"@file"}},
-			{"bogus", []string{"--mode", "bogus"}},
-			{"nope", []string{"--model", "mock/nope"}},
+			{word: "--bogus", args: []string{"--bogus=1"}},
+			{word: "-z", args: []string{"-z"}},
+			{word: "file", args: []string{"@file"}},
+			{word: "bogus", args: []string{"--mode", "bogus"}},
+			{word: "nope", args: []string{"--model", "mock/nope"}},
 			// Taken in rpc mode: an unknown level (a warning), prompt
 			// arguments, --print.
-			{"bogus", []string{"--thinking", "bogus", "hello", "--print"}},
+			{word: "bogus", args: []string{"--thinking", "bogus", "hello", "--print"}},
 		}
 		for i := range cases {
 			cases[i].args = append(slices.Clone(modelFlags), cases[i].args...)
@@ -1336,11 +1430,14 @@ var diffLanes = lanes()
 // the restart flows, each alone but those that need the ones before.
 func lanes() []diffLane {
 	out := []diffLane{{diffFlows, true}, {sessionFlows, false}}
-	for _, f := range slices.Concat(retryWaitFlows, soloFlows) {
+	for _, f := range slices.Concat(runFlows, soloFlows) {
 		out = append(out, diffLane{[]diffFlow{f}, false})
 	}
 	return out
 }
+
+// pngPixel is a 1×1 PNG, base64.
+const pngPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
 // piSessionFixture writes testdata/pi-session.jsonl, a session file pi
 // 1.6.0 wrote, to path with its cwd set to cwd (pi refuses a session whose
@@ -1393,7 +1490,7 @@ func TestDifferential(t *testing.T) {
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
 			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
-		a := newDiffAgent(t, name, append(argv, "--mode", "rpc"), env, work, agentDir, mock)
+		a := newDiffAgent(t, name, argv, env, work, agentDir, mock)
 		if lane.launch {
 			a.launch(modelFlags...)
 		}
