@@ -909,8 +909,12 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The key tells this call from those of other sessions running at
 	// once, whose order varies from run to run.
 	var key map[string]any
+	asked := "" // the model the call names
 	if v, err := decode(body); err == nil {
 		key = callKey(textContent(v))
+		if m, ok := v.(map[string]any); ok {
+			asked, _ = m["model"].(string)
+		}
 	}
 	rc.mu.Lock()
 	slot := len(rc.entries)
@@ -955,7 +959,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		entry["error"] = map[string]any{"status": resp.StatusCode, "headers": hs, "body": copy.String()}
 	} else {
-		parseStream(copy.Bytes(), entry)
+		parseStream(copy.Bytes(), asked, entry)
 	}
 	rc.set(slot, entry, key)
 }
@@ -984,8 +988,9 @@ func (f flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// parseStream turns a Chat Completions event stream into a tape entry.
-func parseStream(data []byte, entry map[string]any) {
+// parseStream turns a Chat Completions event stream, the answer to a call
+// that named model asked, into a tape entry.
+func parseStream(data []byte, asked string, entry map[string]any) {
 	var text, reasoning strings.Builder
 	type call struct{ id, name, args string }
 	var calls []*call
@@ -997,6 +1002,7 @@ func parseStream(data []byte, entry map[string]any) {
 		}
 		var chunk struct {
 			ID      string `json:"id"`
+			Model   string `json:"model"`
 			Choices []struct {
 				Delta struct {
 					Content          string `json:"content"`
@@ -1028,6 +1034,9 @@ func parseStream(data []byte, entry map[string]any) {
 		}
 		if chunk.ID != "" {
 			entry["id"] = chunk.ID // the answer's id, which the server may report (usage response_id)
+		}
+		if _, named := entry["model"]; !named && chunk.Model != "" && chunk.Model != asked {
+			entry["model"] = chunk.Model // another model answered, which the server may report (pi's responseModel)
 		}
 		if u := chunk.Usage; u != nil {
 			usage := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cached_tokens": u.PromptTokensDetails.CachedTokens}

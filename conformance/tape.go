@@ -29,7 +29,8 @@ type tapeEntry struct {
 	FinishReason string          `json:"finish_reason"`
 	Hold         bool            `json:"hold"`
 	Optional     bool            `json:"optional"`
-	ID           string          `json:"id"` // the completion's id; default chatcmpl-tape-<n>
+	ID           string          `json:"id"`    // the completion's id; default chatcmpl-tape-<n>
+	Model        string          `json:"model"` // the model every chunk names; default "model", the one asked for
 	DelayMS      int             `json:"delay_ms"`
 	Error        *tapeError      `json:"error"`
 	RawRequest   json.RawMessage `json:"request"`
@@ -328,7 +329,7 @@ func (t *tapeServer) stream(ctx context.Context, w http.ResponseWriter, n int, e
 	fl, _ := w.(http.Flusher)
 	id := cmp.Or(e.ID, fmt.Sprintf("chatcmpl-tape-%d", n+1))
 	send := func(delta map[string]any, finish any, usage any) {
-		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": "model"}
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": cmp.Or(e.Model, "model")}
 		if delta != nil || finish != nil {
 			if delta == nil {
 				delta = map[string]any{}

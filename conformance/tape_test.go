@@ -93,7 +93,7 @@ func TestTapeKeys(t *testing.T) {
 					continue
 				}
 				entry := map[string]any{}
-				parseStream(data, entry)
+				parseStream(data, "model", entry)
 				got = append(got, fmt.Sprint(entry["text"]))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -102,6 +102,10 @@ type (
 		// (model.Response), absent when it sent none.
 		ResponseID   string `json:"response_id,omitempty"`
 		FinishReason string `json:"finish_reason,omitempty"`
+		// ResponseModel is the model the answer says answered when it is
+		// not the one asked for (model.Response), for front ends that show
+		// it (the pi dialect's responseModel). Not on e's wire.
+		ResponseModel string `json:"-"`
 		// Signatures are the signatures of the answer's reasoning parts
 		// that have text, in order, for front ends that show them with the
 		// streamed reasoning (the pi dialect's thinkingSignature). Not on
@@ -154,6 +158,9 @@ type (
 		// cut short, when it gave one, for front ends that show it (the pi
 		// dialect's responseId). Not on e's wire.
 		ResponseID string `json:"-"`
+		// ResponseModel is likewise the model that answer named (pi's
+		// responseModel), "" when it named none or the one asked for.
+		ResponseModel string `json:"-"`
 	}
 )
 

@@ -346,10 +346,11 @@ func (s *Session) SetAutoRetry(on bool) {
 }
 
 // CancelRetryWait ends the wait of a turn whose model call failed and is
-// about to be retried (pi's abort_retry): with now the retry starts at
-// once, else the turn ends with that failure (retry_decision "cancelled"),
-// which its attempt entry already records. It reports whether a turn was
-// waiting.
+// about to be retried (pi's abort_retry): with now the turn goes on at once
+// with a new model call, as pi's run goes on with what is queued (the
+// steers delivered first, its attempts counted from 1 again), else the turn
+// ends with that failure (retry_decision "cancelled"), which its attempt
+// entry already records. It reports whether a turn was waiting.
 func (s *Session) CancelRetryWait(now bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -119,7 +119,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 	t.syncLog()
 	end := TurnEnd{Aborted: aborted}
 	if t.cut != nil {
-		end.ResponseID = t.cut.ResponseID
+		end.ResponseID, end.ResponseModel = t.cut.ResponseID, t.cut.ResponseModel
 	}
 	t.emit(end)
 	if s.eng.Ext != nil {
@@ -229,6 +229,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			return false, err
 		}
 		resp, partial, err := t.call()
+		if errors.Is(err, errCallAgain) {
+			continue
+		}
 		if partial != "" {
 			t.output = append(t.output, partial) // what the user saw of a failed answer
 		}
@@ -518,12 +521,12 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			rec.Usage, rec.CostUSD, rec.RequestID, rec.StopReason = resp.Usage, t.info.Cost(resp.Usage), resp.RequestID, resp.StopReason
 			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),
 				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD,
-				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason}
+				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason, ResponseModel: resp.ResponseModel}
 			if o := t.s.eng.Observer; o != nil {
 				o.ModelCall(rec)
 			}
 			t.emit(UsageEvent{Usage: NewUsage(resp.Usage), ResponseID: resp.ResponseID, FinishReason: resp.FinishReason,
-				Signatures: signatures(resp.Message)})
+				ResponseModel: resp.ResponseModel, Signatures: signatures(resp.Message)})
 			return resp, "", nil
 		}
 		// What this attempt streamed, from its provider (Provider): the
@@ -595,21 +598,27 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		if o := t.s.eng.Observer; o != nil {
 			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
 		}
-		if cancelled := t.waitRetry(delay, wait); cancelled {
+		switch asked, now := t.waitRetry(delay, wait); {
+		case asked && now:
+			return nil, "", errCallAgain
+		case asked:
 			return nil, partial, &modelError{err: me, text: retry.Reason, details: details(me, "cancelled", attempt+1), recorded: retry.Logged != nil}
-		} else if t.ctx.Err() != nil {
+		case t.ctx.Err() != nil:
 			return nil, "", t.ctx.Err()
 		}
 	}
 }
 
+// errCallAgain is stream's answer when CancelRetryWait asked for the call
+// at once: the turn makes a new one (run's loop), not a retry of this one.
+var errCallAgain = errors.New("agent: call again")
+
 // waitRetry waits delay before a retry, until the turn's context ends or
 // CancelRetryWait answers wait (nil: no one can); it reports whether that
-// cancelled the retry.
-func (t *turn) waitRetry(delay time.Duration, wait chan bool) (cancelled bool) {
+// answered, and whether with "at once".
+func (t *turn) waitRetry(delay time.Duration, wait chan bool) (asked, now bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
-	now, asked := true, false
 	select {
 	case <-t.ctx.Done():
 	case <-timer.C:
@@ -625,7 +634,7 @@ func (t *turn) waitRetry(delay time.Duration, wait chan bool) (cancelled bool) {
 		}
 		t.s.mu.Unlock()
 	}
-	return asked && !now
+	return asked, now
 }
 
 // attemptCall describes the turn's model call that failed or was cut
@@ -637,7 +646,7 @@ func (t *turn) attemptCall(attempt int, began, start, first time.Time, resp *mod
 		c.FirstByteMS = first.Sub(start).Milliseconds()
 	}
 	if resp != nil {
-		c.Usage, c.ResponseID = store.Usage(resp.Usage), resp.ResponseID
+		c.Usage, c.ResponseID, c.ResponseModel = store.Usage(resp.Usage), resp.ResponseID, resp.ResponseModel
 	}
 	return c
 }

@@ -319,9 +319,13 @@ func TestErrorDetails(t *testing.T) {
 	}
 }
 
-// CancelRetryWait ends a retry's wait (an hour here): at once into the
-// retry, or ending the turn with the failure, which the attempt entry
-// already records (no error entry), its decision "cancelled".
+// CancelRetryWait ends a retry's wait (an hour here): ending the turn with
+// the failure, which the attempt entry already records (no error entry),
+// its decision "cancelled"; or at once into a new model call, as pi's run
+// goes on with what is queued: a steer sent during the wait goes in
+// first, and the new call's retry counts its attempts from 1 again (the
+// offline model fails the first attempt of each call; the second wait is
+// cancelled).
 func TestCancelRetryWait(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -335,10 +339,12 @@ func TestCancelRetryWait(t *testing.T) {
 		wantErr:    "cancelled",
 		wantTypes:  "title attempt",
 	}, {
-		name:       "retried at once",
-		now:        true,
-		wantEvents: []string{"turn_start", "session_name", "text", "discarded", "retry", "text", "recovered", "usage", "turn_end"},
-		wantTypes:  "title attempt message",
+		name: "called again at once",
+		now:  true,
+		wantEvents: []string{"turn_start", "session_name", "text", "discarded", "retry", "steered", "text", "discarded", "retry",
+			"error", "error_details", "turn_end"},
+		wantErr:   "cancelled",
+		wantTypes: "title attempt message attempt",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -349,10 +355,18 @@ func TestCancelRetryWait(t *testing.T) {
 				t.Error("CancelRetryWait while idle reports a wait")
 			}
 			rec := &recorder{}
-			cancelled := make(chan bool, 1)
+			cancelled := make(chan bool, 2)
+			retries := 0
 			rec.hook = func(ev Event) {
 				if isType[Retry](ev) {
-					cancelled <- s.CancelRetryWait(tt.now)
+					retries++
+					now := tt.now && retries == 1
+					if now {
+						if err := s.Steer("/error retryable again\n/text back"); err != nil {
+							t.Error(err)
+						}
+					}
+					cancelled <- s.CancelRetryWait(now)
 				}
 			}
 			res := promptWith(t, s, "/error retryable overloaded\n/text back", rec)
@@ -361,6 +375,11 @@ func TestCancelRetryWait(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantEvents, rec.types()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			for _, r := range ofType[Retry](rec) {
+				if r.Attempt != 2 {
+					t.Errorf("retry attempt %d, want 2: each call counts its own", r.Attempt)
+				}
 			}
 			got := ""
 			if res.ErrorDetails != nil {

@@ -240,6 +240,7 @@ type anthropicEvent struct {
 	Index   int    `json:"index"`
 	Message *struct {
 		ID    string          `json:"id"`
+		Model string          `json:"model"`
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
@@ -287,7 +288,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(resp.ResponseID), err
+			return a.streamed(resp), err
 		}
 		if fast.scan(ev.Data) {
 			if i, ok := blocks[fast.index]; ok {
@@ -297,12 +298,15 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 		}
 		var e anthropicEvent
 		if err := c.decode(ev, &e); err != nil {
-			return a.streamed(resp.ResponseID), err
+			return a.streamed(resp), err
 		}
 		switch e.Type {
 		case "message_start":
 			if e.Message != nil {
 				resp.ResponseID = e.Message.ID
+				if e.Message.Model != req.Model { // as pi's: a fallback answered
+					resp.ResponseModel = e.Message.Model
+				}
 				usage.merge(e.Message.Usage)
 			}
 		case "content_block_start":
@@ -365,7 +369,7 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 			return resp, nil
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp), c.eventErr(kind, msg, ev.Data)
 		}
 	}
 }

@@ -15,6 +15,13 @@ func TestAnthropicStream(t *testing.T) { // U1: cache reads and 5m/1h writes apa
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
 				Usage:      Usage{Input: 25, Output: 7, CacheRead: 12000, CacheWrite5m: 1000, CacheWrite1h: 2000},
+				StopReason: StopEnd, RequestID: "req_011CAnthropicText", ResponseID: "msg_01Text", FinishReason: "end_turn",
+				ResponseModel: "claude-sonnet-4-5-20250929"}},
+		{file: "text.http", model: "claude-sonnet-4-5-20250929", // the model asked for answered: no response model
+			deltas: []Delta{{Kind: DeltaText, Text: "Hello"}, {Kind: DeltaText, Text: ", world."}},
+			want: &Response{
+				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
+				Usage:      Usage{Input: 25, Output: 7, CacheRead: 12000, CacheWrite5m: 1000, CacheWrite1h: 2000},
 				StopReason: StopEnd, RequestID: "req_011CAnthropicText", ResponseID: "msg_01Text", FinishReason: "end_turn"}},
 		{file: "reasoning.http",
 			deltas: []Delta{{Kind: DeltaReasoning, Text: "Let me work"}, {Kind: DeltaReasoning, Text: " this out."},
@@ -25,7 +32,8 @@ func TestAnthropicStream(t *testing.T) { // U1: cache reads and 5m/1h writes apa
 					{Type: PartReasoning, Signature: "anthropic-redacted:EmwKAhgBEgy3va3pzix/LafPsn4a"},
 					{Type: PartText, Text: "42."}}},
 				Usage:      Usage{Input: 40, Output: 300, Reasoning: 280},
-				StopReason: StopMaxToken, RequestID: "req_011CAnthropicThink", ResponseID: "msg_01Think", FinishReason: "max_tokens"}},
+				StopReason: StopMaxToken, RequestID: "req_011CAnthropicThink", ResponseID: "msg_01Think", FinishReason: "max_tokens",
+				ResponseModel: "claude-sonnet-4-5-20250929"}},
 		{file: "tools.http",
 			deltas: append([]Delta{{Kind: DeltaText, Text: "Looking."}}, anthropicCallDeltas()...),
 			want: &Response{
@@ -33,7 +41,8 @@ func TestAnthropicStream(t *testing.T) { // U1: cache reads and 5m/1h writes apa
 					anthropicCalls()...)},
 				// No cache_creation breakdown: all writes count as 5-minute.
 				Usage:      Usage{Input: 10, Output: 61, CacheWrite5m: 1500},
-				StopReason: StopToolUse, RequestID: "req_011CAnthropicTools", ResponseID: "msg_01Tools", FinishReason: "tool_use"}},
+				StopReason: StopToolUse, RequestID: "req_011CAnthropicTools", ResponseID: "msg_01Tools", FinishReason: "tool_use",
+				ResponseModel: "claude-sonnet-4-5-20250929"}},
 	})
 }
 

@@ -556,13 +556,13 @@ func (a *answer) setArgs(i int, s string) {
 func (a *answer) sign(i int, sig string) { a.parts[i].Signature = sig }
 
 // streamed is the Response a call that fails returns: the message of what
-// was emitted and the answer's id when the stream gave one (id), or nil
-// when it had neither.
-func (a *answer) streamed(id string) *Response {
-	if len(a.parts) == 0 && id == "" {
+// was emitted and the answer's id and model when the stream gave them
+// (resp's), or nil when it had none of them.
+func (a *answer) streamed(resp *Response) *Response {
+	if len(a.parts) == 0 && resp.ResponseID == "" && resp.ResponseModel == "" {
 		return nil
 	}
-	return &Response{Message: a.message(), ResponseID: id}
+	return &Response{Message: a.message(), ResponseID: resp.ResponseID, ResponseModel: resp.ResponseModel}
 }
 
 // hasCalls reports whether the answer holds a tool call.

@@ -361,6 +361,10 @@ func TestCancel(t *testing.T) {
 			if want := map[string]string{"chat": "chatcmpl-C1", "anthropic": "msg_01Cut", "responses": "resp_06"}[a.name]; resp != nil && resp.ResponseID != want {
 				t.Errorf("Stream response id %q beside the error, want the stream's %q", resp.ResponseID, want)
 			}
+			// The model the answer named ("m" was asked for; the Responses API's is not read).
+			if want := map[string]string{"chat": "gpt-4.1", "anthropic": "claude-sonnet-4-5-20250929"}[a.name]; resp != nil && resp.ResponseModel != want {
+				t.Errorf("Stream response model %q beside the error, want the stream's %q", resp.ResponseModel, want)
+			}
 			var e *Error
 			if errors.As(err, &e) {
 				t.Errorf("Stream error is an *Error: %v", e)
@@ -452,9 +456,11 @@ func checkGolden(t *testing.T, dir, name string, body []byte) {
 	}
 }
 
-// streamCase is one recorded answer and what a provider makes of it.
+// streamCase is one recorded answer and what a provider makes of it,
+// asked for model ("" is "m", which no recording names).
 type streamCase struct {
 	file   string
+	model  string
 	deltas []Delta
 	want   *Response
 }
@@ -462,9 +468,13 @@ type streamCase struct {
 func runStreamCases(t *testing.T, dir string, newProvider func(ProviderSettings) Provider, tests []streamCase) {
 	t.Helper()
 	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
+		t.Run(tt.file+" "+tt.model, func(t *testing.T) {
 			f := newFake(t, dir, tt.file, holdNone)
-			deltas, resp, err := collect(t.Context(), newProvider(f.settings()), &Request{Model: "m"})
+			model := tt.model
+			if model == "" {
+				model = "m"
+			}
+			deltas, resp, err := collect(t.Context(), newProvider(f.settings()), &Request{Model: model})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}

@@ -152,6 +152,11 @@ type Response struct {
 	// the stream had none. StopReason is e's reading of FinishReason.
 	ResponseID   string
 	FinishReason string
+	// ResponseModel is the model the answer says answered when it is not
+	// the one asked for (a provider's alias or fallback; pi's
+	// responseModel), "" otherwise: a chat completion chunk's model, an
+	// Anthropic message's; the Responses API's is not read (pi reads none).
+	ResponseModel string
 }
 
 // Provider streams one model call. Stream calls emit for every delta, in
@@ -162,9 +167,9 @@ type Response struct {
 // owns retries). Cancelling ctx stops the call promptly with ctx.Err().
 // A call that fails after emitting deltas returns, with its error, a
 // Response whose Message holds what was emitted (what the user saw of an
-// answer cut short) and ResponseID the id the stream gave, if it gave one
-// (it may have given one before any delta); Usage and StopReason are then
-// unset.
+// answer cut short) and ResponseID and ResponseModel as the stream gave
+// them, if it gave them (it may have before any delta); Usage and
+// StopReason are then unset.
 type Provider interface {
 	Stream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
 }

@@ -163,6 +163,7 @@ func openAIHeader(key string) http.Header {
 
 type chatChunk struct {
 	ID      string `json:"id"`
+	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
 			Content          string `json:"content"`
@@ -210,7 +211,7 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(resp.ResponseID), err
+			return a.streamed(resp), err
 		}
 		if string(ev.Data) == "[DONE]" {
 			break
@@ -226,16 +227,21 @@ func (o *openAIChat) Stream(ctx context.Context, req *Request, emit func(Delta))
 		var ch chatChunk
 		if string(ev.Event) != "error" {
 			if err := c.decode(ev, &ch); err != nil {
-				return a.streamed(resp.ResponseID), err
+				return a.streamed(resp), err
 			}
 		}
 		if string(ev.Event) == "error" || len(ch.Error) > 0 {
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp), c.eventErr(kind, msg, ev.Data)
 		}
 		first = false
 		if resp.ResponseID == "" {
 			resp.ResponseID = ch.ID
+		}
+		// As pi's: the first model named that is not the one asked for
+		// (chunks of text alone, the fast path's, are not read for it).
+		if resp.ResponseModel == "" && ch.Model != "" && ch.Model != req.Model {
+			resp.ResponseModel = ch.Model
 		}
 		if u := ch.Usage; u != nil {
 			resp.Usage = Usage{Input: max(u.PromptTokens-u.PromptTokensDetails.CachedTokens, 0),

@@ -14,6 +14,13 @@ func TestOpenAIChatStream(t *testing.T) { // U1: input excludes cached tokens
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
 				Usage:      Usage{Input: 226, Output: 5, CacheRead: 1024},
+				StopReason: StopEnd, RequestID: "req_chat_text_1", ResponseID: "chatcmpl-AaA1", FinishReason: "stop",
+				ResponseModel: "gpt-4.1-2025-04-14"}},
+		{file: "text.http", model: "gpt-4.1-2025-04-14", // the model asked for answered: no response model
+			deltas: []Delta{{Kind: DeltaText, Text: "Hello"}, {Kind: DeltaText, Text: ", world."}},
+			want: &Response{
+				Message:    Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "Hello, world."}}},
+				Usage:      Usage{Input: 226, Output: 5, CacheRead: 1024},
 				StopReason: StopEnd, RequestID: "req_chat_text_1", ResponseID: "chatcmpl-AaA1", FinishReason: "stop"}},
 		{file: "reasoning.http",
 			deltas: []Delta{{Kind: DeltaReasoning, Text: "The user greets."}, {Kind: DeltaReasoning, Text: " Reply briefly."},
@@ -23,7 +30,7 @@ func TestOpenAIChatStream(t *testing.T) { // U1: input excludes cached tokens
 					{Type: PartReasoning, Text: "The user greets. Reply briefly.", Signature: "openai-chat:reasoning_content"},
 					{Type: PartText, Text: "Hi!"}}},
 				Usage:      Usage{Input: 20, Output: 9, Reasoning: 6},
-				StopReason: StopMaxToken, ResponseID: "chatcmpl-r1", FinishReason: "length"}},
+				StopReason: StopMaxToken, ResponseID: "chatcmpl-r1", FinishReason: "length", ResponseModel: "deepseek-r1"}},
 		{file: "reasoning-twice.http", // the first non-empty reasoning field counts, once
 			deltas: []Delta{{Kind: DeltaReasoning, Text: "Hm."}, {Kind: DeltaText, Text: "Ok."}},
 			want: &Response{
@@ -35,7 +42,8 @@ func TestOpenAIChatStream(t *testing.T) { // U1: input excludes cached tokens
 			want: &Response{
 				Message:    Message{Role: RoleAssistant, Content: twoCalls},
 				Usage:      Usage{Input: 300, Output: 40},
-				StopReason: StopToolUse, RequestID: "req_chat_tools_1", ResponseID: "chatcmpl-T1", FinishReason: "tool_calls"}},
+				StopReason: StopToolUse, RequestID: "req_chat_tools_1", ResponseID: "chatcmpl-T1", FinishReason: "tool_calls",
+				ResponseModel: "gpt-4.1-2025-04-14"}},
 	})
 }
 

@@ -201,7 +201,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 	for {
 		ev, err := c.next()
 		if err != nil {
-			return a.streamed(resp.ResponseID), err
+			return a.streamed(resp), err
 		}
 		if fast.scan(ev) {
 			e := responsesEvent{OutputIndex: fast.output, SummaryIndex: fast.summary}
@@ -221,7 +221,7 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 		var e responsesEvent
 		if !fast.valid || !fast.event(&e) {
 			if err := c.decode(ev, &e); err != nil {
-				return a.streamed(resp.ResponseID), err
+				return a.streamed(resp), err
 			}
 		}
 		if e.Type == "" {
@@ -302,10 +302,10 @@ func (o *openAIResponses) Stream(ctx context.Context, req *Request, emit func(De
 			if e.Response != nil && e.Response.Error != nil {
 				eo = *e.Response.Error
 			}
-			return a.streamed(resp.ResponseID), c.eventErr(eo.kind(), eo.Message, ev.Data)
+			return a.streamed(resp), c.eventErr(eo.kind(), eo.Message, ev.Data)
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)
-			return a.streamed(resp.ResponseID), c.eventErr(kind, msg, ev.Data)
+			return a.streamed(resp), c.eventErr(kind, msg, ev.Data)
 		}
 	}
 }

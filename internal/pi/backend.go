@@ -26,6 +26,8 @@ type spec struct {
 	model   string // catalog id ("" with resume: the log's)
 	effort  string
 	resume  string          // a log to continue ("": a new session)
+	file    string          // a new saved session's file ("": one in the sessions folder)
+	leaf    string          // the entry of resume to go on from ("": its last)
 	entries []session.Entry // a new session's starting history (fork, clone)
 	parent  string          // the parent log of a fork
 	name    string
@@ -50,7 +52,7 @@ func (b *backend) make(sp spec) (*session.Session, error) {
 		cwd = "" // the log's
 	}
 	ss := session.Spec{Cwd: cwd, Tools: b.tools, NoTools: len(b.tools) == 0, Save: b.sessionsDir != "",
-		Resume: sp.resume, History: sp.entries, Parent: sp.parent}
+		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file, Leaf: sp.leaf}
 	if sp.model != "" {
 		ss.Model, ss.Effort = &sp.model, &sp.effort
 	}
@@ -188,15 +190,12 @@ func (b *backend) latest(cwd string) string {
 }
 
 // find resolves --session as pi's resolveSessionPath does: an argument
-// that looks like a path (a separator, or a .jsonl name) is one; else a
-// session id, or the start of one, first among cwd's sessions, then among
-// all (the newest of several that match).
+// that looks like a path (a separator, or a .jsonl name) is one, whether
+// or not it exists; else a session id, or the start of one, first among
+// cwd's sessions, then among all (the newest of several that match).
 func (b *backend) find(arg, cwd string) (string, error) {
 	if strings.ContainsAny(arg, `/\`) || strings.HasSuffix(arg, ".jsonl") {
-		if path := abs(cwd, arg); isFile(path) {
-			return path, nil
-		}
-		return "", fmt.Errorf("pi: no session file %s", arg)
+		return abs(cwd, arg), nil
 	}
 	for _, ss := range [][]saved{b.sessions(cwd), b.sessions("")} {
 		if i := slices.IndexFunc(ss, func(s saved) bool { return s.id == arg }); i >= 0 {
@@ -228,18 +227,22 @@ func isFile(path string) bool {
 var piDefaultTools = []string{"read", "bash", "edit", "write"}
 
 // toolSelection applies pi's tool flags to the tools e has (cli.md): by
-// default pi's default built-ins and every tool that is not built in
-// (an extension's); --tools replaces that with the tools its names or
+// default pi's default built-ins (those of settings' defaultTools,
+// defaults, when not nil) and every tool that is not built in (an
+// extension's); --tools replaces that with the tools its names or
 // patterns match, or with only +name/-name entries edits it;
 // --exclude-tools removes; --no-tools offers none. As pi 1.6.0's, a name
 // no tool has is left out (e says so in a warning).
-func toolSelection(all []string, f Flags) (tools, warnings []string) {
+func toolSelection(all, defaults []string, f Flags) (tools, warnings []string) {
 	if f.NoTools {
 		return []string{}, nil
 	}
+	if defaults == nil {
+		defaults = piDefaultTools
+	}
 	var sel []string
 	if !f.NoBuiltin {
-		sel = slices.DeleteFunc(slices.Clone(piDefaultTools), func(n string) bool { return !slices.Contains(all, n) })
+		sel = slices.DeleteFunc(slices.Clone(defaults), func(n string) bool { return !slices.Contains(all, n) })
 	}
 	for _, n := range all {
 		if !session.Builtin(n) {

@@ -18,21 +18,32 @@ import (
 // settings, when given, is pi's settings.json.
 func newFront(t *testing.T, settings ...string) *front {
 	t.Helper()
+	files := map[string]string{}
+	for _, s := range settings {
+		files["settings.json"] = s
+	}
+	return newFrontWith(t, io.Discard, files)
+}
+
+// newFrontWith is newFront writing its lines to out, with files (by name)
+// in pi's config folder and args after its own flags.
+func newFrontWith(t *testing.T, out io.Writer, files map[string]string, args ...string) *front {
+	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"work", "e-home", "pi-agent"} {
 		os.Mkdir(filepath.Join(dir, d), 0o700)
 	}
-	for _, s := range settings {
-		if err := os.WriteFile(filepath.Join(dir, "pi-agent", "settings.json"), []byte(s), 0o600); err != nil {
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, "pi-agent", name), []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f, err := ParseFlags([]string{"--mode", "rpc", "--session-dir", filepath.Join(dir, "sessions")})
+	f, err := ParseFlags(append([]string{"--mode", "rpc", "--session-dir", filepath.Join(dir, "sessions")}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"PI_CODING_AGENT_DIR": filepath.Join(dir, "pi-agent")}
-	fr, err := start(f, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+	fr, err := start(f, Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: io.Discard,
 		Cwd: filepath.Join(dir, "work"), Home: filepath.Join(dir, "e-home"),
 		Getenv: func(k string) string { return vars[k] }, Version: "test"})
 	if err != nil {

@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -182,14 +183,19 @@ func TestToolSelection(t *testing.T) {
 	all := []string{"bash", "edit", "find", "grep", "read", "write", "ext_tool"}
 	def := []string{"read", "bash", "edit", "write", "ext_tool"}
 	tests := []struct {
-		name string
-		f    Flags
-		want []string
-		warn string
+		name     string
+		defaults []string // settings' defaultTools (resolved)
+		f        Flags
+		want     []string
+		warn     string
 	}{
 		// pi 1.6.0's default: read, bash, edit, write, and the tools of
 		// extensions.
 		{name: "default", want: def},
+		{name: "settings' defaults", defaults: []string{"read", "grep", "teleport"}, want: []string{"read", "grep", "ext_tool"}},
+		{name: "settings' defaults, none", defaults: []string{}, want: []string{"ext_tool"}},
+		{name: "settings' defaults edited", defaults: []string{"read", "grep"}, f: Flags{Tools: []string{"+find", "-read"}},
+			want: []string{"grep", "ext_tool", "find"}},
 		{name: "allowlist", f: Flags{Tools: []string{"read", "grep"}}, want: []string{"read", "grep"}},
 		{name: "allowlist pattern", f: Flags{Tools: []string{"*e*"}}, want: []string{"edit", "grep", "read", "write", "ext_tool"}},
 		{name: "edits", f: Flags{Tools: []string{"-write", "-edit", "+find"}}, want: []string{"read", "bash", "ext_tool", "find"}},
@@ -202,12 +208,40 @@ func TestToolSelection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := toolSelection(all, tt.f)
+			got, warnings := toolSelection(all, tt.defaults, tt.f)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("tools (-want +got):\n%s", diff)
 			}
 			if w := strings.Join(warnings, "\n"); (tt.warn == "") != (w == "") || !strings.Contains(w, tt.warn) {
 				t.Errorf("warnings %q, want one with %q", warnings, tt.warn)
+			}
+		})
+	}
+}
+
+// TestDefaultTools checks pi 1.6.0's reading of settings' defaultTools
+// (its resolveDefaultTools): plain names replace pi's default tools, then
+// +name adds and -name removes, in order; only +/- entries edit pi's
+// defaults; entries that are not strings are left out, and a value that
+// is not a list is an empty one.
+func TestDefaultTools(t *testing.T) {
+	for _, tt := range []struct {
+		name, raw string
+		want      []string
+	}{
+		{name: "unset", raw: ``, want: nil},
+		{name: "null", raw: `null`, want: nil},
+		{name: "names", raw: `["read","grep"]`, want: []string{"read", "grep"}},
+		{name: "edits of pi's defaults", raw: `["-write","+grep"]`, want: []string{"read", "bash", "edit", "grep"}},
+		{name: "names, then edits", raw: `["read","+ls","-read","+ls"]`, want: []string{"ls"}},
+		{name: "empty", raw: `[]`, want: []string{}},
+		{name: "not strings", raw: `["read",7,null]`, want: []string{"read"}},
+		{name: "not a list", raw: `"read"`, want: []string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Settings{DefaultToolsRaw: json.RawMessage(tt.raw)}.DefaultTools()
+			if diff := cmp.Diff(tt.want, got); diff != "" || (got == nil) != (tt.want == nil) {
+				t.Errorf("DefaultTools() (-want +got):\n%s (nil: %v)", diff, got == nil)
 			}
 		})
 	}

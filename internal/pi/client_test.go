@@ -120,3 +120,57 @@ func runClient(t *testing.T, node, client string, legacy bool) {
 		t.Fatalf("pi's RpcClient against e --mode rpc: %v", err)
 	}
 }
+
+// TestPrimeAgentGuideClients runs the Python and Node clients of
+// prime-agent's RPC guide (prime-agent-rpc-guide.txt), copied as they are
+// into testdata/prime-agent: each spawns `prime-agent --mode rpc
+// --no-session` (a shim on PATH that runs e with the same arguments),
+// sends a prompt without an id, prints the text deltas until agent_end
+// and says it finished. The answer is the offline model's.
+func TestPrimeAgentGuideClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the guide's clients run Python and Node")
+	}
+	node := filepath.Join(piCache(), "node", "bin", "node")
+	dir := t.TempDir()
+	bin := buildE(t, dir)
+	shim := filepath.Join(dir, "shim")
+	os.Mkdir(shim, 0o700)
+	if err := os.WriteFile(filepath.Join(shim, "prime-agent"), []byte("#!/bin/sh\nexec \"$E_BIN\" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o700)
+	for _, c := range []struct {
+		name, interp, script, want string
+	}{
+		{"python", "python3", "client.py", "e/offline: received 2 words: \"Hello, world!\"\n--- Agent finished ---\n"},
+		{"node", node, "client.cjs", "e/offline: received 3 words: \"Hello from Node!\"\n[agent finished]\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := exec.LookPath(c.interp); err != nil {
+				t.Skipf("%s is not installed: %v", c.interp, err)
+			}
+			script, err := filepath.Abs(filepath.Join("testdata", "prime-agent", c.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, c.interp, script)
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"), "E_BIN="+bin,
+				"E_HOME="+filepath.Join(dir, "e-home-"+c.name), "PI_CODING_AGENT_DIR="+filepath.Join(dir, "pi-agent-"+c.name),
+				"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s %s: %v\nstderr:\n%s", c.interp, c.script, err, stderr.String())
+			}
+			if string(out) != c.want {
+				t.Errorf("the guide's %s client printed %q, want %q", c.name, out, c.want)
+			}
+		})
+	}
+}

@@ -40,7 +40,9 @@ type Settings struct {
 	SteeringMode         string `json:"steeringMode"`
 	FollowUpMode         string `json:"followUpMode"`
 	SessionDir           string `json:"sessionDir"`
-	Compaction           struct {
+	// DefaultTools is pi's defaultTools, read as pi reads it (DefaultTools).
+	DefaultToolsRaw json.RawMessage `json:"defaultTools"`
+	Compaction      struct {
 		Enabled          *bool  `json:"enabled"`
 		KeepRecentTokens *int64 `json:"keepRecentTokens"`
 		ReserveTokens    *int64 `json:"reserveTokens"`
@@ -51,6 +53,43 @@ type Settings struct {
 		BaseDelayMS     *float64 `json:"baseDelayMs"`
 		MaxAgentDelayMS *float64 `json:"maxAgentDelayMs"`
 	} `json:"retry"`
+}
+
+// DefaultTools is the tools pi 1.6.0 turns on by default once settings
+// set defaultTools (its resolveDefaultTools), nil when they do not: the
+// plain names (pi's default ones when there are none), then each +name
+// added and -name removed in order. Entries that are not strings are
+// left out, and a value that is not a list is an empty one, as pi's.
+func (s Settings) DefaultTools() []string {
+	if len(s.DefaultToolsRaw) == 0 || string(s.DefaultToolsRaw) == "null" {
+		return nil
+	}
+	var raw []any
+	json.Unmarshal(s.DefaultToolsRaw, &raw)
+	var entries, plain []string
+	for _, e := range raw {
+		if name, ok := e.(string); ok {
+			entries = append(entries, name)
+			if !isToolModifier(name) {
+				plain = append(plain, name)
+			}
+		}
+	}
+	tools := append([]string{}, plain...) // not nil: set, if empty
+	if len(plain) == 0 && len(entries) > 0 {
+		tools = slices.Clone(piDefaultTools)
+	}
+	for _, e := range entries {
+		name := e[min(1, len(e)):]
+		i := slices.Index(tools, name)
+		switch {
+		case strings.HasPrefix(e, "+") && i < 0 && name != "":
+			tools = append(tools, name)
+		case strings.HasPrefix(e, "-") && i >= 0:
+			tools = slices.Delete(tools, i, i+1)
+		}
+	}
+	return tools
 }
 
 // AgentDir returns pi's configuration directory.

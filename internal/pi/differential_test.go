@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -52,7 +53,7 @@ var compareValues = map[string]bool{
 	"toolCalls": true, "toolResults": true, "totalMessages": true,
 	// The test's own records (exit, check).
 	"status": true, "stderrLines": true, "stderrNames": true, "requestTools": true, "systemStarts": true,
-	"systemHas": true, "fileInDir": true,
+	"systemHas": true, "fileInDir": true, "fileExists": true, "sessionFileIsPath": true,
 }
 
 // ignored are the paths (in a flow, "" for every flow; a record's kind,
@@ -273,6 +274,7 @@ func only(a, b []string) []string {
 //	fail-wait             503 (without retry-after) the first time, then text
 //	hold                  one delta, then waits for release (or the client to go)
 //	big                   the text, with a context of 20000 prompt tokens (over the compaction threshold)
+//	alias                 the text, its chunks naming the model mock-1-0601 (pi's responseModel)
 //	/review               400: the prompt template review was not expanded
 //	anything else         the text "w1 w2 w3 "
 //
@@ -377,12 +379,16 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	f := w.(http.Flusher)
+	answering := "mock-1" // the model the chunks name
+	if strings.HasPrefix(user, "alias") {
+		answering = "mock-1-0601" // a dated model behind its alias, as real providers answer
+	}
 	chunk := func(delta string, finish string) {
 		fin := "null"
 		if finish != "" {
 			fin = fmt.Sprintf("%q", finish)
 		}
-		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
+		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", answering, delta, fin)
 	}
 	text := func(words ...string) {
 		for _, s := range words {
@@ -430,7 +436,7 @@ func (m *diffMock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if last != "tool" && strings.HasPrefix(user, "big") {
 		prompt = 20000
 	}
-	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, prompt+3)
+	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", answering, prompt, prompt+3)
 }
 
 // contentText is a chat message content's text: the string, or its text parts joined.
@@ -474,6 +480,10 @@ type diffAgent struct {
 	n    int    // command ids
 }
 
+// stepTimeout bounds each wait of a flow: pi's start included, which takes
+// seconds of CPU, and lanes start several at once.
+const stepTimeout = 90 * time.Second
+
 func newDiffAgent(t *testing.T, name string, argv, env []string, work, agentDir string, mock *diffMock) *diffAgent {
 	a := &diffAgent{t: t, name: name, argv: argv, env: env, work: work, agent: agentDir, mock: mock, more: make(chan struct{}, 1)}
 	t.Cleanup(func() {
@@ -487,7 +497,7 @@ func newDiffAgent(t *testing.T, name string, argv, env []string, work, agentDir 
 // launch starts the agent's process with its flags and args.
 func (a *diffAgent) launch(args ...string) {
 	a.t.Helper()
-	cmd := exec.Command(a.argv[0], append(slices.Clone(a.argv[1:]), args...)...)
+	cmd := exec.Command(a.argv[0], slices.Concat(a.argv[1:], rpcMode, args)...)
 	cmd.Dir = a.work
 	cmd.Env = append(os.Environ(), a.env...)
 	a.stderr = &bytes.Buffer{}
@@ -531,7 +541,7 @@ func (a *diffAgent) stop() (int, string) {
 	a.in.Close()
 	select {
 	case <-a.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(stepTimeout):
 		a.cmd.Process.Kill()
 		<-a.done
 	}
@@ -578,6 +588,58 @@ func (a *diffAgent) startExit(word string, args ...string) {
 	a.exitNaming(word)
 }
 
+// exitCase is one start of startExits: its args (after --mode rpc, unless
+// bare), and a word its stderr may name.
+type exitCase struct {
+	word string
+	args []string
+	bare bool
+}
+
+// rpcMode is the mode every start but a bare exitCase's has.
+var rpcMode = []string{"--mode", "rpc"}
+
+// startExits is startExit for each case, the processes at once (each
+// exits by itself or at the end of its empty input), their lines in the
+// cases' order: what each wrote on stdout, then its exit line.
+func (a *diffAgent) startExits(cases []exitCase) {
+	a.t.Helper()
+	a.exit()
+	type run struct {
+		out, stderr bytes.Buffer
+		code        int
+	}
+	runs := make([]run, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		mode := rpcMode
+		if c.bare {
+			mode = nil
+		}
+		cmd := exec.Command(a.argv[0], slices.Concat(a.argv[1:], mode, c.args)...)
+		cmd.Dir, cmd.Env = a.work, append(os.Environ(), a.env...)
+		cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].stderr
+		if err := cmd.Start(); err != nil {
+			a.t.Fatalf("%s: %v", a.name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd.Wait()
+			runs[i].code = cmd.ProcessState.ExitCode()
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		for _, l := range bytes.Split(runs[i].out.Bytes(), []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				a.add(l)
+			}
+		}
+		a.addExit(runs[i].code, runs[i].stderr.String(), c.word)
+	}
+}
+
 // exit ends the process (if one runs) and adds its exit line.
 func (a *diffAgent) exit() { a.exitNaming("") }
 
@@ -586,6 +648,13 @@ func (a *diffAgent) exitNaming(word string) {
 		return
 	}
 	code, stderr := a.stop()
+	a.addExit(code, stderr, word)
+}
+
+// addExit adds the exit line of a process that ended with code, having
+// written stderr: its status, how many lines it wrote on stderr, and
+// whether they name word (when word is not "").
+func (a *diffAgent) addExit(code int, stderr, word string) {
 	n := 0
 	for _, l := range strings.Split(stderr, "\n") {
 		if strings.TrimSpace(l) != "" {
@@ -642,7 +711,7 @@ func (a *diffAgent) send(line string) {
 // find waits for the first line from position from that f accepts.
 func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (map[string]any, int) {
 	a.t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(stepTimeout)
 	for {
 		a.mu.Lock()
 		for i := from; i < len(a.lines); i++ {
@@ -664,7 +733,7 @@ func (a *diffAgent) find(from int, what string, f func(map[string]any) bool) (ma
 			}
 			a.t.Fatalf("%s, flow %s: stdout ended before %s; its lines since %d:\n%s", a.name, a.flow, what, from, a.since(from))
 		case <-deadline:
-			a.t.Fatalf("%s, flow %s: no %s within 30 s; its lines since %d:\n%s", a.name, a.flow, what, from, a.since(from))
+			a.t.Fatalf("%s, flow %s: no %s within %v; its lines since %d:\n%s", a.name, a.flow, what, stepTimeout, from, a.since(from))
 		}
 	}
 }
@@ -709,7 +778,7 @@ func (a *diffAgent) wait(typ string) map[string]any {
 func (a *diffAgent) releaseHold() {
 	select {
 	case a.mock.release <- struct{}{}:
-	case <-time.After(30 * time.Second):
+	case <-time.After(stepTimeout):
 		a.t.Fatalf("%s: no held model call to release", a.name)
 	}
 }
@@ -753,6 +822,11 @@ var diffFlows = []diffFlow{
 		for _, c := range []string{"get_messages", "get_state", "get_session_stats", "get_last_assistant_text", "get_entries", "get_tree"} {
 			a.call(map[string]any{"type": c})
 		}
+	}},
+	{"response-model", func(a *diffAgent) {
+		// The chunks name another model than the one asked for.
+		prompt(a, "alias please")
+		a.call(map[string]any{"type": "get_messages"})
 	}},
 	{"thinking", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_thinking_level", "level": "high"})
@@ -1037,7 +1111,12 @@ var diffFlows = []diffFlow{
 	}},
 	{"models", func(a *diffAgent) {
 		a.call(map[string]any{"type": "set_model", "provider": "mock", "modelId": "mock-2"})
-		a.call(map[string]any{"type": "cycle_model"})
+		// Round the models twice, past the last to the first each time:
+		// six calls end where they began for pi's two models and e's three
+		// (its offline model too, listed below), so the flows after agree.
+		for range 6 {
+			a.call(map[string]any{"type": "cycle_model"})
+		}
 		a.call(map[string]any{"type": "cycle_thinking_level"})
 		a.call(map[string]any{"type": "set_thinking_level", "level": "low"})
 		a.call(map[string]any{"type": "get_available_thinking_levels"})
@@ -1117,8 +1196,10 @@ var diffFlows = []diffFlow{
 // smaller than pi's default 20000, which leaves nothing to summarise).
 const diffSettings = `{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":1},"compaction":{"keepRecentTokens":1}}`
 
-// The flows that restart the agent (its flags, settings) come last.
-var restartFlows = []diffFlow{
+// runFlows restart the agent for runs of their own (a retry wait of a
+// minute, a session switched during a run), each in a lane of its own, as
+// soloFlows.
+var runFlows = []diffFlow{
 	{"abort-retry-wait", func(a *diffAgent) {
 		// abort_retry while a retry waits cancels the wait only: the run
 		// settles, not aborted; with something queued, pi's run goes on at
@@ -1137,7 +1218,43 @@ var restartFlows = []diffFlow{
 		a.call(map[string]any{"type": "get_state"})
 		a.call(map[string]any{"type": "get_messages"})
 		a.call(map[string]any{"type": "get_session_stats"})
+		// A steer queued while a retry waits: abort_retry goes on with it,
+		// the steer before the call; that call fails too (its user message
+		// is new to the mock), and its retry counts from 1 again.
+		a.call(map[string]any{"type": "prompt", "message": "fail-wait a third time"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "steer", "message": "fail-wait steered"})
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("auto_retry_start")
+		a.call(map[string]any{"type": "abort_retry"})
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_messages"})
 	}},
+	{"switch-during-run", func(a *diffAgent) {
+		// switch_session during a run stops it first; the session opened
+		// again (its own file, then back from another) has what was
+		// saved of it.
+		a.restart(diffSettings)
+		prompt(a, "some history")
+		file, _ := data(a.call(map[string]any{"type": "get_state"}))["sessionFile"].(string)
+		a.call(map[string]any{"type": "prompt", "message": "hold on"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "switch_session", "sessionPath": file})
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_state"})
+		a.pos = a.lenLines() // past the stopped run's last updates
+		a.call(map[string]any{"type": "prompt", "message": "hold on again"})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "new_session"})
+		a.call(map[string]any{"type": "switch_session", "sessionPath": file})
+		a.call(map[string]any{"type": "get_messages"})
+		a.call(map[string]any{"type": "get_entries"})
+	}},
+}
+
+// sessionFlows restart the agent on the sessions it saved, in one lane:
+// each finds those of the flows before.
+var sessionFlows = []diffFlow{
 	{"session-path", func(a *diffAgent) {
 		// --session PATH of the agent's own saved file: the same session,
 		// which goes on.
@@ -1166,6 +1283,22 @@ var restartFlows = []diffFlow{
 		prompt(a, "continued")
 		a.restart("", "--continue")
 		a.call(map[string]any{"type": "get_messages"})
+	}},
+}
+
+// soloFlows restart the agent as they need it (start-up flags, settings),
+// each in a lane of its own.
+var soloFlows = []diffFlow{
+	{"session-new-file", func(a *diffAgent) {
+		// --session PATH of a file that does not exist yet: a new session
+		// saved there.
+		file := filepath.Join(filepath.Dir(a.work), "fresh", "new.jsonl")
+		a.restart("", "--session", file)
+		st := a.call(map[string]any{"type": "get_state"})
+		a.check(map[string]any{"sessionFileIsPath": data(st)["sessionFile"] == file})
+		prompt(a, "saved where asked")
+		a.call(map[string]any{"type": "get_messages"})
+		a.check(map[string]any{"fileExists": isFile(file)})
 	}},
 	{"session-dir", func(a *diffAgent) {
 		// --session-dir DIR keeps the sessions in DIR itself; -c finds
@@ -1215,6 +1348,42 @@ var restartFlows = []diffFlow{
 			a.checkRequest("", "")
 		}
 	}},
+	{"json-mode", func(a *diffAgent) {
+		// --mode json one-shot runs, as pi's subagent example
+		// (examples/extensions/subagent) spawns them: -p, --no-session,
+		// --model, --thinking, --tools and --append-system-prompt FILE;
+		// then two prompts of one run, and a model error.
+		appendix := filepath.Join(filepath.Dir(a.work), "subagent.md")
+		os.WriteFile(appendix, []byte("You are a subagent."), 0o600)
+		a.startExits([]exitCase{
+			{bare: true, args: []string{"--mode", "json", "-p", "--no-session", "--model", "mock/mock-1", "--thinking", "high",
+				"--tools", "read,bash", "--append-system-prompt", appendix, "call-read please"}},
+			{bare: true, args: slices.Concat([]string{"--mode", "json", "--no-session"}, modelFlags, []string{"think first", "Task: hello"})},
+			{bare: true, args: slices.Concat([]string{"--mode", "json", "--no-session"}, modelFlags, []string{"fail-hard please"})},
+		})
+	}},
+	{"images", func(a *diffAgent) {
+		// A prompt, a steer and a follow-up with images (mock-1 takes no
+		// image input: the model gets pi's placeholder text).
+		img := []map[string]any{{"type": "image", "data": pngPixel, "mimeType": "image/png"}}
+		a.restart("")
+		a.call(map[string]any{"type": "prompt", "message": "hold on, see this", "images": img})
+		a.wait("message_update")
+		a.call(map[string]any{"type": "steer", "message": "steer with a picture", "images": img})
+		a.call(map[string]any{"type": "follow_up", "message": "follow with a picture", "images": img})
+		a.releaseHold()
+		a.wait("agent_settled")
+		a.call(map[string]any{"type": "get_messages"})
+	}},
+	{"default-tools", func(a *diffAgent) {
+		// settings.json's defaultTools, then --tools edits of it.
+		a.restart(strings.Replace(diffSettings, "{", `{"defaultTools":["-edit","+grep","-write"],`, 1))
+		prompt(a, "hello tools")
+		a.checkRequest("", "")
+		a.restart("", "--tools", "+ls,-read")
+		prompt(a, "hello tools")
+		a.checkRequest("", "")
+	}},
 	{"system-prompt", func(a *diffAgent) {
 		a.restart("", "--system-prompt", "You are TESTBOT.", "--append-system-prompt", "Always say OK.")
 		prompt(a, "hello prompt")
@@ -1228,23 +1397,47 @@ var restartFlows = []diffFlow{
 	{"bad-flags", func(a *diffAgent) {
 		// Options pi refuses (exit status, a line on stderr naming it) and
 		// those it takes in rpc mode.
-		for _, c := range []struct {
-			word string
-			args []string
-		}{
-			{"--bogus", []string{"--bogus=1"}},
-			{"-z", []string{"-z"}},
-			{"file", []string{"@file"}},
-			{"bogus", []string{"--mode", "bogus"}},
-			{"nope", []string{"--model", "mock/nope"}},
+		cases := []exitCase{
+			{word: "--bogus", args: []string{"--bogus=1"}},
+			{word: "-z", args: []string{"-z"}},
+			{word: "file", args: []string{"@file"}},
+			{word: "bogus", args: []string{"--mode", "bogus"}},
+			{word: "nope", args: []string{"--model", "mock/nope"}},
 			// Taken in rpc mode: an unknown level (a warning), prompt
 			// arguments, --print.
-			{"bogus", []string{"--thinking", "bogus", "hello", "--print"}},
-		} {
-			a.startExit(c.word, append(slices.Clone(modelFlags), c.args...)...)
+			{word: "bogus", args: []string{"--thinking", "bogus", "hello", "--print"}},
 		}
+		for i := range cases {
+			cases[i].args = append(slices.Clone(modelFlags), cases[i].args...)
+		}
+		a.startExits(cases)
 	}},
 }
+
+// A diffLane is flows that one agent runs one after the other, in its own
+// folders with its own mock model. Lanes run at once (pi starts slowly, and
+// most restart flows need nothing of the flows before them), each agent of
+// each lane in its own process; launch starts the agent before the first
+// flow (the others start it themselves).
+type diffLane struct {
+	flows  []diffFlow
+	launch bool
+}
+
+var diffLanes = lanes()
+
+// lanes are the lanes of the test: the flows of one running agent, then
+// the restart flows, each alone but those that need the ones before.
+func lanes() []diffLane {
+	out := []diffLane{{diffFlows, true}, {sessionFlows, false}}
+	for _, f := range slices.Concat(runFlows, soloFlows) {
+		out = append(out, diffLane{[]diffFlow{f}, false})
+	}
+	return out
+}
+
+// pngPixel is a 1×1 PNG, base64.
+const pngPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
 // piSessionFixture writes testdata/pi-session.jsonl, a session file pi
 // 1.6.0 wrote, to path with its cwd set to cwd (pi refuses a session whose
@@ -1274,7 +1467,9 @@ func TestDifferential(t *testing.T) {
 		t.Skip("-short: the differential test runs real pi (Node)")
 	}
 	bin := testbuild.Command(t, "github.com/e-agent/e/cmd/e", false)
-	run := func(name string, argv []string) (map[string][]record, error) {
+	// run runs lane's flows on one agent and returns its records by flow,
+	// and its raw lines for -pi-diff-dump.
+	run := func(name string, argv []string, lane diffLane) (map[string][]record, []byte) {
 		dir := t.TempDir()
 		mock := newDiffMock()
 		srv := httptest.NewServer(mock)
@@ -1295,15 +1490,15 @@ func TestDifferential(t *testing.T) {
 		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
 			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
 			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
-		a := newDiffAgent(t, name, append(argv, "--mode", "rpc"), env, work, agentDir, mock)
-		a.launch(modelFlags...)
+		a := newDiffAgent(t, name, argv, env, work, agentDir, mock)
+		if lane.launch {
+			a.launch(modelFlags...)
+		}
 		flows := map[string][]record{}
 		var dump bytes.Buffer
-		if *piDiffDump != "" {
-			defer func() { os.WriteFile(filepath.Join(*piDiffDump, name+".txt"), dump.Bytes(), 0o644) }()
-		}
 		start := 0
-		for _, f := range slices.Concat(diffFlows, restartFlows) {
+		for _, f := range lane.flows {
+			began := time.Now()
 			a.flow = f.name
 			f.run(a)
 			var lines [][]byte
@@ -1316,25 +1511,57 @@ func TestDifferential(t *testing.T) {
 				rs = append(rs, normalise(f.name, l))
 			}
 			flows[f.name] = collapse(rs)
+			t.Logf("%s: flow %s: %v", name, f.name, time.Since(began).Round(time.Millisecond))
 		}
-		return flows, nil
+		a.exit()
+		return flows, dump.Bytes()
 	}
-	var piFlows, eFlows map[string][]record
+	agents := []struct {
+		name string
+		argv []string
+	}{{"pi", []string{node, cli}}, {"e", []string{bin}}}
+	// Every lane of both agents at once; a failing step ends its own
+	// goroutine (Fatalf) and fails the test.
+	type result struct {
+		flows map[string][]record
+		dump  []byte
+	}
+	results := make([][]result, len(diffLanes))
+	// A few lanes at a time: Node's start is CPU-bound.
+	slots := make(chan struct{}, runtime.NumCPU()+2)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		piFlows, _ = run("pi", []string{node, cli})
-	}()
-	eFlows, _ = run("e", []string{bin})
+	for i, lane := range diffLanes {
+		results[i] = make([]result, len(agents))
+		for j, ag := range agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				r := &results[i][j]
+				r.flows, r.dump = run(ag.name, slices.Clone(ag.argv), lane)
+			}()
+		}
+	}
 	wg.Wait()
+	if *piDiffDump != "" {
+		for j, ag := range agents {
+			var dump []byte
+			for i := range diffLanes {
+				dump = append(dump, results[i][j].dump...)
+			}
+			os.WriteFile(filepath.Join(*piDiffDump, ag.name+".txt"), dump, 0o644)
+		}
+	}
 	if t.Failed() {
 		return
 	}
 	var got []string
-	for _, f := range slices.Concat(diffFlows, restartFlows) {
-		for _, d := range differences(piFlows[f.name], eFlows[f.name]) {
-			got = append(got, f.name+" | "+d)
+	for i, lane := range diffLanes {
+		for _, f := range lane.flows {
+			for _, d := range differences(results[i][0].flows[f.name], results[i][1].flows[f.name]) {
+				got = append(got, f.name+" | "+d)
+			}
 		}
 	}
 	allowed, reasons := readAllow(t)

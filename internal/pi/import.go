@@ -77,6 +77,7 @@ type piMessage struct {
 	Provider      string   `json:"provider"`
 	Model         string   `json:"model"`
 	ResponseID    string   `json:"responseId"`
+	ResponseModel string   `json:"responseModel"`
 	RawStopReason string   `json:"rawStopReason"`
 	Usage         *piUsage `json:"usage"`
 	// bashExecution
@@ -226,7 +227,7 @@ func (ps *piSession) message(en session.Entry, m piMessage) error {
 		msg = model.Message{Role: model.RoleAssistant, Content: parts}
 		if m.Usage != nil {
 			call := &session.ModelCall{Model: m.Provider + "/" + m.Model, Attempts: 1, ResponseID: m.ResponseID,
-				FinishReason: m.RawStopReason, CostUSD: m.Usage.Cost.Total}
+				FinishReason: m.RawStopReason, ResponseModel: m.ResponseModel, CostUSD: m.Usage.Cost.Total}
 			u := &call.Usage
 			u.Input, u.Output, u.CacheRead, u.CacheWrite5m, u.Reasoning = m.Usage.Input, m.Usage.Output, m.Usage.CacheRead, m.Usage.CacheWrite, m.Usage.Reasoning
 			if m.DurationMS != nil {

@@ -8,8 +8,10 @@ import (
 )
 
 // oneShot is e --mode json (json.md): the session header, then the events
-// of each prompt in turn, then exit. The status is 1 when a prompt's run
-// ended in an error or was aborted.
+// of each prompt in turn, then exit. As pi 1.6.0's print mode in json, a
+// run that ends in an error or aborted is in its events (stopReason) and
+// the next prompt still runs: the status is 0, and 1 only when a prompt
+// could not start or a signal stopped the runs.
 func (fr *front) oneShot() int {
 	fr.mu.Lock()
 	sess := fr.cur
@@ -29,8 +31,10 @@ func (fr *front) oneShot() int {
 	}()
 	code := 0
 	for _, text := range fr.flags.Messages {
+		if fr.ctx.Err() != nil { // a signal stopped the run: the prompts left do not run
+			break
+		}
 		fr.mu.Lock()
-		fr.failed = false
 		due := fr.claimCompactBefore()
 		fr.mu.Unlock()
 		if due { // as rpc's prompt: a resumed session over the threshold compacts first
@@ -45,13 +49,9 @@ func (fr *front) oneShot() int {
 		done := fr.runDone
 		fr.mu.Unlock()
 		<-done
-		fr.mu.Lock()
-		failed := fr.failed
-		fr.mu.Unlock()
-		if failed {
-			code = 1
-			break
-		}
+	}
+	if fr.ctx.Err() != nil {
+		code = 1
 	}
 	fr.shutdown()
 	return code

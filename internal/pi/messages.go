@@ -124,8 +124,8 @@ const abortedError = "Request was aborted"
 // far, as pi records an interrupted answer: e logged the text it had
 // streamed (last, the last message), which pi marks aborted; when nothing
 // came (last is the user's message), pi keeps an empty aborted answer,
-// returned as added. Either carries the duration and answer id of the
-// model call it cut (the entry's call). Right after a failed attempt
+// returned as added. Either carries the duration, answer id and model of
+// the model call it cut (the entry's call). Right after a failed attempt
 // (afterAttempt: en's parent), the retry was cut before any output when
 // en has a call (an empty aborted answer), and the wait before it was
 // otherwise (nothing). An interruption of tools changes nothing.
@@ -134,7 +134,7 @@ func (c *converter) interrupted(en session.Entry, last any, afterAttempt bool) (
 		m.StopReason, m.ErrorMessage = "aborted", abortedError
 		if en.Call != nil {
 			d := en.Call.DurationMS
-			m.DurationMS, m.ResponseID = &d, en.Call.ResponseID
+			m.DurationMS, m.ResponseID, m.ResponseModel = &d, en.Call.ResponseID, en.Call.ResponseModel
 		}
 		return m
 	}
@@ -174,7 +174,7 @@ func (c *converter) failed(en session.Entry) AssistantMessage {
 	if call := en.Call; call != nil {
 		a.Usage = callUsage(call) // pi's failed message has no reasoning count
 		d := call.DurationMS
-		a.DurationMS, a.ResponseID = &d, call.ResponseID
+		a.DurationMS, a.ResponseID, a.ResponseModel = &d, call.ResponseID, call.ResponseModel
 	}
 	return a
 }
@@ -186,7 +186,7 @@ func (c *converter) finished(a AssistantMessage, call *session.ModelCall) Assist
 		a.Usage = withReasoning(callUsage(call), c.info.API, call.Usage.Reasoning)
 		d, fromProvider := call.DurationMS, false
 		a.DurationMS, a.Usage.Cost.TotalFromProvider = &d, &fromProvider
-		a.ResponseID, a.RawStopReason = call.ResponseID, call.FinishReason
+		a.ResponseID, a.RawStopReason, a.ResponseModel = call.ResponseID, call.FinishReason, call.ResponseModel
 	}
 	return a
 }

@@ -31,11 +31,11 @@ func TestEntries(t *testing.T) {
 
 // TestFailedAttemptEntries checks pi's shapes of a retried model call: the
 // failed attempt is an error message entry (what it streamed, its error,
-// duration and answer id) followed by the context_edit that hides it, with
+// duration, answer id and model) followed by the context_edit that hides it, with
 // the id entry_appended announced (hideAttempt); the answer chains after
 // the edit. get_messages leaves both out (contextMessages, via visible).
 // An interruption then cuts the retry before any output: an empty aborted
-// answer with the cut call's duration and id.
+// answer with the cut call's duration, id and model.
 func TestFailedAttemptEntries(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ms := at.UnixMilli()
@@ -45,9 +45,9 @@ func TestFailedAttemptEntries(t *testing.T) {
 		{Type: session.EntryMessage, ID: "u", Time: at, Message: []byte(`{"role":"user","content":[{"type":"text","text":"hi"}]}`)},
 		{Type: session.EntryAttempt, ID: "a", Parent: "u", Time: at, Error: "model: p: HTTP 503: busy",
 			Message: []byte(`{"role":"assistant","content":[{"type":"text","text":"par"}]}`),
-			Call:    &session.ModelCall{Model: "p/m", Attempts: 1, DurationMS: 7, ResponseID: "r1"}},
+			Call:    &session.ModelCall{Model: "p/m", Attempts: 1, DurationMS: 7, ResponseID: "r1", ResponseModel: "m-2025"}},
 		{Type: session.EntryInterrupted, ID: "i", Parent: "a", Time: at,
-			Call: &session.ModelCall{Model: "p/m", Attempts: 2, DurationMS: 9, ResponseID: "r2"}},
+			Call: &session.ModelCall{Model: "p/m", Attempts: 2, DurationMS: 9, ResponseID: "r2", ResponseModel: "fallback"}},
 	})
 	seven, nine := int64(7), int64(9)
 	u, a, edit := "u", "a", "a.1"
@@ -56,11 +56,13 @@ func TestFailedAttemptEntries(t *testing.T) {
 		{Type: "message", ID: "u", Timestamp: "2026-12-01T12:00:00.000Z", Message: *userMessage("hi", nil, ms)},
 		{Type: "message", ID: "a", ParentID: &u, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{{Type: "text", Text: "par"}}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
-			Usage: usage, StopReason: "error", ErrorMessage: "model: p: HTTP 503: busy", Timestamp: ms, DurationMS: &seven, ResponseID: "r1"}},
+			Usage: usage, StopReason: "error", ErrorMessage: "model: p: HTTP 503: busy", Timestamp: ms, DurationMS: &seven, ResponseID: "r1",
+			ResponseModel: "m-2025"}},
 		{Type: "context_edit", ID: "a.1", ParentID: &a, Timestamp: "2026-12-01T12:00:00.000Z", TargetID: "a", Replacement: json.RawMessage("null")},
 		{Type: "message", ID: "i", ParentID: &edit, Timestamp: "2026-12-01T12:00:00.000Z", Message: AssistantMessage{Role: "assistant",
 			Content: []Content{}, API: "openai-completions", Provider: "p", Model: "m", ThinkingLevel: "high",
-			Usage: NewUsage(model.Usage{}, nil), StopReason: "aborted", ErrorMessage: abortedError, Timestamp: ms, DurationMS: &nine, ResponseID: "r2"}},
+			Usage: NewUsage(model.Usage{}, nil), StopReason: "aborted", ErrorMessage: abortedError, Timestamp: ms, DurationMS: &nine, ResponseID: "r2",
+			ResponseModel: "fallback"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)

@@ -78,8 +78,14 @@ type front struct {
 	abortStart  bool
 	preRun      chan struct{}
 	runDone     chan struct{}
-	compacting  string         // the compaction going on: "", compactManual, compactBefore, compactAfter
-	compactDone chan struct{}  // closed once the compact command's compaction has answered
+	compacting  string        // the compaction going on: "", compactManual, compactBefore, compactAfter
+	compactDone chan struct{} // closed once the compact command's compaction has answered
+	// A compact command that stops a compact command's compaction: the
+	// stopped one's answer (cancelled) waits for the second's
+	// compaction_start, as pi's (its abort resumes the second compact in
+	// the tick that ends the first).
+	compactNext bool           // a compact waits for the running one to stop
+	cancelReply func()         // the stopped compact's answer, until then
 	failed      bool           // the last e turn ended in an error or aborted
 	bashCancels map[int]func() // the running bash commands' stops
 	bashNext    int
@@ -214,7 +220,7 @@ func start(f Flags, env Env) (*front, error) {
 	for _, p := range fr.h.Providers() {
 		fr.baseURLs[p.Name] = p.BaseURL
 	}
-	tools, warnings := toolSelection(fr.h.Tools(), f)
+	tools, warnings := toolSelection(fr.h.Tools(), cfg.Settings.DefaultTools(), f)
 	for _, w := range warnings {
 		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
 	}
@@ -230,8 +236,16 @@ func start(f Flags, env Env) (*front, error) {
 	sp := spec{cwd: env.Cwd, model: info.ID, effort: Effort(info, level), name: f.Name}
 	switch {
 	case f.Session != "":
-		if sp.resume, err = fr.b.find(f.Session, env.Cwd); err != nil {
+		path, err := fr.b.find(f.Session, env.Cwd)
+		if err != nil {
 			return fail(err)
+		}
+		// As pi's, a session file that does not exist yet is a new
+		// session's, saved there.
+		if isFile(path) {
+			sp.resume = path
+		} else {
+			sp.file = path
 		}
 	case f.Continue:
 		sp.resume = fr.b.latest(env.Cwd)
@@ -898,6 +912,9 @@ func (fr *front) sink(ev agent.Event) {
 		fr.trMu.Unlock()
 	}
 	fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
+	if _, ok := ev.(agent.Compacting); ok {
+		fr.cancelled()
+	}
 }
 
 // translate writes, in order, the events f takes from the translator:
@@ -1049,7 +1066,14 @@ func (fr *front) newSession(c *command) (any, error) {
 	info := fr.info
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
-	m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)})
+	sp := spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)}
+	if p.SessionPath != nil { // prime-agent's: the file to save it in
+		sp.file = abs(old.Cwd(), *p.SessionPath)
+		if _, err := os.Stat(sp.file); err == nil {
+			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
+		}
+	}
+	m, err := fr.b.make(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -1089,28 +1113,55 @@ func (fr *front) switchSession(c *command) (any, error) {
 	if err := c.decode(&p); err != nil {
 		return nil, err
 	}
-	path := abs(fr.env.Cwd, p.SessionPath)
+	if err := fr.open(abs(fr.env.Cwd, p.SessionPath)); err != nil {
+		return nil, err
+	}
+	return ResponseCancelled{Cancelled: false}, nil
+}
+
+// open makes the session file at path current, once what the current
+// session is doing has stopped.
+func (fr *front) open(path string) error {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("session file %s: %w", path, err)
+		return fmt.Errorf("session file %s: %w", path, err)
+	}
+	fr.mu.Lock()
+	old, running := fr.cur, fr.running
+	fr.mu.Unlock()
+	same := old.Info().Path == path
+	leaf := ""
+	if same && running {
+		leaf = lastID(old.Entries())
 	}
 	fr.idle()
-	fr.mu.Lock()
-	old := fr.cur
-	fr.mu.Unlock()
-	if old.Info().Path == path {
+	if same && (leaf == "" || lastID(old.Entries()) == leaf) {
 		// pi opens it again: a new session, with empty queues.
 		fr.mu.Lock()
 		fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 		fr.mu.Unlock()
 		old.WithdrawSteers()
-		return ResponseCancelled{Cancelled: false}, nil
+		return nil
 	}
-	m, err := fr.b.make(spec{resume: path})
+	if same {
+		// pi opens the file again as it was when the switch came: what
+		// the run it stops wrote as it ended (the answer cut short) is
+		// left on a branch of its own. The log is e's, locked by old.
+		old.Close(context.Background())
+	}
+	m, err := fr.b.make(spec{resume: path, leaf: leaf})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fr.replace(old, m)
-	return ResponseCancelled{Cancelled: false}, nil
+	return nil
+}
+
+// lastID is the id of the last of entries, "" when there are none.
+func lastID(entries []session.Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].ID
 }
 
 // forkAt starts a new session whose history is the current branch before
@@ -1151,6 +1202,19 @@ func (fr *front) fork(c *command) (any, error) {
 	var p CommandFork
 	if err := c.decode(&p); err != nil {
 		return nil, err
+	}
+	// prime-agent's parentSession: the session file to fork, opened first
+	// when it is not the current one.
+	if path := abs(fr.env.Cwd, p.ParentSession); p.ParentSession != "" && path != fr.session().Info().Path {
+		if err := fr.open(path); err != nil {
+			return nil, err
+		}
+	}
+	if !c.has("entryId") { // prime-agent's fork of the whole branch: a clone
+		if _, err := fr.clone(c); err != nil {
+			return nil, err
+		}
+		return map[string]any{"text": "", "cancelled": false}, nil
 	}
 	id := p.EntryID
 	text, ok := "", false
@@ -1621,6 +1685,7 @@ func (fr *front) compact(c *command) {
 	}
 	fr.mu.Lock()
 	busy := fr.running || fr.starting || fr.compacting != ""
+	fr.compactNext = fr.compacting == compactManual
 	fr.mu.Unlock()
 	if busy {
 		// As pi's compact, which aborts first (its abort()): the run, a
@@ -1639,8 +1704,10 @@ func (fr *front) compact(c *command) {
 // session is busy (a prompt that came meanwhile).
 func (fr *front) compactNow(c *command, p CommandCompact) {
 	fr.mu.Lock()
+	fr.compactNext = false
 	if fr.running || fr.starting || fr.compacting != "" {
 		fr.mu.Unlock()
+		fr.cancelled()
 		fr.respond(c.id, c.typ, nil, errors.New("Agent is already processing: compact when idle"))
 		return
 	}
@@ -1648,6 +1715,7 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 	turn, err := sess.Compact(fr.ctx, ptrOr(p.CustomInstructions), fr.sink)
 	if err != nil {
 		fr.mu.Unlock()
+		fr.cancelled()
 		fr.respond(c.id, c.typ, nil, err)
 		return
 	}
@@ -1663,13 +1731,23 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 		fr.mu.Lock()
 		fr.compacting = ""
 		fr.flushShell()
+		next := fr.compactNext
 		fr.mu.Unlock()
+		fr.cancelled() // a compact this one stopped, whose compaction_start did not come
 		if errors.Is(err, context.Canceled) && fr.ctx.Err() == nil {
 			// An abort (or a compact after it) stopped it: as pi's, the
 			// compaction ends aborted, with no error, and the command fails
-			// with pi's fixed text.
+			// with pi's fixed text (once the next compact's compaction
+			// started, when a compact stopped it).
 			fr.translate((*Translator).CompactionAborted)
-			fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled"))
+			reply := func() { fr.respond(c.id, c.typ, nil, errors.New("Compaction cancelled")) }
+			if !next {
+				reply()
+				return
+			}
+			fr.mu.Lock()
+			fr.cancelReply = reply
+			fr.mu.Unlock()
 			return
 		}
 		if errors.Is(err, agent.ErrNothingToCompact) {
@@ -1691,6 +1769,18 @@ func (fr *front) compactNow(c *command, p CommandCompact) {
 		fr.respond(c.id, c.typ, CompactionResult{Summary: summary, FirstKeptEntryID: kept, TokensBefore: res.TokensBefore,
 			EstimatedTokensAfter: rec.ContextTokens(), Usage: &u, Details: rec.CompactedFiles()}, nil)
 	})
+}
+
+// cancelled writes the answer of a compact that a compact stopped, if it
+// waits (compactNext).
+func (fr *front) cancelled() {
+	fr.mu.Lock()
+	reply := fr.cancelReply
+	fr.cancelReply = nil
+	fr.mu.Unlock()
+	if reply != nil {
+		reply()
+	}
 }
 
 // bash runs a user shell command (rpc-commands.md: bash) on the session
@@ -1942,19 +2032,43 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 	}
 	select {
 	case ans := <-ch:
-		a := gjson.ParseBytes(ans)
-		switch {
-		case a.Get("cancelled").Bool():
-			return json.RawMessage(`{"cancelled":true}`), nil
-		case pm == "confirm":
-			return json.RawMessage(fmt.Sprintf(`{"confirmed":%t}`, a.Get("confirmed").Bool())), nil
-		default:
-			v, _ := json.Marshal(map[string]string{"value": a.Get("value").String()})
-			return v, nil
-		}
+		return uiResult(pm, gjson.ParseBytes(ans)), nil
 	case <-ctx.Done():
 		return json.RawMessage(`{"cancelled":true}`), nil
 	}
+}
+
+// uiResult is what the extension gets for a's answer to dialog method pm:
+// pi 1.6.0's value (select, input, editor), confirmed (confirm) or
+// cancelled, or prime-agent's result (a string, a boolean for confirm,
+// null for a cancel). As pi's, a dialog answered with no value is
+// cancelled, and a confirm with neither is false.
+func uiResult(pm string, a gjson.Result) json.RawMessage {
+	cancelled := json.RawMessage(`{"cancelled":true}`)
+	r := a.Get("result")
+	switch {
+	case a.Get("cancelled").Bool():
+		return cancelled
+	case pm == "confirm":
+		yes := a.Get("confirmed").Bool()
+		switch {
+		case a.Get("confirmed").Exists():
+		case r.IsBool():
+			yes = r.Bool()
+		case r.Exists(): // null
+			return cancelled
+		}
+		return json.RawMessage(fmt.Sprintf(`{"confirmed":%t}`, yes))
+	}
+	v := a.Get("value")
+	if !v.Exists() {
+		v = r
+	}
+	if v.Type != gjson.String {
+		return cancelled
+	}
+	b, _ := json.Marshal(map[string]string{"value": v.String()})
+	return b
 }
 
 func (u ui) Notice(n session.Notice) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,9 +53,8 @@ type Translator struct {
 	compactUsage *Usage         // the running compaction's summary call
 	after        Event          // goes out right after the next turn_start (After)
 	system       *SystemMessage // goes out before the next turn's user message (BeginSystem)
-	blockType    string         // "text", "thinking" or "" when no block is open
-	blockText    strings.Builder
-	awaitBatch   bool // the assistant message is complete but may still get tool calls
+	blocks       []*block       // the assistant message's open text and thinking blocks, in content order
+	awaitBatch   bool           // the assistant message is complete but may still get tool calls
 	calls        map[int]*call
 	open         int // tool calls without their tool_execution_end
 	toolResults  []ToolResultMessage
@@ -62,11 +62,11 @@ type Translator struct {
 	retry        int // the attempt being retried, 0 when none
 	recovered    int // a retry succeeded: auto_retry_end follows its message_end
 	finalError   string
-	retryNow     bool   // abort_retry skipped the wait: the retry's success is not announced
 	retryEnds    bool   // abort_retry cancelled the retry: the turn's error is not another message
 	settling     bool   // the run ended for a retry (agent_end willRetry): agent_settled is still due
 	aborted      bool   // of the last e turn
 	cutID        string // the response id of the answer the last e turn's interruption cut short
+	cutModel     string // and the model it named (pi's responseModel), when not the one asked for
 	compacting   string
 	steers       map[string][]Content // a steer's images, by its text
 }
@@ -81,6 +81,13 @@ func (t *Translator) Steering(text string, images []Content) {
 		t.steers = map[string][]Content{}
 	}
 	t.steers[text] = images
+}
+
+// block is an open text or thinking block of the assistant message.
+type block struct {
+	kind  string // "text" or "thinking"
+	index int    // in the message's content
+	text  strings.Builder
 }
 
 type call struct {
@@ -135,15 +142,15 @@ func (t *Translator) Settle() []Event {
 
 // RetryCancelled is pi's abort_retry while a retry waits, which cancels the
 // wait (auto_retry_end "Retry cancelled"): with now the run goes on at once
-// (pi continues it, as something is queued), with the model call again as a
-// new pi run, else the run ends with the failed attempt, which is already
-// out.
+// (pi continues it, as something is queued) as a new pi run, the steers
+// first, then a new model call (e's turn makes one), else the run ends with
+// the failed attempt, which is already out.
 func (t *Translator) RetryCancelled(now bool) []Event {
 	if t.retry == 0 {
 		return nil
 	}
 	ev := AutoRetryEnd{Type: "auto_retry_end", Success: false, Attempt: int64(t.retry), FinalError: "Retry cancelled"}
-	t.retry, t.retryNow, t.retryEnds = 0, now, !now
+	t.retry, t.retryEnds = 0, !now
 	return []Event{ev}
 }
 
@@ -221,9 +228,16 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			break
 		}
 		emit(t.startAssistant()...)
-		emit(t.closeBlock()...)
+		if !t.blocksToEnd() {
+			emit(t.closeBlocks()...)
+		}
 		t.asst.Usage = withReasoning(NewUsage(ev.Usage.Usage, t.Info.Price), t.Info.API, ev.Usage.Reasoning)
-		t.asst.ResponseID, t.asst.RawStopReason = ev.ResponseID, ev.FinishReason
+		fromProvider := false // an answer's usage says who priced it
+		t.asst.Usage.Cost.TotalFromProvider = &fromProvider
+		t.asst.ResponseID, t.asst.RawStopReason, t.asst.ResponseModel = ev.ResponseID, ev.FinishReason, ev.ResponseModel
+		if t.blocksToEnd() {
+			emit(t.closeBlocks()...) // with the answer's usage, as pi's
+		}
 		sigs := ev.Signatures
 		for i := range t.asst.Content {
 			if t.asst.Content[i].Type == "thinking" && len(sigs) > 0 {
@@ -292,7 +306,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(AgentEnd{Type: "agent_end", Messages: t.runMessages, WillRetry: true})
 			t.inRun, t.settling, t.runMessages = false, true, []any{}
 		}
-		t.retry, t.recovered, t.retryNow = ev.Attempt-1, 0, false
+		t.retry, t.recovered = ev.Attempt-1, 0
 		emit(AutoRetryStart{Type: "auto_retry_start", Attempt: int64(t.retry), MaxAttempts: int64(t.maxRetries()), DelayMS: ev.DelayMS,
 			ErrorMessage: ev.Reason})
 		if ev.Logged != nil { // pi then hides the attempt from the context, as get_entries shows
@@ -301,9 +315,6 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 	case agent.Recovered:
 		// e knows at the first byte; pi says so after the answer's message_end.
 		t.recovered, t.retry = ev.Attempts-1, 0
-		if t.retryNow { // pi's run went on after a cancelled wait: no retry to end
-			t.recovered, t.retryNow = 0, false
-		}
 	case agent.Error:
 		if t.retryEnds { // the failure is out already, as its retry's wait was cancelled
 			t.retryEnds = false
@@ -328,7 +339,7 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			emit(CompactionEnd{Type: "compaction_end", Reason: t.compacting, Aborted: ev.Aborted})
 			t.compacting = ""
 		}
-		t.cutID = ev.ResponseID
+		t.cutID, t.cutModel = ev.ResponseID, ev.ResponseModel
 		switch {
 		case t.asst != nil && ev.Aborted:
 			emit(t.endAssistant("aborted", abortedError)...)
@@ -428,38 +439,52 @@ func (t *Translator) update(ev AssistantEvent) Event {
 	return MessageUpdate{Type: "message_update", Usage: t.asst.Usage, AssistantMessageEvent: ev}
 }
 
+// blocksToEnd reports whether the answer's text and thinking blocks stay
+// open until it ends, as pi's openai-completions provider keeps them: it
+// ends them all once the stream is over (its usage known), in content
+// order, where its other providers end a block when the API does (e: when
+// the next one starts).
+func (t *Translator) blocksToEnd() bool { return t.Info.API == model.APIOpenAIChat }
+
 func (t *Translator) delta(kind, text string) []Event {
 	out := t.startAssistant()
-	if t.blockType != kind {
-		out = append(out, t.closeBlock()...)
-		t.blockType = kind
+	var b *block
+	if n := len(t.blocks); n > 0 && t.blocks[n-1].kind == kind {
+		b = t.blocks[n-1]
+	} else {
+		// A block of a kind already open (reasoning after text) ends those
+		// open, as e's message then has a new part.
+		if !t.blocksToEnd() || slices.ContainsFunc(t.blocks, func(o *block) bool { return o.kind == kind }) {
+			out = append(out, t.closeBlocks()...)
+		}
 		t.asst.Content = append(t.asst.Content, Content{Type: kind})
-		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: len(t.asst.Content) - 1}))
+		b = &block{kind: kind, index: len(t.asst.Content) - 1}
+		t.blocks = append(t.blocks, b)
+		out = append(out, t.update(AssistantEvent{Type: kind + "_start", ContentIndex: b.index}))
 	}
-	t.blockText.WriteString(text)
-	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: len(t.asst.Content) - 1, Text: text}))
+	b.text.WriteString(text)
+	return append(out, t.update(AssistantEvent{Type: kind + "_delta", ContentIndex: b.index, Text: text}))
 }
 
-func (t *Translator) closeBlock() []Event {
-	if t.blockType == "" {
-		return nil
+// closeBlocks ends the open blocks, in content order.
+func (t *Translator) closeBlocks() []Event {
+	var out []Event
+	for _, b := range t.blocks {
+		text := b.text.String()
+		t.asst.Content[b.index].Text = text
+		out = append(out, t.update(AssistantEvent{Type: b.kind + "_end", ContentIndex: b.index, Text: text}))
 	}
-	i := len(t.asst.Content) - 1
-	text := t.blockText.String()
-	t.asst.Content[i].Text = text
-	kind := t.blockType
-	t.blockType = ""
-	t.blockText.Reset()
-	return []Event{t.update(AssistantEvent{Type: kind + "_end", ContentIndex: i, Text: text})}
+	t.blocks = nil
+	return out
 }
 
 // endAssistant completes the open assistant message.
 func (t *Translator) endAssistant(stop, errMsg string) []Event {
-	out := t.closeBlock()
+	out := t.closeBlocks()
 	m := *t.asst
 	m.StopReason, m.ErrorMessage = stop, errMsg
 	if stop == "aborted" {
-		m.ResponseID = t.cutID // pi keeps the id of the stream's first chunk
+		m.ResponseID, m.ResponseModel = t.cutID, t.cutModel // pi keeps those of the stream's first chunk
 	}
 	// pi adds these once the message is done; an answer's usage (not a
 	// failed or interrupted call's) says who priced it.
@@ -523,7 +548,7 @@ func (t *Translator) toolCalls(calls []agent.Call) []Event {
 		out = t.startAssistant()
 	}
 	t.awaitBatch = false
-	out = append(out, t.closeBlock()...)
+	out = append(out, t.closeBlocks()...)
 	var ids []string
 	if t.Recorded != nil {
 		if m, ok := t.Recorded.LastAssistant(); ok {

@@ -77,6 +77,7 @@ func TestTranslate(t *testing.T) {
 	call := agent.ToolBatch{Calls: []agent.Call{{ID: 1, Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}}
 	tests := []struct {
 		name   string
+		api    string // "" is the offline model's
 		events []agent.Event
 		settle bool
 		want   []string
@@ -96,6 +97,36 @@ func TestTranslate(t *testing.T) {
 			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
 			"message_update:thinking_end", "message_update:text_start", "message_update:text_delta",
 			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		// pi's openai-completions ends its blocks once the answer is
+		// over, in content order: the thinking block after the text began.
+		name: "thinking then text, openai-completions",
+		api:  model.APIOpenAIChat,
+		events: []agent.Event{agent.TurnStart{}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "ok"}, use,
+			agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
+			"message_update:text_start", "message_update:text_delta", "message_update:thinking_end",
+			"message_update:text_end", "message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name: "thinking after text, openai-completions: a new block",
+		api:  model.APIOpenAIChat,
+		events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "b"},
+			&agent.Reasoning{Delta: "more"}, use, agent.TurnEnd{}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start", "message_update:text_delta",
+			"message_update:thinking_start", "message_update:thinking_delta",
+			"message_update:text_end", "message_update:thinking_end", "message_update:text_start", "message_update:text_delta",
+			"message_update:thinking_start", "message_update:thinking_delta", "message_update:text_end", "message_update:thinking_end",
+			"message_end:assistant/stop", "turn_end:assistant/stop"},
+	}, {
+		name:   "aborted, openai-completions: the blocks end with the message",
+		api:    model.APIOpenAIChat,
+		events: []agent.Event{agent.TurnStart{}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true}},
+		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:thinking_start", "message_update:thinking_delta",
+			"message_update:text_start", "message_update:text_delta", "message_update:thinking_end", "message_update:text_end",
+			"message_end:assistant/aborted", "turn_end:assistant/aborted"},
 	}, {
 		name: "tool call then answer",
 		events: []agent.Event{agent.TurnStart{}, use, call, agent.ToolStart{ID: 1},
@@ -157,14 +188,15 @@ func TestTranslate(t *testing.T) {
 			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end", "agent_settled"},
 	}, {
-		name: "abort_retry while waiting, something queued: the run goes on",
+		name: "abort_retry while waiting, something queued: the run goes on, the steer first",
 		events: []agent.Event{agent.TurnStart{}, agent.Retry{Attempt: 2, DelayMS: 5, Reason: "overloaded"},
-			abortRetry{now: true}, agent.Recovered{Attempts: 2}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
+			abortRetry{now: true}, agent.Steered{Text: "more"}, &agent.Text{Delta: "y"}, use, agent.TurnEnd{}},
 		settle: true,
 		want: []string{"agent_start", "turn_start", "message_start:user", "message_end:user",
 			"message_start:assistant/error", "message_end:assistant/error", "turn_end:assistant/error",
 			"agent_end:willRetry", "auto_retry_start", "auto_retry_end",
-			"agent_start", "turn_start", "message_start:assistant/pending", "message_update:text_start",
+			"agent_start", "turn_start", "message_start:user", "message_end:user",
+			"message_start:assistant/pending", "message_update:text_start",
 			"message_update:text_delta", "message_update:text_end", "message_end:assistant/stop",
 			"turn_end:assistant/stop", "agent_end", "agent_settled"},
 	}, {
@@ -195,7 +227,11 @@ func TestTranslate(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: model.APIOffline},
+			api := tt.api
+			if api == "" {
+				api = model.APIOffline
+			}
+			tr := &Translator{Info: model.Info{Provider: "e", Name: "offline", API: api},
 				Now: func() time.Time { return time.UnixMilli(1) }, Recorded: recorded{}}
 			tr.Begin("hello", nil)
 			var got []Event
@@ -242,7 +278,7 @@ func TestTranslateDetails(t *testing.T) {
 		`"partialResult":{"content":[{"type":"text","text":"a\nb\n"}]`,
 		`"type":"tool_execution_end","toolCallId":"toolu_1","toolName":"bash"`,
 		`"isError":true`,
-		`"cost":{"input":3,"output":0,"cacheRead":0,"cacheWrite":0,"total":3}`,
+		`"cost":{"input":3,"output":0,"cacheRead":0,"cacheWrite":0,"total":3,"totalFromProvider":false}`,
 		`{"type":"message_update","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"assistantMessageEvent":{"type":"text_end","contentIndex":0,"content":"fine"}}`,
 	} {
 		if !strings.Contains(all, want) {
@@ -296,5 +332,75 @@ func TestCompactionEstimate(t *testing.T) {
 	if end.Result.EstimatedTokensAfter != 42 || end.Result.TokensBefore != 900 {
 		t.Errorf("estimatedTokensAfter %d, tokensBefore %d; want 42 (Recorded.ContextTokens) and 900",
 			end.Result.EstimatedTokensAfter, end.Result.TokensBefore)
+	}
+}
+
+// TestTranslateEndUsage checks that the blocks of an openai-completions
+// answer end with its usage (reasoning, who priced it), as pi's end them
+// once the stream is over (Q3); the deltas before carry the pending
+// message's zero usage.
+func TestTranslateEndUsage(t *testing.T) {
+	tr := &Translator{Info: model.Info{Provider: "p", Name: "m", API: model.APIOpenAIChat}, Recorded: recorded{}}
+	tr.Begin("hi", nil)
+	var updates []MessageUpdate
+	for _, ev := range []agent.Event{agent.TurnStart{}, &agent.Reasoning{Delta: "hm"}, &agent.Text{Delta: "ok"},
+		agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 3, Reasoning: 2})}, agent.TurnEnd{}} {
+		for _, out := range tr.Feed(ev) {
+			if u, ok := out.(MessageUpdate); ok {
+				updates = append(updates, u)
+			}
+		}
+	}
+	fromProvider, two := false, int64(2)
+	final := Usage{Input: 10, Output: 3, Reasoning: &two, TotalTokens: 13, Cost: Cost{TotalFromProvider: &fromProvider}}
+	want := map[string]Usage{"thinking_start": {}, "thinking_delta": {}, "text_start": {}, "text_delta": {},
+		"thinking_end": final, "text_end": final}
+	got := map[string]Usage{}
+	for _, u := range updates {
+		got[u.AssistantMessageEvent.Type] = u.Usage
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("message_update usage by event (-want +got):\n%s", diff)
+	}
+}
+
+// TestTranslateResponseModel checks that an answer naming a model other
+// than the one asked for says so in responseModel (Q3), as pi's
+// openai-completions provider sets it from the chunks: an answer's from its
+// usage event, one an abort cut short from its turn's end.
+func TestTranslateResponseModel(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []agent.Event
+		want   string
+	}{
+		{name: "answered by another model", want: "m-2025",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.UsageEvent{ResponseModel: "m-2025"}, agent.TurnEnd{}}},
+		{name: "answered by the model asked for", want: "",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.UsageEvent{}, agent.TurnEnd{}}},
+		{name: "cut short", want: "fallback",
+			events: []agent.Event{agent.TurnStart{}, &agent.Text{Delta: "a"}, agent.TurnEnd{Aborted: true, ResponseModel: "fallback"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Translator{Info: model.Info{Provider: "p", Name: "m", API: model.APIOpenAIChat}, Recorded: recorded{}}
+			tr.Begin("hi", nil)
+			var end *MessageEnd
+			for _, ev := range tt.events {
+				for _, out := range tr.Feed(ev) {
+					if me, ok := out.(MessageEnd); ok {
+						if _, ok := me.Message.(AssistantMessage); ok {
+							end = &me
+						}
+					}
+				}
+			}
+			if end == nil {
+				t.Fatal("no assistant message_end")
+			}
+			if got := end.Message.(AssistantMessage).ResponseModel; got != tt.want {
+				t.Errorf("responseModel %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

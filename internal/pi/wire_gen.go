@@ -95,6 +95,10 @@ type AssistantMessage struct {
 	DurationMS *int64 `json:"durationMs,omitzero"`
 	// on a finished message: the provider's id of the answer, when it sent one
 	ResponseID string `json:"responseId,omitzero"`
+	// the model the answer named, when it named one other than the model asked for (an
+	// openai-completions chunk's model, an anthropic-messages message's; pi reads none of
+	// openai-responses)
+	ResponseModel string `json:"responseModel,omitzero"`
 	// on a finished message: why the answer ended, in the provider's own words (finish_reason,
 	// stop_reason, status), when it said
 	RawStopReason string `json:"rawStopReason,omitzero"`
@@ -1362,12 +1366,15 @@ type CommandClearQueue struct {
 	ID   ID     `json:"id,omitzero"`
 }
 
-// CommandNewSession is start a fresh session. Schema: pi/command.json#/$defs/new_session.
+// CommandNewSession is start a fresh session. sessionPath (prime-agent's guide; pi 1.6.0 has
+// none) names the file the new session is saved in, which must not exist yet. Schema:
+// pi/command.json#/$defs/new_session.
 type CommandNewSession struct {
 	// Always "new_session".
 	Type          string  `json:"type"`
 	ID            ID      `json:"id,omitzero"`
 	ParentSession *string `json:"parentSession,omitzero"`
+	SessionPath   *string `json:"sessionPath,omitzero"`
 }
 
 // CommandGetState is the session's state. Schema: pi/command.json#/$defs/get_state.
@@ -1534,13 +1541,16 @@ type CommandSwitchSession struct {
 	SessionPath string `json:"sessionPath"`
 }
 
-// CommandFork is A new session with the history before a user message. Schema:
-// pi/command.json#/$defs/fork.
+// CommandFork is A new session with the history before a user message (entryId). As
+// prime-agent's guide has it, entryId may be left out (the whole active branch, as clone)
+// and parentSession may name the session file to fork (pi 1.6.0 forks the current session
+// and requires entryId). Schema: pi/command.json#/$defs/fork.
 type CommandFork struct {
 	// Always "fork".
-	Type    string `json:"type"`
-	ID      ID     `json:"id,omitzero"`
-	EntryID string `json:"entryId"`
+	Type          string `json:"type"`
+	ID            ID     `json:"id,omitzero"`
+	EntryID       string `json:"entryId,omitzero"`
+	ParentSession string `json:"parentSession,omitzero"`
 }
 
 // CommandClone is A new session with the whole active branch. Schema:

@@ -27,7 +27,11 @@ type Spec struct {
 	// locked (C6): a log open for writing anywhere, this process included,
 	// is refused with code locked. Without Save it is a read-only copy
 	// (C7) under a new session id, so it never shadows an open session.
+	// Leaf, when set, is the entry the resumed session goes on from
+	// instead of the log's last (the branch ending there); the entries
+	// after it stay on a branch of their own.
 	Resume string
+	Leaf   string
 	Name   *string // C8
 	// Approval is the approval policy (never, writes, all; nil: the
 	// process's); ApprovalTimeout bounds each question (nil: none).
@@ -37,8 +41,11 @@ type Spec struct {
 	// (mcp_servers) when it opens and stopped when it closes.
 	MCP []MCPServer
 	// Dir is the folder a new saved session's log goes into; "" is e's
-	// own layout under the home (sessions/<cwd slug>/).
-	Dir string
+	// own layout under the home (sessions/<cwd slug>/). File, when set, is
+	// the log's file itself, which must not exist yet (a session file its
+	// user names: pi's --session PATH); it takes no History.
+	Dir  string
+	File string
 	// History is a new session's starting history (a fork or clone point,
 	// oldest first); saved, it is copied into the new log. Parent is the
 	// log it came from, recorded in the new log's header.
@@ -100,6 +107,9 @@ func (h *Host) prepare(spec Spec) (*creation, error) {
 
 func (h *Host) check(c *creation) error {
 	spec := c.spec
+	if spec.File != "" && (len(spec.History) > 0 || spec.Resume != "") {
+		return paramErr(CodeInvalidParams, "file", "%s: a session file of its own takes no history and resumes nothing", spec.File)
+	}
 	if spec.Resume != "" {
 		if err := h.resume(c); err != nil {
 			return err
@@ -150,6 +160,18 @@ func (h *Host) resume(c *creation) error {
 	}
 	if err != nil {
 		return wrap(CodeInvalidParams, "resume", err)
+	}
+	if leaf := c.spec.Leaf; leaf != "" {
+		i := slices.IndexFunc(c.entries, func(e store.Entry) bool { return e.ID == leaf })
+		if i < 0 {
+			return paramErr(CodeInvalidParams, "leaf", "%s has no entry %q", path, leaf)
+		}
+		c.entries = c.entries[:i+1]
+		if c.log != nil {
+			if err := c.log.ContinueFrom(leaf); err != nil {
+				return wrap(CodeInternal, "leaf", err)
+			}
+		}
 	}
 	c.entries = store.Branch(c.entries)
 	if c.spec.Cwd == "" {
@@ -285,7 +307,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		hd.ID = id
 	case c.save:
 		hd.Parent = c.spec.Parent
-		if log, err = h.newLog(c.spec.Dir, hd, c.spec.History); err != nil {
+		if log, err = h.newLog(c.spec.Dir, c.spec.File, hd, c.spec.History); err != nil {
 			for _, s := range servers {
 				s.Close()
 			}
@@ -326,9 +348,12 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	return s, nil
 }
 
-// newLog creates the log of a new saved session in dir ("" = e's layout),
-// holding copies of history relinked into one chain.
-func (h *Host) newLog(dir string, hd store.Header, history []Entry) (*store.Log, error) {
+// newLog creates the log of a new saved session at file, else in dir ("" =
+// e's layout), holding copies of history relinked into one chain.
+func (h *Host) newLog(dir, file string, hd store.Header, history []Entry) (*store.Log, error) {
+	if file != "" {
+		return store.CreateAt(file, hd)
+	}
 	if dir == "" {
 		dir = store.SessionsDir(h.env.Home, hd.Cwd)
 	}

@@ -292,6 +292,88 @@ func TestCreateFromHistory(t *testing.T) {
 	}
 }
 
+// TestResumeAtLeaf: a session resumed at an entry (Spec.Leaf) has the
+// branch ending there, and goes on from it: what came after stays in the
+// log on a branch of its own, which a later resume leaves out.
+func TestResumeAtLeaf(t *testing.T) {
+	h := startHost(t, Options{})
+	s := create(t, h, Spec{Save: true, Dir: t.TempDir()})
+	for _, p := range []string{"/text one", "/text two"} {
+		turn, err := s.Prompt(context.Background(), p, nil, func(agent.Event) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-turn.Done()
+	}
+	msgs := s.Messages()
+	leaf := msgs[1].ID // the answer to "one"
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := create(t, h, Spec{Save: true, Resume: s.Path(), Leaf: leaf})
+	if got := len(r.Messages()); got != 2 {
+		t.Errorf("resumed at the first answer: %d messages, want 2", got)
+	}
+	turn, err := r.Prompt(context.Background(), "/text three", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range create(t, h, Spec{Resume: s.Path()}).Messages() {
+		for _, p := range m.Content {
+			texts = append(texts, p.Text)
+		}
+	}
+	if got, want := strings.Join(texts, "|"), "/text one|one|/text three|three"; got != want {
+		t.Errorf("the log's branch: %q, want %q", got, want)
+	}
+	if _, err := h.Create(context.Background(), Spec{Resume: s.Path(), Leaf: "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("resume at an entry the log lacks: %v, want an error naming it", err)
+	}
+}
+
+// TestCreateAtFile: a new saved session's log can be a file its user
+// named (pi's --session PATH of a file that does not exist yet), its
+// folder made; a file that exists, and one with a history or a resume,
+// are refused.
+func TestCreateAtFile(t *testing.T) {
+	h := startHost(t, Options{})
+	file := filepath.Join(t.TempDir(), "new", "mine.jsonl")
+	s := create(t, h, Spec{Save: true, File: file})
+	if s.Path() != file {
+		t.Errorf("log at %s, want %s", s.Path(), file)
+	}
+	turn, err := s.Prompt(context.Background(), "/text kept", nil, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-turn.Done()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := create(t, h, Spec{Resume: file}); len(r.Messages()) != 2 {
+		t.Errorf("the file resumed has %d messages, want 2", len(r.Messages()))
+	}
+	for _, tt := range []struct {
+		name string
+		spec Spec
+	}{
+		{"the file exists", Spec{Save: true, File: file}},
+		{"with a history", Spec{Save: true, File: file + ".2", History: s.Entries()}},
+		{"with a resume", Spec{Save: true, File: file + ".3", Resume: file}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := h.Create(context.Background(), tt.spec); err == nil || !strings.Contains(err.Error(), file) {
+				t.Errorf("Create: %v, want an error naming %s", err, file)
+			}
+		})
+	}
+}
+
 // The system prompt's git summary describes the tree at the session's
 // first model call, not at the process's start: a client that changes the
 // tree between the two (a checkout, a new file) gets a prompt that says so.

@@ -56,7 +56,15 @@ func SessionsDir(home, cwd string) string {
 
 // CreateIn is Create with the log's folder given: dir/<h.ID>.jsonl. Front
 // ends that keep their sessions elsewhere (pi's sessions folder) use it.
-func CreateIn(dir string, h Header) (*Log, error) {
+func CreateIn(dir string, h Header) (*Log, error) { return create(dir, "", h) }
+
+// CreateAt is Create with the log's file given, for a session file its
+// user names (pi's --session of a file that does not exist yet). It
+// refuses a file that exists.
+func CreateAt(path string, h Header) (*Log, error) { return create(filepath.Dir(path), path, h) }
+
+// create starts a log in dir, at path, or at dir/<h.ID>.jsonl when path is "".
+func create(dir, path string, h Header) (*Log, error) {
 	h.Type = TypeSession
 	h.Version = Version
 	if h.ID == "" {
@@ -82,7 +90,9 @@ func CreateIn(dir string, h Header) (*Log, error) {
 			return nil, fmt.Errorf("store: create: %w", err)
 		}
 	}
-	path := filepath.Join(dir, h.ID+".jsonl")
+	if path == "" {
+		path = filepath.Join(dir, h.ID+".jsonl")
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
@@ -622,6 +632,18 @@ func validID(id string) bool {
 		}
 	}
 	return true
+}
+
+// ContinueFrom makes the entry id, which the log holds, the parent of the
+// next entry appended, instead of the last one: a session that goes on
+// from an earlier point of its log, whose later entries stay on a branch
+// of their own.
+func (l *Log) ContinueFrom(id string) error {
+	if !l.has(id) {
+		return fmt.Errorf("store: continue %s: no entry %q", l.path, id)
+	}
+	l.last, l.sumOK = id, false
+	return nil
 }
 
 // Branch returns the entries on the branch that ends at the last entry,

@@ -99,6 +99,9 @@ type ModelCall struct {
 	// (model.Response), absent when it sent none.
 	ResponseID   string `json:"response_id,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`
+	// ResponseModel is the model the answer named when it was not the one
+	// asked for (model.Response), absent otherwise.
+	ResponseModel string `json:"response_model,omitempty"`
 }
 
 // Usage is the five disjoint token categories of a model call (U1).
