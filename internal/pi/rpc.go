@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -1122,7 +1123,20 @@ func (fr *front) switchSession(c *command) (any, error) {
 // open makes the session file at path current, once what the current
 // session is doing has stopped.
 func (fr *front) open(path string) error {
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// As pi's (its SessionManager opens a missing file as a new
+		// session saved there), as --session PATH does.
+		fr.idle()
+		fr.mu.Lock()
+		old, info := fr.cur, fr.info
+		fr.mu.Unlock()
+		m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), file: path})
+		if err != nil {
+			return err
+		}
+		fr.replace(old, m)
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("session file %s: %w", path, err)
 	}
 	fr.mu.Lock()
@@ -1500,13 +1514,28 @@ func (fr *front) getState(*command) (any, error) {
 		MessageCount: int64(messages), PendingMessageCount: int64(len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps))}, nil
 }
 
-// available lists the models whose provider can be used now.
+// available lists the models whose provider can be used now, as pi's
+// model registry does. e's offline model is listed only while the session
+// uses it or no other model is usable: pi has no such model, so with
+// providers configured a client's get_available_models and cycle_model
+// see the models pi's would (--model e/offline still selects it).
 func (fr *front) available() []model.Info {
+	fr.mu.Lock()
+	cur := fr.info.ID
+	fr.mu.Unlock()
 	var out []model.Info
+	var offline *model.Info
 	for _, m := range fr.h.Models() {
-		if usable(m) {
+		switch {
+		case !usable(m):
+		case m.ID == model.OfflineID && cur != model.OfflineID:
+			offline = &m
+		default:
 			out = append(out, m)
 		}
+	}
+	if len(out) == 0 && offline != nil {
+		out = append(out, *offline)
 	}
 	return out
 }
