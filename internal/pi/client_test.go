@@ -45,7 +45,7 @@ func piHome(t *testing.T, dir, mockURL string) string {
 		t.Fatal(err)
 	}
 	models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key",
-		"models":[{"id":"mock-1","contextWindow":32000}]}}}`, mockURL+"/v1")
+		"models":[{"id":"mock-1","contextWindow":32000},{"id":"mock-2","contextWindow":32000}]}}}`, mockURL+"/v1")
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}

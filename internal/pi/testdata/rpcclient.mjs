@@ -175,8 +175,12 @@ await step("models", async () => {
 	check(m.id === "mock-1" && m.api === "openai-completions", JSON.stringify(m));
 	const events = await client.promptAndWait("hi");
 	check(text(events) === "w1 w2 w3 w4 w5 ", `mock text ${JSON.stringify(text(events))}`);
+	// As pi's registry: the models.json models, e's offline model no
+	// longer listed once another model is in use.
 	const c = await client.cycleModel();
-	check(c && c.model && typeof c.thinkingLevel === "string" && c.isScoped === false, JSON.stringify(c));
+	check(c && c.model && c.model.id === "mock-2" && typeof c.thinkingLevel === "string" && c.isScoped === false, JSON.stringify(c));
+	const back = await client.cycleModel();
+	check(back && back.model && back.model.id === "mock-1", JSON.stringify(back));
 	await client.setModel("e", "offline");
 	let refused = "";
 	try {
