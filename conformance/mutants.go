@@ -134,17 +134,16 @@ func buildMutants() []*Mutant {
 		}})
 	add(&Mutant{Name: "control/unknown-event", Class: "control", Control: true,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-			var ev map[string]any
 			switch {
 			case isResponse(obj) && obj["id"] != nil:
-				ev = map[string]any{"type": "x_future_event", "detail": "additive", "session": p.anySession(), "request": obj["id"]}
+				// One in the request's stream, one in the process
+				// stream (a newer server's notice of its own).
+				return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive", "session": p.anySession(), "request": obj["id"]}),
+					line(map[string]any{"type": "x_future_notice", "detail": "additive"}), l}
 			case lineType(obj) == "result" && obj["session"] == nil:
-				ev = map[string]any{"type": "x_future_event", "detail": "additive"}
+				return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive"}), l}
 			}
-			if ev == nil {
-				return [][]byte{l}
-			}
-			return [][]byte{line(ev), l}
+			return [][]byte{l}
 		}})
 	add(&Mutant{Name: "control/unknown-event/pi", Class: "control", Control: true, Dialects: []string{DialectPi},
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {

@@ -136,3 +136,46 @@ func TestRepeatLines(t *testing.T) {
 		})
 	}
 }
+
+// A line of a type no schema knows is ignored unless the case expects
+// that type (P8), on the process stream too and under strict: true, while
+// known lines there always count.
+func TestUnknownTypesOnTheProcessStream(t *testing.T) {
+	tests := []struct {
+		name, header string
+		lines        []string
+		pass         bool
+	}{
+		{name: "an unknown type", lines: []string{`{"type":"x_future_notice","detail":1}`, `{"id":"a","result":{}}`}, pass: true},
+		{name: "an unknown type, strict", header: `, "strict": true`, lines: []string{`{"type":"x_future_notice"}`, `{"id":"a","result":{}}`}, pass: true},
+		{name: "a notice", lines: []string{`{"type":"notice","message":"hi"}`, `{"id":"a","result":{}}`}},
+		{name: "an unstamped text event", lines: []string{`{"type":"text","delta":"hi"}`, `{"id":"a","result":{}}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["P8"]` + tt.header + `}
+-- client --
+{"id":"a","method":"hello","params":{}}
+-- expect --
+{"id":"a","result":{}}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRun(c, Options{})
+			var div *Divergence
+			for _, l := range tt.lines {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
+			}
+			if div == nil {
+				div = r.finish(&tapeServer{})
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
