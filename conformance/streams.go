@@ -92,6 +92,10 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 		}
 		p.r.mu.Lock()
 		ok, eof, queued := done(), p.r.eof, len(p.r.lineQueue) > 0
+		var doomed *expectation
+		if !ok && !eof && !queued {
+			doomed = p.r.doomed()
+		}
 		p.r.mu.Unlock()
 		if queued {
 			// Lines came after drain, with EOF maybe: feed them before
@@ -100,6 +104,10 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 		}
 		if ok {
 			return nil
+		}
+		if doomed != nil {
+			return &Divergence{Step: doomed.step(), Message: "expected line never arrives: the server under test never prints a line that could match it (waiting for " + what + ")",
+				Expected: doomed.raw, Got: "(nothing)"}
 		}
 		if eof {
 			if strings.HasPrefix(what, "@") {
@@ -118,6 +126,30 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 			return &Divergence{Step: "wait", Message: "cancelled: " + p.ctx.Err().Error()}
 		}
 	}
+}
+
+// doomed is a required expectation not met yet that no line the server
+// prints can meet (Options.never), or nil; r.mu is held.
+func (r *run) doomed() *expectation {
+	if r.o.never == nil {
+		return nil
+	}
+	for _, key := range sortedKeys(r.streams) {
+		s := r.streams[key]
+		for _, e := range s.exp[min(s.pos, len(s.exp)):] {
+			if e.optional || e.repeat {
+				continue
+			}
+			method := ""
+			if lc, err := r.d.classify(e.value, r.c, nil); err == nil && !lc.event {
+				method = r.methods[lc.id]
+			}
+			if r.o.never(e.value, method) {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // drain feeds every queued line.
