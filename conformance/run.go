@@ -229,7 +229,8 @@ type run struct {
 	streams    map[string]*stream
 	matched    map[string]bool   // labels seen
 	methods    map[string]string // request id (canonical) → method of the request sent
-	answered   map[string]bool   // request ids (canonical) answered
+	answered   map[string]int    // request id (canonical) → responses to it so far
+	asked      map[string]int    // request id (canonical) → requests sent with it (a client may reuse one)
 	received   []string
 	labelAt    map[int]string // received line index → label it matched
 	sawResult  bool           // print mode: the result line has arrived
@@ -248,7 +249,7 @@ type run struct {
 
 func newRun(c *Case, o Options) *run {
 	r := &run{c: c, d: dialectOf(c), o: o, m: &matcher{bindings: map[string]any{}}, status: -1,
-		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, answered: map[string]bool{},
+		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, answered: map[string]int{}, asked: map[string]int{},
 		labelAt: map[int]string{}, wake: make(chan struct{}, 1)}
 	for _, e := range joinExpected(r.d, c.expect) {
 		s := r.stream(e.stream)

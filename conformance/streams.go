@@ -231,7 +231,7 @@ func (r *run) feed(raw []byte) *Divergence {
 	if r.o.Validator != nil {
 		method := ""
 		if !lc.event {
-			method = r.methods[lc.id]
+			method = r.answers(lc.id)
 		}
 		if div := r.validate(raw, method, step); div != nil {
 			return div
@@ -256,10 +256,10 @@ func (r *run) feed(raw []byte) *Divergence {
 		// a response is a success or a failure, not both (F2; JSON-RPC 2.0).
 		return &Divergence{Step: step, Message: "response has both result and error: it must be one or the other (F2)", Got: shorten(string(raw))}
 	}
-	if lc.id != "null" && r.answered[lc.id] {
+	if lc.id != "null" && r.answered[lc.id] >= max(r.asked[lc.id], 1) {
 		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", lc.id), Got: shorten(string(raw))}
 	}
-	r.answered[lc.id] = true
+	r.answered[lc.id]++
 	s.responded = true
 	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused {
 		s.quiet = true // a prompt refused (one already runs) ends nothing
@@ -268,6 +268,18 @@ func (r *run) feed(raw []byte) *Divergence {
 		return div
 	}
 	return r.next(s, obj, step, len(r.received)-1)
+}
+
+// answers is the method of the request a response with id answers, for
+// its result's schema. A client that reused the id for several requests
+// gets their responses in an order the server picks, so none of them can
+// be told apart: their results are checked against the envelope only
+// (""); r.mu is held.
+func (r *run) answers(id string) string {
+	if r.asked[id] > 1 {
+		return ""
+	}
+	return r.methods[id]
 }
 
 // afterResponse checks what may not follow a response: an e rpc request's
@@ -281,7 +293,7 @@ func (r *run) afterResponse(s *stream, lc lineClass, raw []byte, step string) *D
 			lc.typ, streamName(s.key)), Got: shorten(string(raw))}
 	case r.c.Dialect == DialectACP || r.c.Dialect == DialectPi:
 		return nil
-	case s.key != "process" && s.responded:
+	case s.key != "process" && s.responded && r.answered[s.key[2:]] >= r.asked[s.key[2:]]: // (a reused id: its later requests may still have events)
 		return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", lc.typ, s.key[2:]), Got: shorten(string(raw))}
 	}
 	return nil

@@ -33,7 +33,7 @@ func TestUntilFeedsLinesQueuedWithEOF(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
-			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]bool{}
+			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]int{}
 			for _, e := range joinExpected(r.d, c.expect) {
 				s := r.stream(e.stream)
 				s.exp = append(s.exp, e)
@@ -172,6 +172,50 @@ func TestUnknownTypesOnTheProcessStream(t *testing.T) {
 			}
 			if div == nil {
 				div = r.finish(&tapeServer{})
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
+
+// A client may reuse a request id: each request sent with it gets its
+// response, and one more response to it is a second answer (F2).
+func TestReusedRequestIDs(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["F2"]}
+-- client --
+{"id":"same","method":"hello","params":{}}
+{"id":"same","method":"models.list","params":{}}
+-- expect --
+{"id":"same","result":{"protocol":2}}
+{"id":"same","result":{"models":[]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		sent  int // requests sent with the id
+		lines []string
+		pass  bool
+	}{
+		{name: "one answer each", sent: 2, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`}, pass: true},
+		{name: "a third answer", sent: 2, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`, `{"id":"same","result":{}}`}},
+		{name: "two answers to one request", sent: 1, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			for range tt.sent {
+				r.noteRequest([]byte(`{"id":"same","method":"hello","params":{}}`))
+			}
+			var div *Divergence
+			for _, l := range tt.lines {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
 			}
 			if got := div == nil; got != tt.pass {
 				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
