@@ -116,7 +116,8 @@ func (r *run) noteRequest(line []byte) {
 		}
 		r.asked[canon(id)]++
 		r.methods[canon(id)] = method
-		r.stream(acpSessionKey(obj, r.resolveSession)).quiet = false
+		st := r.stream(acpSessionKey(obj, r.resolveSession))
+		st.quiet, st.open = false, st.open+1
 	default:
 		method, _ := obj["method"].(string)
 		if _, has := obj["method"]; !has {

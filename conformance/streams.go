@@ -25,6 +25,7 @@ type stream struct {
 	pendIdx   int
 	responded bool
 	quiet     bool // acp: its session/prompt was answered and no request about it followed (K5)
+	open      int  // acp: requests about it sent and not answered yet
 }
 
 func (r *run) stream(key string) *stream {
@@ -261,8 +262,14 @@ func (r *run) feed(raw []byte) *Divergence {
 	}
 	r.answered[lc.id]++
 	s.responded = true
-	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused {
-		s.quiet = true // a prompt refused (one already runs) ends nothing
+	if r.c.Dialect == DialectACP && s.open > 0 {
+		s.open--
+	}
+	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused && s.open == 0 {
+		// A prompt refused (one already runs) ends nothing, and a
+		// request about the session sent before this answer (a second
+		// prompt) may have updates of its own after it.
+		s.quiet = true
 	}
 	if div := r.flush(s); div != nil {
 		return div

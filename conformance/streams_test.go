@@ -223,3 +223,49 @@ func TestReusedRequestIDs(t *testing.T) {
 		})
 	}
 }
+
+// ACP (K5): no update of a session comes between the answer to its
+// session/prompt and the client's next request about it, but a request
+// about it sent before that answer (a second prompt, run once the first
+// ended) may have updates after it.
+func TestACPUpdatesAfterAPromptAnswer(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["K5"], "dialect": "acp"}
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}
+-- expect --
+?* {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}
+{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}
+?* {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}
+? {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`
+	tests := []struct {
+		name    string
+		prompts int // session/prompt requests sent before the first answer
+		pass    bool
+	}{
+		{name: "one prompt", prompts: 1},
+		{name: "a second prompt sent before the answer", prompts: 2, pass: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			for i := range tt.prompts {
+				r.noteRequest(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}`, i+1))
+			}
+			var div *Divergence
+			for _, l := range []string{update, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`, update} {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
