@@ -106,6 +106,7 @@ func (r *run) noteRequest(line []byte) {
 	switch r.c.Dialect {
 	case DialectPi:
 		if t, _ := obj["type"].(string); t != "extension_ui_response" {
+			r.asked[canon(id)]++
 			r.methods[canon(id)] = t
 		}
 	case DialectACP:
@@ -113,13 +114,16 @@ func (r *run) noteRequest(line []byte) {
 		if !isRequest {
 			return // the client's answer to a request of the agent
 		}
+		r.asked[canon(id)]++
 		r.methods[canon(id)] = method
-		r.stream(acpSessionKey(obj, r.resolveSession)).quiet = false
+		st := r.stream(acpSessionKey(obj, r.resolveSession))
+		st.quiet, st.open = false, st.open+1
 	default:
 		method, _ := obj["method"].(string)
 		if _, has := obj["method"]; !has {
 			method = "oneshot"
 		}
+		r.asked[canon(id)]++
 		r.methods[canon(id)] = method
 	}
 }

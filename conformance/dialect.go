@@ -163,7 +163,11 @@ func (erpcDialect) delta(obj map[string]any) (string, string, bool) {
 
 func (erpcDialect) setDelta(obj map[string]any, text string) { obj["delta"] = text }
 
-func (erpcDialect) counts(_ map[string]any, lc lineClass) bool { return lc.key == "process" }
+// counts: the process stream's lines (ask, notice) count unexpected,
+// but a type no schema knows is additive there too (P8).
+func (erpcDialect) counts(_ map[string]any, lc lineClass) bool {
+	return lc.key == "process" && knownEventType(lc.typ)
+}
 
 func (erpcDialect) knownType(t string) bool { return knownEventType(t) }
 

@@ -41,10 +41,16 @@ type Mutant struct {
 	// applies reports whether the mutant changes anything in a run whose
 	// identity transcript is tr; nil: every run.
 	applies func(tr []Exchange) bool
+	// never reports whether the mutant lets no line through that could
+	// match the expected line exp (Options.never); nil: any may pass.
+	// It must be sure: the fields it reads in exp are literal there, so
+	// a line matching exp has them too.
+	never func(exp map[string]any, method string) bool
 }
 
 // Applies reports whether m would change anything in the run transcribed
-// by tr (recorded without a proxy).
+// by tr (recorded without a proxy). A control that changes nothing in a
+// run is the identity there, which the identity control tries.
 func (m *Mutant) Applies(tr []Exchange) bool {
 	return m.applies == nil || m.applies(tr)
 }
@@ -133,20 +139,27 @@ func buildMutants() []*Mutant {
 			return [][]byte{line(obj)}
 		}})
 	add(&Mutant{Name: "control/unknown-event", Class: "control", Control: true,
+		applies: func(tr []Exchange) bool {
+			return received(tr, func(o map[string]any) bool {
+				return isResponse(o) && o["id"] != nil || lineType(o) == "result" && o["session"] == nil
+			})
+		},
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
-			var ev map[string]any
 			switch {
 			case isResponse(obj) && obj["id"] != nil:
-				ev = map[string]any{"type": "x_future_event", "detail": "additive", "session": p.anySession(), "request": obj["id"]}
+				// One in the request's stream, one in the process
+				// stream (a newer server's notice of its own).
+				return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive", "session": p.anySession(), "request": obj["id"]}),
+					line(map[string]any{"type": "x_future_notice", "detail": "additive"}), l}
 			case lineType(obj) == "result" && obj["session"] == nil:
-				ev = map[string]any{"type": "x_future_event", "detail": "additive"}
+				return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive"}), l}
 			}
-			if ev == nil {
-				return [][]byte{l}
-			}
-			return [][]byte{line(ev), l}
+			return [][]byte{l}
 		}})
 	add(&Mutant{Name: "control/unknown-event/pi", Class: "control", Control: true, Dialects: []string{DialectPi},
+		applies: func(tr []Exchange) bool {
+			return received(tr, func(o map[string]any) bool { return o["type"] == "response" })
+		},
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			if obj["type"] != "response" {
 				return [][]byte{l}
@@ -154,6 +167,9 @@ func buildMutants() []*Mutant {
 			return [][]byte{line(map[string]any{"type": "x_future_event", "detail": "additive"}), l}
 		}})
 	add(&Mutant{Name: "control/unknown-event/acp", Class: "control", Control: true, Dialects: []string{DialectACP},
+		applies: func(tr []Exchange) bool {
+			return received(tr, func(o map[string]any) bool { _, isMessage := o["method"]; return !isMessage })
+		},
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			if _, isMessage := obj["method"]; isMessage {
 				return [][]byte{l}
@@ -422,7 +438,10 @@ func dropLines(name string, dialects []string, is func(obj map[string]any) bool)
 			}
 			return [][]byte{l}
 		},
-		applies: func(tr []Exchange) bool { return received(tr, is) }}
+		applies: func(tr []Exchange) bool { return received(tr, is) },
+		// is reads literal fields (a type, a kind): an expected line it
+		// holds for is matched only by lines it holds for.
+		never: func(exp map[string]any, _ string) bool { return is(exp) }}
 }
 
 // addFieldMutants adds drop/ and falsify/ mutants for the field at path
@@ -672,6 +691,9 @@ func (p *proxy) lag(l []byte) [][]byte {
 // armFlush writes held lines out after a quiet spell, so that a client
 // waiting for a held line is not stuck forever; p.mu is held.
 func (p *proxy) armFlush() {
+	if p.sim {
+		return
+	}
 	if p.timer != nil {
 		p.timer.Stop()
 	}

@@ -218,11 +218,11 @@ func addDialectMutants(add func(*Mutant)) {
 
 // acpDef is the ACP schema's $defs/name.
 func acpDef(name string) (snode, bool) {
-	c, err := acpCompiled() // also makes it a schema file schemawalk reads
+	doc, err := acpDoc() // also makes it a schema file schemawalk reads
 	if err != nil {
 		return snode{}, false
 	}
-	defs, _ := c.doc.(map[string]any)["$defs"].(map[string]any)
+	defs, _ := doc.(map[string]any)["$defs"].(map[string]any)
 	v, ok := defs[name]
 	return snode{file: acpSchemaFile, v: v}, ok
 }

@@ -235,6 +235,13 @@ func addWireMutants(addTo func(*Mutant)) {
 	add(&Mutant{Name: "control/stderr-noise", Class: "control", Control: true, Dialects: all,
 		stderr: []byte("warning: x_future diagnostics on stderr {\"id\":1,\"result\":{}}\n\n\x1b[1mnoise\x1b[0m\n")})
 	add(&Mutant{Name: "control/deltas-resplit", Class: "control", Control: true, Dialects: all,
+		applies: func(tr []Exchange) bool {
+			return received(tr, func(o map[string]any) bool {
+				_, text, ok := wireDelta(o)
+				_, _, cut := halfRunes(text)
+				return ok && cut
+			})
+		},
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			// Chunking is the server's: the joined text is what counts.
 			_, text, ok := wireDelta(obj)
@@ -504,6 +511,7 @@ func addWireMutants(addTo func(*Mutant)) {
 	}})
 	// More of the same families.
 	add(&Mutant{Name: "control/integers-as-decimals", Class: "control", Control: true, Dialects: all,
+		applies: func(tr []Exchange) bool { return received(tr, func(o map[string]any) bool { return decimalize(o) }) },
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			// Numbers are values (1.0 is the integer 1); ids keep their
 			// text (F2) and so do the numbers a client echoes (ask).
@@ -590,7 +598,7 @@ func addWireMutants(addTo func(*Mutant)) {
 		}, func(tr []Exchange) bool {
 			methods := methodsOf(tr)
 			return received(tr, func(o map[string]any) bool { return isResponse(o) && methods[canon(o["id"])] == m })
-		}))
+		}, func(exp map[string]any, method string) bool { return isResponse(exp) && method == m }))
 	}
 	doc, _ := loadSchemaFile("pi/response.json")
 	defs, _ := doc.(map[string]any)["$defs"].(map[string]any)
@@ -600,7 +608,7 @@ func addWireMutants(addTo func(*Mutant)) {
 		}
 		is := func(o map[string]any) bool { return o["type"] == "response" && o["command"] == cmd }
 		addTo(dropReplies("drop-response/pi/"+cmd, []string{DialectPi}, func(_ *proxy, o map[string]any) bool { return is(o) },
-			func(tr []Exchange) bool { return received(tr, is) }))
+			func(tr []Exchange) bool { return received(tr, is) }, func(exp map[string]any, _ string) bool { return is(exp) }))
 	}
 	acpMethods := sortedKeys(acpResults)
 	for _, m := range sortedKeys(acpNoop) {
@@ -614,13 +622,13 @@ func addWireMutants(addTo func(*Mutant)) {
 		}, func(tr []Exchange) bool {
 			methods := methodsOf(tr)
 			return received(tr, func(o map[string]any) bool { return isACP(o) && isReply(o) && methods[canon(o["id"])] == m })
-		}))
+		}, func(exp map[string]any, method string) bool { return isACP(exp) && isReply(exp) && method == m }))
 	}
 }
 
 // dropReplies is the mutant that never writes a reply that is matches.
-func dropReplies(name string, dialects []string, is func(p *proxy, o map[string]any) bool, applies func([]Exchange) bool) *Mutant {
-	return &Mutant{Name: name, Class: "drop-response", Dialects: dialects, applies: applies,
+func dropReplies(name string, dialects []string, is func(p *proxy, o map[string]any) bool, applies func([]Exchange) bool, never func(exp map[string]any, method string) bool) *Mutant {
+	return &Mutant{Name: name, Class: "drop-response", Dialects: dialects, applies: applies, never: never,
 		server: func(p *proxy, l []byte, obj map[string]any) [][]byte {
 			if is(p, obj) {
 				return nil

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -43,7 +44,11 @@ func (r *run) trust(cwd, home string) {
 	if r.o.NoTrust || r.c.Untrusted {
 		return
 	}
-	trustDir(r.o.Server, cwd, home, r.c.Env)
+	srv := r.o.trust
+	if srv == nil {
+		srv = r.o.Server
+	}
+	trustDir(srv, cwd, home, r.c.Env)
 }
 
 // trustDir runs the server command with its trailing rpc replaced by
@@ -69,6 +74,15 @@ func (r *run) checkExit(werr error) *Divergence {
 	} else if werr != nil {
 		return &Divergence{Step: "exit", Message: werr.Error()}
 	}
+	var sig syscall.Signal
+	r.status, sig = exitStatus(werr)
+	r.signaled = sig != 0
+	return r.checkStatus(code, werr, r.stderr.String())
+}
+
+// checkStatus judges the exit status code (-1: killed by a signal, werr
+// says which) and stderr against the case.
+func (r *run) checkStatus(code int, werr error, stderr string) *Divergence {
 	want := r.c.Exit
 	if want == "" {
 		want = "0"
@@ -86,7 +100,6 @@ func (r *run) checkExit(werr error) *Divergence {
 		}
 		return &Divergence{Step: "exit", Message: fmt.Sprintf("exit status %d, want %s", code, want)}
 	}
-	stderr := r.stderr.String()
 	for _, s := range r.c.Stderr {
 		if !strings.Contains(stderr, s) {
 			return &Divergence{Step: "stderr", Message: fmt.Sprintf("stderr does not contain %q", s), Got: shorten(stderr)}

@@ -110,6 +110,9 @@ type proxy struct {
 	batched    int
 	batchTimer *time.Timer
 	lastSess   string
+	// sim: the proxy replays a transcript (predictsFailure), with no
+	// server and no clock: held lines wait for the next line or the end.
+	sim bool
 }
 
 // write sends whole lines to the client; p.mu is held.
@@ -135,24 +138,10 @@ func (p *proxy) clientSide(stdin io.Reader) {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			fwd, reply := line, [][]byte(nil)
-			if obj := jsonObject(line); obj != nil {
-				p.mu.Lock()
-				if id, ok := obj["id"]; ok {
-					m, isStr := obj["method"].(string)
-					if _, has := obj["method"]; !has {
-						m, isStr = "oneshot", true
-					}
-					if isStr {
-						p.methods[canon(id)] = m
-					}
-				}
-				if p.m.client != nil {
-					fwd, reply = p.m.client(p, line, obj)
-					p.write(reply...)
-				}
-				p.mu.Unlock()
-			}
+			p.mu.Lock()
+			fwd, reply := p.fromClient(line)
+			p.write(reply...)
+			p.mu.Unlock()
 			if fwd != nil {
 				if _, werr := p.child.Write(fwd); werr != nil {
 					return
@@ -163,6 +152,39 @@ func (p *proxy) clientSide(stdin io.Reader) {
 			return
 		}
 	}
+}
+
+// fromClient is what the proxy does with a client line: what it forwards
+// to the server (nil: nothing) and what it answers itself. It learns each
+// request's method (for the mutants of results); p.mu is held.
+func (p *proxy) fromClient(line []byte) (fwd []byte, reply [][]byte) {
+	obj := jsonObject(line)
+	if obj == nil {
+		return line, nil
+	}
+	if id, ok := obj["id"]; ok {
+		m, isStr := obj["method"].(string)
+		if _, has := obj["method"]; !has {
+			m, isStr = "oneshot", true
+		}
+		if isStr {
+			p.methods[canon(id)] = m
+		}
+	}
+	if p.m.client != nil {
+		return p.m.client(p, line, obj)
+	}
+	return line, nil
+}
+
+// fromServer is what the proxy writes for a server line; p.mu is held.
+func (p *proxy) fromServer(line []byte) [][]byte {
+	obj := jsonObject(line)
+	p.track(obj)
+	if p.m.server == nil || obj == nil || line[len(line)-1] != '\n' {
+		return [][]byte{line}
+	}
+	return p.m.server(p, line, obj)
 }
 
 func (p *proxy) serverSide(out io.Reader) {
@@ -176,13 +198,7 @@ func (p *proxy) serverSide(out io.Reader) {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			p.mu.Lock()
-			obj := jsonObject(line)
-			p.track(obj)
-			if p.m.server == nil || obj == nil || line[len(line)-1] != '\n' {
-				p.write(line)
-			} else {
-				p.write(p.m.server(p, line, obj)...)
-			}
+			p.write(p.fromServer(line)...)
 			p.mu.Unlock()
 		}
 		if err != nil {
@@ -195,16 +211,23 @@ func (p *proxy) serverSide(out io.Reader) {
 func (p *proxy) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.write(p.leftOver()...)
+}
+
+// leftOver is what a mutant still holds when the server is done, to be
+// written then; p.mu is held.
+func (p *proxy) leftOver() [][]byte {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	var out [][]byte
 	if !p.m.dropHeld {
 		for _, k := range sortedKeys(p.held) {
-			p.write(p.held[k])
+			out = append(out, p.held[k])
 		}
 	}
 	p.held = nil
-	p.write(p.flushBatch()...)
+	return append(out, p.flushBatch()...)
 }
 
 // track remembers the sessions the server has created or named.

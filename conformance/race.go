@@ -295,3 +295,22 @@ func sessionScoped(d dialect, n *normalizer, line map[string]any, session string
 	name, ok := n.names[session]
 	return ok && sessionOf(d, line) == "{{"+name+"}}"
 }
+
+// queuedMessage is the text a pi client line queues for a run that is
+// going on (spec/pi.md): a steer's, a follow-up's, or a prompt's with a
+// streamingBehavior. line is as the case writes it.
+func queuedMessage(d dialect, line string) (string, bool) {
+	if _, ok := d.(piDialect); !ok {
+		return "", false
+	}
+	v, _ := decode([]byte(line))
+	obj, _ := v.(map[string]any)
+	text, ok := obj["message"].(string)
+	switch obj["type"] {
+	case "steer", "follow_up":
+		return text, ok
+	case "prompt":
+		return text, ok && (obj["streamingBehavior"] == "steer" || obj["streamingBehavior"] == "followUp")
+	}
+	return "", false
+}

@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -225,5 +228,125 @@ func TestRecordPiConcurrentCalls(t *testing.T) {
 `
 	if diff := cmp.Diff(want, draftExpect(t, DialectPi, log)); diff != "" {
 		t.Errorf("expect section (-want +got):\n%s", diff)
+	}
+}
+
+// A pi follow_up that races a run lands in it, or, when the run ended
+// first, is queued (pi queues it while idle) and joins the next run as
+// more turns; a steer likewise joins the next run after its prompt. A
+// recording of either replays against the other (spec/conformance.md 5;
+// scripts/race-pi-client.py seed 9 recorded one and replayed the other).
+func TestRecordPiQueuedMessages(t *testing.T) {
+	msg := func(role, text string) string {
+		return `{"role":"` + role + `","content":[{"type":"text","text":"` + text + `"}]}`
+	}
+	turn := func(user, answer string, queue bool) []recorded {
+		var l []recorded
+		l = append(l, recorded{line: `{"type":"turn_start"}`})
+		if queue {
+			l = append(l, recorded{line: `{"type":"queue_update","steering":[],"followUp":[]}`})
+		}
+		return append(l,
+			recorded{line: `{"type":"message_start","message":` + msg("user", user) + `}`},
+			recorded{line: `{"type":"message_end","message":` + msg("user", user) + `}`},
+			recorded{line: `{"type":"message_start","message":{"role":"assistant","content":[]}}`},
+			recorded{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"` + answer + `"}}`},
+			recorded{line: `{"type":"message_end","message":` + msg("assistant", answer) + `}`},
+			recorded{line: `{"type":"turn_end","message":` + msg("assistant", answer) + `}`})
+	}
+	// steerTurn is a first turn that takes a queued steer after its prompt.
+	steerTurn := func(user, steer, answer string) []recorded {
+		return []recorded{
+			{line: `{"type":"turn_start"}`},
+			{line: `{"type":"message_start","message":` + msg("user", user) + `}`},
+			{line: `{"type":"message_end","message":` + msg("user", user) + `}`},
+			{line: `{"type":"queue_update","steering":[],"followUp":[]}`},
+			{line: `{"type":"message_start","message":` + msg("user", steer) + `}`},
+			{line: `{"type":"message_end","message":` + msg("user", steer) + `}`},
+			{line: `{"type":"message_start","message":{"role":"assistant","content":[]}}`},
+			{line: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"` + answer + `"}}`},
+			{line: `{"type":"message_end","message":` + msg("assistant", answer) + `}`},
+			{line: `{"type":"turn_end","message":` + msg("assistant", answer) + `}`},
+		}
+	}
+	end := func(n int) []recorded {
+		ms := make([]string, n)
+		for i := range ms {
+			ms[i] = msg([]string{"user", "assistant"}[i%2], "x")
+		}
+		return []recorded{{line: `{"type":"agent_end","messages":[` + strings.Join(ms, ",") + `]}`}, {line: `{"type":"agent_settled","aborted":false}`}}
+	}
+	cat := func(parts ...[]recorded) []recorded { return slices.Concat(parts...) }
+	start := func(id string) []recorded {
+		return []recorded{{line: `{"id":"` + id + `","type":"response","command":"prompt","success":true}`}, {line: `{"type":"agent_start"}`}}
+	}
+	first := []recorded{{client: true, line: `{"id":"1","type":"prompt","message":"m"}`}}
+	second := []recorded{{client: true, line: `{"id":"3","type":"prompt","message":"n"}`}}
+	tests := []struct {
+		name     string
+		race     recorded // the racing line
+		answered recorded // its answer
+		variants [][]recorded
+	}{
+		{name: "follow_up",
+			race:     recorded{client: true, line: `{"id":"2","type":"follow_up","message":"f"}`},
+			answered: recorded{line: `{"id":"2","type":"response","command":"follow_up","success":true,"data":{"disposition":"queued"}}`},
+			variants: [][]recorded{
+				// The follow-up lands in the run, as a turn of its own.
+				cat(start("1"), turn("m", "a", false), nil, turn("f", "fa", true), end(4), second, start("3"), turn("n", "b", false), end(2)),
+				// The run ends first: the next prompt's run takes it.
+				cat(start("1"), turn("m", "a", false), end(2), nil, second, start("3"), turn("n", "b", false), turn("f", "fa", true), end(4)),
+			}},
+		{name: "steer",
+			race:     recorded{client: true, line: `{"id":"2","type":"steer","message":"s"}`},
+			answered: recorded{line: `{"id":"2","type":"response","command":"steer","success":true,"data":{"disposition":"queued"}}`},
+			variants: [][]recorded{
+				cat(start("1"), turn("m", "a", false), nil, turn("s", "sa", true), end(4), second, start("3"), turn("n", "b", false), end(2)),
+				cat(start("1"), turn("m", "a", false), end(2), nil, second, start("3"), steerTurn("n", "s", "b"), end(3)),
+			}},
+	}
+	for _, tt := range tests {
+		// The racing line goes out right after the run's first turn
+		// began; its answer comes after the first run's turn (at the
+		// nil part) or after the run.
+		logs := make([][]recorded, len(tt.variants))
+		for i, v := range tt.variants {
+			at := slices.IndexFunc(v, func(l recorded) bool { return l.line == `{"type":"turn_start"}` }) + 1
+			log := cat(first, v[:at], []recorded{tt.race}, v[at:])
+			answerAt := slices.IndexFunc(log, func(l recorded) bool { return l.line == `{"type":"agent_settled","aborted":false}` }) + 1
+			if i == 0 {
+				answerAt = slices.IndexFunc(log, func(l recorded) bool { return strings.Contains(l.line, `"turn_end"`) }) + 1
+			}
+			logs[i] = cat(log[:answerAt], []recorded{tt.answered}, log[answerAt:])
+		}
+		for i, rec := range logs {
+			out, err := draftCase(&Case{ID: "x", Level: "MUST", Requirements: []string{"Q4"}, Exit: "0", Dialect: DialectPi}, rec, nil, map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := parseCase(out)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tt.name, err, out)
+			}
+			for j, replay := range logs {
+				t.Run(fmt.Sprintf("%s/recorded %d/replayed %d", tt.name, i, j), func(t *testing.T) {
+					r := newRun(c, Options{})
+					var div *Divergence
+					for _, l := range replay {
+						if !l.client {
+							if div = r.feed([]byte(l.line)); div != nil {
+								break
+							}
+						}
+					}
+					if div == nil {
+						div = r.finish(&tapeServer{})
+					}
+					if div != nil {
+						t.Errorf("the recording does not replay: %v\n%s", div, out)
+					}
+				})
+			}
+		}
 	}
 }

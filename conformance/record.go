@@ -634,10 +634,14 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 				// line landed: as after a stop, the text streaming then
 				// is cut there and a window opens, its texts loosened too.
 				cutOpen(session)
+				queued, isQueued := queuedMessage(d, n.rawLine(l.line))
 				for _, key := range working {
 					if _, ok := open[key]; !ok {
 						open[key] = len(windows)
 						windows = append(windows, stopWindow{key: key, from: len(b.lines), to: -1, steered: true})
+					}
+					if isQueued {
+						windows[open[key]].queued = append(windows[open[key]].queued, queued)
 					}
 				}
 				// Work the line itself asks for may be refused (the

@@ -66,6 +66,12 @@ type Result struct {
 	// Lines is every line the server printed, in order (not in JSON reports).
 	Lines   []string       `json:"-"`
 	labelAt map[int]string // for Update: which line each label matched
+	// status, signaled and stderr are how the process ended (run.status,
+	// run.signaled) and the tail of its stderr, for the self-test's
+	// predictions.
+	status   int
+	signaled bool
+	stderr   string
 }
 
 // Exchange is one line of a transcript.
@@ -98,6 +104,18 @@ type Options struct {
 	// NoTrust skips `e trust CWD` before each case, for servers that need
 	// no trust (the runner's own fakes).
 	NoTrust bool
+	// trust is the command `e trust DIR` is derived from (its trailing rpc
+	// replaced); nil: Server. The self-test trusts with the reference
+	// server itself: through the mutation proxy it would start one more
+	// proxy process per case, and no mutant changes what trust does.
+	trust []string
+	// never reports whether the server prints no line that could match
+	// the expected line exp (method: the method of the request an
+	// expected response answers, else ""): the self-test's mutant drops
+	// every such line. A case waiting while an expected line no line can
+	// meet is left fails at once instead of at its timeout: it could only
+	// time out.
+	never func(exp map[string]any, method string) bool
 }
 
 // SplitCommand splits a command line on blanks, honouring single and
@@ -168,6 +186,7 @@ func Run(ctx context.Context, c *Case, o Options) *Result {
 	res.Bindings = r.m.bindings
 	res.Notes = r.notes
 	res.Transcript = r.transcript
+	res.status, res.signaled, res.stderr = r.status, r.signaled, r.stderr.String()
 	var skip skipError
 	switch {
 	case errors.As(err, &skip):
@@ -210,7 +229,8 @@ type run struct {
 	streams    map[string]*stream
 	matched    map[string]bool   // labels seen
 	methods    map[string]string // request id (canonical) → method of the request sent
-	answered   map[string]bool   // request ids (canonical) answered
+	answered   map[string]int    // request id (canonical) → responses to it so far
+	asked      map[string]int    // request id (canonical) → requests sent with it (a client may reuse one)
 	received   []string
 	labelAt    map[int]string // received line index → label it matched
 	sawResult  bool           // print mode: the result line has arrived
@@ -223,11 +243,13 @@ type run struct {
 	eof        bool
 	readErr    error
 	killed     bool // the runner killed the server past the case's timeout
+	status     int  // the exit status, 128+N for signal N (exitStatus); -1 before the exit
+	signaled   bool // a signal killed the process
 }
 
 func newRun(c *Case, o Options) *run {
-	r := &run{c: c, d: dialectOf(c), o: o, m: &matcher{bindings: map[string]any{}},
-		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, answered: map[string]bool{},
+	r := &run{c: c, d: dialectOf(c), o: o, m: &matcher{bindings: map[string]any{}}, status: -1,
+		streams: map[string]*stream{}, matched: map[string]bool{}, methods: map[string]string{}, answered: map[string]int{}, asked: map[string]int{},
 		labelAt: map[int]string{}, wake: make(chan struct{}, 1)}
 	for _, e := range joinExpected(r.d, c.expect) {
 		s := r.stream(e.stream)

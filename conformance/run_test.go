@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -142,6 +143,36 @@ func TestTimeoutKillsServer(t *testing.T) {
 	}
 	if r.Duration.Seconds() > 5 {
 		t.Fatalf("took %v; the timeout did not stop the run", r.Duration)
+	}
+}
+
+// A case waiting for a line the server is known never to print
+// (Options.never: a self-test mutant drops it) fails as soon as it waits,
+// not at its timeout; a line that may still come is waited for.
+func TestNeverFailsAtOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		never func(exp map[string]any, method string) bool
+		want  string
+	}{
+		{name: "the awaited response is dropped", never: func(exp map[string]any, method string) bool { return isResponse(exp) && method == "hello" },
+			want: "expected line never arrives"},
+		{name: "another method's response is dropped", never: func(exp map[string]any, method string) bool { return isResponse(exp) && method == "shutdown" },
+			want: "timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := loadTestCase(t, "testdata/fake-hello.txtar")
+			c.TimeoutMS = 500
+			// cat answers nothing and exits at EOF.
+			r := Run(context.Background(), c, Options{Server: []string{"sh", "-c", "cat >/dev/null"}, NoTrust: true, never: tt.never})
+			if r.Verdict != Fail || !strings.Contains(r.Divergence.Message, tt.want) {
+				t.Fatalf("got %s %v, want FAIL %s", r.Verdict, r.Divergence, tt.want)
+			}
+			if tt.want != "timed out" && r.Duration >= 500*time.Millisecond {
+				t.Errorf("took %v: it waited for the timeout", r.Duration)
+			}
+		})
 	}
 }
 

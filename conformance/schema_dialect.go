@@ -209,13 +209,24 @@ var acpCompiled = sync.OnceValues(func() (compiledACP, error) {
 			return compiledACP{}, fmt.Errorf("conformance: ACP schema: %s: %w", kind, err)
 		}
 	}
-	// schemawalk resolves the schema's own "#/$defs/…" references.
+	plain, err := acpDoc()
+	if err != nil {
+		return compiledACP{}, err
+	}
+	return compiledACP{s, plain, updates}, nil
+})
+
+// acpDoc is the ACP schema as data, also stored as a schema file that
+// schemawalk reads (it resolves the schema's own "#/$defs/…"
+// references). The mutation proxy needs only this, not the compiled
+// schema, whose compiling took most of each proxy process's start.
+var acpDoc = sync.OnceValues(func() (any, error) {
 	var plain any
 	if err := json.Unmarshal(acpSchemaJSON, &plain); err != nil {
-		return compiledACP{}, fmt.Errorf("conformance: ACP schema: %w", err)
+		return nil, fmt.Errorf("conformance: ACP schema: %w", err)
 	}
 	schemaFiles.Store(acpSchemaFile, plain)
-	return compiledACP{s, plain, updates}, nil
+	return plain, nil
 })
 
 // validate checks an ACP message against the schema, a session update

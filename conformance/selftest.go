@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"sort"
 	"strings"
@@ -33,7 +34,7 @@ type MutantResult struct {
 	Name     string `json:"name"`
 	Class    string `json:"class"`
 	Control  bool   `json:"control"`
-	Cases    int    `json:"cases"`               // cases it changes (controls: all)
+	Cases    int    `json:"cases"`               // cases it changes
 	Tried    int    `json:"tried"`               // cases run
 	Killed   bool   `json:"killed"`              // a case failed (controls: must be false)
 	KilledBy string `json:"killed_by,omitempty"` // the first failing case
@@ -85,7 +86,7 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 		run = Run
 	}
 	opts := func(server []string) Options {
-		return Options{Server: server, Validator: SchemaValidator{}, TimeoutScale: o.TimeoutScale}
+		return Options{Server: server, Validator: SchemaValidator{}, TimeoutScale: o.TimeoutScale, trust: o.Server}
 	}
 	// The baseline: every case, no proxy. Each mutant edits the lines of
 	// the dialects it names (Mutant.Dialects) and is tried on their cases.
@@ -118,9 +119,11 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 		t0 := time.Now()
 		res := MutantResult{Name: m.Name, Class: m.Class, Control: m.Control, Listed: o.Survivors[m.Name]}
 		server := append(append(append([]string{}, o.Proxy...), "--mutant", m.Name, "--"), o.Server...)
+		mopts := opts(server)
+		mopts.never = m.never
 		var cands []int
 		for _, i := range live {
-			if m.speaks(dialectOfCase(o.Cases[i])) && (m.Control || m.Applies(base[i].Transcript)) {
+			if m.speaks(dialectOfCase(o.Cases[i])) && m.Applies(base[i].Transcript) {
 				cands = append(cands, i)
 			}
 		}
@@ -147,11 +150,11 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 				}
 			})
 		} else {
-			for _, i := range cands {
+			for i := range tryOrder(m, o.Cases, base, cands) {
 				if ctx.Err() != nil {
 					break
 				}
-				r := run(ctx, o.Cases[i], opts(server))
+				r := run(ctx, o.Cases[i], mopts)
 				res.Tried++
 				if r.Verdict != Fail {
 					continue
@@ -228,6 +231,30 @@ func SelfTest(ctx context.Context, o SelfTestOptions) (*SelfTestReport, error) {
 	rep.Results = results
 	rep.Wall = time.Since(start)
 	return rep, nil
+}
+
+// tryOrder yields the cases cands (indexes into cases, fastest first) a
+// mutant is tried on: first those where replaying the case's run through
+// the mutant's edits predicts a failure (predictsFailure), then the
+// others, so every case the mutant changes is still tried until one
+// fails, the likely ones first. Predictions are made as the cases come,
+// and stop with the first kill.
+func tryOrder(m *Mutant, cases []*Case, base []*Result, cands []int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		var later []int
+		for _, i := range cands {
+			if !predictsFailure(m, cases[i], base[i]) {
+				later = append(later, i)
+			} else if !yield(i) {
+				return
+			}
+		}
+		for _, i := range later {
+			if !yield(i) {
+				return
+			}
+		}
+	}
 }
 
 // confirmRuns is how many more times a case that caught a listed

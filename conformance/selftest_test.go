@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,5 +220,66 @@ func TestSelfTestConfirmsListedCatches(t *testing.T) {
 	rep.Write(&b)
 	if !strings.Contains(b.String(), "note: with the listed survivor x/flaky, a case failed once and passed when run again (timing, not the mutant): c: exit: boom") {
 		t.Errorf("the report does not note the unconfirmed catch:\n%s", b.String())
+	}
+}
+
+// A control runs on the cases it changes something in (a case where it
+// changes nothing is the identity's, which runs on every case); every case
+// trusts its directory with the reference server, not through the proxy;
+// and a mutant's never (the lines it drops) reaches the runner, so that a
+// case waiting for such a line fails at once.
+func TestSelfTestControlCasesAndOptions(t *testing.T) {
+	transcripts := map[string][]Exchange{
+		"deltas": {{Dir: "received", Line: `{"type":"text","delta":"hello","session":"s","request":"p"}`}, {Dir: "received", Line: `{"id":"p","result":{}}`}},
+		"plain":  {{Dir: "sent", Line: `{"id":"i","method":"session.info","params":{}}`}, {Dir: "received", Line: `{"id":"i","result":{}}`}},
+	}
+	var mu sync.Mutex
+	ran := map[string][]string{} // mutant → the cases it ran
+	var trusts [][]string
+	nevers := map[string]bool{} // mutant → its runs had a never
+	fake := func(_ context.Context, c *Case, o Options) *Result {
+		name := ""
+		for i, a := range o.Server {
+			if a == "--mutant" {
+				name = o.Server[i+1]
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ran[name] = append(ran[name], c.ID)
+		trusts = append(trusts, o.trust)
+		nevers[name] = o.never != nil
+		return &Result{ID: c.ID, Verdict: Pass, Transcript: transcripts[c.ID]}
+	}
+	var ms []*Mutant
+	for _, name := range []string{"identity", "control/deltas-resplit", "drop-response/session.info"} {
+		m, ok := MutantNamed(name)
+		if !ok {
+			t.Fatalf("no mutant %s", name)
+		}
+		ms = append(ms, m)
+	}
+	_, err := SelfTest(context.Background(), SelfTestOptions{
+		Server: []string{"e", "rpc"}, Proxy: []string{"proxy"}, Cases: []*Case{{ID: "deltas"}, {ID: "plain"}},
+		Mutants: ms, Survivors: map[string]string{"drop-response/session.info": "a test"}, run: fake,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ran {
+		slices.Sort(l)
+	}
+	want := map[string][]string{"": {"deltas", "plain"}, "identity": {"deltas", "plain"}, "control/deltas-resplit": {"deltas"},
+		"drop-response/session.info": {"plain"}}
+	if diff := cmp.Diff(want, ran); diff != "" {
+		t.Errorf("cases run per mutant (-want +got):\n%s", diff)
+	}
+	for _, tr := range trusts {
+		if diff := cmp.Diff([]string{"e", "rpc"}, tr); diff != "" {
+			t.Errorf("trusted with (-want +got):\n%s", diff)
+		}
+	}
+	if want := map[string]bool{"": false, "identity": false, "control/deltas-resplit": false, "drop-response/session.info": true}; !maps.Equal(want, nevers) {
+		t.Errorf("runs with a never: %v, want %v", nevers, want)
 	}
 }

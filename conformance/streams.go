@@ -25,6 +25,7 @@ type stream struct {
 	pendIdx   int
 	responded bool
 	quiet     bool // acp: its session/prompt was answered and no request about it followed (K5)
+	open      int  // acp: requests about it sent and not answered yet
 }
 
 func (r *run) stream(key string) *stream {
@@ -92,6 +93,10 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 		}
 		p.r.mu.Lock()
 		ok, eof, queued := done(), p.r.eof, len(p.r.lineQueue) > 0
+		var doomed *expectation
+		if !ok && !eof && !queued {
+			doomed = p.r.doomed()
+		}
 		p.r.mu.Unlock()
 		if queued {
 			// Lines came after drain, with EOF maybe: feed them before
@@ -100,6 +105,10 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 		}
 		if ok {
 			return nil
+		}
+		if doomed != nil {
+			return &Divergence{Step: doomed.step(), Message: "expected line never arrives: the server under test never prints a line that could match it (waiting for " + what + ")",
+				Expected: doomed.raw, Got: "(nothing)"}
 		}
 		if eof {
 			if strings.HasPrefix(what, "@") {
@@ -118,6 +127,30 @@ func (p *pump) until(what string, done func() bool) *Divergence {
 			return &Divergence{Step: "wait", Message: "cancelled: " + p.ctx.Err().Error()}
 		}
 	}
+}
+
+// doomed is a required expectation not met yet that no line the server
+// prints can meet (Options.never), or nil; r.mu is held.
+func (r *run) doomed() *expectation {
+	if r.o.never == nil {
+		return nil
+	}
+	for _, key := range sortedKeys(r.streams) {
+		s := r.streams[key]
+		for _, e := range s.exp[min(s.pos, len(s.exp)):] {
+			if e.optional || e.repeat {
+				continue
+			}
+			method := ""
+			if lc, err := r.d.classify(e.value, r.c, nil); err == nil && !lc.event {
+				method = r.methods[lc.id]
+			}
+			if r.o.never(e.value, method) {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // drain feeds every queued line.
@@ -199,7 +232,7 @@ func (r *run) feed(raw []byte) *Divergence {
 	if r.o.Validator != nil {
 		method := ""
 		if !lc.event {
-			method = r.methods[lc.id]
+			method = r.answers(lc.id)
 		}
 		if div := r.validate(raw, method, step); div != nil {
 			return div
@@ -224,18 +257,36 @@ func (r *run) feed(raw []byte) *Divergence {
 		// a response is a success or a failure, not both (F2; JSON-RPC 2.0).
 		return &Divergence{Step: step, Message: "response has both result and error: it must be one or the other (F2)", Got: shorten(string(raw))}
 	}
-	if lc.id != "null" && r.answered[lc.id] {
+	if lc.id != "null" && r.answered[lc.id] >= max(r.asked[lc.id], 1) {
 		return &Divergence{Step: step, Message: fmt.Sprintf("request %s answered twice: every request gets exactly one response (F2)", lc.id), Got: shorten(string(raw))}
 	}
-	r.answered[lc.id] = true
+	r.answered[lc.id]++
 	s.responded = true
-	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused {
-		s.quiet = true // a prompt refused (one already runs) ends nothing
+	if r.c.Dialect == DialectACP && s.open > 0 {
+		s.open--
+	}
+	if _, refused := obj["error"]; r.c.Dialect == DialectACP && r.methods[lc.id] == "session/prompt" && !refused && s.open == 0 {
+		// A prompt refused (one already runs) ends nothing, and a
+		// request about the session sent before this answer (a second
+		// prompt) may have updates of its own after it.
+		s.quiet = true
 	}
 	if div := r.flush(s); div != nil {
 		return div
 	}
 	return r.next(s, obj, step, len(r.received)-1)
+}
+
+// answers is the method of the request a response with id answers, for
+// its result's schema. A client that reused the id for several requests
+// gets their responses in an order the server picks, so none of them can
+// be told apart: their results are checked against the envelope only
+// (""); r.mu is held.
+func (r *run) answers(id string) string {
+	if r.asked[id] > 1 {
+		return ""
+	}
+	return r.methods[id]
 }
 
 // afterResponse checks what may not follow a response: an e rpc request's
@@ -249,7 +300,7 @@ func (r *run) afterResponse(s *stream, lc lineClass, raw []byte, step string) *D
 			lc.typ, streamName(s.key)), Got: shorten(string(raw))}
 	case r.c.Dialect == DialectACP || r.c.Dialect == DialectPi:
 		return nil
-	case s.key != "process" && s.responded:
+	case s.key != "process" && s.responded && r.answered[s.key[2:]] >= r.asked[s.key[2:]]: // (a reused id: its later requests may still have events)
 		return &Divergence{Step: step, Message: fmt.Sprintf("%s event of request %s after the response to that request: a prompt's events come before its response (S2)", lc.typ, s.key[2:]), Got: shorten(string(raw))}
 	}
 	return nil

@@ -33,7 +33,7 @@ func TestUntilFeedsLinesQueuedWithEOF(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r.lineQueue = [][]byte{[]byte(`{"id":"a","result":{}}`)}
-			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]bool{}
+			r.eof, r.streams, r.received, r.answered = false, map[string]*stream{}, nil, map[string]int{}
 			for _, e := range joinExpected(r.d, c.expect) {
 				s := r.stream(e.stream)
 				s.exp = append(s.exp, e)
@@ -129,6 +129,139 @@ func TestRepeatLines(t *testing.T) {
 			}
 			if div == nil {
 				div = r.finish(&tapeServer{})
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
+
+// A line of a type no schema knows is ignored unless the case expects
+// that type (P8), on the process stream too and under strict: true, while
+// known lines there always count.
+func TestUnknownTypesOnTheProcessStream(t *testing.T) {
+	tests := []struct {
+		name, header string
+		lines        []string
+		pass         bool
+	}{
+		{name: "an unknown type", lines: []string{`{"type":"x_future_notice","detail":1}`, `{"id":"a","result":{}}`}, pass: true},
+		{name: "an unknown type, strict", header: `, "strict": true`, lines: []string{`{"type":"x_future_notice"}`, `{"id":"a","result":{}}`}, pass: true},
+		{name: "a notice", lines: []string{`{"type":"notice","message":"hi"}`, `{"id":"a","result":{}}`}},
+		{name: "an unstamped text event", lines: []string{`{"type":"text","delta":"hi"}`, `{"id":"a","result":{}}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["P8"]` + tt.header + `}
+-- client --
+{"id":"a","method":"hello","params":{}}
+-- expect --
+{"id":"a","result":{}}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRun(c, Options{})
+			var div *Divergence
+			for _, l := range tt.lines {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
+			}
+			if div == nil {
+				div = r.finish(&tapeServer{})
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
+
+// A client may reuse a request id: each request sent with it gets its
+// response, and one more response to it is a second answer (F2).
+func TestReusedRequestIDs(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["F2"]}
+-- client --
+{"id":"same","method":"hello","params":{}}
+{"id":"same","method":"models.list","params":{}}
+-- expect --
+{"id":"same","result":{"protocol":2}}
+{"id":"same","result":{"models":[]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		sent  int // requests sent with the id
+		lines []string
+		pass  bool
+	}{
+		{name: "one answer each", sent: 2, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`}, pass: true},
+		{name: "a third answer", sent: 2, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`, `{"id":"same","result":{}}`}},
+		{name: "two answers to one request", sent: 1, lines: []string{`{"id":"same","result":{"protocol":2}}`, `{"id":"same","result":{"models":[]}}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			for range tt.sent {
+				r.noteRequest([]byte(`{"id":"same","method":"hello","params":{}}`))
+			}
+			var div *Divergence
+			for _, l := range tt.lines {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
+			}
+			if got := div == nil; got != tt.pass {
+				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
+			}
+		})
+	}
+}
+
+// ACP (K5): no update of a session comes between the answer to its
+// session/prompt and the client's next request about it, but a request
+// about it sent before that answer (a second prompt, run once the first
+// ended) may have updates after it.
+func TestACPUpdatesAfterAPromptAnswer(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["K5"], "dialect": "acp"}
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}
+-- expect --
+?* {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}
+{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}
+?* {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}
+? {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`
+	tests := []struct {
+		name    string
+		prompts int // session/prompt requests sent before the first answer
+		pass    bool
+	}{
+		{name: "one prompt", prompts: 1},
+		{name: "a second prompt sent before the answer", prompts: 2, pass: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			for i := range tt.prompts {
+				r.noteRequest(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}`, i+1))
+			}
+			var div *Divergence
+			for _, l := range []string{update, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`, update} {
+				if div = r.feed([]byte(l)); div != nil {
+					break
+				}
 			}
 			if got := div == nil; got != tt.pass {
 				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)

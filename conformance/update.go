@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -399,6 +400,9 @@ type stopWindow struct {
 	stopped  bool // a stop came (it opened the window, or came while it was open)
 	early    bool // a stop came before the work showed: it may land in time or after the work's end
 	own      bool // the work of a request that raced other work: it may be refused or run; ends at its answer
+	// queued are the texts of pi steers and follow-ups that raced the
+	// work: delivered in it, or, when it ended first, in the next run.
+	queued []string
 }
 
 // loosenStops makes each stop window timing-independent (spec/conformance.md
@@ -412,6 +416,12 @@ type stopWindow struct {
 func (b *expectBuilder) loosenStops(windows []stopWindow) {
 	skip := map[int]bool{}
 	first := map[int][]stopWindow{} // the index a window's ?* line goes before
+	for _, w := range windows {
+		// Before the texts are loosened below: they find the deliveries.
+		for _, at := range b.queuedJoin(w, skip) {
+			first[at] = append(first[at], stopWindow{key: w.key})
+		}
+	}
 	for _, w := range windows {
 		var in []int
 		labelled := false
@@ -464,6 +474,108 @@ func (b *expectBuilder) loosenStops(windows []stopWindow) {
 		}
 	}
 	b.splice(before, skip)
+}
+
+// queuedJoin loosens the run after window w for the pi steers and
+// follow-ups that raced w's work (w.queued): whether one lands in that
+// work or after it ended is the timing's, and one that lands after is
+// queued (pi queues them while idle) for the next run, which takes a
+// steer after its prompt and a follow-up when it would stop, as more
+// turns. So in the first run of w's stream after w's end, each delivery
+// of such a message (its queue_update, its user message, and the turn it
+// starts) goes into drop, and the run's agent_end messages are matched
+// as an array; it returns the indexes a "?*" line goes before: each
+// delivery's, the run's first assistant message's and its agent_end's.
+// A run a #wait names a line of, or one another window takes, is kept.
+func (b *expectBuilder) queuedJoin(w stopWindow, drop map[int]bool) []int {
+	if len(w.queued) == 0 || w.to < 0 {
+		return nil
+	}
+	start, end := -1, -1 // the next run's agent_start and agent_end
+	for i := w.to + 1; i < len(b.lines) && end < 0; i++ {
+		switch t := b.lines[i]["type"]; {
+		case b.key(b.lines[i]) != w.key:
+		case t == "agent_start" && start < 0:
+			start = i
+		case t == "agent_end" && start >= 0:
+			end = i
+		}
+	}
+	if end < 0 {
+		return nil
+	}
+	var group []int // the delivery being read
+	var at []int
+	mine, assistant := map[int]bool{}, -1
+	turn := -1 // the current turn's turn_start
+	for i := start + 1; i < end; i++ {
+		l := b.lines[i]
+		if b.key(l) != w.key {
+			continue
+		}
+		if b.labels[i] != "" || drop[i] {
+			return nil
+		}
+		msg, _ := l["message"].(map[string]any)
+		switch t := l["type"]; {
+		case t == "turn_start":
+			turn, group = i, []int{i}
+		case t == "queue_update":
+			group = append(group, i)
+		case t == "message_start" && msg["role"] == "user" && slices.Contains(w.queued, userText(msg)):
+			if len(group) > 0 && group[0] == turn {
+				// It starts its turn: the whole turn is the delivery.
+				for j := turn; j < end; j++ {
+					if b.key(b.lines[j]) == w.key {
+						mine[j] = true
+						if b.lines[j]["type"] == "turn_end" {
+							break
+						}
+					}
+				}
+			}
+			for _, j := range append(group, i) {
+				mine[j] = true
+			}
+			if i+1 < end && b.lines[i+1]["type"] == "message_end" {
+				mine[i+1] = true
+			}
+			at, group = append(at, i), nil
+		case t == "message_start" && msg["role"] == "assistant" && assistant < 0:
+			assistant, group = i, nil
+		default:
+			group = nil
+		}
+	}
+	for j := range mine {
+		if b.labels[j] != "" {
+			return nil
+		}
+	}
+	for j := range mine {
+		drop[j] = true
+	}
+	if assistant >= 0 {
+		at = append(at, assistant)
+	}
+	b.lines[end]["messages"] = "$array"
+	return append(at, end)
+}
+
+// userText is the text of a pi user message (its content a string, or
+// blocks whose texts are joined).
+func userText(msg map[string]any) string {
+	if s, ok := msg["content"].(string); ok {
+		return s
+	}
+	var t strings.Builder
+	blocks, _ := msg["content"].([]any)
+	for _, c := range blocks {
+		if s, ok := asObject(c)["text"].(string); ok {
+			t.WriteString(s)
+		}
+	}
+	return t.String()
 }
 
 // splice rebuilds b's lines: the "?*" lines of before[i] go before line i

@@ -196,11 +196,10 @@ func serverCommand(s string) ([]string, error) {
 		if len(argv) == 0 {
 			return nil, errors.New("--server is empty")
 		}
-		p, err := absProgram(argv[0])
+		argv, err = absCommand(argv)
 		if err != nil {
 			return nil, fmt.Errorf("--server: %w", err)
 		}
-		argv[0] = p
 		return argv, nil
 	}
 	if exe, err := os.Executable(); err == nil {
@@ -218,6 +217,30 @@ func serverCommand(s string) ([]string, error) {
 		return nil, err
 	}
 	return []string{p, "rpc"}, nil
+}
+
+// absCommand resolves a command line given in the caller's directory for
+// a process that runs in another (a case's temp dir): its program as
+// absProgram does, and each argument with a slash that names an existing
+// file or directory there (the script of "python3 ./proxy.py -- ./e rpc",
+// the server behind a wrapper) made absolute. Other arguments stay.
+func absCommand(argv []string) ([]string, error) {
+	p, err := absProgram(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	out := []string{p}
+	for _, a := range argv[1:] {
+		if strings.Contains(a, "/") && !filepath.IsAbs(a) {
+			if _, err := os.Stat(a); err == nil {
+				if abs, err := filepath.Abs(a); err == nil {
+					a = abs
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // absProgram resolves a program the way a shell in the caller's directory

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The test binary doubles as a tiny server: it answers every request
@@ -170,5 +173,35 @@ func TestRelativeServer(t *testing.T) {
 	cases, err := loadCases("")
 	if err != nil || len(cases) < 100 {
 		t.Errorf("embedded cases: %d, %v", len(cases), err)
+	}
+}
+
+// A relative path among the server command's arguments is the caller's
+// too: a wrapper's script ("sh ./wrap.sh", "python3 ./proxy.py -- ./e
+// rpc") runs in each case's temp dir, where the path would not name it.
+// Arguments that name nothing there, or have no slash, stay as given.
+func TestRelativeServerArguments(t *testing.T) {
+	dir := writeCases(t)
+	here := t.TempDir()
+	wrap := "#!/bin/sh\n[ \"$1\" = keep/me ] || { echo \"wrap.sh: got $1\" >&2; exit 3; }\nexec \"$2\" fake-echo-server\n"
+	if err := os.WriteFile(filepath.Join(here, "wrap.sh"), []byte(wrap), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(os.Args[0], filepath.Join(here, "srv")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(here)
+	var out, errOut bytes.Buffer
+	if got := run([]string{"--server", "sh ./wrap.sh keep/me ./srv", "--cases", dir, "good-one"}, nil, &out, &errOut); got != 0 {
+		t.Fatalf("status %d, want 0\nstdout:\n%s\nstderr:\n%s", got, out.String(), errOut.String())
+	}
+	got, err := absCommand([]string{"sh", "./wrap.sh", "keep/me", "rpc", "./srv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, _ := exec.LookPath("sh")
+	want := []string{sh, filepath.Join(here, "wrap.sh"), "keep/me", "rpc", filepath.Join(here, "srv")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("absCommand (-want +got):\n%s", diff)
 	}
 }

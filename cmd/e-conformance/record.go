@@ -39,10 +39,17 @@ func record(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "e-conformance record: --dialect %q: want %s, %s or %s\n", *dialect, conformance.DialectERPC, conformance.DialectPi, conformance.DialectACP)
 		return 2
 	}
+	// The server starts in the recording's temp dir (or here, --here): a
+	// relative program or path is the caller's.
+	server, err := absCommand(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "e-conformance record:", err)
+		return 2
+	}
 	// SIGINT and SIGTERM are the server's: Record forwards them and ends
 	// as the server does, so they must not cancel it.
 	ps, err := conformance.Record(context.WithoutCancel(ctx), conformance.RecordOptions{
-		Server: fs.Args(), Out: *out, Model: *model, Upstream: *upstream, APIKey: os.Getenv("E_RECORD_API_KEY"),
+		Server: server, Out: *out, Model: *model, Upstream: *upstream, APIKey: os.Getenv("E_RECORD_API_KEY"),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Here: *here, NoTrust: *noTrust, Like: *like, Dialect: *dialect,
 	})
 	if err != nil {
