@@ -1441,13 +1441,18 @@ const pngPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYP
 
 // piSessionFixture writes testdata/pi-session.jsonl, a session file pi
 // 1.6.0 wrote, to path with its cwd set to cwd (pi refuses a session whose
-// cwd is gone).
+// cwd is gone) and its docs paths to the installed pi package: pi compares
+// the system prompt sections the file holds with its own before each
+// request, and a section that differs (the package under another
+// E_TEST_CACHE, as CI's) adds a system message.
 func piSessionFixture(t *testing.T, path, cwd string) string {
 	b, err := os.ReadFile("testdata/pi-session.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("@CWD@"), []byte(cwd)), 0o600); err != nil {
+	pkg := filepath.Join(piCache(), "pi", "node_modules", "@earendil-works", "pi-coding-agent")
+	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("@CWD@"), []byte(cwd)), []byte("@PIPKG@"), []byte(pkg))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
