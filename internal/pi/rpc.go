@@ -876,6 +876,9 @@ func (fr *front) compactOver(sess *session.Session) bool {
 
 // sink receives the events of the current session's turns.
 func (fr *front) sink(ev agent.Event) {
+	if fr.writeDelta(ev) { // most of a turn's events: encoded without Feed
+		return
+	}
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)

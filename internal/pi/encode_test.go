@@ -1,0 +1,197 @@
+package pi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/model"
+)
+
+// hostile are delta texts encoders get wrong: JSON's and HTML's special
+// characters (pi writes <, > and & as they are), control characters,
+// U+2028/U+2029, invalid UTF-8 and lone surrogates, long runs on either
+// side of the 8-byte fast path.
+var hostile = []string{"", "w1 ", "<script>&amp;</script>", `"quoted" \back\slash/`, "\x00\x01\b\f\n\r\t\x1f\x7f",
+	"\u2028\u2029", "é😀日本語", "\xff\xfe", "a\xe2\x80", "\xed\xa0\x80", "\ufffd", "\\u003c",
+	strings.Repeat("plain ", 40) + "<", strings.Repeat("\"<&>", 30), "ends in a half rune \xf0\x9f"}
+
+// randomString draws a hostile text or a random mix of their bytes and runes.
+func randomString(r *rand.Rand) string {
+	if r.IntN(3) == 0 {
+		return hostile[r.IntN(len(hostile))]
+	}
+	var b strings.Builder
+	for range r.IntN(40) {
+		switch r.IntN(4) {
+		case 0:
+			b.WriteByte(byte(r.IntN(256)))
+		case 1:
+			b.WriteRune(rune(r.IntN(0x110000)))
+		default:
+			s := hostile[r.IntN(len(hostile))]
+			b.WriteString(s[:r.IntN(len(s)+1)])
+		}
+	}
+	return b.String()
+}
+
+// randomFloat draws a cost: zero of either sign, or a finite number of any
+// magnitude, across encoding/json's switches to and from exponents.
+func randomFloat(r *rand.Rand) float64 {
+	switch r.IntN(6) {
+	case 0:
+		return 0
+	case 1:
+		return math.Copysign(0, -1)
+	case 2:
+		return math.Float64frombits(r.Uint64() &^ (0x7ff << 52)) // subnormal
+	case 3:
+		return float64(r.IntN(1e6)) * 1e-6 * []float64{1e-7, 1e-6, 1, 1e20, 1e21}[r.IntN(5)]
+	}
+	for {
+		if f := math.Float64frombits(r.Uint64()); !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f
+		}
+	}
+}
+
+// fill sets every field of the struct v points to at random, pointers nil
+// or not; a field of a kind it does not know fails the test, as the
+// encoder would not know it either.
+func fill(t *testing.T, r *rand.Rand, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(t, r, v.Field(i))
+		}
+	case reflect.Pointer:
+		if r.IntN(2) == 0 {
+			v.SetZero()
+			return
+		}
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, r, v.Elem())
+	case reflect.Int64:
+		v.SetInt([]int64{0, 1, -1, r.Int64(), -r.Int64(), int64(r.IntN(1e6))}[r.IntN(6)])
+	case reflect.Float64:
+		v.SetFloat(randomFloat(r))
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	default:
+		t.Fatalf("%s: a field of kind %s: teach appendUsage and this test", v.Type(), v.Kind())
+	}
+}
+
+// TestAppendDeltaUpdate checks the hand encoder of a delta's message_update
+// against marshal, byte for byte, over generated usages (every field of
+// pi's Usage, so a field added to the schema fails here) and hostile texts.
+func TestAppendDeltaUpdate(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		var u Usage
+		if i > 0 { // the first: the zero usage of an unpriced answer
+			fill(t, r, reflect.ValueOf(&u).Elem())
+		}
+		typ := []string{"text_delta", "thinking_delta", "toolcall_delta"}[r.IntN(3)]
+		idx, delta := r.IntN(1000), randomString(r)
+		want, err := marshal(MessageUpdate{Type: "message_update", Usage: u,
+			AssistantMessageEvent: AssistantEvent{Type: typ, ContentIndex: idx, Text: delta}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendDeltaUpdate([]byte("x"), typ, idx, delta, &u); string(got) != "x"+string(want) {
+			t.Fatalf("appendDeltaUpdate(%q, %d, %q, %+v):\n got %s\nwant x%s", typ, idx, delta, u, got, want)
+		}
+	}
+}
+
+// TestWriteDeltaAsFeed checks that e --mode rpc writes the same lines with
+// writeDelta as Feed and marshal alone make, over turns of text, thinking
+// and tool calls whose deltas are hostile texts.
+func TestWriteDeltaAsFeed(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}
+	call := func(id int) []agent.Event {
+		return []agent.Event{agent.ToolBatch{Calls: []agent.Call{{ID: id, Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+			agent.ToolStart{ID: id}, agent.ToolEnd{ID: id, Outcome: "completed", Content: "ab"}}
+	}
+	fast := 0 // deltas writeDelta wrote
+	for run := range 200 {
+		var events []agent.Event
+		deltas := func() {
+			for range r.IntN(4) {
+				for range 1 + r.IntN(5) {
+					if r.IntN(3) == 0 {
+						events = append(events, &agent.Reasoning{Delta: randomString(r)})
+					} else {
+						events = append(events, &agent.Text{Delta: randomString(r)})
+					}
+				}
+			}
+		}
+		events = append(events, agent.TurnStart{})
+		for i := range r.IntN(3) {
+			deltas()
+			events = append(append(events, use), call(i)...)
+		}
+		deltas()
+		if r.IntN(4) == 0 {
+			events = append(events, agent.TurnEnd{Aborted: true})
+		} else {
+			events = append(events, use, agent.TurnEnd{})
+		}
+		// Feed and marshal alone, then as sink does.
+		var lines [2]bytes.Buffer
+		for i := range lines {
+			price := &model.Price{Input: 3, Output: 15}
+			if run%2 == 0 {
+				price = nil
+			}
+			fr := &front{out: jsonl.NewWriter(&lines[1]), tr: &Translator{Now: func() time.Time { return time.UnixMilli(1) },
+				Info: model.Info{Provider: "e", Name: "m", API: model.APIOpenAIChat, Price: price}}}
+			fr.tr.Begin("hello", nil)
+			feed := func(f func(*Translator) []Event) {
+				for _, ev := range f(fr.tr) {
+					b, err := marshal(ev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					lines[0].Write(append(b, '\n'))
+				}
+			}
+			for _, ev := range events {
+				switch {
+				case i == 0:
+					feed(func(t *Translator) []Event { return t.Feed(ev) })
+				case fr.writeDelta(ev):
+					fast++
+				default:
+					fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
+				}
+			}
+			if i == 0 {
+				feed((*Translator).Settle)
+			} else {
+				fr.translate((*Translator).Settle)
+			}
+			if err := fr.out.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if feed, fast := lines[0].String(), lines[1].String(); feed != fast {
+			t.Fatalf("events %v:\nthrough Feed:\n%s\nwith writeDelta:\n%s", events, feed, fast)
+		}
+	}
+	if fast == 0 {
+		t.Fatal("writeDelta never wrote a delta")
+	}
+}
