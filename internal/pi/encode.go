@@ -1,7 +1,10 @@
 package pi
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"math"
 	"strconv"
 
@@ -123,4 +126,178 @@ func appendFloat(dst []byte, f float64) []byte {
 		dst = dst[:n-1]
 	}
 	return dst
+}
+
+// appendEvent appends ev as marshal writes it, for the events that carry
+// a whole answer (text_end, message_end, turn_end, agent_end): through
+// marshal each block of text costs encoding/json's check and compaction
+// of its Content's own encoding, at about 100 MB/s, several times per
+// turn. It reports false for an event or a value it does not encode (a
+// system message, bash details, a cost that is not finite, tool call
+// arguments that are not JSON): marshal writes those, or fails on them.
+func appendEvent(dst []byte, ev Event) ([]byte, bool) {
+	var ok bool
+	switch ev := ev.(type) {
+	case MessageUpdate:
+		if !ev.Usage.Cost.finite() {
+			return dst, false
+		}
+		dst = appendUsage(appendType(dst, ev.Type, "usage"), &ev.Usage)
+		dst, ok = appendAssistantEvent(append(dst, `,"assistantMessageEvent":`...), &ev.AssistantMessageEvent)
+	case MessageStart:
+		dst, ok = appendMessage(appendType(dst, ev.Type, "message"), ev.Message)
+	case MessageEnd:
+		dst, ok = appendMessage(appendType(dst, ev.Type, "message"), ev.Message)
+	case TurnEnd:
+		if dst, ok = appendMessage(appendType(dst, ev.Type, "message"), ev.Message); ok {
+			dst, ok = appendSlice(append(dst, `,"toolResults":`...), ev.ToolResults, appendToolResult)
+		}
+	case AgentEnd:
+		if dst, ok = appendSlice(appendType(dst, ev.Type, "messages"), ev.Messages, appendMessage); ok {
+			dst = strconv.AppendBool(append(dst, `,"willRetry":`...), ev.WillRetry)
+		}
+	}
+	return append(dst, '}'), ok
+}
+
+// appendType appends the start of an event of type typ, up to its next
+// field, key.
+func appendType(dst []byte, typ, key string) []byte {
+	dst = jsonenc.AppendStringNoHTML(append(dst, `{"type":`...), typ)
+	return append(append(append(dst, `,"`...), key...), `":`...)
+}
+
+// appendSlice appends s as encoding/json writes a slice (null when nil),
+// each element with appendElem.
+func appendSlice[T any](dst []byte, s []T, appendElem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	if s == nil {
+		return append(dst, "null"...), true
+	}
+	dst = append(dst, '[')
+	for i, v := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var ok bool
+		if dst, ok = appendElem(dst, v); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
+}
+
+// appendAssistantEvent appends ev as its MarshalJSON writes it.
+func appendAssistantEvent(dst []byte, ev *AssistantEvent) ([]byte, bool) {
+	dst = jsonenc.AppendStringNoHTML(append(dst, `{"type":`...), ev.Type)
+	dst = strconv.AppendInt(append(dst, `,"contentIndex":`...), int64(ev.ContentIndex), 10)
+	var ok bool
+	switch ev.Type {
+	case "text_start", "thinking_start":
+		ok = true
+	case "text_delta", "thinking_delta", "toolcall_delta":
+		dst, ok = jsonenc.AppendStringNoHTML(append(dst, `,"delta":`...), ev.Text), true
+	case "text_end", "thinking_end":
+		dst, ok = jsonenc.AppendStringNoHTML(append(dst, `,"content":`...), ev.Text), true
+	case "toolcall_start":
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"id":`...), ev.ID)
+		dst, ok = jsonenc.AppendStringNoHTML(append(dst, `,"toolName":`...), ev.ToolName), true
+	case "toolcall_end":
+		dst, ok = appendToolCall(append(dst, `,"toolCall":`...), ev.ToolCall)
+	}
+	return append(dst, '}'), ok
+}
+
+// appendMessage appends a user or assistant message as marshal writes it;
+// false for the others.
+func appendMessage(dst []byte, m any) ([]byte, bool) {
+	switch m := m.(type) {
+	case UserMessage:
+		dst = jsonenc.AppendStringNoHTML(append(dst, `{"role":`...), m.Role)
+		dst, ok := appendSlice(append(dst, `,"content":`...), m.Content, appendContent)
+		dst = strconv.AppendInt(append(dst, `,"timestamp":`...), m.Timestamp, 10)
+		return append(dst, '}'), ok
+	case AssistantMessage:
+		if !m.Usage.Cost.finite() {
+			return dst, false
+		}
+		dst = jsonenc.AppendStringNoHTML(append(dst, `{"role":`...), m.Role)
+		dst, ok := appendSlice(append(dst, `,"content":`...), m.Content, appendContent)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"api":`...), m.API)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"provider":`...), m.Provider)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"model":`...), m.Model)
+		if m.ThinkingLevel != "" {
+			dst = jsonenc.AppendStringNoHTML(append(dst, `,"thinkingLevel":`...), m.ThinkingLevel)
+		}
+		dst = appendUsage(append(dst, `,"usage":`...), &m.Usage)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"stopReason":`...), m.StopReason)
+		if m.ErrorMessage != "" {
+			dst = jsonenc.AppendStringNoHTML(append(dst, `,"errorMessage":`...), m.ErrorMessage)
+		}
+		dst = strconv.AppendInt(append(dst, `,"timestamp":`...), m.Timestamp, 10)
+		if m.DurationMS != nil {
+			dst = strconv.AppendInt(append(dst, `,"durationMs":`...), *m.DurationMS, 10)
+		}
+		if m.ResponseID != "" {
+			dst = jsonenc.AppendStringNoHTML(append(dst, `,"responseId":`...), m.ResponseID)
+		}
+		if m.RawStopReason != "" {
+			dst = jsonenc.AppendStringNoHTML(append(dst, `,"rawStopReason":`...), m.RawStopReason)
+		}
+		return append(dst, '}'), ok
+	}
+	return dst, false
+}
+
+// appendToolResult appends a tool result message without details (bash's
+// of a cut output) as marshal writes it.
+func appendToolResult(dst []byte, m ToolResultMessage) ([]byte, bool) {
+	if m.Details != nil {
+		return dst, false
+	}
+	dst = jsonenc.AppendStringNoHTML(append(dst, `{"role":`...), m.Role)
+	dst = jsonenc.AppendStringNoHTML(append(dst, `,"toolCallId":`...), m.ToolCallID)
+	dst = jsonenc.AppendStringNoHTML(append(dst, `,"toolName":`...), m.ToolName)
+	dst, ok := appendSlice(append(dst, `,"content":`...), m.Content, appendContent)
+	dst = strconv.AppendBool(append(dst, `,"isError":`...), m.IsError)
+	dst = strconv.AppendInt(append(dst, `,"timestamp":`...), m.Timestamp, 10)
+	if m.DurationMS != nil {
+		dst = strconv.AppendInt(append(dst, `,"durationMs":`...), *m.DurationMS, 10)
+	}
+	return append(dst, '}'), ok
+}
+
+// appendContent appends c as its MarshalJSON writes it.
+func appendContent(dst []byte, c Content) ([]byte, bool) {
+	switch c.Type {
+	case "thinking":
+		dst = jsonenc.AppendStringNoHTML(append(dst, `{"type":`...), c.Type)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `,"thinking":`...), c.Text)
+		if c.Signature != "" {
+			dst = jsonenc.AppendStringNoHTML(append(dst, `,"thinkingSignature":`...), c.Signature)
+		}
+		return append(dst, '}'), true
+	case "image":
+		dst = jsonenc.AppendStringNoHTML(append(dst, `{"type":`...), c.Type)
+		dst = base64.StdEncoding.AppendEncode(append(dst, `,"data":"`...), c.Data)
+		dst = jsonenc.AppendStringNoHTML(append(dst, `","mimeType":`...), c.MimeType)
+		return append(dst, '}'), true
+	case "toolCall":
+		return appendToolCall(dst, c)
+	}
+	return append(jsonenc.AppendStringNoHTML(append(dst, `{"type":"text","text":`...), c.Text), '}'), true
+}
+
+// appendToolCall appends c's toolCall block as marshal writes it: its
+// arguments compacted, as encoding/json compacts a json.RawMessage; false
+// when they are not JSON.
+func appendToolCall(dst []byte, c Content) ([]byte, bool) {
+	tc := c.toolCall()
+	dst = jsonenc.AppendStringNoHTML(append(dst, `{"type":`...), tc.Type)
+	dst = jsonenc.AppendStringNoHTML(append(dst, `,"id":`...), tc.ID)
+	dst = jsonenc.AppendStringNoHTML(append(dst, `,"name":`...), tc.Name)
+	args := bytes.NewBuffer(append(dst, `,"arguments":`...))
+	if err := json.Compact(args, tc.Arguments); err != nil {
+		return dst, false
+	}
+	return append(args.Bytes(), '}'), true
 }

@@ -3,6 +3,7 @@ package pi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -86,9 +87,38 @@ func fill(t *testing.T, r *rand.Rand, v reflect.Value) {
 		v.SetFloat(randomFloat(r))
 	case reflect.Bool:
 		v.SetBool(r.IntN(2) == 0)
+	case reflect.String:
+		if r.IntN(3) > 0 { // omitzero strings are often empty
+			v.SetString(randomString(r))
+		}
+	case reflect.Slice:
+		if v.Type() != reflect.TypeFor[[]Content]() {
+			t.Fatalf("%s: a slice of %s: teach appendEvent and this test", v.Type(), v.Type().Elem())
+		}
+		if r.IntN(8) > 0 { // nil: null
+			v.Set(reflect.ValueOf(randomContents(r)))
+		}
 	default:
-		t.Fatalf("%s: a field of kind %s: teach appendUsage and this test", v.Type(), v.Kind())
+		t.Fatalf("%s: a field of kind %s: teach appendEvent and this test", v.Type(), v.Kind())
 	}
+}
+
+// randomContents draws content blocks of every type, tool calls' arguments
+// JSON with spaces to compact, not an object, or not JSON.
+func randomContents(r *rand.Rand) []Content {
+	out := []Content{}
+	for range r.IntN(4) {
+		c := Content{Type: []string{"text", "thinking", "image", "toolCall", "", "other"}[r.IntN(6)], Text: randomString(r)}
+		if r.IntN(2) == 0 {
+			c.Signature = randomString(r)
+		}
+		c.Data, c.MimeType = []byte(randomString(r)), randomString(r)
+		c.ID, c.Name = randomString(r), randomString(r)
+		c.Arguments = json.RawMessage([]string{`{"path":"a"}`, "{ \"a\" : [1, 2.5e-7] ,\n \"b\":\"<&>\u2028\\u003c\" }", "",
+			"null", "[1]", `{"a":`, "{\"x\":\"\xff\"}"}[r.IntN(7)])
+		out = append(out, c)
+	}
+	return out
 }
 
 // TestAppendDeltaUpdate checks the hand encoder of a delta's message_update
@@ -114,9 +144,101 @@ func TestAppendDeltaUpdate(t *testing.T) {
 	}
 }
 
+// randomMessage draws a message of a type Feed emits, every field set at
+// random (a field added to the schema fails the test until appendEvent
+// writes it).
+func randomMessage(t *testing.T, r *rand.Rand) any {
+	var m any
+	switch r.IntN(4) {
+	case 0:
+		m = &UserMessage{}
+	case 1, 2:
+		m = &AssistantMessage{}
+	default:
+		m = &ToolResultMessage{}
+	}
+	v := reflect.ValueOf(m).Elem()
+	fill(t, r, v)
+	if tr, ok := m.(*ToolResultMessage); ok && r.IntN(2) == 0 {
+		tr.Details = nil // usually none: they are bash's of a cut output
+	}
+	return v.Interface()
+}
+
+// TestAppendEvent checks the hand encoder of the events that carry whole
+// messages against marshal, byte for byte, over generated events, and
+// that what it leaves to marshal (bash details, a system message, tool
+// call arguments that are not JSON, an unknown assistantMessageEvent) is
+// left, not half written.
+func TestAppendEvent(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	encoded := map[string]int{}
+	for range 20000 {
+		var ev Event
+		switch r.IntN(6) {
+		case 0:
+			ev = MessageStart{Type: "message_start", Message: randomMessage(t, r)}
+		case 1:
+			ev = MessageEnd{Type: "message_end", Message: randomMessage(t, r)}
+		case 2:
+			var results []ToolResultMessage
+			if r.IntN(4) > 0 {
+				results = []ToolResultMessage{}
+				for range r.IntN(3) {
+					if m, ok := randomMessage(t, r).(ToolResultMessage); ok {
+						results = append(results, m)
+					}
+				}
+			}
+			ev = TurnEnd{Type: "turn_end", Message: randomMessage(t, r), ToolResults: results}
+		case 3:
+			var msgs []any
+			if r.IntN(4) > 0 {
+				msgs = []any{}
+				for range r.IntN(4) {
+					msgs = append(msgs, randomMessage(t, r))
+				}
+				if r.IntN(10) == 0 {
+					msgs = append(msgs, SystemMessage{Role: "system", Content: "sys"})
+				}
+			}
+			ev = AgentEnd{Type: "agent_end", Messages: msgs, WillRetry: r.IntN(2) == 0}
+		default:
+			var u Usage
+			fill(t, r, reflect.ValueOf(&u).Elem())
+			types := []string{"text_start", "thinking_start", "text_delta", "thinking_delta", "toolcall_delta", "text_end",
+				"thinking_end", "toolcall_start", "toolcall_end", "bogus"}
+			ae := AssistantEvent{Type: types[r.IntN(len(types))], ContentIndex: r.IntN(100), Text: randomString(r),
+				ID: randomString(r), ToolName: randomString(r)}
+			if cs := randomContents(r); len(cs) > 0 {
+				ae.ToolCall = cs[0]
+			}
+			ev = MessageUpdate{Type: "message_update", Usage: u, AssistantMessageEvent: ae}
+		}
+		if r.IntN(50) == 0 {
+			ev = AgentSettled{Type: "agent_settled"} // not one of appendEvent's
+		}
+		want, err := marshal(ev)
+		got, ok := appendEvent([]byte("x"), ev)
+		switch {
+		case ok && err != nil:
+			t.Fatalf("appendEvent(%+v) wrote what marshal refuses (%v):\n%s", ev, err, got)
+		case ok && string(got) != "x"+string(want):
+			t.Fatalf("appendEvent(%+v):\n got %s\nwant x%s", ev, got, want)
+		case ok:
+			encoded[fmt.Sprintf("%T", ev)]++
+		}
+	}
+	for _, typ := range []string{"pi.MessageStart", "pi.MessageEnd", "pi.TurnEnd", "pi.AgentEnd", "pi.MessageUpdate"} {
+		if encoded[typ] < 100 {
+			t.Errorf("appendEvent encoded %d %s events of 20000 events, want more", encoded[typ], typ)
+		}
+	}
+}
+
 // TestWriteDeltaAsFeed checks that e --mode rpc writes the same lines with
-// writeDelta as Feed and marshal alone make, over turns of text, thinking
-// and tool calls whose deltas are hostile texts.
+// writeDelta and appendEvent as Feed and marshal alone make, over turns of
+// text, thinking and tool calls whose deltas are hostile texts.
 func TestWriteDeltaAsFeed(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	use := agent.UsageEvent{Usage: agent.NewUsage(model.Usage{Input: 10, Output: 2})}

@@ -366,9 +366,12 @@ func (r recorder) CompactedFiles() CompactionDetails {
 
 // write queues one record.
 func (fr *front) write(v any) {
-	b, err := marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
+	b, ok := appendEvent(nil, v)
+	if !ok {
+		var err error
+		if b, err = marshal(v); err != nil {
+			panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
+		}
 	}
 	_ = fr.out.Write(context.Background(), b)
 }
