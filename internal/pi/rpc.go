@@ -756,7 +756,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	fr.trMu.Lock()
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-	if !slices.ContainsFunc(sess.Messages(), func(m session.Message) bool { return m.Role == model.RoleUser }) {
+	if !asked(sess) {
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
 	}
 	fr.tr.Begin(text, blocks)
