@@ -46,7 +46,7 @@ func (fr *front) writeDelta(ev agent.Event) bool {
 		return true
 	}
 	// Background: the writer drains even after a failure, so this cannot block forever.
-	_ = fr.out.Append(context.Background(), func(b []byte) []byte { return appendDeltaUpdate(b, typ, i, text, &u) })
+	_ = fr.deltas.Append(context.Background(), func(b []byte) []byte { return appendDeltaUpdate(b, typ, i, text, &u) })
 	return true
 }
 

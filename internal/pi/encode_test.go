@@ -278,7 +278,8 @@ func TestWriteDeltaAsFeed(t *testing.T) {
 			if run%2 == 0 {
 				price = nil
 			}
-			fr := &front{out: jsonl.NewWriter(&lines[1]), tr: &Translator{Now: func() time.Time { return time.UnixMilli(1) },
+			out := jsonl.NewWriter(&lines[1])
+			fr := &front{out: out, deltas: out.NewHold(), tr: &Translator{Now: func() time.Time { return time.UnixMilli(1) },
 				Info: model.Info{Provider: "e", Name: "m", API: model.APIOpenAIChat, Price: price}}}
 			fr.tr.Begin("hello", nil)
 			feed := func(f func(*Translator) []Event) {

@@ -46,6 +46,9 @@ type front struct {
 	b     *backend
 	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
 	out   *jsonl.Writer    // the loop's stdout
+	// deltas holds the lines of the deltas one read of a provider's
+	// stream brings, written together before the next read (writeDelta).
+	deltas *jsonl.Hold
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
 	// templates are pi's prompt templates: get_commands lists them, and a
@@ -162,6 +165,7 @@ func start(f Flags, env Env) (*front, error) {
 		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
 	fr.loop = lineserver.New("e --mode "+f.Mode, env.Stdin, env.Stdout, env.Stderr)
 	fr.out = fr.loop.Out()
+	fr.deltas = fr.out.NewHold()
 	fail := func(err error) (*front, error) {
 		stop()
 		fr.out.Close()
@@ -760,7 +764,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
 	}
 	fr.tr.Begin(text, blocks)
-	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	turn, err := sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), text, parts, fr.sink)
 	if err != nil {
 		return err
 	}
@@ -800,7 +804,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 			fr.tr.Begin(next[0].text, next[0].blocks)
-			turn, err = sess.PromptParts(fr.ctx, next[0].text, next[0].parts, fr.sink)
+			turn, err = sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), next[0].text, next[0].parts, fr.sink)
 			if err == nil {
 				for _, m := range next[1:] {
 					fr.passSteer(m)
