@@ -1,15 +1,29 @@
 package jsonenc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// AppendString writes exactly what encoding/json writes, for short strings
-// (the byte path) and long ones (8 plain bytes at a time, then the byte
-// path from the first that is not plain).
+// marshalNoHTML is what an encoding/json Encoder with SetEscapeHTML(false)
+// writes for s, without its newline.
+func marshalNoHTML(t *testing.T, s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// AppendString and AppendStringNoHTML write exactly what encoding/json
+// writes, with and without HTML escaping, for short strings (the byte
+// path) and long ones (8 plain bytes at a time, then the byte path from
+// the first that is not plain).
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "hello", "a\"b\\c", "<&>", "\x00\x01\b\f\n\r\t\x1f\x7f", "\u2028\u2029é😀",
 		"\xff\xfe", "a\xe2\x80", "0123456789abcdef<", "plain text longer than eight\n bytes", "日本語のテキスト、八バイト以上"} {
@@ -24,6 +38,9 @@ func FuzzAppendString(f *testing.F) {
 			if got := AppendString([]byte("x"), in); string(got) != "x"+string(want) {
 				t.Errorf("AppendString(%q) = %s, want x%s", in, got, want)
 			}
+			if got, want := AppendStringNoHTML([]byte("x"), in), marshalNoHTML(t, in); string(got) != "x"+want {
+				t.Errorf("AppendStringNoHTML(%q) = %s, want x%s", in, got, want)
+			}
 		}
 	})
 }
@@ -34,6 +51,9 @@ func TestAppendStringEveryByte(t *testing.T) {
 			want, _ := json.Marshal(in)
 			if got := AppendString(nil, in); string(got) != string(want) {
 				t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+			}
+			if got, want := AppendStringNoHTML(nil, in), marshalNoHTML(t, in); string(got) != want {
+				t.Errorf("AppendStringNoHTML(%q) = %s, want %s", in, got, want)
 			}
 		}
 	}

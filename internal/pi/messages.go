@@ -538,3 +538,18 @@ func providerError(me *model.Error) string {
 	}
 	return fmt.Sprintf("%d: %s", me.Status, text)
 }
+
+// asked reports whether sess's history holds a user message (one that
+// Messages lists), as a request's first turn asks before its system
+// message: it decodes the messages only up to the first user message, the
+// history's first, where Messages decodes a long session's every answer
+// before each prompt.
+func asked(sess *session.Session) bool {
+	for _, en := range sess.Entries() {
+		var m model.Message
+		if en.Type == session.EntryMessage && json.Unmarshal(en.Message, &m) == nil && m.Role == model.RoleUser {
+			return true
+		}
+	}
+	return false
+}

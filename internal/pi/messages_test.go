@@ -2,6 +2,7 @@ package pi
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,27 @@ func TestProviderError(t *testing.T) {
 				t.Errorf("providerError = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAsked checks that asked says what the session's Messages say: no
+// user message in a new session, one once a prompt ran.
+func TestAsked(t *testing.T) {
+	fr := newFront(t)
+	sess := fr.session()
+	listed := func() bool {
+		return slices.ContainsFunc(sess.Messages(), func(m session.Message) bool { return m.Role == model.RoleUser })
+	}
+	if asked(sess) || listed() {
+		t.Fatalf("a new session: asked %v, Messages list a user message: %v", asked(sess), listed())
+	}
+	for range 2 {
+		if err := fr.startRun("/text answer", nil, nil, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		<-fr.runDone
+		if !asked(sess) || !listed() {
+			t.Fatalf("after a prompt: asked %v, Messages list a user message: %v", asked(sess), listed())
+		}
 	}
 }

@@ -47,6 +47,9 @@ type front struct {
 	b     *backend
 	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
 	out   *jsonl.Writer    // the loop's stdout
+	// deltas holds the lines of the deltas one read of a provider's
+	// stream brings, written together before the next read (writeDelta).
+	deltas *jsonl.Hold
 	// baseURLs are the providers' endpoints by name (get_state's model).
 	baseURLs map[string]string
 	// templates are pi's prompt templates: get_commands lists them, and a
@@ -169,6 +172,7 @@ func start(f Flags, env Env) (*front, error) {
 		autoRetry:    cfg.Settings.Retry.Enabled == nil || *cfg.Settings.Retry.Enabled}
 	fr.loop = lineserver.New("e --mode "+f.Mode, env.Stdin, env.Stdout, env.Stderr)
 	fr.out = fr.loop.Out()
+	fr.deltas = fr.out.NewHold()
 	fail := func(err error) (*front, error) {
 		stop()
 		fr.out.Close()
@@ -381,9 +385,12 @@ func (r recorder) CompactedFiles() CompactionDetails {
 
 // write queues one record.
 func (fr *front) write(v any) {
-	b, err := marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
+	b, ok := appendEvent(nil, v)
+	if !ok {
+		var err error
+		if b, err = marshal(v); err != nil {
+			panic(fmt.Sprintf("pi: marshal %T: %v", v, err))
+		}
 	}
 	_ = fr.out.Write(context.Background(), b)
 }
@@ -768,11 +775,11 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	fr.trMu.Lock()
 	defer fr.trMu.Unlock()
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
-	if !slices.ContainsFunc(sess.Messages(), func(m session.Message) bool { return m.Role == model.RoleUser }) {
+	if !asked(sess) {
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
 	}
 	fr.tr.Begin(text, blocks)
-	turn, err := sess.PromptParts(fr.ctx, text, parts, fr.sink)
+	turn, err := sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), text, parts, fr.sink)
 	if err != nil {
 		return err
 	}
@@ -812,7 +819,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 			fr.trMu.Lock()
 			fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 			fr.tr.Begin(next[0].text, next[0].blocks)
-			turn, err = sess.PromptParts(fr.ctx, next[0].text, next[0].parts, fr.sink)
+			turn, err = sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), next[0].text, next[0].parts, fr.sink)
 			if err == nil {
 				for _, m := range next[1:] {
 					fr.passSteer(m)
@@ -891,6 +898,9 @@ func (fr *front) compactOver(sess *session.Session) bool {
 
 // sink receives the events of the current session's turns.
 func (fr *front) sink(ev agent.Event) {
+	if fr.writeDelta(ev) { // most of a turn's events: encoded without Feed
+		return
+	}
 	switch ev := ev.(type) {
 	case agent.Warning:
 		fmt.Fprintf(fr.env.Stderr, "e: warning: %s\n", ev.Message)
