@@ -18,6 +18,7 @@ import (
 )
 
 var (
+	bugproxy     = flag.Bool("bugproxy", false, "run TestPlantedDefects (7 minutes on two cores: .ci/run and scripts/bugproxy-check ask for it)")
 	bugproxyFull = flag.Bool("bugproxy.full", false, "TestPlantedDefects: run each control on every case, not a sample (scripts/bugproxy-check)")
 	bugproxyOnly = flag.String("bugproxy.only", "", "TestPlantedDefects: comma-separated prefixes of the modes to run (default: all)")
 )
@@ -47,8 +48,8 @@ type plantedVerdict struct {
 // a control on controlSample (every case with -bugproxy.full). The verdicts, with the case that caught each defect,
 // are logged; spec/conformance.md §3 lists what the modes are.
 func TestPlantedDefects(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite through the proxy once per mode")
+	if !*bugproxy {
+		t.Skip("runs the suite through the proxy once per mode, minutes: asked for with -bugproxy (.ci/run does)")
 	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("bugproxy.py needs python3")
