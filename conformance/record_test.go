@@ -832,3 +832,33 @@ func TestRecordACPConcurrentCalls(t *testing.T) {
 		t.Errorf("expect section (-want +got):\n%s", diff)
 	}
 }
+
+// A session/cancel sent while a prompt may still run (here before any of
+// its updates showed) lands before or after the turn ends, as timing
+// decides: the recorded answer's end_turn may be cancelled on another run
+// (race-client.py acp seed 10, replayed: "stopReason: expected end_turn,
+// got cancelled").
+func TestRecordACPCancelRace(t *testing.T) {
+	log := []recorded{
+		{client: true, line: `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{line: `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","prompt":[]}}`},
+		{client: true, line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9"}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}}}`},
+		{line: `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`},
+		{client: true, line: `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","prompt":[]}}`},
+		{line: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"01M8SP0NR2ZXZS3GS98HCGD9K9","update":{"sessionUpdate":"usage_update","used":109,"size":200000}}}`},
+		{line: `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`},
+	}
+	out, err := draftCase(&Case{ID: "x", Level: "MUST", Dialect: DialectACP}, log, nil, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sectionsOf(t, out)
+	// And the next prompt's context counts the cut answer or the whole one.
+	for _, want := range []string{`{"id":2,"jsonrpc":"2.0","result":{"stopReason":{"$oneof":["end_turn","cancelled"]}}}`, `"used":"$number"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("recording lacks %s:\n%s", want, got)
+		}
+	}
+}

@@ -614,8 +614,15 @@ func stoppedAnswer(line map[string]any) {
 // result (any aborted, when early): the stop came after the work had
 // ended (or as it ended), and on another run it may land in time; one
 // that came before the work showed may land in time or not. A shell
-// command's cancelled likewise, and then its exit code (null when killed).
+// command's cancelled likewise, and then its exit code (null when killed);
+// and an ACP prompt's stopReason end_turn (any of the two, when early) is
+// end_turn or cancelled.
 func loosenAborted(line map[string]any, early bool) {
+	if r := asObject(line["result"]); r != nil {
+		if s, ok := r["stopReason"].(string); ok && (s == "end_turn" || early && s == "cancelled") {
+			r["stopReason"] = map[string]any{"$oneof": []any{"end_turn", "cancelled"}}
+		}
+	}
 	for _, m := range []map[string]any{line, asObject(line["result"])} {
 		for _, k := range []string{"aborted", "cancelled"} {
 			if a, ok := m[k].(bool); ok && (!a || early) {
@@ -718,9 +725,9 @@ func loosenUsage(line map[string]any) {
 	loosenCounts(line)
 }
 
-// loosenCounts matches the numbers of v's usage and tools counts and a
-// compaction's summary_chars (how long the history it summarised was) by
-// type.
+// loosenCounts matches the numbers of v's usage and tools counts, a
+// compaction's summary_chars (how long the history it summarised was) and
+// an ACP usage_update's used (the context so far) by type.
 func loosenCounts(v any) {
 	var numbers func(any) any
 	numbers = func(v any) any {
@@ -741,7 +748,7 @@ func loosenCounts(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if k == "usage" || k == "tools" || k == "summary_chars" {
+			if k == "usage" || k == "tools" || k == "summary_chars" || k == "used" && x["sessionUpdate"] == "usage_update" {
 				x[k] = numbers(e)
 			} else {
 				loosenCounts(e)

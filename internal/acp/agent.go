@@ -54,6 +54,12 @@ type acpSession struct {
 	mu   sync.Mutex // tr and cost, between a turn and set_config_option
 	tr   Translator
 	cost float64 // the session's cost so far, when the model has prices
+	// answered is closed once the answer to the session's latest prompt
+	// is written (nil before the first): a prompt's turn ends before its
+	// answer goes out, from another goroutine, and the next prompt's
+	// updates must not overtake it (the client would take them for the
+	// first prompt's).
+	answered chan struct{}
 }
 
 // client is how the session layer reaches the ACP client: approvals become
@@ -175,10 +181,21 @@ func (a *Agent) handle(line []byte) {
 		return
 	}
 	a.goWork(func() {
-		res, err := later()
+		res, err, written := later()
+		if testHookBeforeLateReply != nil {
+			testHookBeforeLateReply()
+		}
 		a.conn.reply(m.ID, res, err)
+		if written != nil {
+			written()
+		}
 	})
 }
+
+// testHookBeforeLateReply, when set by a test, runs before a long
+// request's answer is written (the window in which the next prompt's
+// updates could overtake it).
+var testHookBeforeLateReply func()
 
 func (a *Agent) goWork(f func()) {
 	a.work.Add(1)
@@ -189,8 +206,9 @@ func (a *Agent) goWork(f func()) {
 }
 
 // handler serves a request. It answers at once with result or err, or
-// returns later, which runs on its own goroutine and gives the answer.
-type handler func(a *Agent, params json.RawMessage) (result any, later func() (any, *Error), err *Error)
+// returns later, which runs on its own goroutine and gives the answer, and
+// what to do once that answer is written (nil: nothing).
+type handler func(a *Agent, params json.RawMessage) (result any, later func() (any, *Error, func()), err *Error)
 
 var methods map[string]handler
 
@@ -209,7 +227,7 @@ func init() {
 }
 
 func now(f func(*Agent, json.RawMessage) (any, *Error)) handler {
-	return func(a *Agent, p json.RawMessage) (any, func() (any, *Error), *Error) {
+	return func(a *Agent, p json.RawMessage) (any, func() (any, *Error, func()), *Error) {
 		res, err := f(a, p)
 		return res, nil, err
 	}
@@ -451,7 +469,7 @@ func (a *Agent) session(method, id string) (*acpSession, *Error) {
 
 // closeSession interrupts the session's turn (its prompt answers
 // cancelled first) and closes it.
-func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error), *Error) {
+func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
 	const method = "session/close"
 	p, err := decode[SessionIDParams](method, params)
 	if err != nil {
@@ -464,11 +482,11 @@ func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error),
 	a.mu.Lock()
 	delete(a.sessions, p.SessionID)
 	a.mu.Unlock()
-	return nil, func() (any, *Error) {
+	return nil, func() (any, *Error, func()) {
 		if err := s.Close(context.Background()); err != nil {
-			return nil, fail(method, err)
+			return nil, fail(method, err), nil
 		}
-		return struct{}{}, nil
+		return struct{}{}, nil, nil
 	}, nil
 }
 
@@ -488,7 +506,7 @@ func (a *Agent) cancelTurn(params json.RawMessage) {
 	}
 }
 
-func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Error) {
+func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
 	const method = "session/prompt"
 	p, err := decode[PromptParams](method, params)
 	if err != nil {
@@ -502,12 +520,28 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 	if err != nil {
 		return nil, nil, err
 	}
-	sink := func(ev agent.Event) { a.send(s, func() []Update { return s.tr.Event(ev) }) }
+	// Requests are read one at a time, so no other prompt of s starts
+	// between here and PromptParts: if this one starts, the previous one
+	// has ended, and its answer is written before this one's updates.
+	s.mu.Lock()
+	prev := s.answered
+	s.mu.Unlock()
+	sink := func(ev agent.Event) {
+		if prev != nil {
+			<-prev
+		}
+		a.send(s, func() []Update { return s.tr.Event(ev) })
+	}
 	turn, serr := s.PromptParts(a.ctx, text, images, sink)
 	if serr != nil {
 		return nil, nil, fail(method, serr)
 	}
-	return nil, func() (any, *Error) {
+	answered := make(chan struct{})
+	s.mu.Lock()
+	s.answered = answered
+	s.mu.Unlock()
+	written := func() { close(answered) }
+	return nil, func() (any, *Error, func()) {
 		<-turn.Done()
 		res := turn.Result()
 		if res.CostUSD != nil {
@@ -521,11 +555,11 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error), *Erro
 		}
 		switch {
 		case res.Aborted:
-			return PromptResult{StopReason: StopCancelled}, nil
+			return PromptResult{StopReason: StopCancelled}, nil, written
 		case res.Error != nil:
-			return nil, errorf(CodeInternal, *res.Error)
+			return nil, errorf(CodeInternal, *res.Error), written
 		}
-		return PromptResult{StopReason: StopEndTurn}, nil
+		return PromptResult{StopReason: StopEndTurn}, nil, written
 	}, nil
 }
 
