@@ -330,19 +330,13 @@ func TestRecordPiQueuedMessages(t *testing.T) {
 			}
 			for j, replay := range logs {
 				t.Run(fmt.Sprintf("%s/recorded %d/replayed %d", tt.name, i, j), func(t *testing.T) {
-					r := newRun(c, Options{})
-					var div *Divergence
+					var server []string
 					for _, l := range replay {
 						if !l.client {
-							if div = r.feed([]byte(l.line)); div != nil {
-								break
-							}
+							server = append(server, l.line)
 						}
 					}
-					if div == nil {
-						div = r.finish(&tapeServer{})
-					}
-					if div != nil {
+					if div := feedAll(newRun(c, Options{}), server); div != nil {
 						t.Errorf("the recording does not replay: %v\n%s", div, out)
 					}
 				})

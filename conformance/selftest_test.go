@@ -170,12 +170,7 @@ func TestSelfTestConfirmsListedCatches(t *testing.T) {
 	var mu sync.Mutex
 	runs := map[string]int{} // mutant → runs of its case
 	fake := func(_ context.Context, c *Case, o Options) *Result {
-		name := ""
-		for i, a := range o.Server {
-			if a == "--mutant" {
-				name = o.Server[i+1]
-			}
-		}
+		name := mutantOf(o)
 		mu.Lock()
 		runs[name]++
 		n := runs[name]
@@ -238,12 +233,7 @@ func TestSelfTestControlCasesAndOptions(t *testing.T) {
 	var trusts [][]string
 	nevers := map[string]bool{} // mutant → its runs had a never
 	fake := func(_ context.Context, c *Case, o Options) *Result {
-		name := ""
-		for i, a := range o.Server {
-			if a == "--mutant" {
-				name = o.Server[i+1]
-			}
-		}
+		name := mutantOf(o)
 		mu.Lock()
 		defer mu.Unlock()
 		ran[name] = append(ran[name], c.ID)
@@ -282,4 +272,14 @@ func TestSelfTestControlCasesAndOptions(t *testing.T) {
 	if want := map[string]bool{"": false, "identity": false, "control/deltas-resplit": false, "drop-response/session.info": true}; !maps.Equal(want, nevers) {
 		t.Errorf("runs with a never: %v, want %v", nevers, want)
 	}
+}
+
+// mutantOf is the mutant a fake run's proxy command plants ("": none).
+func mutantOf(o Options) string {
+	for i, a := range o.Server[:max(len(o.Server)-1, 0)] {
+		if a == "--mutant" {
+			return o.Server[i+1]
+		}
+	}
+	return ""
 }

@@ -120,16 +120,7 @@ func TestRepeatLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRun(c, Options{})
-			var div *Divergence
-			for _, l := range tt.lines {
-				if div = r.feed([]byte(l)); div != nil {
-					break
-				}
-			}
-			if div == nil {
-				div = r.finish(&tapeServer{})
-			}
+			div := feedAll(newRun(c, Options{}), tt.lines)
 			if got := div == nil; got != tt.pass {
 				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
 			}
@@ -163,16 +154,7 @@ func TestUnknownTypesOnTheProcessStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := newRun(c, Options{})
-			var div *Divergence
-			for _, l := range tt.lines {
-				if div = r.feed([]byte(l)); div != nil {
-					break
-				}
-			}
-			if div == nil {
-				div = r.finish(&tapeServer{})
-			}
+			div := feedAll(newRun(c, Options{}), tt.lines)
 			if got := div == nil; got != tt.pass {
 				t.Errorf("passed %v, want %v (%+v)", got, tt.pass, div)
 			}
@@ -268,4 +250,15 @@ func TestACPUpdatesAfterAPromptAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// feedAll feeds lines to r as the server's, then finishes the run: the
+// first divergence, or nil.
+func feedAll(r *run, lines []string) *Divergence {
+	for _, l := range lines {
+		if div := r.feed([]byte(l)); div != nil {
+			return div
+		}
+	}
+	return r.finish(&tapeServer{})
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
@@ -526,9 +527,11 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error, func()
 	s.mu.Lock()
 	prev := s.answered
 	s.mu.Unlock()
+	var waited atomic.Bool // prev is closed: the hot path skips the channel
 	sink := func(ev agent.Event) {
-		if prev != nil {
+		if prev != nil && !waited.Load() {
 			<-prev
+			waited.Store(true)
 		}
 		a.send(s, func() []Update { return s.tr.Event(ev) })
 	}
