@@ -66,6 +66,29 @@ func (a *agent) line() ([]byte, error) {
 	return b[:len(b)-1], nil
 }
 
+// head returns the next output line, or its first bytes (a buffer's worth)
+// if it is longer, valid until the next call: for a reader that looks at
+// lines' starts only, and should not pay for copying the long ones (a long
+// answer's response holds its text twice), which the floor it is compared
+// with never writes.
+func (a *agent) head() ([]byte, error) {
+	b, err := a.out.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		b = bytes.Clone(b)
+		for err == bufio.ErrBufferFull {
+			_, err = a.out.ReadSlice('\n')
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}
+
 // until reads lines until one starts with prefix and returns it (a copy)
 // and how many lines came before it.
 func (a *agent) until(prefix string) (string, int, error) {

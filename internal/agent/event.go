@@ -12,8 +12,9 @@ import (
 // object whose "type" field is EventType(); the server adds the "session"
 // and "request" stamps, e -p --json prints it as is. The events a turn
 // streams by the thousand, *Text and *Reasoning, are pointers (a struct
-// value in an interface costs an allocation per event); the rest are
-// values.
+// value in an interface costs an allocation per event), valid only while
+// the sink runs: the turn sets the same one anew for its next delta, so a
+// sink that keeps one keeps a copy. The rest are values.
 type Event interface {
 	EventType() string
 }

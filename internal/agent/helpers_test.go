@@ -74,6 +74,7 @@ type waiter struct {
 }
 
 func (r *recorder) sink(ev Event) {
+	ev = keep(ev)
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	kept := r.waiters[:0]
@@ -90,6 +91,20 @@ func (r *recorder) sink(ev Event) {
 	if hook != nil {
 		hook(ev)
 	}
+}
+
+// keep returns ev as a sink that keeps it must: a copy of a *Text or
+// *Reasoning, which the turn reuses for its next delta.
+func keep(ev Event) Event {
+	switch ev := ev.(type) {
+	case *Text:
+		c := *ev
+		return &c
+	case *Reasoning:
+		c := *ev
+		return &c
+	}
+	return ev
 }
 
 // wait returns the first event, past or future, that matches.

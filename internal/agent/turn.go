@@ -45,25 +45,13 @@ type turn struct {
 	failedCall   *store.ModelCall   // the model call that failed the turn, for its error entry
 	prompted     bool               // the prompt is in the history
 	system       string             // the system prompt, once built
-	texts        []Text             // the rest of the slab the next Text events come from
-	reasoning    []Reasoning        // the same for Reasoning events
-}
-
-// slabSize is how many Text (or Reasoning) events one allocation holds.
-// An Event holding a struct value boxes it, one allocation per streamed
-// delta; a pointer into a slab is not boxed. The events are never reused,
-// so a sink may keep them.
-const slabSize = 256
-
-// fromSlab returns the next element of *slab, from a new slab of
-// slabSize once it is used up.
-func fromSlab[T any](slab *[]T) *T {
-	if len(*slab) == 0 {
-		*slab = make([]T, slabSize)
-	}
-	ev := &(*slab)[0]
-	*slab = (*slab)[1:]
-	return ev
+	// text and reasoning are the one Text and Reasoning event of the
+	// turn, set anew for each delta (see Event): an Event holding a struct
+	// value boxes it, one allocation per streamed delta, and even a slab of
+	// them is memory touched afresh, which a long answer's first turn pays
+	// for in page faults.
+	text      Text
+	reasoning Reasoning
 }
 
 func (t *turn) emit(ev Event) {
@@ -503,13 +491,11 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			}
 			switch d.Kind {
 			case model.DeltaText:
-				ev := fromSlab(&t.texts)
-				ev.Delta = d.Text
-				t.emit(ev)
+				t.text.Delta = d.Text
+				t.emit(&t.text)
 			case model.DeltaReasoning:
-				ev := fromSlab(&t.reasoning)
-				ev.Delta = d.Text
-				t.emit(ev)
+				t.reasoning.Delta = d.Text
+				t.emit(&t.reasoning)
 			}
 		})
 		if err == nil {

@@ -454,9 +454,11 @@ func (h *Hold) Append(ctx context.Context, appendLine func([]byte) []byte) error
 }
 
 // heldBurst is how many bytes of lines a Hold lets wait in the queue
-// before it writes them without waiting for Release: about 160 text
-// events, well under a pipe's 64 KiB.
-const heldBurst = 16 << 10
+// before it writes them without waiting for Release: a pipe's capacity,
+// about 800 text events. Each write wakes the reader, and a reader that
+// is woken less often reads more per wake-up; a burst (an offline answer,
+// a Read that brought many events) costs one write per pipeful.
+const heldBurst = 64 << 10
 
 // Hold makes the lines appended from now on wait for Release.
 func (h *Hold) Hold() {

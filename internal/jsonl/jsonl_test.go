@@ -465,7 +465,8 @@ func TestHoldBurst(t *testing.T) {
 	h := wr.NewHold()
 	h.Hold()
 	line := bytes.Repeat([]byte("x"), 99)
-	const n = 3*heldBurst/100 + 1
+	const per = (heldBurst + 99) / 100 * 100 // the first whole line at or past heldBurst
+	const n = 3*per/100 + 1
 	for range n {
 		if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, line...) }); err != nil {
 			t.Fatal(err)
@@ -475,7 +476,6 @@ func TestHoldBurst(t *testing.T) {
 	for _, w := range rec.taken() {
 		sizes = append(sizes, len(w))
 	}
-	per := (heldBurst + 99) / 100 * 100 // the first whole line at or past heldBurst
 	if diff := cmp.Diff([]int{per, per, per}, sizes); diff != "" {
 		t.Errorf("write sizes before Release (-want +got):\n%s", diff)
 	}

@@ -52,6 +52,17 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 	}
 
 	done := ctx.Done()
+	// The answer streams as from a provider whose first read brings its
+	// first delta and whose later reads bring the rest at once (ReadHook):
+	// the first event goes out on its own, those after it in the writes of
+	// a burst, before the call ends or waits out a /delay.
+	hook := readHook(ctx)
+	held := false // hook holds: the first delta went out
+	defer func() {
+		if held {
+			hook.Release()
+		}
+	}()
 	wait := func() error {
 		if seg.delay <= 0 {
 			select { // a receive that cannot block: cheaper per word than ctx.Err's lock
@@ -60,6 +71,10 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 			default:
 				return nil
 			}
+		}
+		if held {
+			hook.Release()
+			defer hook.Hold()
 		}
 		t := time.NewTimer(seg.delay)
 		defer t.Stop()
@@ -78,6 +93,10 @@ func (Offline) Stream(ctx context.Context, req *Request, emit func(Delta)) (*Res
 				return err
 			}
 			emit(Delta{Kind: kind, Text: w})
+			if !held && hook != nil {
+				hook.Hold()
+				held = true
+			}
 			words++
 			emitted += len(w)
 			return nil

@@ -558,3 +558,46 @@ func FuzzNextWord(f *testing.F) {
 		}
 	})
 }
+
+// callLog is a ReadHook that logs its calls among the deltas.
+type callLog struct{ log []string }
+
+func (h *callLog) Hold()    { h.log = append(h.log, "hold") }
+func (h *callLog) Release() { h.log = append(h.log, "release") }
+
+// The offline model streams as a provider whose first read brings the
+// first delta and later reads the rest: its first event goes out alone,
+// the others wait in a Hold until the call ends or waits out a /delay (S2,
+// issue 15: a burst costs a write per pipeful, not a wake-up per line).
+func TestOfflineReadHook(t *testing.T) {
+	tests := []struct {
+		name, prompt string
+		want         []string
+	}{{
+		name:   "words after the first are held until the end",
+		prompt: "/text a b c",
+		want:   []string{"a", "hold", " b", " c", "release"},
+	}, {
+		name:   "a delay releases what is held before it waits",
+		prompt: "/delay 1\n/text a b c",
+		want:   []string{"a", "hold", "release", "hold", " b", "release", "hold", " c", "release"},
+	}, {
+		name:   "reasoning and text are one stream",
+		prompt: "/think hm\n/text ok\n/tool ls {}",
+		want:   []string{"hm", "hold", "ok", "{", "}", "release"},
+	}, {
+		name:   "a call that emits nothing holds nothing",
+		prompt: "/error overloaded",
+		want:   nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &callLog{}
+			ctx := WithReadHook(context.Background(), h)
+			Offline{}.Stream(ctx, &Request{Messages: turn(tt.prompt, 0)}, func(d Delta) { h.log = append(h.log, d.Text) })
+			if diff := cmp.Diff(tt.want, h.log); diff != "" {
+				t.Errorf("hook calls among deltas (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
