@@ -86,6 +86,10 @@ type expectation struct {
 	// that matches it, none included, until one matches the expectation
 	// after it.
 	repeat bool
+	// float ("~ {…}"): required, but not in its stream's order: the first
+	// line of its stream that matches it, whenever it comes, meets it (an
+	// answer to a line that raced work, whose place the timing decides).
+	float bool
 }
 
 //go:embed case.schema.json
@@ -434,7 +438,10 @@ func parseExpect(f archiveFile) ([]*expectation, error) {
 			continue
 		}
 		e := &expectation{line: n}
-		if rest, ok := strings.CutPrefix(t, "?"); ok {
+		if rest, ok := strings.CutPrefix(t, "~"); ok {
+			e.float, t = true, strings.TrimSpace(rest)
+		}
+		if rest, ok := strings.CutPrefix(t, "?"); ok && !e.float {
 			e.optional, t = true, strings.TrimSpace(rest)
 			if rest, ok := strings.CutPrefix(t, "*"); ok {
 				e.repeat, t = true, strings.TrimSpace(rest)

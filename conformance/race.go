@@ -102,14 +102,17 @@ func since(m map[string]int, session string, at int) bool {
 }
 
 // server is a server line (line normalised, obj as printed) as the case
-// expects it, or keep false for a line to leave out.
-func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, keep bool) {
+// expects it, or keep false for a line to leave out; float is set for the
+// answer to a line that raced work, which the case expects wherever it
+// comes in its stream ("~"): on another run the work gets further or less
+// far before the line lands.
+func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, keep, float bool) {
 	lc, err := r.d.classify(line, sent, nil)
 	if err != nil {
-		return line, true
+		return line, true, false
 	}
 	if r.raced[lc.key] && lc.event && r.d.raceBorn(lc.typ) {
-		return nil, false
+		return nil, false, false
 	}
 	// The session a line is about, and the client line it follows: an
 	// answer's request, an event's latest line.
@@ -120,6 +123,7 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 			line = racingAnswer(line, r.named)
 			r.answers = append(r.answers, line)
 		}
+		float = r.racing[canon(id)]
 	} else {
 		sid, _ = sessionOf(r.d, obj).(string)
 	}
@@ -130,7 +134,7 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 		delete(r.raced, lc.key)
 	}
 	notePlaceholders(line, r.named)
-	return line, true
+	return line, true, float
 }
 
 // added notes that line (obj as printed) went into stream key of b: work

@@ -46,9 +46,9 @@ func TestRecordRaces(t *testing.T) {
 			{line: `{"id":"q","result":{"final_output":"x","session":"S1"}}`},
 		}, want: `{"type":"turn_start","session":"{{s1}}","request":"p"}
 @l1 {"type":"text","delta":"$prefix:w1","session":"{{s1}}","request":"p"}
-@l2 {"id":"i"}
+~ @l2 {"id":"i"}
 ?* {"type":"$string","request":"p"}
-@l3 {"id":"st"}
+~ @l3 {"id":"st"}
 {"type":"turn_end","aborted":false,"session":"{{s1}}","request":"p"}
 ?* {"type":"$string","request":"p"}
 @l4 {"id":"p","result":{"final_output":"$string","output":"$prefix:w1","session":"{{s1}}","usage":{"input_tokens":"$number"}}}
@@ -75,7 +75,7 @@ func TestRecordRaces(t *testing.T) {
 {"type":"turn_end","aborted":false,"session":"{{s1}}","request":"p"}
 ?* {"type":"$string","request":"p"}
 {"id":"p","result":{"aborted":false,"session":"{{s1}}"}}
-{"id":"q"}
+~ {"id":"q"}
 `},
 		// A raced answer binds a placeholder only where a later line
 		// needs it: the fork's session, which the client then names, not
@@ -92,8 +92,8 @@ func TestRecordRaces(t *testing.T) {
 			{client: true, line: `{"id":"i","method":"session.info","params":{"session":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
 			{line: `{"id":"i","result":{"session":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
 		}, want: `@l1 {"type":"turn_start","session":"{{s1}}","request":"p"}
-@l2 {"id":"e"}
-@l3 {"id":"f","result":{"session":"{{s2}}"}}
+~ @l2 {"id":"e"}
+~ @l3 {"id":"f","result":{"session":"{{s2}}"}}
 {"type":"turn_end","aborted":false,"session":"{{s1}}","request":"p"}
 @l4 {"id":"p","result":{"aborted":false,"session":"{{s1}}"}}
 {"id":"i","result":{"session":"{{s2}}"}}
@@ -112,7 +112,7 @@ func TestRecordRaces(t *testing.T) {
 			{line: `{"id":"b","result":{"entry":"d1a0100465a918a350d337f844ac1e5e","exit_code":0}}`},
 		}, want: `{"type":"shell_output","delta":"a\n","session":"{{s1}}","request":"a"}
 @l1 {"id":"a","result":{"entry":"{{e1}}","exit_code":0}}
-{"id":"e"}
+~ {"id":"e"}
 {"type":"shell_output","delta":"b\n","session":"{{s1}}","request":"b"}
 {"id":"b","result":{"entry":"{{e2}}","exit_code":0}}
 `},
@@ -126,7 +126,7 @@ func TestRecordRaces(t *testing.T) {
 			{client: true, line: `{"id":"3","type":"get_state"}`},
 			{line: `{"id":"3","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"messageCount":2,"sessionId":"01M8SNJQ30ZX6X92FB33HP47FD"}}`},
 		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
-@l2 {"type":"response","id":"2","command":"get_state"}
+~ @l2 {"type":"response","id":"2","command":"get_state"}
 {"type":"agent_start"}
 @l3 {"type":"agent_settled","aborted":false}
 {"type":"response","id":"3","command":"get_state","data":{"isStreaming":false,"messageCount":2,"sessionId":"{{s1}}"},"success":true}
@@ -143,7 +143,7 @@ func TestRecordRaces(t *testing.T) {
 		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
 @l2 {"type":"agent_start"}
 ?* {"type":"$string"}
-{"type":"response","id":"2","command":"steer"}
+~ {"type":"response","id":"2","command":"steer"}
 {"type":"agent_settled","aborted":false}
 ?* {"type":"$string"}
 `},

@@ -706,11 +706,14 @@ func draftCase(c *Case, log []recorded, tape []map[string]any, bindings map[stri
 		if err != nil || !ok {
 			return nil, fmt.Errorf("conformance: record: the server printed a line that is not a JSON object: %q", shorten(l.line))
 		}
-		line, keep := r.server(n.value("", obj).(map[string]any), obj, sent)
+		line, keep, float := r.server(n.value("", obj).(map[string]any), obj, sent)
 		if !keep {
 			continue
 		}
 		key := b.add(line)
+		if float {
+			b.opt[b.latest] = "~ "
+		}
 		pending[key] = true
 		r.added(&b, key, obj, line)
 		if w, ok := open[key]; ok && endsWork(d, line) && (!windows[w].own || line["type"] == nil) {

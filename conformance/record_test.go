@@ -395,7 +395,7 @@ func TestRecordWaitsEveryStream(t *testing.T) {
 -- expect --
 @l1 {"id":"p","result":{}}
 @l2 {"type":"text","delta":"$prefix:ab","request":"q"}
-@l3 {"id":"r"}
+~ @l3 {"id":"r"}
 @l4 {"type":"tool_batch","calls":[{"id":1},{"id":2}],"request":"t"}
 ?* {"type":"$string","request":"q"}
 ?* {"type":"$string","request":"t"}
@@ -695,7 +695,7 @@ func TestRecordStopWindows(t *testing.T) {
 			{line: `{"id":"p","result":{"aborted":true,"output":"","session":"S1"}}`},
 			{line: `{"id":"i","result":{}}`},
 		}, want: `?* {"type":"$string","request":"p"}
-{"id":"s"}
+~ {"id":"s"}
 {"type":"turn_end","aborted":"$bool","session":"{{s1}}","request":"p"}
 ?* {"type":"$string","request":"p"}
 {"id":"p","result":{"aborted":"$bool","output":"$string","session":"{{s1}}"}}

@@ -253,7 +253,11 @@ func newRun(c *Case, o Options) *run {
 		labelAt: map[int]string{}, wake: make(chan struct{}, 1)}
 	for _, e := range joinExpected(r.d, c.expect) {
 		s := r.stream(e.stream)
-		s.exp = append(s.exp, e)
+		if e.float {
+			s.floats, s.floated = append(s.floats, e), append(s.floated, false)
+		} else {
+			s.exp = append(s.exp, e)
+		}
 		if lc, err := r.d.classify(e.value, c, nil); err == nil && lc.typ != "" && !isPattern(lc.typ) {
 			s.types[lc.typ] = true
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,6 +17,8 @@ type stream struct {
 	key       string
 	exp       []*expectation
 	pos       int
+	floats    []*expectation // the "~" lines, out of exp's order
+	floated   []bool         // which of floats are met
 	types     map[string]bool
 	pending   map[string]any  // a text/reasoning/tool_output run being joined
 	pendRun   string          // the run pending is of (dialect.delta)
@@ -43,7 +46,7 @@ func joinExpected(d dialect, exp []*expectation) []*expectation {
 	var out []*expectation
 	last := map[string]*expectation{}
 	for _, e := range exp {
-		if p := last[e.stream]; p != nil && !p.optional && !e.optional && (p.label == "" || e.label == "") {
+		if p := last[e.stream]; p != nil && !p.optional && !e.optional && !p.float && !e.float && (p.label == "" || e.label == "") {
 			run1, pd, ok1 := d.delta(p.value)
 			run2, ed, ok2 := d.delta(e.value)
 			if ok1 && ok2 && run1 == run2 && !isPattern(pd) && !isPattern(ed) {
@@ -137,7 +140,13 @@ func (r *run) doomed() *expectation {
 	}
 	for _, key := range sortedKeys(r.streams) {
 		s := r.streams[key]
-		for _, e := range s.exp[min(s.pos, len(s.exp)):] {
+		left := slices.Clone(s.exp[min(s.pos, len(s.exp)):])
+		for i, f := range s.floats {
+			if !s.floated[i] {
+				left = append(left, f)
+			}
+		}
+		for _, e := range left {
 			if e.optional || e.repeat {
 				continue
 			}
@@ -419,6 +428,11 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 	if r.c.printMode() {
 		isEvent = true
 	}
+	// A line the lines in order do not take, or that only a "?*" run
+	// would, is a "~" line's when it matches one.
+	if i := r.peekAt(s, s.pos, obj); (i < 0 || s.exp[i].repeat || !r.matches(s.exp[i], obj)) && r.float(s, obj, idx) {
+		return nil
+	}
 	if s.pos >= len(s.exp) {
 		what := "response"
 		if isEvent {
@@ -466,6 +480,26 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 	return nil
 }
 
+// float meets the first "~" line of s not met yet that obj matches, and
+// reports whether there was one. Like any line of its stream, one ends
+// the run of deltas it comes in; the expected run ends at it too.
+func (r *run) float(s *stream, obj map[string]any, idx int) bool {
+	for i, e := range s.floats {
+		nb := map[string]any{}
+		if s.floated[i] || r.m.match("", e.value, obj, true, nb) != nil {
+			continue
+		}
+		r.m.commit(nb)
+		s.floated[i] = true
+		if e.label != "" {
+			r.matched[e.label] = true
+			r.labelAt[idx] = e.label
+		}
+		return true
+	}
+	return false
+}
+
 // end is the index after the stream's last required expectation: the
 // optional lines after it may never come.
 func (s *stream) end() int {
@@ -476,10 +510,26 @@ func (s *stream) end() int {
 	return n
 }
 
-// required is the stream's next expectation that is not optional, or nil.
+// required is the stream's earliest expectation (by line) not met yet
+// that is not optional: its next one in order, or a "~" line; nil if none.
 func (s *stream) required() *expectation {
+	var first *expectation
 	for _, e := range s.exp[min(s.pos, len(s.exp)):] {
 		if !e.optional {
+			first = e
+			break
+		}
+	}
+	if f := s.floating(); f != nil && (first == nil || f.line < first.line) {
+		first = f
+	}
+	return first
+}
+
+// floating is the stream's first "~" line not met yet, or nil.
+func (s *stream) floating() *expectation {
+	for i, e := range s.floats {
+		if !s.floated[i] {
 			return e
 		}
 	}
@@ -516,11 +566,35 @@ func streamName(key string) string {
 // pendingMatches reports whether a stream's joined-so-far deltas would
 // match its next expectation (and that expectation is the last or labelled).
 func (r *run) pendingMatches(s *stream) (*expectation, bool) {
-	if s.pending == nil || s.pos >= len(s.exp) {
+	if s.pending == nil {
 		return nil, false
 	}
-	e := s.exp[s.pos]
-	return e, r.m.match("", e.value, r.joined(s), true, map[string]any{}) == nil
+	obj := r.joined(s)
+	if i := r.peekAt(s, s.pos, obj); i >= 0 {
+		return s.exp[i], r.matches(s.exp[i], obj)
+	}
+	return nil, false
+}
+
+// peekAt is the index of the expectation of s, from index from on, that
+// next would match obj against, past the optional lines it would skip and
+// a "?*" run obj would end; -1 past the last.
+func (r *run) peekAt(s *stream, from int, obj map[string]any) int {
+	for i := from; i < len(s.exp); i++ {
+		e := s.exp[i]
+		if e.repeat && i+1 < len(s.exp) && r.matches(s.exp[i+1], obj) {
+			continue // obj ends the run: the next expectation takes it
+		}
+		if e.optional && !r.matches(e, obj) {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+func (r *run) matches(e *expectation, obj map[string]any) bool {
+	return r.m.match("", e.value, obj, true, map[string]any{}) == nil
 }
 
 func (r *run) labelsDone(labels []string) bool {
@@ -543,6 +617,9 @@ func (r *run) labelsDone(labels []string) bool {
 
 func (r *run) allMatched() bool {
 	for _, s := range r.streams {
+		if s.floating() != nil {
+			return false
+		}
 		left := s.end() - s.pos
 		if left <= 0 {
 			continue

@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -261,4 +263,131 @@ func feedAll(r *run, lines []string) *Divergence {
 		}
 	}
 	return r.finish(&tapeServer{})
+}
+
+// A "~" line is required but out of its stream's order: the first line
+// of its stream that matches it meets it, whenever it comes; the lines in
+// order still keep theirs, and a line they take is not a float's (the
+// answers of a client that reused one id for a prompt and a request that
+// raced it: F2, S2).
+func TestFloatingLines(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["F2", "S2"]}
+-- client --
+{"id":"same","method":"hello","params":{}}
+{"id":"same","method":"session.prompt","params":{"session":"S","prompt":"hi"}}
+{"id":"same","method":"session.messages","params":{"session":"S"}}
+-- expect --
+{"id":"same","result":{"protocol":2}}
+{"type":"turn_start","session":"S","request":"same"}
+~ @m {"id":"same"}
+{"type":"text","delta":"a","session":"S","request":"same"}
+{"type":"text","delta":" b","session":"S","request":"same"}
+{"type":"turn_end","aborted":false,"session":"S","request":"same"}
+{"id":"same","result":{"output":"a b"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		hello    = `{"id":"same","result":{"protocol":2}}`
+		start    = `{"type":"turn_start","session":"S","request":"same"}`
+		a        = `{"type":"text","delta":"a","session":"S","request":"same"}`
+		b        = `{"type":"text","delta":" b","session":"S","request":"same"}`
+		end      = `{"type":"turn_end","aborted":false,"session":"S","request":"same"}`
+		messages = `{"id":"same","result":{"messages":[]}}`
+		answer   = `{"id":"same","result":{"output":"a b"}}`
+	)
+	tests := []struct {
+		name  string
+		lines []string
+		want  string // "" to pass, else a substring of the divergence
+	}{
+		{name: "as recorded", lines: []string{hello, start, messages, a, b, end, answer}},
+		{name: "the raced answer first", lines: []string{messages, hello, start, a, b, end, answer}},
+		{name: "the raced answer last", lines: []string{hello, start, a, b, end, answer, messages}},
+		{name: "a float never met", lines: []string{hello, start, a, b, end, answer}, want: "never arrived"},
+		{name: "a line out of order is still one", lines: []string{hello, a, start, b, end, answer, messages}, want: "does not match"},
+		{name: "two answers for the float", lines: []string{hello, start, messages, a, b, end, answer, messages}, want: "answered twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(c, Options{})
+			for range 3 {
+				r.noteRequest([]byte(`{"id":"same","method":"hello","params":{}}`))
+			}
+			div := feedAll(r, tt.lines)
+			switch {
+			case tt.want == "" && div != nil:
+				t.Fatalf("failed: %s: %s", div.Step, div.Message)
+			case tt.want != "" && (div == nil || !strings.Contains(div.Message, tt.want)):
+				t.Fatalf("divergence %+v, want one saying %q", div, tt.want)
+			}
+			if tt.want == "" && r.labelAt[slices.Index(tt.lines, messages)] != "m" {
+				t.Errorf("@m met by %v, want by the session.messages answer", r.labelAt)
+			}
+		})
+	}
+}
+
+// A "~" line takes a line that only a "?*" run before the lines in order
+// would: pi's catch-all run took the raced answer of a steer that came
+// before the prompt's own answer, which then never met its line.
+func TestFloatBeforeRepeat(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["F2"], "dialect": "pi-rpc"}
+-- client --
+{"type":"prompt","message":"hi","id":"c1"}
+{"type":"steer","message":"more","id":"c2"}
+-- expect --
+?* {"type":"$string"}
+{"type":"response","id":"c1","command":"prompt","success":true}
+~ {"type":"response","id":"c2","command":"steer"}
+{"type":"agent_settled","aborted":false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(c, Options{})
+	r.noteRequest([]byte(`{"type":"prompt","message":"hi","id":"c1"}`))
+	r.noteRequest([]byte(`{"type":"steer","message":"more","id":"c2"}`))
+	if div := feedAll(r, []string{`{"type":"agent_start"}`, `{"type":"response","id":"c2","command":"steer","success":true}`,
+		`{"type":"response","id":"c1","command":"prompt","success":true}`, `{"type":"agent_settled","aborted":false}`}); div != nil {
+		t.Fatalf("failed: %s: %s", div.Step, div.Message)
+	}
+}
+
+// A label on a delta run's expectation after a "?*" line is met once the
+// run's text so far matches it, as it is when the label's line comes
+// next: a client waiting on the first words of an answer (to send a line
+// that races the rest) waited for the whole answer, and its line then
+// landed after the work instead of in it.
+func TestLabelAfterRepeatMetByDeltasSoFar(t *testing.T) {
+	c, err := parseCase([]byte(`-- case.json --
+{"id": "x", "level": "MUST", "requirements": ["K5"], "dialect": "acp"}
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}
+#wait w
+{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}
+-- expect --
+?* {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}
+@w {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"$prefix:w1"}}}}
+{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(c, Options{})
+	r.noteRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}`))
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"session_info_update","title":"t"}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"w1"}}}}`,
+	} {
+		if div := r.feed([]byte(l)); div != nil {
+			t.Fatalf("feed: %s: %s", div.Step, div.Message)
+		}
+	}
+	if !r.labelsDone([]string{"w"}) {
+		t.Error("@w not met by the first chunk of its run")
+	}
 }
