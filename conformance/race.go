@@ -111,8 +111,14 @@ func (r *races) server(line, obj map[string]any, sent *Case) (_ map[string]any, 
 	if err != nil {
 		return line, true, false
 	}
-	if r.raced[lc.key] && lc.event && r.d.raceBorn(lc.typ) {
-		return nil, false, false
+	if lc.event && r.d.raceBorn(lc.typ) {
+		// What a racing line put into the work comes wherever the timing
+		// puts it, even after the work it raced has ended (a pi
+		// follow-up that found the run over is queued for the next).
+		sid, _ := sessionOf(r.d, obj).(string)
+		if r.raced[lc.key] || since(r.tainted, sid, r.seq+1) {
+			return nil, false, false
+		}
 	}
 	// The session a line is about, and the client line it follows: an
 	// answer's request, an event's latest line.

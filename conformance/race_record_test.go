@@ -147,6 +147,26 @@ func TestRecordRaces(t *testing.T) {
 {"type":"agent_settled","aborted":false}
 ?* {"type":"$string"}
 `},
+		// A follow-up sent during the run that found it over is queued for
+		// the next: its queue_update comes after the run, here, and in it
+		// on another run, so it is left out there too (race-client.py pi 9).
+		{name: "pi follow-up queued after the run it raced", dialect: DialectPi, log: []recorded{
+			{client: true, line: `{"id":"1","type":"prompt","message":"m"}`},
+			{line: `{"id":"1","type":"response","command":"prompt","success":true}`},
+			{line: `{"type":"agent_start"}`},
+			{client: true, line: `{"id":"2","type":"follow_up","message":"f"}`},
+			{line: `{"type":"agent_end","messages":[]}`},
+			{line: `{"type":"agent_settled","aborted":false}`},
+			{line: `{"type":"queue_update","steering":[],"followUp":["f"]}`},
+			{line: `{"id":"2","type":"response","command":"follow_up","success":true}`},
+			{client: true, line: `{"id":"3","type":"get_state"}`},
+		}, want: `@l1 {"type":"response","id":"1","command":"prompt","success":true}
+@l2 {"type":"agent_start"}
+?* {"type":"$string"}
+@l3 {"type":"agent_settled","aborted":false}
+?* {"type":"$string"}
+~ @l4 {"type":"response","id":"2","command":"follow_up"}
+`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
