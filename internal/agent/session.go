@@ -12,6 +12,7 @@ import (
 
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/prefault"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -496,7 +497,9 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) ([]byte, error) {
 	for _, p := range m.Content {
 		size += 64 + len(p.Text) + len(p.Signature) + len(p.Data)*4/3 + len(p.Arguments)
 	}
-	b, text, err := m.AppendJSONText(make([]byte, 0, size))
+	buf := make([]byte, 0, size)
+	prefault.Write(buf)
+	b, text, err := m.AppendJSONText(buf)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/e-agent/e/internal/prefault"
 )
 
 // OfflineID is the catalog id of the built-in offline model.
@@ -470,16 +473,16 @@ func eachWord(s string, word func(string) error) error {
 // are written into the text as they go out, so the first goes out at
 // once, whatever N; every word is a piece of the text, not a copy.
 func streamText(lines []textLine, word func(string) error) (string, error) {
-	var b strings.Builder
 	size := len(lines) - 1
 	for _, l := range lines {
 		size += l.size()
 	}
-	b.Grow(size)
+	b := textBuffer{buf: make([]byte, 0, size)}
+	prefault.Write(b.buf) // a long answer's megabytes, written whole
 	for i, l := range lines {
 		from := b.Len() // the LF before a line belongs to its first word
 		if i > 0 {
-			b.WriteByte('\n')
+			b.AppendByte('\n')
 		}
 		if l.long == 0 {
 			b.WriteString(l.text)
@@ -513,6 +516,17 @@ func streamText(lines []textLine, word func(string) error) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// textBuffer is strings.Builder over a buffer the caller sizes, so that
+// it can be prefaulted: bytes are only ever appended, so String's earlier
+// results stay valid.
+type textBuffer struct{ buf []byte }
+
+func (b *textBuffer) Len() int             { return len(b.buf) }
+func (b *textBuffer) AppendByte(c byte)    { b.buf = append(b.buf, c) }
+func (b *textBuffer) Write(p []byte)       { b.buf = append(b.buf, p...) }
+func (b *textBuffer) WriteString(s string) { b.buf = append(b.buf, s...) }
+func (b *textBuffer) String() string       { return unsafe.String(unsafe.SliceData(b.buf), len(b.buf)) }
 
 func malformed(n int, line, why string) *Error {
 	return &Error{Provider: "e", Model: OfflineID, Stage: "request", Status: 400, Type: "offline_directive",
