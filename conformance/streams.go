@@ -430,8 +430,10 @@ func (r *run) next(s *stream, obj map[string]any, step string, idx int) *Diverge
 	}
 	// A line the lines in order do not take, or that only a "?*" run
 	// would, is a "~" line's when it matches one.
-	if i := r.peekAt(s, s.pos, obj); (i < 0 || s.exp[i].repeat || !r.matches(s.exp[i], obj)) && r.float(s, obj, idx) {
-		return nil
+	if s.floating() != nil {
+		if i := r.peekAt(s, s.pos, obj); (i < 0 || s.exp[i].repeat || !r.matches(s.exp[i], obj)) && r.float(s, obj, idx) {
+			return nil
+		}
 	}
 	if s.pos >= len(s.exp) {
 		what := "response"
