@@ -862,3 +862,21 @@ func TestRecordACPCancelRace(t *testing.T) {
 		}
 	}
 }
+
+// The day e's system prompt names (pi's events show the system message)
+// becomes a pattern: a session recorded before midnight replayed after it
+// (scripts/race-roundtrip at 23:58: six pi recordings failed on
+// "Date: 2026-12-05" against "Date: 2026-12-06").
+func TestRecordSystemPromptDate(t *testing.T) {
+	n := newNormalizer(piDialect{}, map[string]any{})
+	got := n.str("content", "Environment:\n- OS: linux/amd64\n- Date: 2026-12-05\n- Reasoning effort: medium")
+	m := &matcher{bindings: map[string]any{}}
+	for _, day := range []string{"2026-12-05", "2026-12-06"} {
+		if mm := m.match("", got, "Environment:\n- OS: linux/amd64\n- Date: "+day+"\n- Reasoning effort: medium", true, map[string]any{}); mm != nil {
+			t.Errorf("%q does not match the prompt of %s: %s", got, day, mm.reason)
+		}
+	}
+	if mm := m.match("", got, "Environment:\n- OS: linux/amd64\n- Date: 2026-12-06\n- Reasoning effort: high", true, map[string]any{}); mm == nil {
+		t.Errorf("%q matches a prompt that differs beyond its date", got)
+	}
+}

@@ -166,8 +166,9 @@ var (
 	// volatileRE finds what differs between runs inside a string: the
 	// slug of a log directory, a date-time, a duration in ms, a process id
 	// (the holder of a lock), a loopback server's port (the tape's, which
-	// pi's models.json names), the temp file of a pi bash output.
-	volatileRE = regexp.MustCompile(`/[^\s"\]]*/pi-bash-[0-9a-f]{16}\.log|http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b`)
+	// pi's models.json names), the temp file of a pi bash output, the day
+	// a system prompt names ("Date: 2026-12-05": pi's events show e's).
+	volatileRE = regexp.MustCompile(`/[^\s"\]]*/pi-bash-[0-9a-f]{16}\.log|http://127\.0\.0\.1:\d+\b|\{\{home\}\}(/pi-agent)?/sessions/[^/{}]+/|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|\b\d+ ms\b|\bpid \d+\b|\bDate: \d{4}-\d\d-\d\d\b`)
 )
 
 // volatilePattern is an anchored regular expression for s with its
@@ -192,6 +193,8 @@ func volatilePattern(s string) string {
 			b.WriteString(`http://127\.0\.0\.1:[0-9]+`)
 		case strings.HasSuffix(v, ".log"):
 			b.WriteString(`/\S*/pi-bash-[0-9a-f]{16}\.log`)
+		case strings.HasPrefix(v, "Date: "):
+			b.WriteString(`Date: [0-9]{4}-[0-9]{2}-[0-9]{2}`)
 		default:
 			b.WriteString(`[0-9T:.Z+-]+`)
 		}
