@@ -290,9 +290,10 @@ func (s *Server) writeError(id json.RawMessage, msg string, code session.Code) {
 func (s *Server) reply(r *request, result any, err error) {
 	if res, ok := result.(turnReply); ok && err == nil {
 		// A long turn's result holds its whole text: written from the
-		// history's entry, or encoded in place.
+		// history's entry, by this goroutine (a Hold) rather than after
+		// a hand-off to the writer's, or encoded in place.
 		if parts := resultParts(r.id, res.Result, res.finalJSON); parts != nil {
-			_ = s.out.AppendShared(context.Background(), parts...)
+			_ = s.out.NewHold().AppendShared(context.Background(), parts...)
 		} else {
 			_ = s.out.Append(context.Background(), func(b []byte) []byte {
 				b = append(append(append(b, `{"id":`...), bytes.ToValidUTF8(r.id, []byte("\uFFFD"))...), `,"result":`...)

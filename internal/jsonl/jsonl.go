@@ -162,10 +162,15 @@ const BurstSize = maxPending + 64<<10
 // NewWriterSize is NewWriter with each of the writer's two buffers
 // starting at size bytes.
 func NewWriterSize(w io.Writer, size int) *Writer {
-	wr := &Writer{w: w, vec: vectored(w), wake: make(chan struct{}, 1), done: make(chan struct{}),
-		failed: make(chan struct{}), pending: make([]byte, 0, size), batch: make([]byte, 0, size)}
+	wr := newWriter(w, size)
 	go wr.run()
 	return wr
+}
+
+// newWriter is NewWriterSize without the goroutine, which the caller starts.
+func newWriter(w io.Writer, size int) *Writer {
+	return &Writer{w: w, vec: vectored(w), wake: make(chan struct{}, 1), done: make(chan struct{}),
+		failed: make(chan struct{}), pending: make([]byte, 0, size), batch: make([]byte, 0, size)}
 }
 
 func (wr *Writer) run() {
@@ -301,21 +306,26 @@ func (wr *Writer) AppendShared(ctx context.Context, parts ...[]byte) error {
 	}
 	yield := false
 	if wr.err == nil {
-		if wr.vec == nil {
-			for _, p := range parts {
-				wr.pending = append(wr.pending, p...)
-			}
-			yield = wr.queued()
-		} else {
-			wr.shared = append(wr.shared, sharedLine{at: len(wr.pending), parts: parts})
-			for _, p := range parts {
-				wr.sharedBytes += len(p)
-			}
-			yield = wr.wake1()
-		}
+		wr.appendShared(parts)
+		yield = wr.wake1()
 	}
 	wr.unlock(yield)
 	return nil
+}
+
+// appendShared queues the record that is parts joined. mu is held.
+func (wr *Writer) appendShared(parts [][]byte) {
+	if wr.vec == nil {
+		for _, p := range parts {
+			wr.pending = append(wr.pending, p...)
+		}
+		wr.pending = append(wr.pending, '\n')
+		return
+	}
+	wr.shared = append(wr.shared, sharedLine{at: len(wr.pending), parts: parts})
+	for _, p := range parts {
+		wr.sharedBytes += len(p)
+	}
 }
 
 // lock locks mu once the queue has room (or the writer has failed).
@@ -420,6 +430,7 @@ func (wr *Writer) Close() error {
 // and no hand-off to the writer goroutine; a lone line still goes out
 // before the producer can block, as Release comes before every read, and
 // a read that brings many lines has them written every heldBurst bytes.
+// A line appended while not held is written at once, the same way.
 // Lines of other producers wake the writer as usual, and take the held
 // lines with them, in queue order.
 type Hold struct {
@@ -430,26 +441,42 @@ type Hold struct {
 // NewHold returns a Hold on wr, not held.
 func (wr *Writer) NewHold() *Hold { return &Hold{wr: wr} }
 
-// Append is wr.Append, except that while h is held the line waits for
-// Release (or another line's write).
+// Append is wr.Append, except that the caller writes the queue (flush):
+// at once while h is not held; while it is, at Release or once heldBurst
+// bytes wait, unless another line's write takes it first.
 func (h *Hold) Append(ctx context.Context, appendLine func([]byte) []byte) error {
 	wr := h.wr
 	if err := wr.lock(ctx); err != nil {
 		return err
 	}
-	yield := false
 	if wr.err == nil {
 		wr.pending = append(appendLine(wr.pending), '\n')
-		switch {
-		case !h.held:
-			yield = wr.wake1()
-		case len(wr.pending) >= heldBurst:
-			// A Read that brought many events: its first lines go out
-			// now rather than after the last event is parsed.
+		if !h.held || len(wr.pending) >= heldBurst {
+			// A lone line goes out now, from this goroutine, as Release
+			// would write it; so do the first lines of a Read that brought
+			// many events, rather than after the last event is parsed.
 			wr.flush()
 		}
 	}
-	wr.unlock(yield)
+	wr.mu.Unlock()
+	return nil
+}
+
+// AppendShared is wr.AppendShared, written by the caller as Append writes:
+// a long record (a turn's response, its text twice) goes out without
+// waiting for the writer goroutine to be scheduled.
+func (h *Hold) AppendShared(ctx context.Context, parts ...[]byte) error {
+	wr := h.wr
+	if err := wr.lock(ctx); err != nil {
+		return err
+	}
+	if wr.err == nil {
+		wr.appendShared(parts)
+		if !h.held {
+			wr.flush()
+		}
+	}
+	wr.mu.Unlock()
 	return nil
 }
 
@@ -478,15 +505,19 @@ func (h *Hold) Release() {
 	wr.flush()
 }
 
-// flush writes what is queued from the caller's goroutine, unless the
-// writer goroutine writes or is due to: then it takes the queue. mu is held.
+// flush writes what is queued from the caller's goroutine, unless a write
+// is in progress or the writer goroutine is told to close: then it takes
+// the queue. A writer goroutine that is only due to write (woken) is not
+// waited for: it may not get a processor while the caller keeps making
+// lines, and the lines that woke it would wait with every line after them
+// until the queue filled. Writes never overlap (writing), so whichever
+// comes first writes the queue, in order, and the other finds it taken.
+// mu is held.
 func (wr *Writer) flush() {
 	if len(wr.pending)+len(wr.shared) == 0 {
 		return
 	}
-	if wr.writing || wr.woken || wr.closing {
-		// The writer goroutine writes now, or is due to (woken), or is
-		// told to take the queue; a write of ours would race its order.
+	if wr.writing || wr.closing {
 		wr.wake1()
 		return
 	}

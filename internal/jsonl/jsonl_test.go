@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -375,6 +376,121 @@ func TestHoldRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Hold's lines do not wait for a writer goroutine that another line
+// woke but that has yet to run: one may not get a processor while the
+// producer keeps making lines, and every line would wait until the queue
+// filled. The Hold writes the queue itself, in order, at once for a line
+// appended while not held, at heldBurst while held (S2, F5). The writer
+// goroutine here starts only at the end.
+func TestHoldWritesPastWokenWriter(t *testing.T) {
+	burst := strings.Repeat("x", heldBurst)
+	tests := []struct {
+		name string
+		held bool
+		line string
+	}{
+		{name: "lone line", line: "a"},
+		{name: "held lines past heldBurst", held: true, line: burst},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &syncRecorder{t: t}
+			wr := newWriter(rec, 0)
+			if err := wr.Write(context.Background(), []byte("woke")); err != nil {
+				t.Fatal(err)
+			}
+			h := wr.NewHold()
+			if tt.held {
+				h.Hold()
+			}
+			if err := h.Append(context.Background(), func(b []byte) []byte { return append(b, tt.line...) }); err != nil {
+				t.Fatal(err)
+			}
+			want := shapes([][]byte{[]byte("woke\n" + tt.line + "\n")})
+			if diff := cmp.Diff(want, shapes(rec.taken())); diff != "" {
+				t.Errorf("writes when Append returned (-want +got):\n%s", diff)
+			}
+			go wr.run()
+			h.Release()
+			if err := wr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, shapes(rec.taken())); diff != "" {
+				t.Errorf("writes after Close (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A Hold's AppendShared (a turn's response) is written by the caller
+// before it returns, after the lines queued before it, whether the stream
+// takes vectored writes (a pipe) or the parts are copied; the writer
+// goroutine here starts only at the end (F5).
+func TestHoldAppendShared(t *testing.T) {
+	long := bytes.Repeat([]byte("abcdefgh"), 300_000)
+	parts := [][]byte{[]byte(`{"id":1,"result":{"output":"`), long, []byte(`","final_output":"`), long, []byte(`"}}`)}
+	want := append([]byte("woke\n"), append(bytes.Join(parts, nil), '\n')...)
+	for _, pipe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipe %v", pipe), func(t *testing.T) {
+			var out io.Writer
+			rec := &syncRecorder{t: t}
+			got := make(chan []byte, 1)
+			if pipe {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				defer w.Close()
+				go func() {
+					b, _ := io.ReadAll(io.LimitReader(r, int64(len(want))))
+					got <- b
+				}()
+				out = w
+			} else {
+				out = rec
+			}
+			wr := newWriter(out, 0)
+			if pipe && wr.vec == nil && runtime.GOOS == "linux" {
+				t.Fatal("no vectored writes to a pipe on Linux")
+			}
+			if err := wr.Write(context.Background(), []byte("woke")); err != nil {
+				t.Fatal(err)
+			}
+			if err := wr.NewHold().AppendShared(context.Background(), parts...); err != nil {
+				t.Fatal(err)
+			}
+			wr.mu.Lock()
+			left := len(wr.pending) + len(wr.shared)
+			wr.mu.Unlock()
+			if left != 0 {
+				t.Errorf("%d lines or bytes still queued when AppendShared returned", left)
+			}
+			go wr.run()
+			if err := wr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b := bytes.Join(rec.taken(), nil)
+			if pipe {
+				b = <-got
+			}
+			if !bytes.Equal(b, want) {
+				t.Errorf("wrote %d bytes %.40q, want %d", len(b), b, len(want))
+			}
+		})
+	}
+}
+
+// shapes describes writes for a diff: each by its length, its first bytes
+// and a digest of the rest.
+func shapes(writes [][]byte) []string {
+	var s []string
+	for _, w := range writes {
+		s = append(s, fmt.Sprintf("%d bytes %.16q… sha256 %x", len(w), w, sha256.Sum256(w)))
+	}
+	return s
 }
 
 // Held lines that fill the queue do not wait for Release: the writer
