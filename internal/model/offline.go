@@ -478,13 +478,23 @@ func streamText(lines []textLine, word func(string) error) (string, error) {
 		size += l.size()
 	}
 	b := textBuffer{buf: make([]byte, 0, size)}
-	prefault.Write(b.buf) // a long answer's megabytes, written whole
+	// A long answer's megabytes are mapped in at once (prefault), before
+	// they are written: after the first word of a /long line, which then
+	// goes out without waiting for them.
+	mapped := false
+	mapIn := func() {
+		if !mapped {
+			prefault.Write(b.buf)
+			mapped = true
+		}
+	}
 	for i, l := range lines {
 		from := b.Len() // the LF before a line belongs to its first word
 		if i > 0 {
 			b.AppendByte('\n')
 		}
 		if l.long == 0 {
+			mapIn()
 			b.WriteString(l.text)
 			if err := eachWord(b.String()[from:], word); err != nil {
 				return b.String(), err
@@ -511,6 +521,7 @@ func streamText(lines []textLine, word func(string) error) (string, error) {
 			if err := word(b.String()[from:]); err != nil {
 				return b.String(), err
 			}
+			mapIn()
 			from = b.Len()
 		}
 	}
