@@ -58,7 +58,12 @@ var (
 // Bearer tokens, x-api-key values, and the values of environment variables
 // named *_API_KEY (8 characters or more) currently set.
 func Redact(s string) string {
-	s = labelled.ReplaceAllString(s, "${1}"+redacted)
+	if i := labelStart(s); i >= 0 {
+		// No match starts before i: the pattern, case-insensitive and
+		// without a literal prefix, runs at tens of MB/s, and a long
+		// answer's text seldom holds a label at all.
+		s = s[:i] + labelled.ReplaceAllString(s[i:], "${1}"+redacted)
+	}
 	s = keyPattern.ReplaceAllString(s, redacted)
 	var vals []string
 	for _, kv := range os.Environ() {
@@ -77,4 +82,45 @@ func Redact(s string) string {
 		s = strings.ReplaceAll(s, v, redacted)
 	}
 	return s
+}
+
+// labelFirst marks the bytes a match of labelled can start with: the
+// first letter of "bearer" or "x-api-key" in either case (neither has
+// another Unicode case).
+var labelFirst = [256]bool{'b': true, 'B': true, 'x': true, 'X': true}
+
+// labelStart returns the index of the first label labelled can match in s
+// (bearer, x-api-key, in any case), or -1 if there is none.
+func labelStart(s string) int {
+	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && !(labelFirst[s[i]] || labelFirst[s[i+1]] || labelFirst[s[i+2]] || labelFirst[s[i+3]] ||
+			labelFirst[s[i+4]] || labelFirst[s[i+5]] || labelFirst[s[i+6]] || labelFirst[s[i+7]]) {
+			i += 8
+		}
+		if i < len(s) && labelFirst[s[i]] && isLabel(s[i:]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// isLabel reports whether s starts with "bearer" or "x-api-key" as
+// labelled's (?i) matches them: Unicode simple case folding, under which
+// K also matches the Kelvin sign.
+func isLabel(s string) bool {
+	if len(s) >= 6 && strings.EqualFold(s[:6], "bearer") {
+		return true
+	}
+	if len(s) < 9 || !strings.EqualFold(s[:6], "x-api-") {
+		return false
+	}
+	rest := s[6:]
+	if rest[0] == 'k' || rest[0] == 'K' {
+		rest = rest[1:]
+	} else if strings.HasPrefix(rest, "\u212A") {
+		rest = rest[len("\u212A"):]
+	} else {
+		return false
+	}
+	return len(rest) >= 2 && strings.EqualFold(rest[:2], "ey")
 }

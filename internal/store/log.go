@@ -438,6 +438,7 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	}
 	e.Summary, e.Name, e.Error = Redact(e.Summary), Redact(e.Name), Redact(e.Error)
 	l.buf.Reset()
+	l.buf.Grow(len(e.Message) + 1024) // a long message's line is not copied as it grows
 	enc := json.NewEncoder(&l.buf)
 	// Keep message bytes as the caller compacted them (no \u003c rewriting).
 	enc.SetEscapeHTML(false)
