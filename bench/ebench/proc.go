@@ -66,15 +66,16 @@ func (a *agent) line() ([]byte, error) {
 	return b[:len(b)-1], nil
 }
 
-// head returns the next output line, or its first bytes (a buffer's worth)
-// if it is longer, valid until the next call: for a reader that looks at
-// lines' starts only, and should not pay for copying the long ones (a long
-// answer's response holds its text twice), which the floor it is compared
-// with never writes.
+// head returns the next output line, or its first 256 bytes if it is
+// longer than the buffer, valid until the next call: for a reader that
+// looks at lines' starts only, and should not pay for copying the long
+// ones (a long answer's response holds its text twice), which the floor
+// it is compared with never writes. (A copy of the buffer's megabyte per
+// long line cost this reader 3 ms a /long 200000 turn in fresh pages.)
 func (a *agent) head() ([]byte, error) {
 	b, err := a.out.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		b = bytes.Clone(b)
+		b = bytes.Clone(b[:min(len(b), 256)])
 		for err == bufio.ErrBufferFull {
 			_, err = a.out.ReadSlice('\n')
 		}
