@@ -154,10 +154,13 @@ const keepBuffer = 4 << 20
 func NewWriter(w io.Writer) *Writer { return NewWriterSize(w, 0) }
 
 // BurstSize is the buffer size for NewWriterSize of a stream of bursts
-// (the events of e rpc): room for a full queue and a line, so that a burst
-// never copies the queue into a grown buffer. Pages of it the kernel has
-// not handed out cost nothing until a burst first fills them.
-const BurstSize = maxPending + 64<<10
+// (the events of e rpc): room for a Hold's burst (heldBurst) and a long
+// line, which a Hold writes before it grows the buffer. A queue that
+// fills up to maxPending (a writer goroutine that lags) grows it, once.
+// Not a full queue's megabyte each: the runtime counts that as heap even
+// where no page of it is touched, and the two made a /long 200,000 turn
+// start a garbage collection during its last milliseconds.
+const BurstSize = 2 * heldBurst
 
 // NewWriterSize is NewWriter with each of the writer's two buffers
 // starting at size bytes.
