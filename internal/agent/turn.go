@@ -489,13 +489,18 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			if !show {
 				return
 			}
+			// Straight to the sink, without emit's lock: the provider
+			// calls this from the turn's goroutine, and no tool runs
+			// during a model call, so no other goroutine emits; the lock
+			// (an atomic pair per delta) was an eighth of a long answer's
+			// streaming.
 			switch d.Kind {
 			case model.DeltaText:
 				t.text.Delta = d.Text
-				t.emit(&t.text)
+				t.sink(&t.text)
 			case model.DeltaReasoning:
 				t.reasoning.Delta = d.Text
-				t.emit(&t.reasoning)
+				t.sink(&t.reasoning)
 			}
 		})
 		if err == nil {
