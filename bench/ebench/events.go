@@ -24,6 +24,7 @@ func events(fs *flag.FlagSet, args []string) error {
 	e := fs.String("e", "./e", "the e binary, or several, comma-separated (A/B in the same runs)")
 	sizes := fs.String("n", "2000,20000,200000", "words of the /long turn, comma-separated")
 	runs := fs.Int("runs", 5, "runs per size; medians are printed")
+	floorPipe := fs.Int("floor-pipe", 0, "KiB of capacity the floor gives its stdout pipe, as e rpc does (256); 0: the kernel's default (64)")
 	fs.Parse(args)
 	self, err := os.Executable()
 	if err != nil {
@@ -48,7 +49,7 @@ func events(fs *flag.FlagSet, args []string) error {
 				if err != nil {
 					return err
 				}
-				frate, err := floorRun(self, r.sample, n)
+				frate, err := floorRun(self, r.sample, n, *floorPipe)
 				if err != nil {
 					return err
 				}
@@ -136,9 +137,10 @@ func eRun(e string, n int) (eFigures, error) {
 	return r, nil
 }
 
-// floorRun times a child writing n copies of line, from the go byte to EOF.
-func floorRun(self, line string, n int) (float64, error) {
-	a, err := spawn("", nil, self, "floor", "-n", strconv.Itoa(n), "-line", line)
+// floorRun times a child writing n copies of line, from the go byte to EOF,
+// into a pipe of pipe KiB (0: the default).
+func floorRun(self, line string, n, pipe int) (float64, error) {
+	a, err := spawn("", nil, self, "floor", "-n", strconv.Itoa(n), "-line", line, "-pipe", strconv.Itoa(pipe))
 	if err != nil {
 		return 0, err
 	}
@@ -166,7 +168,13 @@ func floorRun(self, line string, n int) (float64, error) {
 func floor(fs *flag.FlagSet, args []string) error {
 	n := fs.Int("n", 0, "lines")
 	line := fs.String("line", "", "the line")
+	pipe := fs.Int("pipe", 0, "KiB of pipe capacity to ask for")
 	fs.Parse(args)
+	if *pipe > 0 {
+		if err := setPipe(os.Stdout, *pipe); err != nil {
+			return fmt.Errorf("floor: pipe of %d KiB: %w", *pipe, err)
+		}
+	}
 	os.Stdout.WriteString("ready\n")
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)

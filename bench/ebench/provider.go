@@ -66,7 +66,7 @@ func provider(fs *flag.FlagSet, args []string) error {
 			}
 			var floors []float64
 			for range *runs {
-				rate, err := floorRun(self, all[0][0].sample, n)
+				rate, err := floorRun(self, all[0][0].sample, n, 0)
 				if err != nil {
 					return err
 				}

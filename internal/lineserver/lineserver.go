@@ -76,9 +76,10 @@ type Loop struct {
 	pipe   chan os.Signal // SIGPIPE, caught and dropped: the failed write says it
 }
 
-// New starts the writer of stdout; name starts what the loop says on
-// stderr ("e rpc").
+// New starts the writer of stdout, which it gives a larger capacity if it
+// is a pipe (growPipe); name starts what the loop says on stderr ("e rpc").
 func New(name string, stdin io.Reader, stdout, stderr io.Writer) *Loop {
+	growPipe(stdout)
 	return &Loop{name: name, in: stdin, out: jsonl.NewWriterSize(stdout, jsonl.BurstSize), stderr: stderr,
 		sigs: make(chan os.Signal, 4), pipe: make(chan os.Signal, 1)}
 }
