@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,7 +96,7 @@ type Options struct {
 	// process and the session (C3, C4). nil offers nothing.
 	Tools   []string
 	Log     *store.Log    // nil: memory-only
-	Entries []store.Entry // history to start from (resume, fork)
+	Entries []store.Entry // history to start from (resume, fork); the session keeps the slice and appends to it
 	Name    string
 	System  string // instructions (trusted AGENTS.md)
 	// MCP are the session's MCP servers: their tools are offered beside the
@@ -163,7 +164,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 	s := &Session{
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
-		entries: append([]store.Entry(nil), opts.Entries...),
+		entries: opts.Entries,
 		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP,
 	}
 	if s.approval.Policy == "" {
@@ -182,10 +183,21 @@ func (e *Engine) NewSession(opts Options) *Session {
 }
 
 // maxCallID counts the tool calls of the history: event ids continue after
-// them, so they stay unique within a resumed session.
+// them, so they stay unique within a resumed session. A message whose JSON
+// names no tool call (nor escapes a character, which could spell one) is
+// not decoded: decoding every message of a 100,000-entry log took most of
+// its resume. The first model call decodes those its history holds.
 func (s *Session) maxCallID() int {
 	n := 0
-	for _, m := range s.history(s.entries) {
+	msgs := history(s.entries, func(i int) (model.Message, bool) {
+		en := s.entries[i]
+		if en.Type == store.TypeMessage && !bytes.Contains(en.Message, []byte(`"`+model.PartToolCall+`"`)) &&
+			!bytes.Contains(en.Message, []byte(`\u`)) {
+			return model.Message{}, true
+		}
+		return decode(en)
+	})
+	for _, m := range msgs {
 		n += len(m.ToolCalls())
 	}
 	return n

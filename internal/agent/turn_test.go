@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,6 +118,25 @@ func TestCallIDsContinueAfterResume(t *testing.T) {
 	}
 	if got := ofType[SessionName](rec); len(got) != 0 {
 		t.Errorf("a resumed session with a title got session_name again: %v", got)
+	}
+
+	// A resume counts the calls without decoding the messages that name
+	// none; one that spells its part type with escapes is decoded.
+	entries := first.Entries()
+	spelled := 0
+	for i, en := range entries {
+		if bytes.Contains(en.Message, []byte(`"tool_call"`)) {
+			entries[i].Message = bytes.ReplaceAll(en.Message, []byte(`"tool_call"`), []byte(`"tool\u005fcall"`))
+			spelled++
+		}
+	}
+	if spelled == 0 {
+		t.Fatal("no message of the first session holds a tool call")
+	}
+	escaped := testSession(t, eng, func(o *Options) { o.Entries = entries })
+	_, rec = prompt(t, escaped, "/tool ls {}")
+	if got := ofType[ToolBatch](rec)[0].Calls[0].ID; got != 3 {
+		t.Errorf("first call id after resuming calls spelled with escapes = %d, want 3", got)
 	}
 }
 

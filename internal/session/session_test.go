@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // startHost starts a host in a temporary home and cwd; it shuts down when
 // the test ends.
-func startHost(t *testing.T, opts Options) *Host {
+func startHost(t testing.TB, opts Options) *Host {
 	t.Helper()
 	env := Env{Cwd: t.TempDir(), Home: t.TempDir(), Getenv: func(string) string { return "" }}
 	h, err := Start(context.Background(), opts, env, nil)

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/e-agent/e/internal/prefault"
 )
 
 // ErrLocked reports that another open writer holds a session log (C6).
@@ -163,6 +167,7 @@ func openLocked(f *os.File, path string) (*Log, []Entry, error) {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	data := make([]byte, fi.Size())
+	prefault.Write(data)
 	if _, err := f.ReadAt(data, 0); err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -224,9 +229,34 @@ func ReadOnly(path string) (*Header, []Entry, error) {
 	return &r.Header, r.Entries, nil
 }
 
+// readFile is os.ReadFile into a buffer mapped in before the read
+// (prefault): a 100,000-entry log is 32 MB of fresh memory.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, fi.Size())
+	prefault.Write(data)
+	n, err := io.ReadFull(f, data)
+	switch err {
+	case io.ErrUnexpectedEOF: // the log shrank since Stat: what was read is the log
+		return data[:n], nil
+	case nil: // and what a writer appended since, as os.ReadFile would read it
+		rest, err := io.ReadAll(f)
+		return append(data, rest...), err
+	}
+	return nil, err
+}
+
 // Read is ReadOnly with the warnings about skipped lines.
 func Read(path string) (*ReadResult, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: read: %w", err)
 	}
@@ -317,6 +347,7 @@ func parseLines(path string, data []byte, first int) ([]Entry, []string) {
 		start = end
 	}
 	entries := make([]Entry, line-first) // one per line: data ends with LF
+	prefault.Slice(entries)
 	parse := func(c *chunk) {
 		c.n, c.warnings = parseChunk(path, c.data, c.line, entries[c.at:])
 	}
@@ -342,6 +373,7 @@ func parseLines(path string, data []byte, first int) ([]Entry, []string) {
 		size += len(e.Message)
 	}
 	block := make([]byte, 0, size)
+	prefault.Write(block)
 	for i := range entries {
 		if m := entries[i].Message; m != nil {
 			block = append(block, m...)
@@ -652,10 +684,16 @@ func (l *Log) ContinueFrom(id string) error {
 // was corrupt and skipped) the branch continues with the entry just before
 // in the file, so one bad line never drops the history before it. Where an
 // id occurs twice (logs written before ids had 128 bits), a parent link
-// means the nearest earlier entry with that id.
+// means the nearest earlier entry with that id. When each entry's parent
+// is the one before it (a log that never branched), the branch is every
+// entry and Branch returns entries itself, clipped: indexing and copying a
+// 100,000-entry log cost its resume a tenth of a second.
 func Branch(entries []Entry) []Entry {
 	if len(entries) == 0 {
 		return nil
+	}
+	if linear(entries) {
+		return slices.Clip(entries)
 	}
 	// last[id] is the latest index of id; prev[i] the index of the
 	// occurrence of entries[i].ID before i, or -1.
@@ -693,6 +731,18 @@ func Branch(entries []Entry) []Entry {
 		out[len(rev)-1-k] = entries[i]
 	}
 	return out
+}
+
+// linear reports whether each entry after the first has the one before it
+// as its parent: then the branch is every entry, in order, and Branch needs
+// no index of the ids.
+func linear(entries []Entry) bool {
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Parent != entries[i-1].ID {
+			return false
+		}
+	}
+	return true
 }
 
 // Fork creates a new log for h (the caller sets h.Parent to the parent's
