@@ -47,14 +47,9 @@ func TestWriteHuge(t *testing.T) {
 	if !slices.Contains(flags, "hg") {
 		t.Errorf("mapping of a %d-byte buffer has VmFlags %v, want hg", cap(long), flags)
 	}
-	marked.Lock()
-	n := len(marked.ranges)
-	marked.Unlock()
+	n := markedRanges()
 	Write(long)
-	marked.Lock()
-	again := len(marked.ranges)
-	marked.Unlock()
-	if again != n {
+	if again := markedRanges(); again != n {
 		t.Errorf("writing the same buffer again marked %d more ranges", again-n)
 	}
 	b := append(long, "kept"...)
@@ -64,14 +59,15 @@ func TestWriteHuge(t *testing.T) {
 	}
 
 	short := make([]byte, 0, hugeMin-page)
-	marked.Lock()
-	before := len(marked.ranges)
-	marked.Unlock()
+	before := markedRanges()
 	Write(short)
-	marked.Lock()
-	after := len(marked.ranges)
-	marked.Unlock()
-	if after != before {
+	if after := markedRanges(); after != before {
 		t.Errorf("a %d-byte buffer marked %d ranges", cap(short), after-before)
 	}
+}
+
+func markedRanges() int {
+	marked.Lock()
+	defer marked.Unlock()
+	return len(marked.ranges)
 }
