@@ -162,13 +162,8 @@ func OpenWritable(path string) (*Log, *Header, []Entry, error) {
 
 // openLocked reads and repairs the locked file f.
 func openLocked(f *os.File, path string) (*Log, []Entry, error) {
-	fi, err := f.Stat()
+	data, err := readWhole(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	data := make([]byte, fi.Size())
-	prefault.Write(data)
-	if _, err := f.ReadAt(data, 0); err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	p, err := parse(path, data)
@@ -229,14 +224,19 @@ func ReadOnly(path string) (*Header, []Entry, error) {
 	return &r.Header, r.Entries, nil
 }
 
-// readFile is os.ReadFile into a buffer mapped in before the read
-// (prefault): a 100,000-entry log is 32 MB of fresh memory.
+// readFile is os.ReadFile by way of readWhole.
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return readWhole(f)
+}
+
+// readWhole reads f, just opened, into a buffer of its size mapped in
+// before the read (prefault): a 100,000-entry log is 32 MB of fresh memory.
+func readWhole(f *os.File) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
