@@ -313,7 +313,7 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 		}
 	}()
 	s.mu.Lock()
-	modelID, effort := s.modelID, s.effort
+	modelID, effort := s.runModel, s.runEffort
 	msgs := s.history(s.entries)
 	due := s.dueLocked()
 	before := estimate(msgs)

@@ -145,6 +145,10 @@ type Session struct {
 	// stopSleep stops a running sleep tool call when a steer arrives.
 	stopSleep map[int]context.CancelFunc
 	done      chan struct{} // closed when the running turn ends
+	// runModel and runEffort are the model and effort as Begin found them:
+	// the run keeps them though Engine.SetDuringTurn lets Set change the
+	// session's before the run's goroutine reads them.
+	runModel, runEffort string
 
 	noAutoCompact bool // SetAutoCompact(false)
 	noRetry       bool // SetAutoRetry(false)
@@ -428,6 +432,7 @@ func (s *Session) Begin() error {
 		return fmt.Errorf("session %s %w", s.id, ErrBusy)
 	}
 	s.running = true
+	s.runModel, s.runEffort = s.modelID, s.effort
 	s.done = make(chan struct{})
 	s.steers = nil
 	s.preempted = false

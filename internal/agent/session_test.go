@@ -80,6 +80,29 @@ func TestSetAppliesToNextTurn(t *testing.T) {
 	}
 }
 
+// With Engine.SetDuringTurn, a Set after Begin but before the run's
+// goroutine has read the settings (pi's set_thinking_level right after
+// prompt) is for the next run: the run keeps what Begin found.
+func TestSetAfterBegin(t *testing.T) {
+	eng := testEngine(t)
+	eng.SetDuringTurn = true
+	s := testSession(t, eng, nil)
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	high := "high"
+	if _, _, err := s.Set(nil, &high); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if res := s.Prompt(t.Context(), "/text hi", nil, rec.sink); res.Effort != "medium" {
+		t.Errorf("the begun run's effort = %q, want medium, the one Begin found", res.Effort)
+	}
+	if res, _ := prompt(t, s, "/text next"); res.Effort != "high" {
+		t.Errorf("the next run's effort = %q, want high", res.Effort)
+	}
+}
+
 func TestTitle(t *testing.T) {
 	long := strings.Repeat("é", 70)
 	tests := []struct {

@@ -28,6 +28,7 @@ type turn struct {
 	sink   func(Event)
 	info   model.Info
 	prov   model.Provider
+	model  string // the model and effort the run began with (Session.Begin)
 	effort string
 
 	res          Result
@@ -137,12 +138,9 @@ func (t *turn) syncLog() {
 
 func (t *turn) result() Result {
 	r := t.res
-	s := t.s
-	s.mu.Lock()
-	r.Model, r.Effort = s.modelID, s.effort
-	s.mu.Unlock()
-	if t.info.ID != "" { // the model the turn used (Engine.SetDuringTurn may have changed the session's)
-		r.Model, r.Effort = t.info.ID, t.effort
+	r.Model, r.Effort = t.model, t.effort
+	if t.info.ID != "" {
+		r.Model = t.info.ID
 	}
 	r.Output = strings.Join(t.output, "")
 	r.FinalOutput, r.FinalOutputJSON = t.lastText, t.lastTextJSON
@@ -156,16 +154,18 @@ func (t *turn) result() Result {
 func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error) {
 	s := t.s
 	s.mu.Lock()
-	modelID, effort, warned, pending := s.modelID, s.effort, s.warned, s.pending
+	t.model, t.effort = s.runModel, s.runEffort
+	warned, pending := s.warned, s.pending
 	s.warned, s.pending = true, nil
 	needTitle := s.title == ""
 	s.mu.Unlock()
+	modelID := t.model
 
 	info, err := s.eng.Catalog.Lookup(modelID)
 	if err != nil {
 		return false, err
 	}
-	t.info, t.effort = info, effort
+	t.info = info
 	if !warned && s.eng.DefaultWarning != "" && modelID == s.eng.DefaultModel {
 		t.warn(s.eng.DefaultWarning)
 	}
