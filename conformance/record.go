@@ -100,6 +100,11 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if len(o.Server) == 0 || o.Out == "" {
 		return nil, fmt.Errorf("conformance: record needs a server command and an output file")
 	}
+	// The session is only written at its end: a directory that cannot
+	// hold the file must fail now, not lose it.
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+		return nil, fmt.Errorf("conformance: record: %w", err)
+	}
 	rec := &recorder{upstream: strings.TrimSuffix(o.Upstream, "/"), key: o.APIKey}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

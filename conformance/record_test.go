@@ -26,7 +26,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	defer upstream.close()
 
-	out := filepath.Join(t.TempDir(), "recorded.txtar")
+	out := filepath.Join(t.TempDir(), "new", "recorded.txtar") // record makes the directory
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -62,6 +62,27 @@ func TestRecordRoundTrip(t *testing.T) {
 		var b strings.Builder
 		r.Report(&b)
 		t.Fatalf("the recorded case does not pass against the server it was recorded from:\n%s\n%s", b.String(), data)
+	}
+}
+
+// An --out whose directory cannot be made fails before the server runs,
+// rather than after the session it would have recorded.
+func TestRecordOutUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "server-ran")
+	_, err := Record(context.Background(), RecordOptions{
+		Server: []string{"/bin/sh", "-c", "touch " + marker}, Out: filepath.Join(file, "case.txtar"),
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+	})
+	if err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Record = %v, want an error naming %s", err, file)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the server ran though the case could not be written")
 	}
 }
 

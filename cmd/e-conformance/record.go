@@ -15,7 +15,7 @@ import (
 func record(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e-conformance record", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "case file to write, e.g. golden/new-case.txtar")
+	out := fs.String("out", "", "case file to write, e.g. golden/new-case.txtar (its directory is made)")
 	model := fs.String("model", "", "default model when there is no upstream (default e/offline)")
 	upstream := fs.String("upstream", "", "OpenAI-compatible base URL that model calls are forwarded to; key from $E_RECORD_API_KEY")
 	here := fs.Bool("here", false, "record in the current directory and $E_HOME as they are, model calls forwarded to the tape provider of $E_HOME/settings.json (to re-record a case with e-conformance record as its server)")
