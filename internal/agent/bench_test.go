@@ -45,6 +45,40 @@ func BenchmarkLongTurn(b *testing.B) {
 	}
 }
 
+// BenchmarkTurnAfterLong is the wait for the first text of the turn after
+// an offline answer of 2,000 to 200,000 words: the next model call's
+// history holds that answer, which the turn has in hand and need not
+// decode again from its entry.
+func BenchmarkTurnAfterLong(b *testing.B) {
+	for _, n := range []int{2000, 20000, 200000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			eng := testEngine(b)
+			var wait time.Duration
+			for b.Loop() {
+				s := eng.NewSession(Options{ID: "bench", Cwd: b.TempDir(), Model: "e/offline", Effort: "medium"})
+				if err := s.Begin(); err != nil {
+					b.Fatal(err)
+				}
+				if res := s.Prompt(context.Background(), "/long "+strconv.Itoa(n), nil, func(Event) {}); res.Error != nil {
+					b.Fatal(*res.Error)
+				}
+				if err := s.Begin(); err != nil {
+					b.Fatal(err)
+				}
+				start, first := time.Now(), time.Time{}
+				s.Prompt(context.Background(), "/text next", nil, func(ev Event) {
+					if _, ok := ev.(*Text); ok && first.IsZero() {
+						first = time.Now()
+					}
+				})
+				wait += first.Sub(start)
+				s.Close()
+			}
+			b.ReportMetric(float64(wait.Nanoseconds())/float64(b.N)/1e6, "first-text-ms")
+		})
+	}
+}
+
 // BenchmarkInterruptBash measures how long Interrupt takes to end a turn
 // whose bash call runs `sleep 100`, until Prompt has returned.
 func BenchmarkInterruptBash(b *testing.B) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/model"
@@ -521,7 +522,48 @@ func (s *Session) appendEntry(m model.Message, e store.Entry) ([]byte, error) {
 		return nil, err
 	}
 	e.Type, e.Message = store.TypeMessage, b
-	return text, s.append(e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.appendLocked(e); err != nil {
+		return nil, err
+	}
+	s.seed(m)
+	return text, nil
+}
+
+// seed records m as the decoded message of the entry just appended, when
+// decoding the entry gives m back exactly: the next model call then does
+// not decode what the turn has in hand (a long answer's megabytes take
+// tens of milliseconds to decode). s.mu is held.
+func (s *Session) seed(m model.Message) {
+	n := len(s.entries) - 1
+	if !roundTrips(m) {
+		return
+	}
+	s.parseTo(n) // entries before it (a title, settings) are decoded by then anyway
+	if len(s.parsed) == n {
+		s.parsed = append(s.parsed, parsed{model.Message{Role: m.Role, Content: slices.Clone(m.Content)}, true})
+	}
+}
+
+// roundTrips reports whether a message entry encoding m decodes to m:
+// it holds no invalid UTF-8 (decoded as U+FFFD), no tool arguments
+// (decoded compacted) and no image data (empty decodes as nil).
+func roundTrips(m model.Message) bool {
+	if m.Content == nil || !utf8.ValidString(m.Role) {
+		return false
+	}
+	for _, p := range m.Content {
+		if p.Arguments != nil || p.Data != nil {
+			return false
+		}
+		for _, s := range []string{p.Type, p.Text, p.Signature, p.MediaType, p.ID, p.Name, p.CallID} {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // History returns the messages a model call sees: after the last
@@ -555,11 +597,11 @@ func (s *Session) history(entries []store.Entry) []model.Message {
 }
 
 // parse decodes the messages of s.entries not decoded yet into s.parsed.
-func (s *Session) parse() {
-	if len(s.parsed) > len(s.entries) {
-		s.parsed = nil
-	}
-	for _, en := range s.entries[len(s.parsed):] {
+func (s *Session) parse() { s.parseTo(len(s.entries)) }
+
+// parseTo decodes the messages of s.entries[:n] not decoded yet.
+func (s *Session) parseTo(n int) {
+	for _, en := range s.entries[len(s.parsed):n] {
 		m, ok := decode(en)
 		s.parsed = append(s.parsed, parsed{m, ok})
 	}

@@ -325,3 +325,56 @@ func TestHistoryDecodedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A message the turn appends is kept as the history's decoded message
+// only when decoding its entry gives it back exactly; the others (invalid
+// UTF-8, tool arguments, image data) are decoded from the entry, so the
+// history a model call sees is History of the entries either way.
+func TestHistorySeeded(t *testing.T) {
+	text := func(role, s string) model.Message {
+		return model.Message{Role: role, Content: []model.Part{{Type: model.PartText, Text: s}}}
+	}
+	tests := []struct {
+		name   string
+		m      model.Message
+		seeded bool
+	}{
+		{name: "text", m: text(model.RoleAssistant, "hello ☃"), seeded: true},
+		{name: "empty content", m: model.Message{Role: model.RoleAssistant}, seeded: true},
+		{name: "reasoning and text", m: model.Message{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.PartReasoning, Text: "hm", Signature: "sig"}, {Type: model.PartText, Text: "ok"}}}, seeded: true},
+		{name: "tool result", m: model.Message{Role: model.RoleTool, Content: []model.Part{
+			{Type: model.PartToolResult, CallID: "c1", Text: "out", IsError: true}}}, seeded: true},
+		{name: "invalid UTF-8 text", m: text(model.RoleAssistant, "a\xffb")},
+		{name: "invalid UTF-8 signature", m: model.Message{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.PartReasoning, Text: "hm", Signature: "\xc3"}}}},
+		{name: "tool call", m: model.Message{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.PartToolCall, ID: "c1", Name: "ls", Arguments: json.RawMessage(`{ "path" : "." }`)}}}},
+		{name: "empty image data", m: model.Message{Role: model.RoleUser, Content: []model.Part{
+			{Type: model.PartImage, MediaType: "image/png", Data: []byte{}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := testSession(t, testEngine(t), nil)
+			if err := s.appendMessage(text(model.RoleUser, "first")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.append(store.Entry{Type: store.TypeTitle, Name: "first"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.appendMessage(tt.m); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			seeded := len(s.parsed) == len(s.entries)
+			got, want := s.history(s.entries), History(s.entries)
+			s.mu.Unlock()
+			if seeded != tt.seeded {
+				t.Errorf("seeded = %v, want %v", seeded, tt.seeded)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-History +history):\n%s", diff)
+			}
+		})
+	}
+}

@@ -246,8 +246,6 @@ func firstRunes(s string, n int) string {
 }
 
 // asciiSpace marks the ASCII bytes unicode.IsSpace counts.
-var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
-
 // nextWord returns the length of the first word of s with the whitespace
 // before it, so that the words of s concatenate back to s.
 func nextWord(s string) int {
@@ -299,11 +297,35 @@ func requestWords(req *Request) int64 {
 	}
 	for _, m := range req.Messages {
 		for _, p := range m.Content {
-			n += int64(len(strings.Fields(p.Text)) + len(strings.Fields(string(p.Arguments))))
+			n += int64(countFields(p.Text) + countFields(string(p.Arguments)))
 		}
 	}
 	return n
 }
+
+// countFields is len(strings.Fields(s)) without the slice, which for a
+// long history is megabytes made only to be counted.
+func countFields(s string) int {
+	n, in := 0, false
+	for i := 0; i < len(s); {
+		var space bool
+		if c := s[i]; c < utf8.RuneSelf {
+			space = asciiSpace[c]
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
+
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // parseDirectives splits prompt into segments. It returns nil when prompt
 // holds no directive line.

@@ -601,3 +601,16 @@ func TestOfflineReadHook(t *testing.T) {
 		})
 	}
 }
+
+// countFields counts what strings.Fields splits, whitespace of every kind
+// and invalid UTF-8 included; the seeds run as a test.
+func FuzzCountFields(f *testing.F) {
+	for _, s := range []string{"", " ", "a", " a b  c ", "\t\n\v\f\r x", "a\u00a0b\u0085c\u2028d\u3000", "\xff \xc3", "é ü", "\x00\x1c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := countFields(s), len(strings.Fields(s)); got != want {
+			t.Errorf("countFields(%q) = %d, want %d", s, got, want)
+		}
+	})
+}
