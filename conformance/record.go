@@ -875,8 +875,11 @@ func stopOf(d dialect, l recorded) (stop bool, session string) {
 var stopMethods = map[string]bool{"session.interrupt": true, "session.close": true, "shutdown": true}
 
 // piStops are the pi commands that stop work in progress: the run, a
-// bash command, a retry's wait.
-var piStops = map[string]bool{"abort": true, "abort_bash": true, "abort_retry": true}
+// bash command, a retry's wait; and those that first stop the run to
+// replace the session (new_session, switch_session, fork, clone) or to
+// compact it, as pi 1.6.0's do.
+var piStops = map[string]bool{"abort": true, "abort_bash": true, "abort_retry": true,
+	"new_session": true, "switch_session": true, "fork": true, "clone": true, "compact": true}
 
 // sessionOf is the session id a line of dialect d names ("" for none or
 // pi, whose process has one session).

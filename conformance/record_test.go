@@ -340,6 +340,7 @@ func TestTapeAfterStop(t *testing.T) {
 	optionalHeld := map[string]any{"hold": true, "optional": true}
 	tests := []struct {
 		name    string
+		d       dialect // e rpc when nil
 		entries []map[string]any
 		client  []recorded
 		want    []map[string]any
@@ -353,9 +354,21 @@ func TestTapeAfterStop(t *testing.T) {
 			want: []map[string]any{text, {"hold": true, "optional": true, "key": "k"}, optionalHeld}},
 		{name: "held call before others", entries: []map[string]any{held, text}, client: []recorded{{client: true, line: `{"id":"p","method":"session.prompt"}`}}, want: []map[string]any{optionalHeld, text}},
 		{name: "a server line naming the method is not a stop", entries: []map[string]any{text}, client: []recorded{{line: `{"id":"i","method":"shutdown"}`}}, want: []map[string]any{text}},
+		// pi's commands that replace the session or compact it stop the
+		// run first: on another run the stopped prompt's call is made.
+		{name: "pi abort", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"a","type":"abort"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi switch_session", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"s","type":"switch_session","sessionPath":"x.jsonl"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi new_session", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"n","type":"new_session"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi fork", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"f","type":"fork","entryId":"e1"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi clone", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"c","type":"clone"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi compact", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"c","type":"compact"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "pi prompt is not a stop", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"p","type":"prompt","message":"hi"}`}}, want: []map[string]any{text}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.d == nil {
+				tt.d = erpcDialect{}
+			}
 			rc := &recorder{}
 			for _, e := range tt.entries {
 				c := map[string]any{}
@@ -364,7 +377,7 @@ func TestTapeAfterStop(t *testing.T) {
 				}
 				rc.entries = append(rc.entries, c)
 			}
-			if diff := cmp.Diff(tt.want, rc.tape(stopsWork(erpcDialect{}, tt.client)), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, rc.tape(stopsWork(tt.d, tt.client)), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("tape (-want +got):\n%s", diff)
 			}
 		})
