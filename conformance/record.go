@@ -866,7 +866,7 @@ func stopOf(d dialect, l recorded) (stop bool, session string) {
 	case piDialect:
 		return piStops[req.Type], "" // one session per process
 	case acpDialect:
-		return req.Method == "session/cancel", req.Params.SessionID
+		return req.Method == "session/cancel" || req.Method == "session/close", req.Params.SessionID
 	}
 	return stopMethods[req.Method], req.Params.Session
 }

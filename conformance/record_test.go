@@ -355,13 +355,17 @@ func TestTapeAfterStop(t *testing.T) {
 		{name: "held call before others", entries: []map[string]any{held, text}, client: []recorded{{client: true, line: `{"id":"p","method":"session.prompt"}`}}, want: []map[string]any{optionalHeld, text}},
 		{name: "a server line naming the method is not a stop", entries: []map[string]any{text}, client: []recorded{{line: `{"id":"i","method":"shutdown"}`}}, want: []map[string]any{text}},
 		// pi's commands that replace the session or compact it stop the
-		// run first: on another run the stopped prompt's call is made.
+		// run first, as ACP's session/close does: on another run the
+		// stopped prompt's call is made.
 		{name: "pi abort", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"a","type":"abort"}`}}, want: []map[string]any{text, optionalHeld}},
 		{name: "pi switch_session", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"s","type":"switch_session","sessionPath":"x.jsonl"}`}}, want: []map[string]any{text, optionalHeld}},
 		{name: "pi new_session", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"n","type":"new_session"}`}}, want: []map[string]any{text, optionalHeld}},
 		{name: "pi fork", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"f","type":"fork","entryId":"e1"}`}}, want: []map[string]any{text, optionalHeld}},
 		{name: "pi clone", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"c","type":"clone"}`}}, want: []map[string]any{text, optionalHeld}},
 		{name: "pi compact", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"c","type":"compact"}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "acp session/cancel", d: acpDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "acp session/close", d: acpDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"jsonrpc":"2.0","id":3,"method":"session/close","params":{"sessionId":"s"}}`}}, want: []map[string]any{text, optionalHeld}},
+		{name: "acp session/prompt is not a stop", d: acpDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s"}}`}}, want: []map[string]any{text}},
 		{name: "pi prompt is not a stop", d: piDialect{}, entries: []map[string]any{text}, client: []recorded{{client: true, line: `{"id":"p","type":"prompt","message":"hi"}`}}, want: []map[string]any{text}},
 	}
 	for _, tt := range tests {
