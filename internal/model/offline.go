@@ -246,6 +246,8 @@ func firstRunes(s string, n int) string {
 }
 
 // asciiSpace marks the ASCII bytes unicode.IsSpace counts.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
 // nextWord returns the length of the first word of s with the whitespace
 // before it, so that the words of s concatenate back to s.
 func nextWord(s string) int {
@@ -304,28 +306,19 @@ func requestWords(req *Request) int64 {
 }
 
 // countFields is len(strings.Fields(s)) without the slice, which for a
-// long history is megabytes made only to be counted.
+// long history is megabytes made only to be counted: the pieces nextWord
+// cuts, each a word with the whitespace before it, but for whitespace
+// after the last word, which is a piece of its own.
 func countFields(s string) int {
-	n, in := 0, false
-	for i := 0; i < len(s); {
-		var space bool
-		if c := s[i]; c < utf8.RuneSelf {
-			space = asciiSpace[c]
-			i++
-		} else {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			space = unicode.IsSpace(r)
-			i += size
-		}
-		if !space && !in {
-			n++
-		}
-		in = !space
+	n := 0
+	for rest := s; rest != ""; rest = rest[nextWord(rest):] {
+		n++
+	}
+	if r, _ := utf8.DecodeLastRuneInString(s); unicode.IsSpace(r) {
+		n--
 	}
 	return n
 }
-
-var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // parseDirectives splits prompt into segments. It returns nil when prompt
 // holds no directive line.
