@@ -23,6 +23,9 @@ and garbage, which every dialect takes):
   reuse-ids       gives every request the same id
   garbage         sends a non-JSON line and a JSON array among its requests
   close-mid-turn  closes stdin while the first prompt runs, then waits
+  replace         (pi and ACP) ends each prompt's racing lines with one that
+                  stops the run to replace or end the session: pi's
+                  new_session or compact, ACP's session/close (then stops)
 Exit status: CMD's.
 """
 
@@ -175,6 +178,11 @@ def pi(c, rnd):
                 c.send({"type": kind, "message": "/text %s %d" % (kind, c.n)})
             else:
                 c.send({"type": kind})
+        if c.bug == "replace":
+            # Its own random stream: the seeds replay the same sessions
+            # without the bug.
+            time.sleep(c.rnd.choice([0, 0.002, 0.005, 0.03]))
+            c.send({"type": c.rnd.choice(["new_session", "compact"])})
         if c.bug == "close-mid-turn":
             return
         if c.wait(lambda o: o.get("type") == "agent_settled", start=mark) is None:
@@ -210,6 +218,11 @@ def acp(c, rnd):
                         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/text again %d" % c.n}]}})
             else:
                 c.send({"jsonrpc": "2.0", "method": kind, "params": {}})
+        if c.bug == "replace":
+            time.sleep(c.rnd.choice([0, 0.002, 0.005, 0.03]))
+            c.send({"jsonrpc": "2.0", "method": "session/close", "params": {"sessionId": sid}})
+            c.wait(lambda o: o.get("id") == pid and "method" not in o, start=mark)
+            return
         if c.bug == "close-mid-turn":
             return
         c.wait(lambda o: o.get("id") == pid and "method" not in o, start=mark)
@@ -223,6 +236,7 @@ def main():
     dialect, seed = args[0], int(args[1])
     bug = args[args.index("--bug") + 1] if "--bug" in args else None
     c = Client(cmd, bug)
+    c.rnd = random.Random(seed + 1000)
     {"erpc": erpc, "pi": pi, "acp": acp}[dialect](c, random.Random(seed))
     c.close()
     sys.exit(c.p.wait())

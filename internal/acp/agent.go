@@ -184,7 +184,7 @@ func (a *Agent) handle(line []byte) {
 	a.goWork(func() {
 		res, err, written := later()
 		if testHookBeforeLateReply != nil {
-			testHookBeforeLateReply()
+			testHookBeforeLateReply(m.Method)
 		}
 		a.conn.reply(m.ID, res, err)
 		if written != nil {
@@ -195,8 +195,8 @@ func (a *Agent) handle(line []byte) {
 
 // testHookBeforeLateReply, when set by a test, runs before a long
 // request's answer is written (the window in which the next prompt's
-// updates could overtake it).
-var testHookBeforeLateReply func()
+// updates, or a close's answer, could overtake it), with its method.
+var testHookBeforeLateReply func(method string)
 
 func (a *Agent) goWork(f func()) {
 	a.work.Add(1)
@@ -483,8 +483,17 @@ func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error, 
 	a.mu.Lock()
 	delete(a.sessions, p.SessionID)
 	a.mu.Unlock()
+	s.mu.Lock()
+	prompted := s.answered
+	s.mu.Unlock()
 	return nil, func() (any, *Error, func()) {
-		if err := s.Close(context.Background()); err != nil {
+		err := s.Close(context.Background())
+		if prompted != nil {
+			// The prompt Close stopped is answered first, from its own
+			// goroutine, as a client reading the close's answer expects.
+			<-prompted
+		}
+		if err != nil {
 			return nil, fail(method, err), nil
 		}
 		return struct{}{}, nil, nil

@@ -33,12 +33,13 @@ func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
 	// With the ordering, the second prompt's updates wait for this
 	// answer, so the wait ends by its bound (it only widens the window).
 	started := make(chan struct{})
-	testHookBeforeLateReply = sync.OnceFunc(func() {
+	wait := sync.OnceFunc(func() {
 		select {
 		case <-started:
 		case <-time.After(2 * time.Second):
 		}
 	})
+	testHookBeforeLateReply = func(string) { wait() }
 	t.Cleanup(func() { testHookBeforeLateReply = nil })
 	served := make(chan int)
 	go func() { served <- a.Serve(); outW.Close() }()
@@ -134,6 +135,83 @@ func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
 		}
 	}
 done:
+	inW.Close()
+	if code := <-served; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// TestCloseAnswersAfterItsPrompt: session/close while a prompt runs is
+// answered after that prompt's answer (cancelled), however late the
+// prompt's answer is written (race-roundtrip's replace-acp cases: the
+// close's answer came first on one run in two).
+func TestCloseAnswersAfterItsPrompt(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	a, err := New(context.Background(), Options{}, Env{Env: session.Env{Cwd: cwd, Home: home, Getenv: func(string) string { return "" }},
+		Stdin: inR, Stdout: outW, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The prompt's answer waits until the close's is out, or 2 s: with the
+	// ordering it waits the 2 s, which only widen the window.
+	closed := make(chan struct{})
+	testHookBeforeLateReply = func(method string) {
+		if method == "session/prompt" {
+			select {
+			case <-closed:
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+	t.Cleanup(func() { testHookBeforeLateReply = nil })
+	served := make(chan int)
+	go func() { served <- a.Serve(); outW.Close() }()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	next := func() map[string]any {
+		if !sc.Scan() {
+			t.Fatal("stdout closed")
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("stdout line %q: %v", sc.Text(), err)
+		}
+		return m
+	}
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}`)
+	send(`{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
+	var sid string
+	for sid == "" {
+		if m := next(); m["id"] == "n" {
+			sid = m["result"].(map[string]any)["sessionId"].(string)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"/delay 3600000\n/text never"}]}}`)
+	send(`{"jsonrpc":"2.0","id":"c","method":"session/close","params":{"sessionId":"` + sid + `"}}`)
+	var answers []string
+	for len(answers) < 2 {
+		m := next()
+		switch m["id"] {
+		case "p":
+			if r, _ := m["result"].(map[string]any); r["stopReason"] != "cancelled" {
+				t.Errorf("the prompt's answer %v, want stopReason cancelled", m)
+			}
+			answers = append(answers, "p")
+		case "c":
+			answers = append(answers, "c")
+			close(closed)
+		}
+	}
+	if answers[0] != "p" {
+		t.Errorf("answers in the order %v, want the prompt's before the close's", answers)
+	}
 	inW.Close()
 	if code := <-served; code != 0 {
 		t.Errorf("exit %d", code)
