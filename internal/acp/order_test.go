@@ -13,12 +13,10 @@ import (
 	"github.com/e-agent/e/internal/session"
 )
 
-// TestPromptAnswerBeforeNextPromptsUpdates: a prompt cancelled while a
-// second one is already on its way (race-client.py acp seeds 4 and 9,
-// replayed) is answered before the second prompt's first update, however
-// late the answer's writer runs: a client takes the updates between a
-// session/prompt and its answer for that prompt's (ACP's prompt turn).
-func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
+// servePiped serves an Agent over pipes, in a fresh home and cwd, with
+// hook as testHookBeforeLateReply; served yields Serve's exit status.
+func servePiped(t *testing.T, hook func(method string)) (cwd string, in io.WriteCloser, out io.Reader, served <-chan int) {
+	t.Helper()
 	home, cwd := t.TempDir(), t.TempDir()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -27,6 +25,19 @@ func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testHookBeforeLateReply = hook
+	t.Cleanup(func() { testHookBeforeLateReply = nil })
+	done := make(chan int)
+	go func() { done <- a.Serve(); outW.Close() }()
+	return cwd, inW, outR, done
+}
+
+// TestPromptAnswerBeforeNextPromptsUpdates: a prompt cancelled while a
+// second one is already on its way (race-client.py acp seeds 4 and 9,
+// replayed) is answered before the second prompt's first update, however
+// late the answer's writer runs: a client takes the updates between a
+// session/prompt and its answer for that prompt's (ACP's prompt turn).
+func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
 	// The first prompt's answer waits, once its turn has ended, until the
 	// second prompt has been read and started: without the ordering, the
 	// second prompt's updates are written first.
@@ -39,10 +50,7 @@ func TestPromptAnswerBeforeNextPromptsUpdates(t *testing.T) {
 		case <-time.After(2 * time.Second):
 		}
 	})
-	testHookBeforeLateReply = func(string) { wait() }
-	t.Cleanup(func() { testHookBeforeLateReply = nil })
-	served := make(chan int)
-	go func() { served <- a.Serve(); outW.Close() }()
+	cwd, inW, outR, served := servePiped(t, func(string) { wait() })
 	lines := make(chan map[string]any, 1000)
 	go func() {
 		sc := bufio.NewScanner(outR)
@@ -146,28 +154,17 @@ done:
 // prompt's answer is written (race-roundtrip's replace-acp cases: the
 // close's answer came first on one run in two).
 func TestCloseAnswersAfterItsPrompt(t *testing.T) {
-	home, cwd := t.TempDir(), t.TempDir()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	a, err := New(context.Background(), Options{}, Env{Env: session.Env{Cwd: cwd, Home: home, Getenv: func(string) string { return "" }},
-		Stdin: inR, Stdout: outW, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The prompt's answer waits until the close's is out, or 2 s: with the
 	// ordering it waits the 2 s, which only widen the window.
 	closed := make(chan struct{})
-	testHookBeforeLateReply = func(method string) {
+	cwd, inW, outR, served := servePiped(t, func(method string) {
 		if method == "session/prompt" {
 			select {
 			case <-closed:
 			case <-time.After(2 * time.Second):
 			}
 		}
-	}
-	t.Cleanup(func() { testHookBeforeLateReply = nil })
-	served := make(chan int)
-	go func() { served <- a.Serve(); outW.Close() }()
+	})
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(nil, 1<<20)
 	next := func() map[string]any {
