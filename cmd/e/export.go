@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/e-agent/e/internal/store"
 )
@@ -15,9 +16,14 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return usageError(stderr, fmt.Errorf("export needs a session log and at most one output path"))
+		return usageError(stderr, fmt.Errorf("export needs a session log (its path or its id) and at most one output path"))
 	}
-	r, err := store.Read(pos[0])
+	log, err := locate(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "e export: %v\n", err)
+		return 1
+	}
+	r, err := store.Read(log)
 	if err != nil {
 		fmt.Fprintf(stderr, "e export: %v\n", err)
 		return 1
@@ -30,7 +36,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if title == "" {
 		title = "e session " + r.Header.ID
 	}
-	out := store.DefaultExportPath(pos[0], r.Header.Cwd, r.Header.ID)
+	out := store.DefaultExportPath(log, r.Header.Cwd, r.Header.ID)
 	if len(pos) == 2 {
 		out = pos[1]
 	}
@@ -40,4 +46,18 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, out)
 	return 0
+}
+
+// locate resolves a session log's path, or a session id searched for in
+// the sessions folder of e's home.
+func locate(ref string) (string, error) {
+	home, err := store.Home()
+	if err != nil {
+		return "", err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return store.Locate(home, cwd, ref)
 }

@@ -209,22 +209,25 @@ examples:
 
 const exportHelp = `e export writes a saved session as one self-contained HTML page: markdown rendered,
 code highlighted, each tool call with its result, usage and cost, errors and interrupts
-where they happened. The page has no script and fetches nothing. Without OUT it goes
-beside the log (LOG with .html for .jsonl). It prints the page's path.
+where they happened, edits as diffs; light or dark as the reader's system prefers. The
+page has no script and fetches nothing. LOG is a log's path or a session's id (looked up
+in every directory of $E_HOME/sessions). Without OUT the page goes beside the log (LOG
+with .html for .jsonl). It prints the page's path.
 
 usage:
-  e export LOG.jsonl [OUT.html]
+  e export LOG.jsonl|ID [OUT.html]
 
 environment:
   E_HOME              sessions live in $E_HOME/sessions/<dir>/<id>.jsonl
 
 exit status:
   0  written
-  1  LOG could not be read, or OUT written
+  1  LOG could not be found or read, or OUT could not be written
   2  a usage problem
 
 examples:
   e export ~/.e/sessions/--home-me-src--/01J9ZX3K8Q.jsonl
+  e export 01J9ZX3K8Q
   e export session.jsonl /tmp/session.html
 `
 

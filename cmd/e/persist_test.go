@@ -803,6 +803,19 @@ func TestExportCommand(t *testing.T) {
 		}
 	}
 	checkMode(t, page, 0o600)
+	// By the session's id, found in the sessions folder; the page goes
+	// beside the log.
+	id := gjson.Get(lines[len(lines)-1], "session").String()
+	byID := command(t, "export", id)
+	byID.Env = append(byID.Env, "E_HOME="+home)
+	if b, err := byID.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != strings.TrimSuffix(log, ".jsonl")+".html" {
+		t.Errorf("e export %s: %v: %s", id, err, b)
+	}
+	missing := command(t, "export", "01JNOSUCHSESSION0000000000")
+	missing.Env = append(missing.Env, "E_HOME="+home)
+	if b, err := missing.CombinedOutput(); exitCode(err) != 1 || !strings.Contains(string(b), "no log 01JNOSUCHSESSION0000000000.jsonl in "+filepath.Join(home, "sessions")) {
+		t.Errorf("e export of an unknown id: %v: %s", err, b)
+	}
 	if err := command(t, "export").Run(); exitCode(err) != 2 {
 		t.Errorf("e export without a log: %v, want exit 2", err)
 	}

@@ -31,11 +31,11 @@ func DefaultExportPath(logPath, cwd, sessionID string) string {
 // renderer.
 func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 	page := exportPage{Title: Redact(title), Header: h, CSS: codeCSS()}
-	x := exporter{results: toolResults(branch), shown: map[string]bool{}}
+	x := &exporter{results: toolResults(branch), owner: -1}
 	models := map[string]bool{}
 	var cost float64
 	priced := false
-	for _, e := range branch {
+	for i, e := range branch {
 		if e.Call != nil {
 			page.Calls++
 			page.Usage = addUsage(page.Usage, e.Call.Usage)
@@ -48,7 +48,7 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 				page.Models = append(page.Models, e.Call.Model)
 			}
 		}
-		it, ok := x.item(e)
+		it, ok := x.item(i, e)
 		if !ok {
 			continue
 		}
@@ -136,7 +136,33 @@ type toolView struct {
 	Failed  bool
 	Time    string // "1.2 s"; "" when unrecorded
 	Lines   int
-	Long    bool // folded
+	Long    bool       // folded
+	Diff    []diffLine // edit: old → new
+}
+
+// editDiff replaces an edit call's old and new arguments, both text, by
+// their diff.
+func editDiff(args []arg) ([]arg, []diffLine) {
+	var old, new *arg
+	for i := range args {
+		switch args[i].Key {
+		case "old":
+			old = &args[i]
+		case "new":
+			new = &args[i]
+		}
+	}
+	if old == nil || new == nil {
+		return args, nil
+	}
+	d := lineDiff(old.Text, new.Text)
+	var rest []arg
+	for _, a := range args {
+		if a.Key != "old" && a.Key != "new" {
+			rest = append(rest, a)
+		}
+	}
+	return rest, d
 }
 
 // arg is one argument: text is shown as is (a command as its command line,
@@ -160,16 +186,40 @@ type result struct {
 	run    *ToolRun
 }
 
-// toolResults maps each call id of the branch to its result.
-func toolResults(branch []Entry) map[string]result {
-	out := map[string]result{}
-	for _, e := range branch {
+// callKey names one tool call: the branch index of the assistant message
+// that made it, and its id. Ids alone repeat (a provider or the offline
+// model numbers each answer's calls from call_0_0), so a result belongs to
+// the call of that id in the last assistant message before it.
+type callKey struct {
+	entry int
+	id    string
+}
+
+// toolResults maps each tool call of the branch to its result. A result
+// with no such call in the assistant message before it is left out, and
+// shows on its own.
+func toolResults(branch []Entry) map[callKey]result {
+	out := map[callKey]result{}
+	owner, calls := -1, map[string]bool{}
+	for i, e := range branch {
 		m, ok := decodeMessage(e)
-		if !ok || m.Role != "tool" {
+		if !ok {
+			continue
+		}
+		if m.Role == "assistant" {
+			owner, calls = i, map[string]bool{}
+			for _, p := range m.Parts {
+				if p.Type == "tool_call" {
+					calls[p.ID] = true
+				}
+			}
+			continue
+		}
+		if m.Role != "tool" {
 			continue
 		}
 		for _, p := range m.Parts {
-			if p.Type != "tool_result" {
+			if p.Type != "tool_result" || !calls[p.CallID] {
 				continue
 			}
 			r := result{text: Redact(p.Text), failed: p.IsError}
@@ -178,7 +228,8 @@ func toolResults(branch []Entry) map[string]result {
 					r.run = &e.Runs[i]
 				}
 			}
-			out[p.CallID] = r
+			out[callKey{owner, p.CallID}] = r
+			delete(calls, p.CallID) // a second result for the call stands alone
 		}
 	}
 	return out
@@ -186,15 +237,18 @@ func toolResults(branch []Entry) map[string]result {
 
 // exporter turns entries into items, pairing tool calls with results.
 type exporter struct {
-	results map[string]result // by call id
-	shown   map[string]bool   // call ids whose result shows with the call
+	results map[callKey]result
+	// owner is the branch index of the last assistant message, whose calls
+	// the results that follow it answer; shown the results already paired.
+	owner int
+	shown map[callKey]bool
 }
 
-func (x exporter) item(e Entry) (item, bool) {
+func (x *exporter) item(i int, e Entry) (item, bool) {
 	it := item{Time: e.Time}
 	switch e.Type {
 	case TypeMessage:
-		return x.message(e)
+		return x.message(i, e)
 	case TypeSettings:
 		it.Kind, it.Note = "note", fmt.Sprintf("model %s, effort %s from here", e.Model, e.Effort)
 	case TypeCompaction:
@@ -263,9 +317,12 @@ func decodeMessage(e Entry) (rawMessage, bool) {
 
 var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
 
-func (x exporter) message(e Entry) (item, bool) {
+func (x *exporter) message(i int, e Entry) (item, bool) {
 	m, _ := decodeMessage(e)
 	it := item{Kind: "message", Role: m.Role, Time: e.Time, Call: e.Call}
+	if m.Role == "assistant" {
+		x.owner, x.shown = i, map[callKey]bool{}
+	}
 	for _, p := range m.Parts {
 		switch p.Type {
 		case "text":
@@ -277,11 +334,12 @@ func (x exporter) message(e Entry) (item, bool) {
 		case "reasoning":
 			it.Parts = append(it.Parts, part{Type: "reasoning", Text: Redact(p.Text)})
 		case "tool_call":
-			it.Parts = append(it.Parts, part{Type: "tool", Tool: x.tool(p.Name, p.Arguments, p.ID)})
+			it.Parts = append(it.Parts, part{Type: "tool", Tool: x.tool(callKey{i, p.ID}, p.Name, p.Arguments)})
 		case "tool_result":
 			// Shown with its call; a result whose call is not on the
 			// branch stands alone.
-			if x.shown[p.CallID] {
+			if k := (callKey{x.owner, p.CallID}); x.shown[k] {
+				delete(x.shown, k)
 				continue
 			}
 			it.Parts = append(it.Parts, part{Type: "tool", Tool: orphan(Redact(p.Text), p.IsError)})
@@ -303,13 +361,16 @@ func (x exporter) message(e Entry) (item, bool) {
 	return it, m.Role != "tool" || len(it.Parts) > 0
 }
 
-func (x exporter) tool(name string, args json.RawMessage, id string) *toolView {
+func (x *exporter) tool(k callKey, name string, args json.RawMessage) *toolView {
 	v := &toolView{Name: name, Args: formatArgs(name, args)}
-	r, ok := x.results[id]
+	if name == "edit" {
+		v.Args, v.Diff = editDiff(v.Args)
+	}
+	r, ok := x.results[k]
 	if !ok {
 		return v
 	}
-	x.shown[id] = true
+	x.shown[k] = true
 	v.Have, v.Result, v.Failed = true, r.text, r.failed
 	if r.run != nil {
 		v.Outcome = r.run.Outcome
@@ -431,40 +492,53 @@ var exportTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <meta name="generator" content="e">
 <title>{{.Title}}</title>
 <style>
-body{font:15px/1.55 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;background:#fff}
+/* Colours are variables, so the dark scheme below is one list of values. */
+:root{color-scheme:light dark;--fg:#1d1d1f;--bg:#fff;--muted:#666;--soft:#444;--line:#ddd;--faint:#eee;--panel:#f6f8fa;--th:#f6f6f6;--code:#f0f0f0;
+--user:#2f6fde;--user-bg:#f5f8fe;--asst:#2a9d55;--tool:#999;--fail-line:#e5a3a3;--fail-bg:#fffafa;--fail-pre:#fdecec;--fail-fg:#7a1212;
+--ok-badge:#e6f4ea;--ok-fg:#1e6b34;--bad-badge:#fde8e8;--bad-fg:#a61b1b;--warn-badge:#fff1d6;--warn-fg:#8a5a00;--warn-line:#e0b050;
+--add-bg:#dafbe1;--add-fg:#116329;--del-bg:#ffebe9;--del-fg:#82071e}
+@media (prefers-color-scheme: dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#8b949e;--soft:#c9d1d9;--line:#30363d;--faint:#21262d;--panel:#161b22;--th:#161b22;--code:#262c36;
+--user:#4c8dff;--user-bg:#111a2b;--asst:#3fb950;--tool:#6e7681;--fail-line:#8e3b3b;--fail-bg:#1c1112;--fail-pre:#2a1416;--fail-fg:#ffb3ad;
+--ok-badge:#12361f;--ok-fg:#7ee787;--bad-badge:#3d1417;--bad-fg:#ff9b93;--warn-badge:#3a2a0a;--warn-fg:#e3b341;--warn-line:#9e7a20;
+--add-bg:#033a16;--add-fg:#aff5b4;--del-bg:#67060c;--del-fg:#ffdcd7}}
+body{font:15px/1.55 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:var(--fg);background:var(--bg)}
+a{color:var(--user)}
 h1{font-size:1.5rem;margin:0 0 .5rem}
-header{border-bottom:1px solid #ddd;padding-bottom:1rem;margin-bottom:1.5rem}
+header{border-bottom:1px solid var(--line);padding-bottom:1rem;margin-bottom:1.5rem}
 header dl{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0;font-size:13px}
-header dt{color:#666}header dd{margin:0}
+header dt{color:var(--muted)}header dd{margin:0}
 table.usage{border-collapse:collapse;font-size:13px;margin-top:.75rem}
-table.usage th,table.usage td{border:1px solid #ddd;padding:.2rem .6rem;text-align:right}
-table.usage th{background:#f6f6f6;font-weight:600}
-.msg{border-left:4px solid #ccc;margin:1rem 0;padding:.25rem 1rem}
-.user{border-color:#2f6fde;background:#f5f8fe}.assistant{border-color:#2a9d55}.tool{border-color:#999}
-.meta{font-size:12px;color:#666;display:flex;gap:.75rem;align-items:baseline}
-.role{font-weight:600;text-transform:uppercase;color:#444}
-pre{white-space:pre-wrap;word-wrap:break-word;margin:.4rem 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:.5rem;border-radius:4px}
-code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f0f0f0;padding:0 .2rem;border-radius:3px}
+table.usage th,table.usage td{border:1px solid var(--line);padding:.2rem .6rem;text-align:right}
+table.usage th{background:var(--th);font-weight:600}
+.msg{border-left:4px solid var(--line);margin:1rem 0;padding:.25rem 1rem}
+.user{border-color:var(--user);background:var(--user-bg)}.assistant{border-color:var(--asst)}.tool{border-color:var(--tool)}
+.meta{font-size:12px;color:var(--muted);display:flex;gap:.75rem;align-items:baseline}
+.role{font-weight:600;text-transform:uppercase;color:var(--soft)}
+pre{white-space:pre-wrap;word-wrap:break-word;margin:.4rem 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:4px}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--code);padding:0 .2rem;border-radius:3px}
 pre code{background:none;padding:0}
 .text{white-space:pre-wrap}
-.call{border:1px solid #ddd;border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
-.call.failed{border-color:#e5a3a3;background:#fffafa}
+.call{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
+.call.failed{border-color:var(--fail-line);background:var(--fail-bg)}
 .call .head{font-size:13px;display:flex;gap:.6rem;align-items:baseline}
 .call .name{font-weight:600;font-family:ui-monospace,monospace}
-.badge{font-size:11px;padding:0 .4rem;border-radius:8px;background:#e6f4ea;color:#1e6b34}
-.badge.failed,.badge.denied{background:#fde8e8;color:#a61b1b}.badge.interrupted{background:#fff1d6;color:#8a5a00}
-.args{font-size:13px;margin:.3rem 0}.args .key{color:#666;font-family:ui-monospace,monospace}
-.result pre{background:#fafafa;border:1px solid #eee}
-.failed .result pre{background:#fdecec}
-.marker{color:#555;font-size:13px;margin:1.2rem 0;text-align:center;border-top:1px dashed #ccc;padding-top:.4rem}
-.marker.interrupted{color:#8a5a00;border-color:#e0b050}
-.error{border:1px solid #e5a3a3;background:#fdecec;color:#7a1212;padding:.5rem .8rem;border-radius:6px;margin:1rem 0;font-size:14px}
-details{margin:.4rem 0}summary{cursor:pointer;color:#555;font-size:13px}
-.img{color:#666}img{max-width:100%}
-table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem}
+.badge{font-size:11px;padding:0 .4rem;border-radius:8px;background:var(--ok-badge);color:var(--ok-fg)}
+.badge.failed,.badge.denied{background:var(--bad-badge);color:var(--bad-fg)}.badge.interrupted{background:var(--warn-badge);color:var(--warn-fg)}
+.args{font-size:13px;margin:.3rem 0}.args .key{color:var(--muted);font-family:ui-monospace,monospace}
+.result pre{background:var(--panel);border:1px solid var(--faint)}
+.failed .result pre{background:var(--fail-pre)}
+pre.diff{padding:.3rem 0}pre.diff span{display:block;padding:0 .5rem}
+pre.diff .add{background:var(--add-bg);color:var(--add-fg)}pre.diff .del{background:var(--del-bg);color:var(--del-fg)}
+.marker{color:var(--muted);font-size:13px;margin:1.2rem 0;text-align:center;border-top:1px dashed var(--line);padding-top:.4rem}
+.marker.interrupted{color:var(--warn-fg);border-color:var(--warn-line)}
+.error{border:1px solid var(--fail-line);background:var(--fail-pre);color:var(--fail-fg);padding:.5rem .8rem;border-radius:6px;margin:1rem 0;font-size:14px}
+details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted);font-size:13px}
+.img{color:var(--muted)}img{max-width:100%}
+table{border-collapse:collapse}td,th{border:1px solid var(--line);padding:.2rem .5rem}
 {{.CSS}}
 </style>
 </head>
@@ -514,6 +588,9 @@ table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem}
 {{- if .Code}}{{.Code}}
 {{- else if .Block}}<div class="args"><span class="key">{{.Key}}</span><pre>{{.Text}}</pre></div>
 {{- else}}<div class="args"><span class="key">{{.Key}}</span> {{.Text}}</div>{{end}}
+{{- end}}
+{{- if .Diff}}
+<pre class="diff">{{range .Diff}}<span class="{{.Class}}">{{.Op}}{{.Text}}</span>{{end}}</pre>
 {{- end}}
 {{- if .Have}}
 {{- if .Long}}

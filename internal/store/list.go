@@ -418,3 +418,33 @@ func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
 	}
 	return role, "", false, true
 }
+
+// Locate resolves ref, a session log's path (relative to cwd) or a
+// session's id, to an absolute path: an id (no path separator, no .jsonl)
+// that names no file in cwd is looked up in every directory of home's
+// sessions folder. An id found nowhere is an error wrapping fs.ErrNotExist
+// that names the folder searched.
+func Locate(home, cwd, ref string) (string, error) {
+	path := ref
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	if strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".jsonl") {
+		return path, nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return path, nil
+	}
+	root := filepath.Join(home, "sessions")
+	if ref == "" || strings.ContainsAny(ref, "*?[") {
+		return "", fmt.Errorf("store: session %q: not a session id or log path: %w", ref, fs.ErrNotExist)
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "*", ref+".jsonl"))
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("store: session %q: no log %s.jsonl in %s (pass a log's path, or an id from session.list): %w", ref, ref, root, fs.ErrNotExist)
+	case 1:
+		return matches[0], nil
+	}
+	return "", fmt.Errorf("store: session %q: %d logs in %s (%s): pass the path", ref, len(matches), root, strings.Join(matches, ", "))
+}

@@ -26,10 +26,13 @@ var (
 		goldmark.WithExtensions(extension.GFM),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(exportNodes{}, 100))),
 	)
-	// codeCSS is the stylesheet of the highlighted code.
+	// codeCSS is the stylesheet of the highlighted code, light and dark.
 	codeCSS = sync.OnceValue(func() template.CSS {
 		var b bytes.Buffer
 		codeFormatter.WriteCSS(&b, codeStyle)
+		b.WriteString("@media (prefers-color-scheme: dark) {\n")
+		codeFormatter.WriteCSS(&b, codeStyleDark)
+		b.WriteString("}\n")
 		return template.CSS(b.String())
 	})
 )

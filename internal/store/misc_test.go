@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -90,7 +91,7 @@ func TestExportSample(t *testing.T) {
 		{"highlighted fence", `<pre class="chroma"><code><span class="line"><span class="cl"><span class="k">def</span> <span class="nf">add</span>`},
 		{"table", `<table>\s*<thead>`},
 		{"raw HTML in markdown dropped", `A <!-- raw HTML omitted -->alert\(1\)<!-- raw HTML omitted --> stays text`},
-		{"edit arguments", `<span class="key">old</span> return a - b`},
+		{"edit as a diff", `<span class="key">path</span> calc.py</div>\s*<pre class="diff"><span class="del">-return a - b</span><span class="add">&#43;return a &#43; b</span></pre>`},
 		{"interrupted call", `<span class="badge interrupted">interrupted</span><span>2.9 s</span>`},
 		{"interrupt marker", `<div class="marker interrupted">turn interrupted`},
 		{"settings marker", `model openai/gpt-5.5, effort low from here`},
@@ -118,6 +119,51 @@ func TestExportSample(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("page:\n%s", page)
+	}
+}
+
+// M13: call ids repeat across turns (the offline model and providers number
+// each answer's calls from call_0_0), so each result shows under the call of
+// the assistant message it answers, and the header counts the one failure.
+func TestExportRepeatedCallIDs(t *testing.T) {
+	h := store.Header{Type: "session", Version: 1, ID: "01J", Cwd: "/w", Model: "m"}
+	var branch []store.Entry
+	for i, turn := range []struct {
+		command, output string
+		failed          bool
+	}{
+		{command: "echo one", output: "out-one"},
+		{command: "echo two", output: "out-two"},
+		{command: "false", output: "out-three exit status 1", failed: true},
+	} {
+		branch = append(branch,
+			msg(json.RawMessage(fmt.Sprintf(`{"role":"user","content":"turn %d"}`, i+1))),
+			msg(json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_call","id":"call_0_0","name":"bash","arguments":{"command":%q}}]}`, turn.command))),
+			msg(json.RawMessage(fmt.Sprintf(`{"role":"tool","content":[{"type":"tool_result","call_id":"call_0_0","text":%q,"is_error":%t}]}`, turn.output, turn.failed))),
+			msg(json.RawMessage(`{"role":"assistant","content":"done"}`)),
+		)
+	}
+	var buf bytes.Buffer
+	if err := store.ExportHTML(&buf, "t", h, branch); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, "3 prompts · 0 model calls · 3 tool calls (1 failed)") {
+		t.Errorf("header counts wrong:\n%s", page)
+	}
+	// Each call, in order, with its own result right after it.
+	call := regexp.MustCompile(`<div class="call( failed)?">[\s\S]*?<span class="cl">([^<]*)</span>[\s\S]*?<div class="result"><pre>([^<]*)</pre>`)
+	var got [][]string
+	for _, m := range call.FindAllStringSubmatch(page, -1) {
+		got = append(got, []string{strings.TrimSpace(m[1]), strings.TrimSpace(m[2]), m[3]})
+	}
+	want := [][]string{
+		{"", "echo one", "out-one"},
+		{"", "echo two", "out-two"},
+		{"failed", "false", "out-three exit status 1"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls and results (-want +got):\n%s\npage:\n%s", diff, page)
 	}
 }
 
