@@ -451,7 +451,8 @@ type SessionCreateParams struct {
 	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
-	// the path of a saved session to continue (C6, C7)
+	// a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+	// directory of the home's sessions folder
 	Resume *string `json:"resume,omitzero"`
 	// a label for the session (C8)
 	Name *string `json:"name,omitzero"`
@@ -478,6 +479,12 @@ type SessionCreateResult struct {
 	Path *string `json:"path"`
 	// the session's approval policy
 	Approval Approval `json:"approval,omitzero"`
+	// true when the session is a resumed log's read-only copy (C7): its turns are saved nowhere;
+	// absent otherwise
+	ReadOnly *bool `json:"read_only,omitzero"`
+	// what the creator should know, in words: a read-only resume (C7) says its turns will not be
+	// saved and why
+	Warning *string `json:"warning,omitzero"`
 }
 
 // SessionEntriesParams is the session.entries params. Returns the session's history entries
@@ -597,6 +604,9 @@ type SessionListParams struct {
 // SessionListResult is the session.list result. M4. Schema:
 // methods/session.list.result.json.
 type SessionListResult struct {
+	// the directory whose sessions are listed (the process's when the request names none); null
+	// when all directories are
+	Cwd      *string          `json:"cwd,omitzero"`
 	Sessions []SessionSummary `json:"sessions"`
 }
 
@@ -1233,7 +1243,8 @@ type OneShotRequest struct {
 	ToolMode *ToolMode `json:"tool_mode,omitzero"`
 	// persist the session; default false (C5)
 	Save *bool `json:"save,omitzero"`
-	// the path of a saved session to continue (C6, C7)
+	// a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+	// directory of the home's sessions folder
 	Resume *string `json:"resume,omitzero"`
 	// a label for the session (C8)
 	Name *string `json:"name,omitzero"`

@@ -148,8 +148,12 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		return nil, err
 	}
 	in := ss.Info()
-	return protocol.SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
-		Approval: protocol.Approval(in.Approval)}, nil
+	res := protocol.SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
+		Approval: protocol.Approval(in.Approval), Warning: strPtr(in.Warning)}
+	if in.ReadOnly {
+		res.ReadOnly = &in.ReadOnly
+	}
+	return res, nil
 }
 
 func millis(ms *int64) *time.Duration {
@@ -176,11 +180,18 @@ func (s *Server) sessionList(r *request) (any, error) {
 	if p.Cwd != nil {
 		cwd = *p.Cwd
 	}
-	list, err := s.host.List(cwd, p.All != nil && *p.All)
+	all := p.All != nil && *p.All
+	list, err := s.host.List(cwd, all)
 	if err != nil {
 		return nil, err
 	}
-	return protocol.SessionListResult{Sessions: summaries(list)}, nil
+	res := protocol.SessionListResult{Sessions: summaries(list)}
+	if !all {
+		// Said, so a caller that finds none knows where e looked.
+		dir := s.host.Resolve(cwd)
+		res.Cwd = &dir
+	}
+	return res, nil
 }
 
 func (s *Server) sessionInfo(r *request) (any, error) {

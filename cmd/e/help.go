@@ -88,9 +88,12 @@ flags:
   -p, --print              run one turn (required)
   --json                   print every event as a JSON line, then a {"type":"result",…} line
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+  --resume LOG|ID          continue a saved session: its log's path, or its id (looked up in
+                           $E_HOME/sessions); with --no-save a read-only copy, said on stderr
   -v, --verbose            one line on stderr per step (model call, tool call, retry,
                            compaction), wherever stderr goes
-  -q, --quiet              no progress on stderr (warnings and the error still)
+  -q, --quiet              no progress on stderr (warnings and the error still, but for
+                           the offline model's)
                            By default a terminal stderr shows one status line, erased as
                            the reply streams; a piped stderr shows none. stdout only ever
                            carries the reply.
@@ -99,12 +102,14 @@ flags:
 ` + settingsHelp + `
 exit status:
   0  the turn completed
-  1  the turn failed (the error is on stderr) or was interrupted (Ctrl-C, SIGTERM)
+  1  the turn failed (the error is on stderr; with --json in the result line too) or was
+     interrupted (Ctrl-C, SIGTERM: "e: interrupted" on stderr)
   2  a usage problem: unknown flag, empty prompt, bad --image
 
 examples:
   e -p "what does this repo do"
   git diff | e -p "review this diff" --no-save
+  e -p "and now the tests" --resume 01J9ZX3K8Q
   e -p "/text hello from e" --json        # the offline model: no key needed
   e -p "fix the failing test" --append-system-prompt "$(cat review-rules.md)"
 `

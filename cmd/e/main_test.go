@@ -55,6 +55,7 @@ func TestPrint(t *testing.T) {
 		wantCode   int
 		wantStdout string // exact, for text mode
 		wantStderr string // substring
+		notStderr  string // a substring stderr must not have
 	}{
 		{name: "reply streamed P1", args: []string{"-p", "/text hello world"}, wantCode: 0, wantStdout: "hello world\n"},
 		{name: "flags after the prompt", args: []string{"-p", "/text hi", "--no-save", "--nt"}, wantCode: 0, wantStdout: "hi\n"},
@@ -65,6 +66,11 @@ func TestPrint(t *testing.T) {
 		{name: "model error exits 1 P4", args: []string{"-p", "/error fatal boom"}, wantCode: 1, wantStderr: "boom"},
 		{name: "unknown model exits 1", args: []string{"-p", "x", "-m", "nope/x"}, wantCode: 1, wantStderr: "unknown model"},
 		{name: "missing image is usage", args: []string{"-p", "x", "--image", "missing.png"}, wantCode: 2, wantStderr: "missing.png"},
+		{name: "separate messages on lines of their own P1", args: []string{"-p", "/text Let me check.\n/tool ls {}\n/then\n/text All good.", "--no-save"},
+			wantStdout: "Let me check.\nAll good.\n"},
+		{name: "-q silences the offline warning", args: []string{"-p", "/text hi", "-q", "--no-save"}, wantStdout: "hi\n", notStderr: "offline"},
+		{name: "offline warning without -q", args: []string{"-p", "/text hi", "--no-save"}, wantStdout: "hi\n", wantStderr: "offline model"},
+		{name: "unknown model names e models", args: []string{"-p", "x", "-m", "nope/x"}, wantCode: 1, wantStderr: "(see e models or models.list)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +93,9 @@ func TestPrint(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("stderr %q does not contain %q", stderr.String(), tt.wantStderr)
+			}
+			if tt.notStderr != "" && strings.Contains(stderr.String(), tt.notStderr) {
+				t.Errorf("stderr %q contains %q", stderr.String(), tt.notStderr)
 			}
 		})
 	}
@@ -379,6 +388,79 @@ func TestPrintInterrupt(t *testing.T) {
 	}
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("exit %v, want status 1; stderr %s", err, stderr.String())
+	}
+	if !strings.HasSuffix(stderr.String(), "e: interrupted\n") {
+		t.Errorf("stderr %q does not end saying the turn was interrupted", stderr.String())
+	}
+}
+
+// P7: --json ends with a result line whenever a turn was attempted, also
+// when it was refused before it began (a bad model), with the error in it.
+func TestPrintJSONRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{name: "unknown model", args: []string{"-p", "x", "--json", "-m", "nope/x"}},
+		{name: "unknown session to resume", args: []string{"-p", "x", "--json", "--resume", "01JNOSUCHSESSION0000000000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := command(t, tc.args...)
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.Output()
+			if exitCode(err) != 1 {
+				t.Errorf("exit %v, want 1", err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			last := lines[len(lines)-1]
+			if err := schemas.ValidateResultLine([]byte(last)); err != nil || gjson.Get(last, "error").String() == "" {
+				t.Errorf("last line %q (%v), want a result line with the error", last, err)
+			}
+		})
+	}
+}
+
+// P3: with stdout and stderr one file (2>&1, a terminal), a line on stderr
+// after a reply that ends mid-line starts on a line of its own.
+func TestPrintStatusOwnLine(t *testing.T) {
+	cmd := command(t, "-p", "/text done", "-v", "--no-save")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput() // one pipe for both
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "\ndone\ne: turn done") {
+		t.Errorf("output %q: the reply and the summary share a line", out)
+	}
+	if strings.Contains(string(out), "\n\n") {
+		t.Errorf("output %q has an empty line", out)
+	}
+}
+
+// P2: e -p says what it waits for when piped stdin stays open.
+func TestPrintStdinHint(t *testing.T) {
+	cmd := command(t, "-p", "/text hi", "--no-save", "-q")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(errPipe).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "e: waiting for stdin to close") {
+		t.Errorf("stderr's first line %q (%v), want the hint", line, err)
+	}
+	in.Close()
+	go io.Copy(io.Discard, errPipe)
+	if err := cmd.Wait(); err != nil || stdout.String() != "hi\n" {
+		t.Errorf("after stdin closed: %v, stdout %q; want the reply", err, stdout.String())
 	}
 }
 

@@ -41,9 +41,14 @@ func (f *runFlags) sessionOptions() (opts session.Options, done func(), err erro
 
 // startFailed tells the log, when there is one, why e did not start.
 func startFailed(log *slog.Logger, stderr io.Writer, prefix string, err error) int {
+	logStartFailure(log, err)
+	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+	return 1
+}
+
+// logStartFailure records a start-up failure in the operator log, if any.
+func logStartFailure(log *slog.Logger, err error) {
 	if log != nil {
 		log.Error("start failed", "error", err.Error())
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
-	return 1
 }

@@ -9,8 +9,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/statusline"
 )
@@ -43,6 +45,8 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&printMode, "print", false, "run one turn")
 	fs.BoolVar(&jsonOut, "json", false, "print events as JSON lines")
 	fs.Var(&images, "image", "attach an image")
+	var resume string
+	fs.StringVar(&resume, "resume", "", "continue a saved session: its log's path or its id")
 	var verbose, quiet bool
 	for _, n := range []string{"v", "verbose"} {
 		fs.BoolVar(&verbose, n, false, "one line on stderr per step")
@@ -65,7 +69,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !printMode {
 		return usageError(stderr, fmt.Errorf("no command: e -p PROMPT runs one turn"))
 	}
-	prompt, err := promptText(strings.Join(pos, " "), stdin)
+	prompt, err := promptText(strings.Join(pos, " "), stdin, stderr, stdinHint)
 	if err != nil {
 		if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 			// Someone at a terminal typed e -p alone: show them how.
@@ -75,19 +79,42 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// With SIGPIPE caught, a write to a stdout nobody reads any more fails
 	// with EPIPE instead of killing e silently, so it can say why it stops.
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	ctx, stopTurn := context.WithCancel(ctx)
+	ctx, stopTurn := context.WithCancel(sigCtx)
 	defer stopTurn()
+	prog := printProgress(stderr, jsonOut, verbose, quiet)
+	out := &lineWriter{w: stdout, failed: func(err error) {
+		prog.say(fmt.Sprintf("e: writing stdout: %v; stopping the turn", err))
+		stopTurn()
+	}}
+	prog.breakLine = out.breakLine(sameFile(stdout, stderr))
+	// fail ends a run refused after its flags were read (P4): the error on
+	// stderr, and with --json a result line saying it (P7), so a reader of
+	// stdout always gets one.
+	fail := func(err error) int {
+		res := agent.Result{Model: f.model, Effort: f.effort, Warnings: []string{}}
+		msg := err.Error()
+		if sigCtx.Err() != nil {
+			msg, res.Aborted = "interrupted", true
+		} else {
+			res.Error = &msg
+		}
+		if jsonOut {
+			b, _ := json.Marshal(res)
+			out.line(append([]byte(`{"type":"result",`), b[1:]...))
+		}
+		prog.say("e: " + msg)
+		return 1
+	}
 	env, err := sessionEnv()
 	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	// Images are checked before anything is created: a bad one leaves no
 	// saved session behind.
@@ -102,24 +129,27 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer closeLog()
 	host, err := session.Start(ctx, opts, env, printUI{stderr})
 	if err != nil {
-		return startFailed(opts.Log, stderr, "e", err)
+		logStartFailure(opts.Log, err)
+		return fail(err)
 	}
 	defer host.Shutdown()
-	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave})
+	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave, Resume: resume})
 	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
+		return fail(err)
 	}
-	prog := printProgress(stderr, jsonOut, verbose, quiet, sess.Info().Model)
-	out := &lineWriter{w: stdout, failed: func(err error) {
-		prog.say(fmt.Sprintf("e: writing stdout: %v; stopping the turn", err))
-		stopTurn()
-	}}
-	text := &reply{write: out.text, note: prog.say}
+	prog.model = sess.Info().Model
+	if w := sess.Info().Warning; w != "" && resume != "" {
+		prog.say("e: warning: " + w)
+	}
+	text := &reply{write: out.text, note: prog.say, midLine: func() bool { return out.mid }}
 	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
-			prog.say("e: warning: " + ev.Message)
+			// -q keeps the one warning a person who chose the offline model
+			// on purpose (a demo, a test) would see on every run.
+			if !quiet || ev.Message != model.OfflineWarning {
+				prog.say("e: warning: " + ev.Message)
+			}
 		}
 		prog.event(ev)
 		if jsonOut {
@@ -139,8 +169,7 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "e: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	<-turn.Done()
 	res := turn.Result()
@@ -150,11 +179,16 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if jsonOut {
 		b, _ := json.Marshal(res)
 		out.line(append([]byte(`{"type":"result",`), b[1:]...))
-	} else if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+	} else if out.mid {
 		out.text("\n")
 	}
-	if res.Error != nil {
-		fmt.Fprintf(stderr, "e: %s\n", *res.Error)
+	switch {
+	case res.Error != nil:
+		prog.say("e: " + *res.Error)
+	case res.Aborted && sigCtx.Err() != nil:
+		// The page's exit table: an interrupted turn is status 1, said in
+		// words so it is not taken for a failure with nothing to say.
+		prog.say("e: interrupted")
 	}
 	if out.err != nil || res.Error != nil || res.Aborted {
 		return 1
@@ -162,9 +196,23 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// sameFile reports whether stdout and stderr are one file (a terminal both
+// write to, 2>&1 into a pipe), where a line on stderr after a reply that
+// ends mid-line would otherwise continue that line.
+func sameFile(stdout, stderr io.Writer) bool {
+	a, ok1 := stdout.(*os.File)
+	b, ok2 := stderr.(*os.File)
+	if !ok1 || !ok2 {
+		return false
+	}
+	sa, err1 := a.Stat()
+	sb, err2 := b.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 // printProgress chooses how e -p shows progress: --quiet or --json
 // nothing, --verbose a line per event, a terminal on stderr a status line.
-func printProgress(stderr io.Writer, jsonOut, verbose, quiet bool, model string) *progress {
+func printProgress(stderr io.Writer, jsonOut, verbose, quiet bool) *progress {
 	mode, width := progressNone, 0
 	if f, ok := stderr.(*os.File); ok {
 		var term bool
@@ -178,15 +226,25 @@ func printProgress(stderr io.Writer, jsonOut, verbose, quiet bool, model string)
 	case verbose:
 		mode = progressVerbose
 	}
-	return newProgress(stderr, mode, width, os.Getenv("TERM"), os.Getenv("NO_COLOR") != "", model)
+	return newProgress(stderr, mode, width, os.Getenv("TERM"), os.Getenv("NO_COLOR") != "", "")
 }
 
+// stdinHint is how long e -p waits for piped stdin to close before it
+// says what it is waiting for.
+const stdinHint = 2 * time.Second
+
 // promptText joins the argument and piped stdin (P2): the argument is the
-// instruction, then a blank line, then the piped text.
-func promptText(arg string, stdin io.Reader) (string, error) {
+// instruction, then a blank line, then the piped text. A pipe still open
+// after hint gets a line on stderr: a writer that never closes (sleep 6 |
+// e -p …, a parent that leaves stdin open) would otherwise look like a hang.
+func promptText(arg string, stdin io.Reader, stderr io.Writer, hint time.Duration) (string, error) {
 	piped := ""
 	if f, ok := stdin.(*os.File); !ok || isPipe(f) {
+		t := time.AfterFunc(hint, func() {
+			fmt.Fprintln(stderr, "e: waiting for stdin to close (e -p reads piped input to its end; use </dev/null for none)")
+		})
 		b, err := io.ReadAll(stdin)
+		t.Stop()
 		if err != nil {
 			return "", fmt.Errorf("reading stdin: %w", err)
 		}
@@ -222,11 +280,13 @@ type lineWriter struct {
 	w      io.Writer
 	failed func(error)
 	err    error
+	mid    bool // the last text written did not end a line
 }
 
 func (l *lineWriter) text(s string) {
-	if l.err == nil {
+	if l.err == nil && s != "" {
 		_, l.err = io.WriteString(l.w, s)
+		l.mid = s[len(s)-1] != '\n'
 		l.check()
 	}
 }
@@ -234,7 +294,21 @@ func (l *lineWriter) text(s string) {
 func (l *lineWriter) line(b []byte) {
 	if l.err == nil {
 		_, l.err = l.w.Write(append(b, '\n'))
+		l.mid = false
 		l.check()
+	}
+}
+
+// breakLine returns what progress asks before a line on stderr: whether
+// to end stdout's unfinished line first. Only a stderr that is stdout's
+// own file needs it; the break then ends stdout's line too.
+func (l *lineWriter) breakLine(shared bool) func() bool {
+	return func() bool {
+		if !shared || !l.mid {
+			return false
+		}
+		l.mid = false
+		return true
 	}
 }
 

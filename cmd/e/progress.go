@@ -20,8 +20,11 @@ import (
 type progress struct {
 	w    io.Writer
 	mode progressMode
-	bar  *statusline.Line
-	now  func() time.Time
+	// breakLine, when set, reports whether a line on stderr must first end
+	// an unfinished line of the reply (stdout and stderr one file).
+	breakLine func() bool
+	bar       *statusline.Line
+	now       func() time.Time
 
 	model   string
 	calls   map[int]agent.Call
@@ -123,6 +126,9 @@ func (p *progress) line(s string) {
 // status rewrites the status line, unless reply text is streaming.
 func (p *progress) status(s string) {
 	if p.mode == progressStatus && !p.texting {
+		if p.breakLine != nil && p.breakLine() {
+			fmt.Fprintln(p.w) // the status line would overwrite the reply's last line
+		}
 		p.bar.Show("e: " + s + "…")
 	}
 }
@@ -134,6 +140,9 @@ func (p *progress) clear() { p.bar.Clear() }
 // next event shows it again).
 func (p *progress) say(s string) {
 	p.clear()
+	if p.breakLine != nil && p.breakLine() {
+		s = "\n" + s
+	}
 	fmt.Fprintln(p.w, s)
 }
 

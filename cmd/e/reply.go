@@ -9,12 +9,16 @@ import "bytes"
 // only what goes beyond it is printed. A provider that repeats itself
 // (most do for a deterministic request) leaves stdout exactly the reply;
 // one whose retried answer differs gets a line break, a note on stderr and
-// the new answer in full.
+// the new answer in full. Each model call's answer is a message of its
+// own: one that follows an earlier answer's text starts on a new line, so
+// "Let me check." and, after a tool call, "All good." do not run together.
 type reply struct {
-	write func(string)
-	note  func(string)
-	shown []byte // text on stdout of the current model call's attempts
-	pos   int    // how much of shown the current attempt has reproduced
+	write   func(string)
+	note    func(string)
+	midLine func() bool // stdout's last line is unfinished
+	shown   []byte      // text on stdout of the current model call's attempts
+	pos     int         // how much of shown the current attempt has reproduced
+	spoke   bool        // an earlier model call printed text
 }
 
 // text takes one delta of the current attempt.
@@ -45,6 +49,7 @@ func (r *reply) callDone() {
 	if r.pos < len(r.shown) {
 		r.restart(string(r.shown[:r.pos]))
 	}
+	r.spoke = r.spoke || len(r.shown) > 0
 	r.shown, r.pos = r.shown[:0], 0
 }
 
@@ -60,6 +65,9 @@ func (r *reply) restart(text string) {
 func (r *reply) print(s string) {
 	if s == "" {
 		return
+	}
+	if len(r.shown) == 0 && r.spoke && r.midLine != nil && r.midLine() {
+		r.write("\n")
 	}
 	r.write(s)
 	r.shown = append(r.shown, s...) // appended, not +=: a long answer has many deltas

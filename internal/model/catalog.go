@@ -349,6 +349,10 @@ func (c *Catalog) info(id string) Info {
 	return info
 }
 
+// OfflineWarning is Default's warning when no provider has a key and the
+// offline model stands in (e -p -q leaves it unsaid).
+const OfflineWarning = "no model provider configured: using the built-in offline model e/offline"
+
 // Default returns the model to use when none is chosen: the configured
 // default; else the default model of the first built-in provider whose API
 // key is set (OpenAI, then Anthropic); else the offline model. warning is
@@ -371,7 +375,7 @@ func (c *Catalog) Default() (id string, warning string) {
 		}
 	}
 	if id == OfflineID {
-		warnings = append(warnings, "no model provider configured: using the built-in offline model e/offline")
+		warnings = append(warnings, OfflineWarning)
 	} else if len(warnings) > 0 {
 		warnings = append(warnings, "using "+id)
 	}
@@ -397,10 +401,10 @@ func (c *Catalog) Lookup(id string) (Info, error) {
 			return c.info(matches[0]), nil
 		case 0:
 		default:
-			return Info{}, fmt.Errorf("ambiguous model %q: say which of %s (see models.list)", id, strings.Join(matches, ", "))
+			return Info{}, fmt.Errorf("ambiguous model %q: say which of %s (see e models or models.list)", id, strings.Join(matches, ", "))
 		}
 	}
-	return Info{}, fmt.Errorf("unknown model %q (see models.list)", id)
+	return Info{}, fmt.Errorf("unknown model %q (see e models or models.list)", id)
 }
 
 // Provider returns the provider that serves model id. Its Stream expects

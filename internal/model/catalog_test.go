@@ -55,10 +55,10 @@ func TestCatalogDefault(t *testing.T) {
 			wantID: OfflineID},
 		{name: "configured unknown, key set", cfg: Config{DefaultModel: "nope"}, env: map[string]string{"OPENAI_API_KEY": "k"},
 			wantID:      "openai/gpt-5.5",
-			wantWarning: `default model from settings: unknown model "nope" (see models.list); using openai/gpt-5.5`},
+			wantWarning: `default model from settings: unknown model "nope" (see e models or models.list); using openai/gpt-5.5`},
 		{name: "configured unknown, no key", cfg: Config{DefaultModel: "x/y"},
 			wantID:      OfflineID,
-			wantWarning: `default model from settings: unknown model "x/y" (see models.list); ` + offlineWarning},
+			wantWarning: `default model from settings: unknown model "x/y" (see e models or models.list); ` + offlineWarning},
 		{name: "overridden key variable",
 			cfg: Config{Providers: map[string]ProviderConfig{"openai": {APIKeyEnv: "MY_OPENAI_KEY"}}},
 			env: map[string]string{"MY_OPENAI_KEY": "k"}, wantID: "openai/gpt-5.5"},
@@ -155,10 +155,10 @@ func TestCatalogLookup(t *testing.T) {
 		{id: "offline", wantID: OfflineID},
 		{id: "llama3", wantID: "local/llama3"},
 		{id: "local/qwen/qwq", wantID: "local/qwen/qwq"},
-		{id: "gpt-4.1", wantErr: `ambiguous model "gpt-4.1": say which of local/gpt-4.1, openai/gpt-4.1 (see models.list)`},
-		{id: "x", wantErr: `unknown model "x" (see models.list)`},
-		{id: "qwen/qwq", wantErr: `unknown model "qwen/qwq" (see models.list)`},
-		{id: "", wantErr: `unknown model "" (see models.list)`},
+		{id: "gpt-4.1", wantErr: `ambiguous model "gpt-4.1": say which of local/gpt-4.1, openai/gpt-4.1 (see e models or models.list)`},
+		{id: "x", wantErr: `unknown model "x" (see e models or models.list)`},
+		{id: "qwen/qwq", wantErr: `unknown model "qwen/qwq" (see e models or models.list)`},
+		{id: "", wantErr: `unknown model "" (see e models or models.list)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestCatalogCheckEffort(t *testing.T) {
 		{id: "openai/gpt-4.1", effort: "", want: ""},
 		{id: "openai/gpt-4.1", effort: "none", wantErr: `effort "none" not supported by model "openai/gpt-4.1" (it has no effort levels)`},
 		{id: "local/qwen/qwq", effort: "", want: "high"}, // no "medium": the first level
-		{id: "nope", effort: "low", wantErr: `unknown model "nope" (see models.list)`},
+		{id: "nope", effort: "low", wantErr: `unknown model "nope" (see e models or models.list)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id+"/"+tt.effort, func(t *testing.T) {
@@ -342,7 +342,7 @@ func TestCatalogProvider(t *testing.T) {
 		{id: "anthropic/claude-haiku-4-5", want: hit{path: "/v1/messages", apiKey: "sk-a"}},
 		{id: "local/llama3", want: hit{path: "/v1/chat/completions"}},
 		{id: "keyed/m", wantErr: `model "keyed/m": provider "keyed" needs an API key: set KEYED_KEY`},
-		{id: "nope", wantErr: `unknown model "nope" (see models.list)`},
+		{id: "nope", wantErr: `unknown model "nope" (see e models or models.list)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

@@ -78,6 +78,7 @@ type creation struct {
 	cwd      string
 	save     bool
 	header   *store.Header // of the resumed log
+	resumed  string        // the resumed log's path
 	log      *store.Log    // the resumed log, when opened for writing
 	entries  []store.Entry
 	warnings []string // what reading the resumed log repaired or skipped
@@ -145,8 +146,11 @@ func (h *Host) check(c *creation) error {
 // resume reads the log to continue: locked for writing when saving,
 // else a read-only copy.
 func (h *Host) resume(c *creation) error {
-	path := h.abs(c.spec.Resume)
-	var err error
+	path, err := store.Locate(h.env.Home, h.env.Cwd, c.spec.Resume)
+	if err != nil {
+		return wrap(CodeInvalidParams, "resume", err)
+	}
+	c.resumed = path
 	if c.save {
 		c.log, c.header, c.entries, err = store.OpenWritable(path)
 		if err == nil {
@@ -325,6 +329,14 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd, c.spec.MCP)
+	if c.header != nil && log == nil {
+		s.copyOf = c.resumed
+		why := "pass save: true to continue the log itself"
+		if h.opts.NoSave {
+			why = "this process saves nothing (--no-save)"
+		}
+		s.warning = fmt.Sprintf("resumed %s read-only, as session %s: its turns will not be saved (%s)", c.resumed, hd.ID, why)
+	}
 	fail := func(err error) (*Session, error) {
 		a.Close()
 		return nil, wrap(CodeInternal, "", err)

@@ -256,6 +256,10 @@ func (h *Host) List(cwd string, all bool) ([]Summary, error) {
 	return list, nil
 }
 
+// Resolve returns p resolved against the process's cwd; "" is the cwd
+// itself: the directory List(p, false) lists.
+func (h *Host) Resolve(p string) string { return h.abs(p) }
+
 // abs resolves p against the process's cwd; "" is the cwd itself.
 func (h *Host) abs(p string) string {
 	if p == "" {

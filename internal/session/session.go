@@ -27,6 +27,9 @@ type Session struct {
 	header store.Header // as written in its log (or as it would be)
 	path   string       // its log; "" when memory-only. Fixed for its life.
 	mcp    []MCPServer  // the MCP servers it was created with (beside the settings'), for its forks
+	// copyOf is the log a read-only resume copied (C7), whose turns this
+	// session does not save; warning says so to its creator.
+	copyOf, warning string
 
 	mu       sync.Mutex
 	turn     *Turn // the running prompt or compact
@@ -47,6 +50,10 @@ type Info struct {
 	Approval               string // the approval policy
 	Messages               int
 	Running                bool
+	// ReadOnly: a resumed log's read-only copy (C7), whose turns go to no
+	// log; Warning says why, for the creator ("" otherwise).
+	ReadOnly bool
+	Warning  string
 }
 
 // ID returns the session id.
@@ -66,7 +73,8 @@ func (s *Session) Path() string { return s.path }
 func (s *Session) Info() Info {
 	in := s.a.Info()
 	return Info{ID: s.ID(), Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort, Path: s.path,
-		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running}
+		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running,
+		ReadOnly: s.copyOf != "", Warning: s.warning}
 }
 
 // Turn is one running prompt or compaction. Each has its own done

@@ -169,6 +169,7 @@ func TestCreateErrors(t *testing.T) {
 		{name: "unknown tool", spec: Spec{Tools: []string{"read", "nope"}}, code: CodeInvalidParams, param: "tools[1]"},
 		{name: "untrusted", spec: Spec{Cwd: untrusted}, code: CodeUntrusted},
 		{name: "missing log", spec: Spec{Resume: "/no/such.jsonl"}, code: CodeNotFound, param: "resume"},
+		{name: "unknown session id", spec: Spec{Resume: "01JNOSUCHSESSION0000000000"}, code: CodeNotFound, param: "resume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,6 +221,44 @@ func TestResumeOpenLog(t *testing.T) {
 	again := create(t, h, Spec{Resume: path, Save: true})
 	if again.ID() != w.ID() {
 		t.Errorf("writable resume after close: id %s, want the log's %s", again.ID(), w.ID())
+	}
+}
+
+// TestResumeByID: resume takes a session's id, found in the sessions folder
+// whatever the cwd's slug; a read-only copy says so, with a warning (C7),
+// and a writable resume says nothing.
+func TestResumeByID(t *testing.T) {
+	h := startHost(t, Options{})
+	other := t.TempDir() // a log under another cwd's slug
+	w := create(t, h, Spec{Save: true, Cwd: other})
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name         string
+		spec         Spec
+		wantReadOnly bool
+		wantWarning  string
+	}{
+		{name: "read-only", spec: Spec{Resume: w.ID()}, wantReadOnly: true, wantWarning: "its turns will not be saved (pass save: true"},
+		{name: "writable", spec: Spec{Resume: w.ID(), Save: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := create(t, h, tt.spec)
+			defer s.Close(context.Background())
+			in := s.Info()
+			if in.Cwd != other || in.ReadOnly != tt.wantReadOnly || !strings.Contains(in.Warning, tt.wantWarning) || (tt.wantWarning == "") != (in.Warning == "") {
+				t.Errorf("Info: cwd %s read-only %t warning %q; want cwd %s, read-only %t, warning with %q",
+					in.Cwd, in.ReadOnly, in.Warning, other, tt.wantReadOnly, tt.wantWarning)
+			}
+		})
+	}
+	ns := startHost(t, Options{NoSave: true})
+	ns.env.Home = h.env.Home
+	s := create(t, ns, Spec{Resume: w.ID(), Save: true})
+	defer s.Close(context.Background())
+	if in := s.Info(); !in.ReadOnly || !strings.Contains(in.Warning, "--no-save") {
+		t.Errorf("under --no-save: read-only %t warning %q; want read-only, naming --no-save", in.ReadOnly, in.Warning)
 	}
 }
 

@@ -555,7 +555,8 @@ class SessionCreateParams(TypedDict):
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]
 
-    #: the path of a saved session to continue (C6, C7)
+    #: a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+    #: directory of the home's sessions folder
     resume: NotRequired[str | None]
 
     #: a label for the session (C8)
@@ -593,6 +594,14 @@ class SessionCreateResult(TypedDict):
 
     #: the session's approval policy
     approval: NotRequired[Approval]
+
+    #: true when the session is a resumed log's read-only copy (C7): its turns are saved nowhere;
+    #: absent otherwise
+    read_only: NotRequired[bool | None]
+
+    #: what the creator should know, in words: a read-only resume (C7) says its turns will not be
+    #: saved and why
+    warning: NotRequired[str | None]
 
 
 class SessionEntriesParams(TypedDict):
@@ -760,6 +769,10 @@ class SessionListResult(TypedDict):
     """
     session.list result: M4 (methods/session.list.result.json)
     """
+
+    #: the directory whose sessions are listed (the process's when the request names none); null
+    #: when all directories are
+    cwd: NotRequired[str | None]
 
     sessions: list[SessionSummary]
 
@@ -1492,7 +1505,8 @@ class OneShotRequest(TypedDict):
     #: persist the session; default false (C5)
     save: NotRequired[bool | None]
 
-    #: the path of a saved session to continue (C6, C7)
+    #: a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+    #: directory of the home's sessions folder
     resume: NotRequired[str | None]
 
     #: a label for the session (C8)

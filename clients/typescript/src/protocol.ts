@@ -625,7 +625,8 @@ export interface SessionCreateParams {
    */
   save?: boolean | null;
   /**
-   * the path of a saved session to continue (C6, C7)
+   * a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+   * directory of the home's sessions folder
    */
   resume?: string | null;
   /**
@@ -668,6 +669,16 @@ export interface SessionCreateResult {
    * the session's approval policy
    */
   approval?: Approval;
+  /**
+   * true when the session is a resumed log's read-only copy (C7): its turns are saved nowhere;
+   * absent otherwise
+   */
+  read_only?: boolean | null;
+  /**
+   * what the creator should know, in words: a read-only resume (C7) says its turns will not be
+   * saved and why
+   */
+  warning?: string | null;
 }
 
 /**
@@ -832,6 +843,11 @@ export interface SessionListParams {
  * session.list result: M4 (methods/session.list.result.json)
  */
 export interface SessionListResult {
+  /**
+   * the directory whose sessions are listed (the process's when the request names none); null
+   * when all directories are
+   */
+  cwd?: string | null;
   sessions: SessionSummary[];
 }
 
@@ -1613,7 +1629,8 @@ export interface OneShotRequest {
    */
   save?: boolean | null;
   /**
-   * the path of a saved session to continue (C6, C7)
+   * a saved session to continue (C6, C7): its log's path, or its id, looked up in every
+   * directory of the home's sessions folder
    */
   resume?: string | null;
   /**
