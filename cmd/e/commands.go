@@ -38,6 +38,8 @@ func init() {
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runTrust(args, stdout, stderr) }},
 		{name: "schema", summary: "print the protocol's JSON Schemas", help: schemaHelp,
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runSchema(args, stdout, stderr) }},
+		{name: "models", summary: "list the models e knows (models.list): the names -m takes, which have a key", help: modelsHelp,
+			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runModels(args, stdout, stderr) }},
 		{name: "export", summary: "write a saved session as one HTML page", help: exportHelp,
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runExport(args, stdout, stderr) }},
 		{name: "doctor", summary: "show what e would use here (home, settings, providers, keys, trust, extensions) and check it", help: doctorHelp,

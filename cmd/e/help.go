@@ -212,6 +212,30 @@ examples:
   e schema --out schemas-out
 `
 
+const modelsHelp = `e models lists the models e knows, as models.list does over e rpc: the built-in ones and
+those of settings.json's providers. MODEL is the name -m, session.create's model and
+default_model take; AVAILABLE says whether its provider's key variable is set (e doctor names
+the variables); CONTEXT is the context window in tokens; EFFORT the effort levels it takes.
+
+usage:
+  e models [--json]
+
+flags:
+  --json    print models.list's result ({default, models}) as one JSON line
+
+environment:
+  E_HOME    settings.json lives in $E_HOME (default ~/.e)
+
+exit status:
+  0  listed
+  1  settings.json could not be read
+  2  a usage problem
+
+examples:
+  e models
+  e models --json | jq -r '.models[] | select(.available) | .model'
+`
+
 const exportHelp = `e export writes a saved session as one self-contained HTML page: markdown rendered,
 code highlighted, each tool call with its result, usage and cost, errors and interrupts
 where they happened, edits as diffs; light or dark as the reader's system prefers. The

@@ -29,6 +29,7 @@ func TestHelp(t *testing.T) {
 		{golden: "trust", args: []string{"trust", "--help"}},
 		{golden: "schema", args: []string{"schema", "--help"}},
 		{golden: "export", args: []string{"export", "--help"}},
+		{golden: "models", args: []string{"models", "--help"}},
 		{golden: "doctor", args: []string{"doctor", "--help"}},
 		{golden: "pi", args: []string{"--mode", "rpc", "--help"}, also: [][]string{{"--mode", "json", "-h"}}},
 		{golden: "version", args: []string{"version", "--help"}},
