@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -98,6 +99,7 @@ type ProviderSettings struct {
 	Name         string // provider name: "openai", "anthropic", a custom name
 	BaseURL      string
 	APIKey       string // "" when the endpoint needs no key
+	KeyEnv       string // the environment variable APIKey came from, for errors; "" when none
 	Client       *http.Client
 	StallTimeout time.Duration // longest silence of a stream before it fails
 }
@@ -151,72 +153,129 @@ func ParseProviders(raw json.RawMessage) (map[string]ProviderConfig, error) {
 		return nil, fmt.Errorf("model: providers: %w", err)
 	}
 	out := make(map[string]ProviderConfig, len(byName))
+	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		dec := json.NewDecoder(bytes.NewReader(byName[name]))
+		known, keysErr := providerKeys(name, byName[name])
+		if keysErr != nil {
+			errs = append(errs, keysErr)
+		}
+		dec := json.NewDecoder(bytes.NewReader(known))
 		dec.DisallowUnknownFields()
 		var pc ProviderConfig
 		if err := dec.Decode(&pc); err != nil {
-			return nil, fmt.Errorf("model: provider %q: %w", name, err)
+			errs = append(errs, fmt.Errorf("model: provider %q: %w", name, err))
+			continue
 		}
 		if err := checkProvider(name, pc); err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
-		out[name] = pc
+		if keysErr == nil {
+			out[name] = pc
+		}
 	}
-	return out, nil
+	// Every provider's problems at once, so a settings file is fixed in
+	// one pass; the good providers are returned beside them.
+	return out, errors.Join(errs...)
 }
 
-// checkProvider reports the first problem of provider name. A provider
+// providerFields are the keys of a provider in settings.json.
+var providerFields = []string{"api", "base_url", "api_key_env", "models"}
+
+// providerKeys refuses a provider's unknown keys by name: a key written
+// into settings.json (api_key) is pointed to api_key_env, which names the
+// environment variable that holds it. It returns raw without them, so the
+// provider's other problems are found too.
+func providerKeys(name string, raw json.RawMessage) (json.RawMessage, error) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(raw, &doc) != nil {
+		return raw, nil // not an object: the decode says so
+	}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
+		switch {
+		case slices.Contains(providerFields, k):
+			continue
+		case k == "api_key" || k == "apiKey" || k == "key":
+			errs = append(errs, fmt.Errorf("model: provider %q: %s: settings.json holds no keys; put the key in an environment variable and name it in api_key_env (\"api_key_env\": \"%s_API_KEY\")",
+				name, k, envName(name)))
+		default:
+			errs = append(errs, fmt.Errorf("model: provider %q: unknown key %q (known: %s)", name, k, strings.Join(providerFields, ", ")))
+		}
+		delete(doc, k)
+	}
+	if len(errs) == 0 {
+		return raw, nil
+	}
+	known, _ := json.Marshal(doc)
+	return known, errors.Join(errs...)
+}
+
+// envName is a provider name as the stem of an environment variable.
+func envName(provider string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, provider)
+}
+
+// checkProvider reports every problem of provider name. A provider
 // named like a built-in one only overrides it, so its fields are optional.
 func checkProvider(name string, pc ProviderConfig) error {
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("model: provider %q: %s", name, fmt.Sprintf(format, a...))
+	var errs []error
+	fail := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("model: provider %q: %s", name, fmt.Sprintf(format, a...)))
 	}
 	_, builtin := builtins[name]
 	switch {
 	case name == "":
-		return fail("the name is empty")
+		fail("the name is empty")
 	case name == "e":
-		return fail("the name is reserved for the built-in offline model")
+		fail("the name is reserved for the built-in offline model")
 	case strings.ContainsFunc(name, func(r rune) bool { return r == '/' || r <= ' ' }):
-		return fail(`the name must not contain "/", spaces or control characters`)
+		fail(`the name must not contain "/", spaces or control characters`)
 	}
 	switch pc.API {
 	case APIOpenAIChat, APIOpenAIResponses, APIAnthropic:
 	case "":
 		if !builtin {
-			return fail("api: required (%s, %s or %s)", APIOpenAIChat, APIOpenAIResponses, APIAnthropic)
+			fail("api: required (%s, %s or %s)", APIOpenAIChat, APIOpenAIResponses, APIAnthropic)
 		}
 	default:
-		return fail("api: %q is not %s, %s or %s", pc.API, APIOpenAIChat, APIOpenAIResponses, APIAnthropic)
+		fail("api: %q is not %s, %s or %s", pc.API, APIOpenAIChat, APIOpenAIResponses, APIAnthropic)
 	}
 	if pc.BaseURL == "" {
 		if !builtin {
-			return fail("base_url: required")
+			fail("base_url: required")
 		}
 	} else if u, err := url.Parse(pc.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fail("base_url: %q is not an http or https URL", pc.BaseURL)
+		fail("base_url: %q is not an http or https URL", pc.BaseURL)
 	}
 	if strings.ContainsFunc(pc.APIKeyEnv, func(r rune) bool { return r == '=' || r <= ' ' }) {
-		return fail("api_key_env: %q is not an environment variable name", pc.APIKeyEnv)
+		fail("api_key_env: %q is not an environment variable name", pc.APIKeyEnv)
 	}
 	if len(pc.Models) == 0 && !builtin {
-		return fail("models: at least one model is required")
+		fail("models: at least one model is required")
 	}
 	seen := map[string]bool{}
 	for i, m := range pc.Models {
 		switch {
 		case m.ID == "":
-			return fail("models[%d].id: required", i)
+			fail("models[%d].id: required", i)
 		case seen[m.ID]:
-			return fail("models[%d].id: duplicate %q", i, m.ID)
+			fail("models[%d].id: duplicate %q", i, m.ID)
 		case m.ContextWindow < 0:
-			return fail("models[%d].context_window: negative", i)
+			fail("models[%d].context_window: negative", i)
 		}
 		seen[m.ID] = true
 		for j, e := range m.Effort {
 			if e == "" || slices.Contains(m.Effort[:j], e) {
-				return fail("models[%d].effort[%d]: empty or duplicate %q", i, j, e)
+				fail("models[%d].effort[%d]: empty or duplicate %q", i, j, e)
 			}
 		}
 		if p := m.Price; p != nil {
@@ -227,12 +286,12 @@ func checkProvider(name string, pc ProviderConfig) error {
 				{"cache_write_5m", p.CacheWrite5m}, {"cache_write_1h", p.CacheWrite1h}}
 			for _, f := range fields {
 				if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-					return fail("models[%d].price.%s: %v is not a price", i, f.name, f.v)
+					fail("models[%d].price.%s: %v is not a price", i, f.name, f.v)
 				}
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Catalog knows every model e can use and builds providers for them.
@@ -420,7 +479,7 @@ func (c *Catalog) Provider(id string) (Provider, error) {
 	pc := c.providers[info.Provider]
 	s := ProviderSettings{Name: info.Provider, BaseURL: pc.BaseURL, Client: c.client, StallTimeout: c.stall}
 	if pc.APIKeyEnv != "" {
-		s.APIKey = c.getenv(pc.APIKeyEnv)
+		s.APIKey, s.KeyEnv = c.getenv(pc.APIKeyEnv), pc.APIKeyEnv
 		if s.APIKey == "" {
 			return nil, fmt.Errorf("model %q: provider %q needs an API key: set %s", info.ID, info.Provider, pc.APIKeyEnv)
 		}

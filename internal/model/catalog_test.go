@@ -270,7 +270,9 @@ func TestParseProvidersErrors(t *testing.T) {
 		want      string
 	}{
 		{"not an object", `[1]`, "model: providers: json: cannot unmarshal array into Go value of type map[string]json.RawMessage"},
-		{"unknown field", `{"p":{` + ok + `,` + model + `,"baseurl":"x"}}`, `model: provider "p": json: unknown field "baseurl"`},
+		{"unknown field", `{"p":{` + ok + `,` + model + `,"baseurl":"x"}}`, `model: provider "p": unknown key "baseurl" (known: api, base_url, api_key_env, models)`},
+		{"a key in settings", `{"my-llm":{` + ok + `,` + model + `,"api_key":"sk-x"}}`,
+			`model: provider "my-llm": api_key: settings.json holds no keys; put the key in an environment variable and name it in api_key_env ("api_key_env": "MY_LLM_API_KEY")`},
 		{"unknown model field", `{"p":{` + ok + `,"models":[{"id":"m","tools":true}]}}`, `model: provider "p": json: unknown field "tools"`},
 		{"missing api", `{"p":{"base_url":"http://h",` + model + `}}`, `model: provider "p": api: required (openai-chat, openai-responses or anthropic)`},
 		{"unknown api", `{"p":{"api":"gemini","base_url":"http://h",` + model + `}}`, `model: provider "p": api: "gemini" is not openai-chat, openai-responses or anthropic`},
@@ -287,7 +289,14 @@ func TestParseProvidersErrors(t *testing.T) {
 		{"reserved name", `{"e":{` + ok + `,` + model + `}}`, `model: provider "e": the name is reserved for the built-in offline model`},
 		{"slash in name", `{"a/b":{` + ok + `,` + model + `}}`, `model: provider "a/b": the name must not contain "/", spaces or control characters`},
 		{"built-in with bad api", `{"openai":{"api":"x"}}`, `model: provider "openai": api: "x" is not openai-chat, openai-responses or anthropic`},
-		{"first bad provider by name", `{"z":{},"b":{}}`, `model: provider "b": api: required (openai-chat, openai-responses or anthropic)`},
+		{"every problem of every provider, by name", `{"z":{},"b":{"api":"x","base_url":"h","models":[{"id":"m"}],"baseurl":1,"key":2}}`,
+			"model: provider \"b\": unknown key \"baseurl\" (known: api, base_url, api_key_env, models)\n" +
+				"model: provider \"b\": key: settings.json holds no keys; put the key in an environment variable and name it in api_key_env (\"api_key_env\": \"B_API_KEY\")\n" +
+				"model: provider \"b\": api: \"x\" is not openai-chat, openai-responses or anthropic\n" +
+				"model: provider \"b\": base_url: \"h\" is not an http or https URL\n" +
+				"model: provider \"z\": api: required (openai-chat, openai-responses or anthropic)\n" +
+				"model: provider \"z\": base_url: required\n" +
+				"model: provider \"z\": models: at least one model is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,14 +304,14 @@ func TestParseProvidersErrors(t *testing.T) {
 			if errString(err) != tt.want {
 				t.Errorf("ParseProviders error:\n got %v\nwant %s", err, tt.want)
 			}
-			if got != nil {
+			if len(got) != 0 {
 				t.Errorf("ParseProviders returned %v beside an error", got)
 			}
 		})
 	}
 	// NewCatalog checks providers built without ParseProviders too.
 	_, err := NewCatalog(Config{Providers: map[string]ProviderConfig{"p": {API: APIOpenAIChat}}})
-	if want := `model: provider "p": base_url: required`; errString(err) != want {
+	if want := "model: provider \"p\": base_url: required\nmodel: provider \"p\": models: at least one model is required"; errString(err) != want {
 		t.Errorf("NewCatalog error %v, want %s", err, want)
 	}
 }

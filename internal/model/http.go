@@ -47,12 +47,13 @@ type httpProvider struct {
 	name    string
 	baseURL string
 	key     string
+	keyEnv  string // where key came from, named when the provider refuses it
 	client  *http.Client
 	stall   time.Duration
 }
 
 func newHTTPProvider(s ProviderSettings, name, baseURL string) httpProvider {
-	p := httpProvider{name: s.Name, baseURL: strings.TrimRight(s.BaseURL, "/"), key: s.APIKey,
+	p := httpProvider{name: s.Name, baseURL: strings.TrimRight(s.BaseURL, "/"), key: s.APIKey, keyEnv: s.KeyEnv,
 		client: s.Client, stall: s.StallTimeout}
 	if p.name == "" {
 		p.name = name
@@ -297,6 +298,11 @@ func (c *call) statusErr(resp *http.Response) *Error {
 	}
 	e := c.fail("request", retryableStatus(resp.StatusCode, kind), kind, msg, nil)
 	e.Status = resp.StatusCode
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The key is refused: say where it came from, the one thing an
+		// operator can fix (never the key itself).
+		e.KeyEnv = c.p.keyEnv
+	}
 	e.RetryAfter, e.RetryAfterGiven = retryAfter(resp.Header)
 	e.Body = c.diagnostic(raw)
 	return e

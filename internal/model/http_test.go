@@ -263,6 +263,33 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 }
 
+// TestUnauthorizedNamesKeyEnv: a refused key's error names the variable it
+// came from (never the key), as the catalog builds the provider.
+func TestUnauthorizedNamesKeyEnv(t *testing.T) {
+	f := newFake(t, "chat", "401.http", holdNone)
+	cat, err := NewCatalog(Config{
+		Providers: map[string]ProviderConfig{"local": {API: APIOpenAIChat, BaseURL: f.srv.URL, APIKeyEnv: "LOCAL_KEY", Models: []ModelConfig{{ID: "m"}}}},
+		Getenv: func(k string) string {
+			if k == "LOCAL_KEY" {
+				return "sk-test-0123456789abcdef"
+			}
+			return ""
+		},
+		HTTPClient: f.srv.Client(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cat.Provider("local/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = collect(t.Context(), p, &Request{Model: "m"})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "LOCAL_KEY") || strings.Contains(err.Error(), "0123456789abcdef") {
+		t.Errorf("error %v: want HTTP 401 naming LOCAL_KEY, without the key", err)
+	}
+}
+
 func TestRedactSecrets(t *testing.T) {
 	tests := []struct {
 		name, in, key, want string

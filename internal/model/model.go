@@ -214,7 +214,10 @@ type Error struct {
 	RetryAfterGiven bool
 	Message         string // human-readable, one line
 	Body            string // bounded diagnostic text (≤ 4 KiB), secrets redacted
-	Err             error  // underlying error, if any
+	// KeyEnv is the environment variable of a key the provider refused
+	// (HTTP 401); "" otherwise.
+	KeyEnv string
+	Err    error // underlying error, if any
 }
 
 func (e *Error) Error() string {
@@ -224,6 +227,9 @@ func (e *Error) Error() string {
 	}
 	if e.Message != "" {
 		s += ": " + e.Message
+	}
+	if e.KeyEnv != "" {
+		s += " (the API key is the value of " + e.KeyEnv + ": check it)"
 	}
 	return s
 }

@@ -39,7 +39,8 @@ const (
 
 // LoadSettings reads $home/settings.json. A missing file means the defaults;
 // bad JSON and out-of-range values are errors naming the file, and for JSON
-// errors the line and column.
+// errors the line and column. Unknown keys and out-of-range values are all
+// reported, joined (a line each), beside the settings that are right.
 func LoadSettings(home string) (Settings, error) {
 	s := Settings{ToolConcurrency: DefaultToolConcurrency, CompactThreshold: DefaultCompactThreshold}
 	path := filepath.Join(home, "settings.json")
@@ -64,32 +65,43 @@ func LoadSettings(home string) (Settings, error) {
 		}
 		return s, fmt.Errorf("store: settings %s: %w", path, err)
 	}
-	if err := checkKeys(b); err != nil {
-		return s, fmt.Errorf("store: settings %s: %w", path, err)
+	// Every problem at once, so the file is fixed in one pass; the
+	// settings that are right are returned beside them (e doctor goes on
+	// to check the providers).
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("store: settings %s: %s", path, fmt.Sprintf(format, a...)))
+	}
+	for _, err := range checkKeys(b) {
+		bad("%v", err)
 	}
 	if raw.ToolConcurrency != nil {
 		if n := *raw.ToolConcurrency; n < 1 || n > 64 {
-			return s, fmt.Errorf("store: settings %s: tool_concurrency %d out of range 1..64", path, n)
+			bad("tool_concurrency %d out of range 1..64", n)
+		} else {
+			s.ToolConcurrency = n
 		}
-		s.ToolConcurrency = *raw.ToolConcurrency
 	}
 	if raw.CompactThreshold != nil {
 		if f := *raw.CompactThreshold; !(f > 0 && f <= 1) {
-			return s, fmt.Errorf("store: settings %s: compact_threshold %g out of range (0,1]", path, f)
+			bad("compact_threshold %g out of range (0,1]", f)
+		} else {
+			s.CompactThreshold = f
 		}
-		s.CompactThreshold = *raw.CompactThreshold
 	}
 	if raw.StallTimeoutMS != nil {
 		if n := *raw.StallTimeoutMS; n < 1 || n > 3_600_000 {
-			return s, fmt.Errorf("store: settings %s: stall_timeout_ms %d out of range 1..3600000", path, n)
+			bad("stall_timeout_ms %d out of range 1..3600000", n)
+		} else {
+			s.StallTimeoutMS = n
 		}
-		s.StallTimeoutMS = *raw.StallTimeoutMS
 	}
 	if raw.MaxAttempts != nil {
 		if n := *raw.MaxAttempts; n < 1 || n > 20 {
-			return s, fmt.Errorf("store: settings %s: max_attempts %d out of range 1..20", path, n)
+			bad("max_attempts %d out of range 1..20", n)
+		} else {
+			s.MaxAttempts = n
 		}
-		s.MaxAttempts = *raw.MaxAttempts
 	}
 	if raw.DefaultModel != nil {
 		s.DefaultModel = *raw.DefaultModel
@@ -103,7 +115,7 @@ func LoadSettings(home string) (Settings, error) {
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
 	s.MCPServers = nonNull(raw.MCPServers)
-	return s, nil
+	return s, errors.Join(errs...)
 }
 
 // rawSettings is settings.json as written: nil is absent or null.
@@ -130,23 +142,25 @@ var SettingsKeys = func() []string {
 	return keys
 }()
 
-// checkKeys refuses a top-level key settings.json does not define: a
+// checkKeys refuses every top-level key settings.json does not define: a
 // misspelt one would otherwise leave its setting at the default, silently.
-func checkKeys(b []byte) error {
+func checkKeys(b []byte) []error {
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(b, &doc) != nil {
 		return nil // not an object: the decode above has said so
 	}
+	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		if slices.Contains(SettingsKeys, k) {
 			continue
 		}
 		if near, ok := suggest.Nearest(k, SettingsKeys); ok {
-			return fmt.Errorf("unknown key %q (did you mean %q?)", k, near)
+			errs = append(errs, fmt.Errorf("unknown key %q (did you mean %q?)", k, near))
+		} else {
+			errs = append(errs, fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(SettingsKeys, ", ")))
 		}
-		return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(SettingsKeys, ", "))
 	}
-	return nil
+	return errs
 }
 
 func nonNull(r json.RawMessage) json.RawMessage {

@@ -68,3 +68,30 @@ func TestSettingsUnknownKey(t *testing.T) {
 		})
 	}
 }
+
+// Every problem of settings.json at once, one line each, the good settings
+// beside them: a file is fixed in one pass, not one error per run.
+func TestSettingsEveryProblem(t *testing.T) {
+	home := t.TempDir()
+	doc := `{"default_modle":"a/b","colour":"red","tool_concurrency":0,"max_attempts":3,"stall_timeout_ms":0}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSettings(home)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	var got []string
+	for _, l := range lines {
+		_, msg, _ := strings.Cut(l, "settings.json: ")
+		got = append(got, strings.SplitN(msg, " (", 2)[0])
+	}
+	want := []string{`unknown key "colour"`, `unknown key "default_modle"`, "tool_concurrency 0 out of range 1..64", "stall_timeout_ms 0 out of range 1..3600000"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+	if s.MaxAttempts != 3 || s.ToolConcurrency != DefaultToolConcurrency {
+		t.Errorf("settings beside the errors: %+v; want max_attempts 3, tool_concurrency the default", s)
+	}
+}
