@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/model"
@@ -14,10 +17,13 @@ import (
 )
 
 // runDoctor is e doctor: what e would use here, and whether it works. It
-// reads; it starts no extension and calls no model. Key values are never
-// printed, only whether their variables are set.
+// reads; it starts no extension and calls no model, unless --probe, which
+// calls each configured provider once. Key values are never printed, only
+// whether their variables are set.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("doctor", stderr)
+	var probe bool
+	fs.BoolVar(&probe, "probe", false, "call each configured provider once")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -25,7 +31,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(stderr, fmt.Errorf("doctor takes no arguments, got %q", pos[0]))
 	}
-	d := &doctor{w: stdout}
+	d := &doctor{w: stdout, probe: probe}
 	d.run()
 	if d.problems > 0 {
 		fmt.Fprintf(stdout, "\n%d problem(s) found.\n", d.problems)
@@ -37,7 +43,20 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 type doctor struct {
 	w        io.Writer
+	probe    bool
 	problems int
+}
+
+// problems reports each of err's joined errors as a problem of its own:
+// settings.json's are all found at once, so all are said at once.
+func (d *doctor) problemsOf(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			d.problemsOf(e)
+		}
+		return
+	}
+	d.problem("%v", err)
 }
 
 func (d *doctor) say(format string, a ...any) { fmt.Fprintf(d.w, format+"\n", a...) }
@@ -72,7 +91,7 @@ func (d *doctor) run() {
 	switch {
 	case err != nil:
 		d.say("settings:  %s", path)
-		d.problem("%v", err)
+		d.problemsOf(err)
 	case fileExists(path):
 		d.say("settings:  %s", path)
 	default:
@@ -81,7 +100,7 @@ func (d *doctor) run() {
 
 	providers, err := model.ParseProviders(settings.Providers)
 	if err != nil {
-		d.problem("%v", err)
+		d.problemsOf(err) // the providers without problems are still shown, and probed
 	}
 	cat, err := model.NewCatalog(model.Config{DefaultModel: settings.DefaultModel, Providers: providers})
 	if err != nil {
@@ -98,6 +117,9 @@ func (d *doctor) run() {
 			key = p.KeyEnv + " is not set"
 		}
 		d.say("  %-12s %-17s %-32s %s (%d models)", p.Name, p.API, p.BaseURL, key, p.Models)
+		if d.probe {
+			d.probeProvider(cat, p)
+		}
 	}
 	def, warning := cat.Default()
 	d.say("default model: %s", def)
@@ -114,6 +136,26 @@ func (d *doctor) run() {
 
 	d.trust(home)
 	d.extensions(home, settings)
+}
+
+// probeProvider calls provider p once (its models list): a built-in one
+// without its key is skipped, as e would not use it.
+func (d *doctor) probeProvider(cat *model.Catalog, p model.ProviderStatus) {
+	if p.KeyEnv != "" && !p.KeySet {
+		d.say("    probe: skipped (%s is not set)", p.KeyEnv)
+		return
+	}
+	began := time.Now()
+	if err := cat.Probe(context.Background(), p.Name); err != nil {
+		var me *model.Error
+		if errors.As(err, &me) && me.RequestID != "" {
+			d.problem("probe %s: %v; request id %s", p.Name, err, me.RequestID)
+			return
+		}
+		d.problem("probe %s: %v", p.Name, err)
+		return
+	}
+	d.say("    probe: answered in %s", time.Since(began).Round(time.Millisecond))
 }
 
 func (d *doctor) trust(home string) {

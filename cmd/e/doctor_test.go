@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +53,53 @@ func TestDoctor(t *testing.T) {
 				t.Errorf("a key value in the output:\n%s", out)
 			}
 		})
+	}
+}
+
+// e doctor --probe calls each configured provider once (its models list)
+// and reports every settings problem in the same run.
+func TestDoctorProbe(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ok/v1/models" && r.Method == http.MethodGet:
+			w.Write([]byte(`{"data":[]}`))
+		case r.URL.Path == "/locked/v1/models" && r.Header.Get("Authorization") == "Bearer "+secretKey:
+			w.Header().Set("x-request-id", "req_probe_1")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"Incorrect API key provided"}}`))
+		default:
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	settings := `{"providers":{
+		"good":{"api":"openai-chat","base_url":"` + srv.URL + `/ok/v1","models":[{"id":"m"}]},
+		"locked":{"api":"openai-chat","base_url":"` + srv.URL + `/locked/v1","api_key_env":"LOCKED_KEY","models":[{"id":"m"}]},
+		"keyed":{"api":"openai-chat","base_url":"` + srv.URL + `/ok/v1","api_key":"sk-in-the-file","models":[{"id":"m"}]}},
+		"colour":"red","max_attempts":99}`
+	os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600)
+	cmd := command(t, "doctor", "--probe")
+	cmd.Env = append(cmd.Env, "E_HOME="+home, "LOCKED_KEY="+secretKey)
+	out, err := cmd.Output()
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit %d, want 1:\n%s", code, out)
+	}
+	for _, w := range []string{
+		`PROBLEM: store: settings ` + filepath.Join(home, "settings.json") + `: unknown key "colour"`,
+		`: max_attempts 99 out of range 1..20`,
+		`PROBLEM: model: provider "keyed": api_key: settings.json holds no keys; put the key in an environment variable and name it in api_key_env`,
+		"good         openai-chat",
+		"    probe: answered in ",
+		"PROBLEM: probe locked: model: locked: HTTP 401: Incorrect API key provided (the API key is the value of LOCKED_KEY: check it); request id req_probe_1",
+		"OPENAI_API_KEY is not set (", "\n    probe: skipped (OPENAI_API_KEY is not set)",
+		"4 problem(s) found.",
+	} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(string(out), "sk-in-the-file") || strings.Contains(string(out), "opslogtestsecret") {
+		t.Errorf("a key value in the output:\n%s", out)
 	}
 }

@@ -263,21 +263,29 @@ examples:
 const doctorHelp = `e doctor prints what e would use in this directory and checks it: the home, the settings
 file, each provider with its API and address and whether its key variable is set (never
 the key), the default model, the trusted directories and this directory's standing, and
-the extensions found. It starts no extension and calls no model.
+the extensions found. Every problem of the settings file is listed, not the first alone. It
+starts no extension and calls no model, unless --probe.
 
 usage:
-  e doctor
+  e doctor [--probe]
+
+flags:
+  --probe    call each configured provider once (GET its models list: no tokens spent) and
+             report what answers: an unreachable address, a refused key (naming its
+             variable), the provider's request id. A built-in provider without its key is
+             skipped
 
 ` + environmentHelp + `
 exit status:
   0  no problem found
   1  a problem (each is a line starting with PROBLEM): bad settings, a default model that
      is unknown or lacks its key, an unreadable trust list, an extension whose command is
-     missing, a home that cannot be written
+     missing, a home that cannot be written, a provider that failed its --probe
   2  a usage problem
 
 examples:
   e doctor
+  e doctor --probe
   E_HOME=/srv/e e doctor
 `
 
