@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -113,5 +116,40 @@ func TestOperatorLogRPC(t *testing.T) {
 	r := find(readLog(t, logPath), "request failed")
 	if r == nil || r["level"] != "WARN" || r["code"] != "unknown_session" || !strings.Contains(r["error"].(string), "nope") {
 		t.Errorf("request failed record %v", r)
+	}
+}
+
+// A retry record carries the failed attempt's HTTP status and the
+// provider's request id, what an operator quotes to the provider.
+func TestOperatorLogRetryStatus(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("x-request-id", "req_retry_1")
+			w.Header().Set("retry-after", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"type":"server_error","message":"overloaded"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":null}]}\n\n" +
+			"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\n" +
+			"data: [DONE]\n\n"))
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	settings := `{"providers":{"local":{"api":"openai-chat","base_url":"` + srv.URL + `/v1","models":[{"id":"m"}]}},"default_model":"local/m"}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "e.log")
+	cmd := command(t, "-p", "hi", "--no-save", "--log", logPath)
+	cmd.Env = append(cmd.Env, "E_HOME="+home)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("e -p: %v\n%s", err, out)
+	}
+	r := find(readLog(t, logPath), "model retry")
+	if r == nil || r["http_status"] != 503.0 || r["request_id"] != "req_retry_1" || r["attempt"] != 2.0 {
+		t.Errorf("model retry record %v, want http_status 503, request_id req_retry_1, attempt 2", r)
 	}
 }

@@ -39,6 +39,10 @@ type ModelRetryRecord struct {
 	Attempt        int // the attempt about to start, from 2
 	Delay          time.Duration
 	Reason         string
+	// HTTPStatus and RequestID are the failed attempt's (0 and "" when
+	// unknown): what an operator quotes to the provider.
+	HTTPStatus int
+	RequestID  string
 }
 
 // ToolCallRecord describes one finished tool call.

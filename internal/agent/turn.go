@@ -587,7 +587,8 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 		}
 		t.emit(retry)
 		if o := t.s.eng.Observer; o != nil {
-			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error()})
+			o.ModelRetry(ModelRetryRecord{Session: t.s.id, Model: t.info.ID, Attempt: attempt + 2, Delay: delay, Reason: me.Error(),
+				HTTPStatus: me.Status, RequestID: me.RequestID})
 		}
 		switch asked, now := t.waitRetry(delay, wait); {
 		case asked && now:

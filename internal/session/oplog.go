@@ -144,9 +144,15 @@ func (o observer) ModelCall(r agent.ModelCallRecord) {
 }
 
 func (o observer) ModelRetry(r agent.ModelRetryRecord) {
-	o.log.LogAttrs(context.Background(), slog.LevelWarn, "model retry", slog.String("session", r.Session),
-		slog.String("model", r.Model), slog.Int("attempt", r.Attempt), slog.Int64("delay_ms", r.Delay.Milliseconds()),
-		slog.String("reason", r.Reason))
+	attrs := []slog.Attr{slog.String("session", r.Session), slog.String("model", r.Model), slog.Int("attempt", r.Attempt),
+		slog.Int64("delay_ms", r.Delay.Milliseconds()), slog.String("reason", r.Reason)}
+	if r.HTTPStatus != 0 {
+		attrs = append(attrs, slog.Int("http_status", r.HTTPStatus))
+	}
+	if r.RequestID != "" {
+		attrs = append(attrs, slog.String("request_id", r.RequestID))
+	}
+	o.log.LogAttrs(context.Background(), slog.LevelWarn, "model retry", attrs...)
 }
 
 func (o observer) ToolCall(r agent.ToolCallRecord) {
