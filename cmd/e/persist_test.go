@@ -834,3 +834,40 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// C6, C7: e -p --resume continues a saved session by its id (or path): the
+// same log grows; with --no-save it is a read-only copy, said on stderr.
+func TestPrintResume(t *testing.T) {
+	home := t.TempDir()
+	run := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := command(t, args...)
+		cmd.Env = append(cmd.Env, "E_HOME="+home)
+		cmd.Stdin = strings.NewReader("")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("e %v: %v\n%s", args, err, e.String())
+		}
+		return o.String(), e.String()
+	}
+	out, _ := run("-p", "/text one", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id, log := gjson.Get(lines[len(lines)-1], "session").String(), gjson.Get(lines[len(lines)-1], "path").String()
+	out, _ = run("-p", "/text two", "--json", "--resume", id)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if got := gjson.Get(lines[len(lines)-1], "path").String(); got != log {
+		t.Errorf("resumed by id: path %q, want the same log %q", got, log)
+	}
+	if n := len(checkJSONL(t, log)); n < 5 { // header, 2 × (user, answer)
+		t.Errorf("log has %d lines after two turns", n)
+	}
+	before, _ := os.ReadFile(log)
+	_, stderr := run("-p", "/text three", "--no-save", "--resume", id, "-q")
+	if !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, "--no-save") {
+		t.Errorf("stderr %q: want the read-only warning naming --no-save", stderr)
+	}
+	if after, _ := os.ReadFile(log); !bytes.Equal(before, after) {
+		t.Errorf("a read-only resume changed the log")
+	}
+}

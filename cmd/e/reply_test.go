@@ -9,7 +9,8 @@ import (
 )
 
 // P3: text of a failed attempt is never printed twice; a retried answer that
-// differs from what is on the screen restarts on a line of its own.
+// differs from what is on the screen restarts on a line of its own. P1: each
+// model call's answer starts on a line of its own.
 func TestReply(t *testing.T) {
 	// Steps: "t:X" a delta, "d" a discarded attempt, "u" a finished call.
 	tests := []struct {
@@ -25,14 +26,18 @@ func TestReply(t *testing.T) {
 		{name: "answer differs", steps: []string{"t:hello", "d", "t:help", "u"}, wantOut: "hello\nhelp", wantNotes: 1},
 		{name: "answer differs after a newline", steps: []string{"t:a\n", "d", "t:b", "u"}, wantOut: "a\nb", wantNotes: 1},
 		{name: "answer shorter than the screen", steps: []string{"t:done more", "d", "t:done", "u"}, wantOut: "done more\ndone", wantNotes: 1},
-		{name: "next call starts fresh", steps: []string{"t:x", "u", "t:x", "u"}, wantOut: "xx"},
-		{name: "retry in a later call", steps: []string{"t:one ", "u", "t:two", "d", "t:two", "u"}, wantOut: "one two"},
+		{name: "next call on a line of its own", steps: []string{"t:x", "u", "t:x", "u"}, wantOut: "x\nx"},
+		{name: "next call after a newline", steps: []string{"t:x\n", "u", "t:y", "u"}, wantOut: "x\ny"},
+		{name: "a call without text", steps: []string{"t:x", "u", "u", "t:y", "u"}, wantOut: "x\ny"},
+		{name: "first call without text", steps: []string{"u", "t:y", "u"}, wantOut: "y"},
+		{name: "retry in a later call", steps: []string{"t:one ", "u", "t:two", "d", "t:two", "u"}, wantOut: "one \ntwo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
 			notes := 0
-			r := &reply{write: func(s string) { out.WriteString(s) }, note: func(string) { notes++ }}
+			r := &reply{write: func(s string) { out.WriteString(s) }, note: func(string) { notes++ },
+				midLine: func() bool { return out.Len() > 0 && !strings.HasSuffix(out.String(), "\n") }}
 			for _, s := range tt.steps {
 				switch {
 				case strings.HasPrefix(s, "t:"):
