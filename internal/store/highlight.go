@@ -151,21 +151,24 @@ var codeStyle = chroma.MustNewStyle("e", chroma.StyleEntries{
 })
 
 // codeStyleDark is the same classes in GitHub-like dark colours, for a
-// reader whose system prefers a dark scheme.
-var codeStyleDark = chroma.MustNewStyle("e-dark", chroma.StyleEntries{
-	chroma.Background:        "bg:#161b22 #e6edf3",
-	chroma.Keyword:           "bold #ff7b72",
-	chroma.KeywordConstant:   "#79c0ff",
-	chroma.NameFunction:      "#d2a8ff",
-	chroma.NameBuiltin:       "#ffa657",
-	chroma.NameVariable:      "#ffa657",
-	chroma.NameTag:           "#7ee787",
-	chroma.LiteralString:     "#a5d6ff",
-	chroma.LiteralNumber:     "#79c0ff",
-	chroma.Comment:           "italic #8b949e",
-	chroma.Operator:          "#ff7b72",
-	chroma.GenericInserted:   "bg:#033a16 #aff5b4",
-	chroma.GenericDeleted:    "bg:#67060c #ffdcd7",
-	chroma.GenericHeading:    "bold #e6edf3",
-	chroma.GenericSubheading: "#d2a8ff",
-})
+// reader whose system prefers a dark scheme. Built on first use (codeCSS),
+// not at start-up: only an export needs it.
+func codeStyleDark() *chroma.Style {
+	return chroma.MustNewStyle("e-dark", chroma.StyleEntries{
+		chroma.Background:        "bg:#161b22 #e6edf3",
+		chroma.Keyword:           "bold #ff7b72",
+		chroma.KeywordConstant:   "#79c0ff",
+		chroma.NameFunction:      "#d2a8ff",
+		chroma.NameBuiltin:       "#ffa657",
+		chroma.NameVariable:      "#ffa657",
+		chroma.NameTag:           "#7ee787",
+		chroma.LiteralString:     "#a5d6ff",
+		chroma.LiteralNumber:     "#79c0ff",
+		chroma.Comment:           "italic #8b949e",
+		chroma.Operator:          "#ff7b72",
+		chroma.GenericInserted:   "bg:#033a16 #aff5b4",
+		chroma.GenericDeleted:    "bg:#67060c #ffdcd7",
+		chroma.GenericHeading:    "bold #e6edf3",
+		chroma.GenericSubheading: "#d2a8ff",
+	})
+}

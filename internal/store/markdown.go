@@ -31,7 +31,7 @@ var (
 		var b bytes.Buffer
 		codeFormatter.WriteCSS(&b, codeStyle)
 		b.WriteString("@media (prefers-color-scheme: dark) {\n")
-		codeFormatter.WriteCSS(&b, codeStyleDark)
+		codeFormatter.WriteCSS(&b, codeStyleDark())
 		b.WriteString("}\n")
 		return template.CSS(b.String())
 	})

@@ -41,6 +41,9 @@ func TestExportHTML(t *testing.T) {
 		`<div class="call failed">`,
 		"Content-Security-Policy",
 		"turn interrupted",
+		`<meta name="color-scheme" content="light dark">`,
+		"@media (prefers-color-scheme: dark){:root{--fg:", // the page's dark colours
+		"@media (prefers-color-scheme: dark) {\n/* Background */ .bg {", // and the highlighting's
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("export lacks %q", want)
