@@ -42,7 +42,7 @@ func TestExportHTML(t *testing.T) {
 		"Content-Security-Policy",
 		"turn interrupted",
 		`<meta name="color-scheme" content="light dark">`,
-		"@media (prefers-color-scheme: dark){:root{--fg:", // the page's dark colours
+		"@media (prefers-color-scheme: dark){:root{--fg:",               // the page's dark colours
 		"@media (prefers-color-scheme: dark) {\n/* Background */ .bg {", // and the highlighting's
 	} {
 		if !strings.Contains(page, want) {
