@@ -100,6 +100,24 @@ func TestPrintProgress(t *testing.T) {
 			t.Errorf("the status line is not erased at the end:\n%q", screen)
 		}
 	})
+	t.Run("one terminal for stdout and stderr", func(t *testing.T) {
+		// The status line is drawn with \r over the current line: it must
+		// not overwrite the reply's unfinished line, which ends first; the
+		// next answer starts where the erased status line was.
+		master, tty := openPTY(t)
+		cmd := command(t, "-p", "/text Let me check.\n/tool ls {}\n/then\n/text All good.", "--no-save")
+		cmd.Stdout, cmd.Stderr = tty, tty
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		tty.Close()
+		b, _ := io.ReadAll(master)
+		screen := string(b)
+		i := strings.Index(screen, "Let me check.")
+		if i < 0 || !strings.HasPrefix(screen[i+len("Let me check."):], "\r\n") || !strings.HasSuffix(screen, "\r\x1b[KAll good.\r\n") {
+			t.Errorf("the reply's lines are not kept whole:\n%q", screen)
+		}
+	})
 	for _, tt := range []struct {
 		name, flag, want string
 	}{
