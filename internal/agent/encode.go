@@ -27,7 +27,8 @@ func AppendEvent(dst []byte, ev Event) []byte {
 	case TurnStart:
 		return append(dst, `{"type":"turn_start"}`...)
 	case TurnEnd:
-		return append(append(dst, `{"type":"turn_end","aborted":`...), strconv.FormatBool(ev.Aborted)+"}"...)
+		dst = append(append(dst, `{"type":"turn_end","aborted":`...), strconv.FormatBool(ev.Aborted)...)
+		return append(jsonenc.AppendString(append(dst, `,"stop_reason":`...), ev.StopReason), '}')
 	}
 	b, err := Marshal(ev)
 	if err != nil {

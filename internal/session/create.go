@@ -51,6 +51,8 @@ type Spec struct {
 	// log it came from, recorded in the new log's header.
 	History []Entry
 	Parent  string
+	// Budget is each turn's unless its prompt sets its own (N1).
+	Budget agent.Budget
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -325,6 +327,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd, c.spec.MCP)
+	s.budget = c.spec.Budget
 	fail := func(err error) (*Session, error) {
 		a.Close()
 		return nil, wrap(CodeInternal, "", err)
