@@ -57,6 +57,11 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --log FILE               append the operator log (JSON lines: model and tool calls,
                            sessions, errors; never keys or prompt text) to FILE
   --log-content            put prompt text and tool arguments in the log too (redacted)
+  --max-model-calls N, --max-tokens N, --max-cost-usd USD, --max-duration-ms MS
+                           every turn's budget (settings: the same names; a session's or
+                           prompt's own replaces it): reached, the turn stops before its
+                           next model call with that stop reason; --max-cost-usd needs a
+                           model with prices
 `
 
 const environmentHelp = `environment:
@@ -73,7 +78,8 @@ const environmentHelp = `environment:
 const settingsHelp = `settings:
   $E_HOME/settings.json: default_model, providers, extensions, mcp_servers, tool_concurrency,
   compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
-  append_system_prompt (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
+  append_system_prompt, max_model_calls, max_tokens, max_cost_usd, max_duration_ms
+  (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
 `
 
 const printHelp = `e -p runs one turn and exits. The prompt is the argument, or piped stdin, or both (the
@@ -88,6 +94,9 @@ flags:
   -p, --print              run one turn (required)
   --json                   print every event as a JSON line, then a {"type":"result",…} line
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
+  --output-schema FILE     the reply must be one JSON value valid against the JSON Schema
+                           in FILE: stdout gets just that value (after at most one
+                           corrective model call), exit 0 only when it is valid
   -v, --verbose            one line on stderr per step (model call, tool call, retry,
                            compaction), wherever stderr goes
   -q, --quiet              no progress on stderr (warnings and the error still)
@@ -99,7 +108,9 @@ flags:
 ` + settingsHelp + `
 exit status:
   0  the turn completed
-  1  the turn failed (the error is on stderr) or was interrupted (Ctrl-C, SIGTERM)
+  1  the turn failed (the error is on stderr), was interrupted (Ctrl-C, SIGTERM), was
+     stopped by a budget (e: stopped: max_cost_usd 0.50 reached ($0.52 spent)) or its
+     reply stayed invalid against --output-schema
   2  a usage problem: unknown flag, empty prompt, bad --image
 
 examples:
@@ -107,6 +118,7 @@ examples:
   git diff | e -p "review this diff" --no-save
   e -p "/text hello from e" --json        # the offline model: no key needed
   e -p "fix the failing test" --append-system-prompt "$(cat review-rules.md)"
+  git diff | e -p --output-schema review.json --max-cost-usd 0.50 "review this diff"
 `
 
 const rpcHelp = `e rpc serves sessions over JSON Lines: one request per line on stdin, responses, events

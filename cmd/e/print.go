@@ -43,6 +43,8 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&printMode, "print", false, "run one turn")
 	fs.BoolVar(&jsonOut, "json", false, "print events as JSON lines")
 	fs.Var(&images, "image", "attach an image")
+	var schemaFile string
+	fs.StringVar(&schemaFile, "output-schema", "", "the reply must be a JSON value of this schema")
 	var verbose, quiet bool
 	for _, n := range []string{"v", "verbose"} {
 		fs.BoolVar(&verbose, n, false, "one line on stderr per step")
@@ -95,6 +97,19 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
 	}
+	var popts session.PromptOptions
+	if schemaFile != "" {
+		b, err := os.ReadFile(schemaFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "e: --output-schema: %v\n", err)
+			return 2
+		}
+		if _, err := agent.NewOutputSchema(b); err != nil {
+			fmt.Fprintf(stderr, "e: --output-schema %s: %v\n", schemaFile, err)
+			return 2
+		}
+		popts.OutputSchema = b
+	}
 	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
 		return usageError(stderr, err)
@@ -116,7 +131,8 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stopTurn()
 	}}
 	text := &reply{write: out.text, note: prog.say}
-	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
+	structured := popts.OutputSchema != nil
+	turn, err := sess.PromptWith(ctx, prompt, images, popts, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
 			prog.say("e: warning: " + ev.Message)
@@ -126,6 +142,9 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			b, _ := agent.Marshal(ev)
 			out.line(b)
 			return
+		}
+		if structured {
+			return // stdout gets the value alone, once it is valid
 		}
 		switch ev := ev.(type) {
 		case *agent.Text:
@@ -150,6 +169,10 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if jsonOut {
 		b, _ := json.Marshal(res)
 		out.line(append([]byte(`{"type":"result",`), b[1:]...))
+	} else if structured {
+		if res.StructuredOutput != nil {
+			out.line(res.StructuredOutput)
+		}
 	} else if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
 		out.text("\n")
 	}
