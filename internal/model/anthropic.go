@@ -45,7 +45,18 @@ type anthropicRequest struct {
 	Tools     []anthropicTool    `json:"tools,omitempty"`
 	Thinking  *anthropicThinking `json:"thinking,omitempty"`
 	Stream    bool               `json:"stream"`
+	// OutputFormat is the output schema (Request.OutputSchema): Anthropic's
+	// structured outputs, behind the beta header anthropicStructuredBeta.
+	OutputFormat *anthropicOutputFormat `json:"output_format,omitempty"`
 }
+
+type anthropicOutputFormat struct {
+	Type   string          `json:"type"` // "json_schema"
+	Schema json.RawMessage `json:"schema"`
+}
+
+// anthropicStructuredBeta is the beta that accepts output_format.
+const anthropicStructuredBeta = "structured-outputs-2025-11-13"
 
 type anthropicThinking struct {
 	Type         string `json:"type"`
@@ -135,6 +146,9 @@ func (an *anthropic) body(req *Request) (anthropicRequest, error) {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		body.Tools = append(body.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if req.OutputSchema != nil {
+		body.OutputFormat = &anthropicOutputFormat{Type: "json_schema", Schema: req.OutputSchema}
 	}
 	return body, nil
 }
@@ -271,6 +285,9 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 	}
 	h := http.Header{}
 	h.Set("anthropic-version", "2023-06-01")
+	if body.OutputFormat != nil {
+		h.Set("anthropic-beta", anthropicStructuredBeta)
+	}
 	if an.p.key != "" {
 		h.Set("x-api-key", an.p.key)
 	}

@@ -182,18 +182,17 @@ func offlineSegment(req *Request) (segment, error) {
 	if err != nil {
 		return segment{}, err
 	}
-	var seg segment
-	switch {
-	case segs == nil:
-		seg = segment{text: []textLine{{text: plainReply(prompt)}}}
-	case call >= len(segs):
-		seg = segment{text: []textLine{{text: "done."}}}
-	default:
+	directed := segs != nil
+	if segs == nil {
+		segs = []segment{{text: []textLine{{text: plainReply(prompt)}}}}
+	}
+	seg := segment{text: []textLine{{text: "done."}}}
+	if call < len(segs) {
 		seg = segs[call]
 	}
 	// Asked for a value of a schema, a call whose directives say nothing
 	// of text, tools or failure answers with a minimal value of it.
-	if req.OutputSchema != nil && (segs == nil || call >= len(segs) || len(seg.text) == 0 && len(seg.calls) == 0 && seg.fail == nil) {
+	if req.OutputSchema != nil && (!directed || call >= len(segs) || len(seg.text) == 0 && len(seg.calls) == 0 && seg.fail == nil) {
 		seg.text = []textLine{{text: string(minimalInstance(req.OutputSchema))}}
 	}
 	return seg, nil
