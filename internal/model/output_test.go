@@ -69,7 +69,9 @@ func TestMinimalInstance(t *testing.T) {
 func TestOfflineOutputSchema(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`)
 	user := func(s string) Message { return Message{Role: RoleUser, Content: []Part{{Type: PartText, Text: s}}} }
-	asst := func(s string) Message { return Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: s}}} }
+	asst := func(s string) Message {
+		return Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: s}}}
+	}
 	cases := []struct {
 		name string
 		msgs []Message
