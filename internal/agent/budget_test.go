@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/model"
+)
+
+// runWith runs one turn with opts to its end.
+func runWith(t *testing.T, s *Session, text string, opts TurnOptions) (Result, *recorder) {
+	t.Helper()
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	return s.PromptWith(context.Background(), text, nil, opts, rec.sink), rec
+}
+
+// loop asks for a tool call in each of n model calls, then answers.
+func loop(n int) string {
+	return strings.Repeat("/tool bash {\"command\":\"true\"}\n/usage 40 10 0 0 0\n/then\n", n) + "/text done"
+}
+
+// Each budget stops a looping tool turn at the right model call with its
+// stop reason; the last answer's tools do not run, yet each has a result,
+// so the next prompt works (N1, N2).
+func TestBudgetStops(t *testing.T) {
+	cases := []struct {
+		name      string
+		budget    Budget
+		wantStop  string
+		wantCalls int    // model calls made (usage events)
+		wantRan   int    // bash calls that ran
+		wantError string // the result's error
+	}{
+		{name: "none", budget: Budget{}, wantStop: StopCompleted, wantCalls: 6, wantRan: 5},
+		{name: "model calls", budget: Budget{MaxModelCalls: 3}, wantStop: StopModelCalls, wantCalls: 3, wantRan: 2,
+			wantError: "stopped: max_model_calls 3 reached (3 calls made)"},
+		{name: "tokens", budget: Budget{MaxTokens: 100}, wantStop: StopTokens, wantCalls: 2, wantRan: 1,
+			wantError: "stopped: max_tokens 100 reached (100 tokens used)"},
+		{name: "tokens not reached", budget: Budget{MaxTokens: 1000}, wantStop: StopCompleted, wantCalls: 6, wantRan: 5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSession(t, testEngine(t), nil)
+			res, rec := runWith(t, s, loop(5), TurnOptions{Budget: c.budget})
+			got := struct {
+				Stop, Error string
+				Calls, Ran  int
+				EndStop     string
+			}{Stop: res.StopReason, Calls: len(ofType[UsageEvent](rec)), EndStop: ofType[TurnEnd](rec)[0].StopReason}
+			if res.Error != nil {
+				got.Error = *res.Error
+			}
+			for _, e := range ofType[ToolEnd](rec) {
+				if e.Outcome == "completed" {
+					got.Ran++
+				}
+			}
+			want := got
+			want.Stop, want.Error, want.Calls, want.Ran, want.EndStop = c.wantStop, c.wantError, c.wantCalls, c.wantRan, c.wantStop
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if res.Aborted {
+				t.Error("a budget's stop is not an interruption")
+			}
+			// The history is valid: the next prompt runs.
+			next, _ := prompt(t, s, "/text again")
+			if next.Error != nil || next.FinalOutput != "again" {
+				t.Errorf("next turn: error %v, output %q", next.Error, next.FinalOutput)
+			}
+		})
+	}
+}
+
+// max_duration_ms stops running tools as an interrupt does; the stop
+// reason says the budget, not an interruption.
+func TestBudgetDuration(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	res, rec := runWith(t, s, "/tool bash {\"command\":\"sleep 30\"}\n/then\n/text never", TurnOptions{Budget: Budget{MaxDurationMS: 200}})
+	if res.StopReason != StopDurationMS || res.Aborted {
+		t.Fatalf("stop reason %q, aborted %v; want max_duration_ms, not aborted", res.StopReason, res.Aborted)
+	}
+	if ends := ofType[ToolEnd](rec); len(ends) != 1 || ends[0].Outcome != "interrupted" {
+		t.Errorf("tool ends %+v, want one interrupted", ends)
+	}
+	if res.Error == nil || !strings.HasPrefix(*res.Error, "stopped: max_duration_ms 200 reached (") {
+		t.Errorf("error %v", res.Error)
+	}
+	if next, _ := prompt(t, s, "/text again"); next.StopReason != StopCompleted {
+		t.Errorf("next turn stop reason %q", next.StopReason)
+	}
+}
+
+// An interrupted turn and a failed one say so.
+func TestStopReasonInterruptedAndError(t *testing.T) {
+	s := testSession(t, testEngine(t), nil)
+	if res, _ := prompt(t, s, "/error fatal boom"); res.StopReason != StopError {
+		t.Errorf("failed turn: stop reason %q, want error", res.StopReason)
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res := s.PromptWith(ctx, "/text hi", nil, TurnOptions{}, (&recorder{}).sink); res.StopReason != StopInterrupted {
+		t.Errorf("interrupted turn: stop reason %q, want interrupted", res.StopReason)
+	}
+}
+
+func TestMoney(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want string
+	}{{0.5, "0.50"}, {1, "1.00"}, {0.005, "0.005"}, {12.25, "12.25"}} {
+		if got := money(c.in); got != c.want {
+			t.Errorf("money(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// The final answer is checked against the output schema: valid, valid
+// after one corrective call, invalid twice (J1, J2).
+func TestOutputSchema(t *testing.T) {
+	schema, err := NewOutputSchema(json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		prompt    string
+		wantStop  string
+		wantValue string // structured_output; "" for null
+		wantError string
+		wantCalls int
+	}{
+		{name: "minimal value", prompt: "review", wantStop: StopCompleted, wantValue: `{"ok":false}`, wantCalls: 1},
+		{name: "fenced", prompt: "/text ```json\n/text {\"ok\": true}\n/text ```", wantStop: StopCompleted, wantValue: `{"ok":true}`, wantCalls: 1},
+		{name: "corrected", prompt: "/text not json\n/then\n/text {\"ok\":true}", wantStop: StopCompleted, wantValue: `{"ok":true}`, wantCalls: 2},
+		{name: "invalid twice", prompt: "/text {\"ok\":1}\n/then\n/text still not json", wantStop: StopInvalidOutput,
+			wantError: "invalid output: the answer is not one JSON value", wantCalls: 2},
+		{name: "tools first", prompt: "/tool bash {\"command\":\"true\"}", wantStop: StopCompleted, wantValue: `{"ok":false}`, wantCalls: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSession(t, testEngine(t), nil)
+			res, rec := runWith(t, s, c.prompt, TurnOptions{Output: schema})
+			got := struct {
+				Stop, Value, Error string
+				Calls              int
+			}{Stop: res.StopReason, Value: string(res.StructuredOutput),
+				Calls: len(ofType[UsageEvent](rec))}
+			if res.Error != nil {
+				got.Error = *res.Error
+			}
+			want := got
+			want.Stop, want.Value, want.Error, want.Calls = c.wantStop, c.wantValue, c.wantError, c.wantCalls
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The first invalid answer's error is fed back, the schema with it.
+func TestOutputCorrectionMessage(t *testing.T) {
+	schema, err := NewOutputSchema(json.RawMessage(`{"type":"object","required":["ok"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSession(t, testEngine(t), nil)
+	runWith(t, s, "/text {\"no\":1}\n/then\n/text {\"ok\":1}", TurnOptions{Output: schema})
+	s.mu.Lock()
+	msgs := s.history(s.entries)
+	s.mu.Unlock()
+	var fed string
+	for _, m := range msgs {
+		if m.Role == model.RoleUser && strings.HasPrefix(m.Text(), model.CorrectionPrefix) {
+			fed = m.Text()
+		}
+	}
+	for _, want := range []string{`$.ok: required`, `{"type":"object","required":["ok"]}`} {
+		if !strings.Contains(fed, want) {
+			t.Errorf("corrective message %q lacks %q", fed, want)
+		}
+	}
+}
+
+// A keyword e's validator does not implement is refused, named.
+func TestOutputSchemaUnknownKeyword(t *testing.T) {
+	_, err := NewOutputSchema(json.RawMessage(`{"type":"object","patternProperties":{"^a":{}}}`))
+	if err == nil || !strings.Contains(err.Error(), `"patternProperties"`) {
+		t.Errorf("error %v, want one naming patternProperties", err)
+	}
+	if _, err := NewOutputSchema(json.RawMessage(`{"required":"ok"}`)); err == nil {
+		t.Error("a malformed required was accepted")
+	}
+}
+
+// An endpoint that answers 400 naming response_format is asked again with
+// the schema in the system prompt, and a warning says so (J1).
+func TestOutputSchemaRefusedField(t *testing.T) {
+	srv := chatServer(t,
+		reply{status: 400, body: `{"error":{"message":"Unrecognized request argument supplied: response_format","type":"invalid_request_error"}}`},
+		reply{text: `{"ok":true}`})
+	s := providerSession(t, srv, 100000)
+	schema, err := NewOutputSchema(json.RawMessage(`{"type":"object","required":["ok"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, rec := runWith(t, s, "review", TurnOptions{Output: schema})
+	if res.StopReason != StopCompleted || string(res.StructuredOutput) != `{"ok":true}` {
+		t.Fatalf("stop %q, value %s, error %v", res.StopReason, res.StructuredOutput, res.Error)
+	}
+	if w := ofType[Warning](rec); len(w) != 1 || !strings.Contains(w[0].Message, "refused the output schema") {
+		t.Errorf("warnings %+v", w)
+	}
+}
