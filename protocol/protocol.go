@@ -1113,7 +1113,7 @@ type TurnEndEvent struct {
 	// Always "turn_end".
 	Type       string     `json:"type"`
 	Aborted    bool       `json:"aborted"`
-	StopReason StopReason `json:"stop_reason"`
+	StopReason StopReason `json:"stop_reason,omitzero"`
 	// stamped by e rpc: the session the event belongs to (S2)
 	Session SessionID `json:"session,omitzero"`
 	// stamped by e rpc: the id of the request the event serves (S2)

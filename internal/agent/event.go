@@ -155,7 +155,7 @@ type (
 	}
 	TurnEnd struct {
 		Aborted    bool   `json:"aborted"`
-		StopReason string `json:"stop_reason"` // why the turn ended (N2): Stop*
+		StopReason string `json:"stop_reason,omitempty"` // why the turn ended (N2): Stop*; always set
 		// ResponseID is the provider's id of the answer an interruption
 		// cut short, when it gave one, for front ends that show it (the pi
 		// dialect's responseId). Not on e's wire.

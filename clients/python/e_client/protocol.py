@@ -1342,7 +1342,7 @@ class TurnEndEvent(TypedDict):
 
     aborted: bool
 
-    stop_reason: StopReason
+    stop_reason: NotRequired[StopReason]
 
     #: stamped by e rpc: the session the event belongs to (S2)
     session: NotRequired[SessionID]

@@ -1442,7 +1442,7 @@ export interface ToolStartEvent {
 export interface TurnEndEvent {
   type: "turn_end";
   aborted: boolean;
-  stop_reason: StopReason;
+  stop_reason?: StopReason;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
    */
