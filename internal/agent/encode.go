@@ -28,7 +28,10 @@ func AppendEvent(dst []byte, ev Event) []byte {
 		return append(dst, `{"type":"turn_start"}`...)
 	case TurnEnd:
 		dst = append(append(dst, `{"type":"turn_end","aborted":`...), strconv.FormatBool(ev.Aborted)...)
-		return append(jsonenc.AppendString(append(dst, `,"stop_reason":`...), ev.StopReason), '}')
+		if ev.StopReason != "" {
+			dst = jsonenc.AppendString(append(dst, `,"stop_reason":`...), ev.StopReason)
+		}
+		return append(dst, '}')
 	}
 	b, err := Marshal(ev)
 	if err != nil {
