@@ -3,7 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -220,5 +224,66 @@ func TestOutputSchemaRefusedField(t *testing.T) {
 	}
 	if w := ofType[Warning](rec); len(w) != 1 || !strings.Contains(w[0].Message, "refused the output schema") {
 		t.Errorf("warnings %+v", w)
+	}
+}
+
+// An Anthropic model that answers 400 naming output_format is asked again
+// for a forced tool call, whose input is the answer (J1).
+func TestOutputSchemaAnthropicForcedTool(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"output_format: Extra inputs are not permitted"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{
+			`{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":5,"output_tokens":1}}}`,
+			`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"output","input":{}}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"ok\":true}"}}`,
+			`{"type":"content_block_stop","index":0}`,
+			`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":4}}`,
+			`{"type":"message_stop"}`,
+		} {
+			io.WriteString(w, "data: "+d+"\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cat, err := model.NewCatalog(model.Config{Getenv: func(string) string { return "" }, HTTPClient: srv.Client(),
+		Providers: map[string]model.ProviderConfig{"anth": {API: model.APIAnthropic, BaseURL: srv.URL,
+			Models: []model.ModelConfig{{ID: "m"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := testEngine(t)
+	eng.Catalog = cat
+	s := testSession(t, eng, func(o *Options) { o.Model, o.Effort, o.Tools = "anth/m", "", nil })
+	schema, err := NewOutputSchema(json.RawMessage(`{"type":"object","required":["ok"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, rec := runWith(t, s, "review", TurnOptions{Output: schema})
+	if res.StopReason != StopCompleted || string(res.StructuredOutput) != `{"ok":true}` {
+		t.Fatalf("stop %q, value %s, error %v", res.StopReason, res.StructuredOutput, res.Error)
+	}
+	if w := ofType[Warning](rec); len(w) != 1 || !strings.Contains(w[0].Message, "forced tool call") {
+		t.Errorf("warnings %+v", w)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := bodies[0]["output_format"]; !ok {
+		t.Errorf("first request without output_format: %v", bodies[0])
+	}
+	if got := bodies[1]["tool_choice"]; !cmp.Equal(got, map[string]any{"type": "tool", "name": "output"}) {
+		t.Errorf("second request's tool_choice %v", got)
 	}
 }

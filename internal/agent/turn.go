@@ -60,6 +60,7 @@ type turn struct {
 	corrected  bool            // the corrective call for an invalid answer was made (J2)
 	structured json.RawMessage // the final answer as a value of the output schema
 	schemaText bool            // the provider refused the output schema's field: it goes in words
+	schemaTool bool            // the Anthropic model refused it: the answer comes as a forced tool call
 }
 
 func (t *turn) emit(ev Event) {
@@ -426,9 +427,12 @@ func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDe
 // in the API's own field, or in words when the endpoint refused that.
 func (t *turn) withOutput(req *model.Request) *model.Request {
 	if o := t.opts.Output; o != nil {
-		if t.schemaText {
+		switch {
+		case t.schemaText:
 			req.System += "\n\n" + o.instruction()
-		} else {
+		case t.schemaTool:
+			req.OutputSchema, req.OutputTool = o.Raw, true
+		default:
 			req.OutputSchema = o.Raw
 		}
 	}
@@ -538,11 +542,17 @@ func (t *turn) call() (*model.Response, string, error) {
 	msgs := t.s.history(t.s.entries)
 	t.s.mu.Unlock()
 	resp, partial, err := t.stream(t.withOutput(t.request(t.systemPrompt(), msgs, t.toolDefs)), true)
-	if err != nil && t.opts.Output != nil && !t.schemaText && refusedOutputField(err, t.info.API) {
-		// An OpenAI-compatible endpoint without structured output: ask
-		// again with the schema in words; e validates the answer anyway.
-		t.schemaText = true
-		t.warn(fmt.Sprintf("model %s refused the output schema as a request field; asking for it in the system prompt instead", t.info.ID))
+	if err != nil && t.opts.Output != nil && !t.schemaText && !t.schemaTool && refusedOutputField(err, t.info.API) {
+		// A model or endpoint without structured output: ask again, an
+		// Anthropic model for a forced tool call, others with the schema
+		// in words; e validates the answer anyway.
+		how := "in the system prompt"
+		if t.info.API == model.APIAnthropic {
+			t.schemaTool, how = true, "as a forced tool call"
+		} else {
+			t.schemaText = true
+		}
+		t.warn(fmt.Sprintf("model %s refused the output schema as a request field; asking for the answer %s instead", t.info.ID, how))
 		return t.stream(t.withOutput(t.request(t.systemPrompt(), msgs, t.toolDefs)), true)
 	}
 	return resp, partial, err

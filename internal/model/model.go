@@ -97,6 +97,11 @@ type Request struct {
 	// Anthropic output_format); the offline model answers with a minimal
 	// value of it when its directives say nothing else.
 	OutputSchema json.RawMessage
+	// OutputTool asks for the answer as the input of a tool call the model
+	// must make (Anthropic's forced tool) instead of OutputSchema's field,
+	// for a model without structured output; the call comes back as the
+	// answer's text. The other APIs ignore it.
+	OutputTool bool
 }
 
 // CorrectionPrefix starts the user message of a turn's corrective call,

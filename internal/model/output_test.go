@@ -96,3 +96,31 @@ func TestOfflineOutputSchema(t *testing.T) {
 		})
 	}
 }
+
+// A model without structured output answers through a forced tool
+// (Request.OutputTool): the request offers the tool and forces it, and its
+// call comes back as the answer's text, unwrapped from "value" when the
+// schema is not an object's (J1).
+func TestAnthropicOutputTool(t *testing.T) {
+	f := newFake(t, "anthropic", "output-tool.http", holdNone)
+	req := &Request{Model: "m1", Effort: "high", OutputSchema: json.RawMessage(`{"type":"array","items":{"type":"integer"}}`), OutputTool: true,
+		Messages: []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: "count"}}}}}
+	deltas, resp, err := collect(t.Context(), NewAnthropic(f.settings()), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.request(t)
+	if b := got.Header.Get("anthropic-beta"); b != "" {
+		t.Errorf("anthropic-beta = %q, want none", b)
+	}
+	checkGolden(t, "anthropic", "output-tool.golden.json", got.Body)
+	want := &Response{Message: Message{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "[1, 2]"}}},
+		Usage: Usage{Input: 20, Output: 9}, StopReason: StopEnd, RequestID: "req_011CAnthropicOutputTool",
+		ResponseID: "msg_01Out", FinishReason: "tool_use"}
+	if diff := cmp.Diff(want, resp); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	if last := deltas[len(deltas)-1]; last != (Delta{Kind: DeltaText, Text: "[1, 2]"}) {
+		t.Errorf("last delta %+v, want the answer's text", last)
+	}
+}
