@@ -90,6 +90,13 @@ func TestPromptOptionsRefused(t *testing.T) {
 		{name: "cost without prices", opts: PromptOptions{Budget: agent.Budget{MaxCostUSD: 0.5}},
 			wantParam: "max_cost_usd", wantText: "no prices"},
 	}
+	t.Run("session's cost without prices", func(t *testing.T) {
+		_, err := h.Create(context.Background(), Spec{Model: &model, Budget: agent.Budget{MaxCostUSD: 1}})
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeInvalidParams || se.Param != "max_cost_usd" {
+			t.Fatalf("error %v, want invalid_params at max_cost_usd", err)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := s.PromptWith(context.Background(), "hi", nil, c.opts, func(agent.Event) {})

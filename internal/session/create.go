@@ -128,6 +128,11 @@ func (h *Host) check(c *creation) error {
 	if err := h.chooseTools(c); err != nil {
 		return err
 	}
+	if c.spec.Budget.MaxCostUSD > 0 {
+		if info, err := h.engine.Catalog.Lookup(c.model); err == nil && info.Price == nil {
+			return paramErr(CodeInvalidParams, "max_cost_usd", "model %s has no prices in the catalog, so its cost cannot be counted", c.model)
+		}
+	}
 	appr, err := approval(agent.Approval{Policy: h.opts.Approval}, spec.Approval, spec.ApprovalTimeout)
 	if err != nil {
 		return err
