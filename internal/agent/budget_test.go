@@ -287,3 +287,20 @@ func TestOutputSchemaAnthropicForcedTool(t *testing.T) {
 		t.Errorf("second request's tool_choice %v", got)
 	}
 }
+
+// An automatic compaction's call counts toward the turn's budget: with
+// max_model_calls 1 the compaction is the one call, and the turn stops
+// before asking the model (N1).
+func TestBudgetCountsCompaction(t *testing.T) {
+	eng := testEngine(t)
+	eng.CompactThreshold = 0.02 // 4000 of the offline model's 200000 tokens (TestAutoCompaction)
+	s := testSession(t, eng, nil)
+	if r, _ := prompt(t, s, "/long 4000"); r.Error != nil {
+		t.Fatal(*r.Error)
+	}
+	res, rec := runWith(t, s, "/text never", TurnOptions{Budget: Budget{MaxModelCalls: 1}})
+	if len(ofType[Compacted](rec)) != 1 || res.StopReason != StopModelCalls || strings.Contains(res.Output, "never") {
+		t.Errorf("events %v, stop reason %q, output %q; want one compaction, then max_model_calls before the answer",
+			rec.types(), res.StopReason, res.Output)
+	}
+}

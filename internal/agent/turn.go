@@ -258,6 +258,9 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			}
 			return false, err
 		}
+		if se := t.overBudget(); se != nil { // the compaction's call reached it
+			return false, se
+		}
 		resp, partial, err := t.call()
 		if errors.Is(err, errCallAgain) {
 			continue
