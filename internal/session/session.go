@@ -483,7 +483,7 @@ func (s *Session) Messages() []Message {
 
 // Fork copies the current branch into a new session, registered with the
 // host (T2): saved when s is (beside s's log), with s's model, effort,
-// tools, instructions, approval policy and name, and MCP servers of its
+// tools, instructions, approval policy, name and budget, and MCP servers of its
 // own, started like s's (ctx bounds their start). With at "" the fork has
 // the whole branch; otherwise its history ends at entry at, and a branch
 // without that entry is code invalid_params naming "at".
@@ -541,6 +541,7 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
 		MCP: servers})
 	fork := newSession(s.h, a, h, s.mcp)
+	fork.budget = s.budget
 	s.h.register(fork)
 	return fork, nil
 }
