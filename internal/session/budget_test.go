@@ -22,6 +22,7 @@ func TestBudgetLayers(t *testing.T) {
 		process  agent.Budget
 		session  agent.Budget
 		prompt   agent.Budget
+		fork     bool   // prompt a fork of the session
 		want     string // stop_reason
 		calls    int    // tool calls announced
 	}{
@@ -33,6 +34,8 @@ func TestBudgetLayers(t *testing.T) {
 			want: agent.StopModelCalls, calls: 4},
 		{name: "prompt over session", session: agent.Budget{MaxModelCalls: 2}, prompt: agent.Budget{MaxModelCalls: 10},
 			want: agent.StopCompleted, calls: 5},
+		{name: "a fork keeps the session's", session: agent.Budget{MaxModelCalls: 2}, fork: true,
+			want: agent.StopModelCalls, calls: 2},
 		{name: "other limits stay", session: agent.Budget{MaxModelCalls: 2}, prompt: agent.Budget{MaxTokens: 1 << 40},
 			want: agent.StopModelCalls, calls: 2},
 	}
@@ -50,6 +53,11 @@ func TestBudgetLayers(t *testing.T) {
 			}
 			t.Cleanup(h.Shutdown)
 			s := create(t, h, Spec{Budget: c.session})
+			if c.fork {
+				if s, err = s.Fork(context.Background(), ""); err != nil {
+					t.Fatal(err)
+				}
+			}
 			turn, err := s.PromptWith(context.Background(), loop, nil, PromptOptions{Budget: c.prompt}, func(agent.Event) {})
 			if err != nil {
 				t.Fatal(err)
