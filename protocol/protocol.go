@@ -244,6 +244,24 @@ type SessionSummary struct {
 	Cwd string `json:"cwd"`
 }
 
+// StopReason is why a turn ended (N2): completed; interrupted; error (the turn failed: error
+// says why); max_model_calls, max_tokens, max_cost_usd or max_duration_ms (that budget
+// stopped it, N1); invalid_output (the answer stayed invalid against the output schema after
+// one corrective call, J2). The set is open: more may come, and a client treats a value it
+// does not know as an error. Schema: defs.json#/$defs/stop_reason.
+type StopReason string
+
+const (
+	StopReasonCompleted     StopReason = "completed"
+	StopReasonInterrupted   StopReason = "interrupted"
+	StopReasonError         StopReason = "error"
+	StopReasonMaxModelCalls StopReason = "max_model_calls"
+	StopReasonMaxTokens     StopReason = "max_tokens"
+	StopReasonMaxCostUSD    StopReason = "max_cost_usd"
+	StopReasonMaxDurationMS StopReason = "max_duration_ms"
+	StopReasonInvalidOutput StopReason = "invalid_output"
+)
+
 // ToolCounts is a turn's tool calls. Schema: defs.json#/$defs/tool_counts.
 type ToolCounts struct {
 	// tool calls made
@@ -307,7 +325,11 @@ type Result struct {
 	// session.prompt: the session id; v1 and e -p: the JSONL path when saved, else null (O3)
 	Session *string `json:"session"`
 	// the session log's path, null when memory-only
-	Path *string `json:"path"`
+	Path       *string    `json:"path"`
+	StopReason StopReason `json:"stop_reason"`
+	// the final answer as the JSON value of the prompt's output_schema (J2); null without one,
+	// and whenever stop_reason is not completed
+	StructuredOutput json.RawMessage `json:"structured_output"`
 }
 
 // ErrorResponse is the error response. The failure response to a request, or to a line that
@@ -465,6 +487,18 @@ type SessionCreateParams struct {
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
+	// the session's default budget, which a prompt's own replaces: at most this many model calls
+	// in a turn, compaction's included (N1)
+	MaxModelCalls *int64 `json:"max_model_calls,omitzero"`
+	// the session's default budget, which a prompt's own replaces: at most this many tokens in a
+	// turn, every category of every model call, compaction's included (N1)
+	MaxTokens *int64 `json:"max_tokens,omitzero"`
+	// the session's default budget, which a prompt's own replaces: at most this cost in USD a
+	// turn, from the catalog's prices; a model without prices is invalid_params (N1)
+	MaxCostUSD *float64 `json:"max_cost_usd,omitzero"`
+	// the session's default budget, which a prompt's own replaces: at most this long a turn, in
+	// ms; running tools and model calls are stopped as by an interrupt (N1)
+	MaxDurationMS *int64 `json:"max_duration_ms,omitzero"`
 }
 
 // SessionCreateResult is the session.create result. M3. Schema:
@@ -632,6 +666,22 @@ type SessionPromptParams struct {
 	Prompt string `json:"prompt"`
 	// PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
 	Images *[]string `json:"images,omitzero"`
+	// a JSON Schema (draft 2020-12, the keywords e's validator implements: a keyword outside
+	// them is invalid_params naming it) that the turn's final answer must be one JSON value of
+	// (J1); the result's structured_output is that value (J2)
+	OutputSchema json.RawMessage `json:"output_schema,omitzero"`
+	// this turn's budget, replacing the session's: at most this many model calls in a turn,
+	// compaction's included (N1)
+	MaxModelCalls *int64 `json:"max_model_calls,omitzero"`
+	// this turn's budget, replacing the session's: at most this many tokens in a turn, every
+	// category of every model call, compaction's included (N1)
+	MaxTokens *int64 `json:"max_tokens,omitzero"`
+	// this turn's budget, replacing the session's: at most this cost in USD a turn, from the
+	// catalog's prices; a model without prices is invalid_params (N1)
+	MaxCostUSD *float64 `json:"max_cost_usd,omitzero"`
+	// this turn's budget, replacing the session's: at most this long a turn, in ms; running
+	// tools and model calls are stopped as by an interrupt (N1)
+	MaxDurationMS *int64 `json:"max_duration_ms,omitzero"`
 }
 
 // SessionPromptResult is the session.prompt result. M6: the turn result. Schema:
@@ -1071,8 +1121,9 @@ func (ToolStartEvent) EventType() string { return "tool_start" }
 // path: success, error, interrupt. Schema: events/turn_end.json.
 type TurnEndEvent struct {
 	// Always "turn_end".
-	Type    string `json:"type"`
-	Aborted bool   `json:"aborted"`
+	Type       string     `json:"type"`
+	Aborted    bool       `json:"aborted"`
+	StopReason StopReason `json:"stop_reason,omitzero"`
 	// stamped by e rpc: the session the event belongs to (S2)
 	Session SessionID `json:"session,omitzero"`
 	// stamped by e rpc: the id of the request the event serves (S2)

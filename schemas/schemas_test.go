@@ -263,6 +263,7 @@ func result(members ...string) string {
 		"error": `null`, "error_details": `null`, "warnings": `[]`,
 		"usage":    `{"input_tokens":1,"output_tokens":2,"cache_read_tokens":0,"cache_write_5m_tokens":0,"cache_write_1h_tokens":0,"prompt_tokens":1}`,
 		"cost_usd": `null`, "tools": `{"calls":0,"failures":0}`, "session": `null`, "path": `null`,
+		"stop_reason": `"completed"`, "structured_output": `null`,
 	}
 	for _, m := range members {
 		k, v, _ := strings.Cut(m, "=")
@@ -323,7 +324,7 @@ func TestValidateEvent(t *testing.T) {
 		{"request any JSON", `{"type":"turn_start","session":"s1","request":{"a":[1e400]}}`, true, ""},
 		{"stamps missing", `{"type":"turn_start"}`, true, "event turn_start: request: required"},
 		{"session missing", `{"type":"turn_start","request":1}`, true, "event turn_start: session: required"},
-		{"stamps allowed unstamped", `{"type":"turn_end","aborted":false,"session":"s1","request":1}`, false, ""},
+		{"stamps allowed unstamped", `{"type":"turn_end","aborted":false,"stop_reason":"completed","session":"s1","request":1}`, false, ""},
 		{"stamp type checked unstamped", `{"type":"turn_end","aborted":false,"session":1}`, false, "event turn_end: session: expected string, got number"},
 		{"field missing", `{"type":"turn_end"}`, false, "event turn_end: aborted: required"},
 		{"tool_batch", `{"type":"tool_batch","calls":[{"id":1,"name":"read","arguments":{"path":"README.md"},"category":"read","target":"README.md"}]}`, false, ""},
@@ -358,8 +359,8 @@ func TestValidateLine(t *testing.T) {
 		{"error response, big id (F2)", `{"id":12345678901234567890,"error":"x"}`, ""},
 		{"error response empty", `{"id":1,"error":""}`, `error response: error: expected a non-empty string, got ""`},
 		{"neither", `{"id":1}`, "error response: error: required"},
-		{"stamped event", `{"type":"turn_end","aborted":true,"session":"s1","request":"p1"}`, ""},
-		{"unstamped event", `{"type":"turn_end","aborted":true}`, "event turn_end: request: required"},
+		{"stamped event", `{"type":"turn_end","aborted":true,"stop_reason":"interrupted","session":"s1","request":"p1"}`, ""},
+		{"unstamped event", `{"type":"turn_end","aborted":true,"stop_reason":"interrupted"}`, "event turn_end: request: required"},
 		{"ask (X2)", `{"type":"ask","ask":1,"extension":"deploy","method":"ui.confirm","params":{"title":"Deploy?","message":"to prod"}}`, ""},
 		{"ask of another method", `{"type":"ask","ask":1,"extension":"deploy","method":"ui.notify","params":{}}`, `ask: method: expected "ui.confirm", "ui.select", "ui.input", "ui.editor" or "tool.approve", got "ui.notify"`},
 		{"approval ask (tool.approve)", `{"type":"ask","ask":2,"session":"s1","method":"tool.approve","params":{"id":1,"name":"bash","arguments":{"command":"ls"},"category":"execute","target":"ls"}}`, ""},

@@ -102,7 +102,8 @@ func (s *Server) modelsList(r *request) (any, error) {
 func createSpec(p protocol.SessionCreateParams) session.Spec {
 	spec := session.Spec{Model: p.Model, Effort: p.Effort, Name: p.Name,
 		NoTools: p.ToolMode != nil && *p.ToolMode == "none", Save: p.Save != nil && *p.Save,
-		Approval: (*string)(p.Approval), ApprovalTimeout: millis(p.ApprovalTimeoutMS)}
+		Approval: (*string)(p.Approval), ApprovalTimeout: millis(p.ApprovalTimeoutMS),
+		Budget: budget(p.MaxModelCalls, p.MaxTokens, p.MaxCostUSD, p.MaxDurationMS)}
 	if p.McpServers != nil {
 		spec.MCP = mcpServers(*p.McpServers)
 	}
@@ -154,6 +155,21 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		res.ReadOnly = &in.ReadOnly
 	}
 	return res, nil
+}
+
+// budget is the limits a request set (N1); null or absent is none.
+func budget(calls, tokens *int64, cost *float64, ms *int64) agent.Budget {
+	deref := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	b := agent.Budget{MaxModelCalls: deref(calls), MaxTokens: deref(tokens), MaxDurationMS: deref(ms)}
+	if cost != nil {
+		b.MaxCostUSD = *cost
+	}
+	return b
 }
 
 func millis(ms *int64) *time.Duration {
@@ -244,7 +260,8 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 		images = *p.Images
 	}
 	ctx, sink := s.streamEvents(s.ctx, ss.ID(), r.id)
-	t, err := ss.Prompt(ctx, p.Prompt, images, sink)
+	t, err := ss.PromptWith(ctx, p.Prompt, images, session.PromptOptions{OutputSchema: p.OutputSchema,
+		Budget: budget(p.MaxModelCalls, p.MaxTokens, p.MaxCostUSD, p.MaxDurationMS)}, sink)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,8 @@ type turnReply struct {
 func turnResult(r agent.Result) protocol.Result {
 	out := protocol.Result{Output: r.Output, FinalOutput: r.FinalOutput, Model: r.Model, Effort: r.Effort, Aborted: r.Aborted,
 		Error: r.Error, Warnings: r.Warnings, Usage: usage(r.Usage), CostUSD: r.CostUSD,
-		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path}
+		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path,
+		StopReason: protocol.StopReason(r.StopReason), StructuredOutput: r.StructuredOutput}
 	if d := r.ErrorDetails; d != nil {
 		out.ErrorDetails = &protocol.ErrorDetails{Stage: protocol.ErrorDetailsStage(d.Stage), Provider: d.Provider, Model: d.Model,
 			RequestID: d.RequestID, ErrorType: d.ErrorType, Retryable: d.Retryable,

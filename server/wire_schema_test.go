@@ -110,7 +110,7 @@ type shape struct {
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
 		{schema: "session.entries.result", value: SessionEntriesResult{}},
-		{schema: "result", value: agent.Result{}}, // e -p --json's last line
+		{schema: "result", value: agent.Result{StopReason: agent.StopCompleted}}, // e -p --json's last line
 		{schema: "lines/ask", value: extension.Ask{}},
 		{schema: "defs", def: "usage", value: agent.Usage{}},
 		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
@@ -178,7 +178,7 @@ func events() []agent.Event {
 		agent.Slept{ID: 3, MS: 1000},
 		agent.SleepStopped{ID: 3, MS: 200, Reason: "interrupt"},
 		agent.Discarded{Reason: "steer", Text: "too late"},
-		agent.TurnEnd{Aborted: false},
+		agent.TurnEnd{Aborted: false, StopReason: agent.StopCompleted},
 		agent.ShellOutput{Delta: "a\nb\n"},
 	}
 }
@@ -234,9 +234,10 @@ func agentResult(failed bool) agent.Result {
 	r := agent.Result{
 		Output: "The repo is e.", FinalOutput: "The repo is e.", Model: "e/offline", Effort: "",
 		Warnings: []string{}, Usage: agent.NewUsage(model.Usage{Input: 10, Output: 5}),
-		Tools: agent.ToolCounts{Calls: 1},
+		Tools: agent.ToolCounts{Calls: 1}, StopReason: agent.StopCompleted,
 	}
 	if failed {
+		r.StopReason = agent.StopError
 		d := errorDetails(ptr(500))
 		r.Error, r.ErrorDetails, r.CostUSD = ptr("model: openai: HTTP 500"), &d, ptr(0.0125)
 		r.Session, r.Path, r.Warnings = ptr("01J0"), ptr("/h/.e/sessions/--w--/01J0.jsonl"), []string{"w"}

@@ -57,6 +57,11 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --log FILE               append the operator log (JSON lines: model and tool calls,
                            sessions, errors; never keys or prompt text) to FILE
   --log-content            put prompt text and tool arguments in the log too (redacted)
+  --max-model-calls N, --max-tokens N, --max-cost-usd USD, --max-duration-ms MS
+                           every turn's budget (settings: the same names; a session's or
+                           prompt's own replaces it): reached, the turn stops before its
+                           next model call with that stop reason; --max-cost-usd needs a
+                           model with prices
 `
 
 const environmentHelp = `environment:
@@ -73,7 +78,8 @@ const environmentHelp = `environment:
 const settingsHelp = `settings:
   $E_HOME/settings.json: default_model, providers, extensions, mcp_servers, tool_concurrency,
   compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
-  append_system_prompt (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
+  append_system_prompt, max_model_calls, max_tokens, max_cost_usd, max_duration_ms
+  (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
 `
 
 const printHelp = `e -p runs one turn and exits. The prompt is the argument, or piped stdin, or both (the
@@ -90,6 +96,9 @@ flags:
   --image PATH             attach an image (PNG, JPEG, GIF, WebP; repeatable)
   --resume LOG|ID          continue a saved session: its log's path, or its id (looked up in
                            $E_HOME/sessions); with --no-save a read-only copy, said on stderr
+  --output-schema FILE     the reply must be one JSON value valid against the JSON Schema
+                           in FILE: stdout gets just that value (after at most one
+                           corrective model call), exit 0 only when it is valid
   -v, --verbose            one line on stderr per step (model call, tool call, retry,
                            compaction), wherever stderr goes
   -q, --quiet              no progress on stderr (warnings and the error still, but for
@@ -102,8 +111,10 @@ flags:
 ` + settingsHelp + `
 exit status:
   0  the turn completed
-  1  the turn failed (the error is on stderr; with --json in the result line too) or was
-     interrupted (Ctrl-C, SIGTERM: "e: interrupted" on stderr)
+  1  the turn failed (the error is on stderr; with --json in the result line too), was
+     interrupted (Ctrl-C, SIGTERM: "e: interrupted" on stderr), was stopped by a budget
+     (e: stopped: max_cost_usd 0.50 reached ($0.52 spent)) or its reply stayed invalid
+     against --output-schema
   2  a usage problem: unknown flag, empty prompt, bad --image
 
 examples:
@@ -112,6 +123,7 @@ examples:
   e -p "and now the tests" --resume 01J9ZX3K8Q
   e -p "/text hello from e" --json        # the offline model: no key needed
   e -p "fix the failing test" --append-system-prompt "$(cat review-rules.md)"
+  git diff | e -p --output-schema review.json --max-cost-usd 0.50 "review this diff"
 `
 
 const rpcHelp = `e rpc serves sessions over JSON Lines: one request per line on stdin, responses, events

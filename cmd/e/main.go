@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
 )
@@ -43,6 +44,7 @@ type runFlags struct {
 	system, appendSystem   string
 	log                    string
 	logContent             bool
+	budget                 agent.Budget // every turn's (N1)
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -64,6 +66,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.appendSystem, "append-system-prompt", "", "add to the system prompt")
 	fs.StringVar(&f.log, "log", "", "append the operator log to this file")
 	fs.BoolVar(&f.logContent, "log-content", false, "put prompt text and tool arguments in the log")
+	fs.Int64Var(&f.budget.MaxModelCalls, "max-model-calls", 0, "stop a turn after this many model calls")
+	fs.Int64Var(&f.budget.MaxTokens, "max-tokens", 0, "stop a turn after this many tokens")
+	fs.Float64Var(&f.budget.MaxCostUSD, "max-cost-usd", 0, "stop a turn after this cost in USD")
+	fs.Int64Var(&f.budget.MaxDurationMS, "max-duration-ms", 0, "stop a turn after this many ms")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
@@ -72,7 +78,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 func (f *runFlags) options() session.Options {
 	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
 		NoSave: f.noSave, Approval: f.approval, SystemPrompt: f.system, AppendSystemPrompt: f.appendSystem,
-		Version: version, Channel: channel(), Commit: commit()}
+		Budget: f.budget, Version: version, Channel: channel(), Commit: commit()}
 }
 
 // parse parses flags that may stand before or after positional arguments:

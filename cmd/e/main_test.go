@@ -48,6 +48,14 @@ func command(t testing.TB, args ...string) *exec.Cmd {
 
 // P1, P4, P7: e -p exit codes and --json lines.
 func TestPrint(t *testing.T) {
+	schemaDir := t.TempDir()
+	okSchema, badSchema := filepath.Join(schemaDir, "ok.json"), filepath.Join(schemaDir, "bad.json")
+	for path, s := range map[string]string{okSchema: `{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`,
+		badSchema: `{"type":"object","patternProperties":{}}`} {
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -71,6 +79,15 @@ func TestPrint(t *testing.T) {
 		{name: "-q silences the offline warning", args: []string{"-p", "/text hi", "-q", "--no-save"}, wantStdout: "hi\n", notStderr: "offline"},
 		{name: "offline warning without -q", args: []string{"-p", "/text hi", "--no-save"}, wantStdout: "hi\n", wantStderr: "offline model"},
 		{name: "unknown model names e models", args: []string{"-p", "x", "-m", "nope/x"}, wantCode: 1, wantStderr: "(see e models or models.list)"},
+		{name: "output schema prints the value J1", args: []string{"-p", "review", "--output-schema", okSchema}, wantCode: 0,
+			wantStdout: "{\"ok\":false}\n"},
+		{name: "invalid output exits 1 J2", args: []string{"-p", "/text no\n/then\n/text still no", "--output-schema", okSchema},
+			wantCode: 1, wantStderr: "e: invalid output: the answer is not one JSON value"},
+		{name: "unsupported keyword is usage J1", args: []string{"-p", "x", "--output-schema", badSchema}, wantCode: 2,
+			wantStderr: `"patternProperties"`},
+		{name: "budget stop exits 1 N2", args: []string{"-p", "/tool bash {\"command\":\"true\"}\n/then\n/text x", "--max-model-calls", "1"},
+			wantCode: 1, wantStderr: "e: stopped: max_model_calls 1 reached (1 calls made)\n"},
+		{name: "negative budget is usage N1", args: []string{"-p", "x", "--max-tokens", "-1"}, wantCode: 2, wantStderr: "--max-tokens -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/e-agent/e/internal/session"
@@ -30,6 +31,17 @@ func (f *runFlags) openLog() (*slog.Logger, func(), error) {
 // sessionOptions is options() with the operator log opened; call done
 // after the host has shut down.
 func (f *runFlags) sessionOptions() (opts session.Options, done func(), err error) {
+	b := f.budget
+	switch {
+	case b.MaxModelCalls < 0:
+		return session.Options{}, nil, fmt.Errorf("--max-model-calls %d: want 1 or more", b.MaxModelCalls)
+	case b.MaxTokens < 0:
+		return session.Options{}, nil, fmt.Errorf("--max-tokens %d: want 1 or more", b.MaxTokens)
+	case b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0):
+		return session.Options{}, nil, fmt.Errorf("--max-cost-usd %g: want a number above 0", b.MaxCostUSD)
+	case b.MaxDurationMS < 0:
+		return session.Options{}, nil, fmt.Errorf("--max-duration-ms %d: want 1 or more", b.MaxDurationMS)
+	}
 	log, done, err := f.openLog()
 	if err != nil {
 		return session.Options{}, nil, err

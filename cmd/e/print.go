@@ -47,6 +47,8 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&images, "image", "attach an image")
 	var resume string
 	fs.StringVar(&resume, "resume", "", "continue a saved session: its log's path or its id")
+	var schemaFile string
+	fs.StringVar(&schemaFile, "output-schema", "", "the reply must be a JSON value of this schema")
 	var verbose, quiet bool
 	for _, n := range []string{"v", "verbose"} {
 		fs.BoolVar(&verbose, n, false, "one line on stderr per step")
@@ -98,10 +100,10 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// stderr, and with --json a result line saying it (P7), so a reader of
 	// stdout always gets one.
 	fail := func(err error) int {
-		res := agent.Result{Model: f.model, Effort: f.effort, Warnings: []string{}}
+		res := agent.Result{Model: f.model, Effort: f.effort, Warnings: []string{}, StopReason: agent.StopError}
 		msg := err.Error()
 		if sigCtx.Err() != nil {
-			msg, res.Aborted = "interrupted", true
+			msg, res.Aborted, res.StopReason = "interrupted", true, agent.StopInterrupted
 		} else {
 			res.Error = &msg
 		}
@@ -121,6 +123,19 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if _, err := agent.LoadImages(env.Cwd, images); err != nil {
 		fmt.Fprintf(stderr, "e: --image: %v\n", err)
 		return 2
+	}
+	var popts session.PromptOptions
+	if schemaFile != "" {
+		b, err := os.ReadFile(schemaFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "e: --output-schema: %v\n", err)
+			return 2
+		}
+		if _, err := agent.NewOutputSchema(b); err != nil {
+			fmt.Fprintf(stderr, "e: --output-schema %s: %v\n", schemaFile, err)
+			return 2
+		}
+		popts.OutputSchema = b
 	}
 	opts, closeLog, err := f.sessionOptions()
 	if err != nil {
@@ -142,7 +157,8 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		prog.say("e: warning: " + w)
 	}
 	text := &reply{write: out.text, note: prog.say, midLine: func() bool { return out.mid }}
-	turn, err := sess.Prompt(ctx, prompt, images, func(ev agent.Event) {
+	structured := popts.OutputSchema != nil
+	turn, err := sess.PromptWith(ctx, prompt, images, popts, func(ev agent.Event) {
 		switch ev := ev.(type) {
 		case agent.Warning:
 			// -q keeps the one warning a person who chose the offline model
@@ -156,6 +172,9 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			b, _ := agent.Marshal(ev)
 			out.line(b)
 			return
+		}
+		if structured {
+			return // stdout gets the value alone, once it is valid
 		}
 		switch ev := ev.(type) {
 		case *agent.Text:
@@ -179,6 +198,10 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if jsonOut {
 		b, _ := json.Marshal(res)
 		out.line(append([]byte(`{"type":"result",`), b[1:]...))
+	} else if structured {
+		if res.StructuredOutput != nil {
+			out.line(res.StructuredOutput)
+		}
 	} else if out.mid {
 		out.text("\n")
 	}

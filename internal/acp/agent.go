@@ -568,11 +568,22 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error, func()
 		switch {
 		case res.Aborted:
 			return PromptResult{StopReason: StopCancelled}, nil, written
+		case stopReasons[res.StopReason] != "":
+			return PromptResult{StopReason: stopReasons[res.StopReason]}, nil, written
 		case res.Error != nil:
 			return nil, errorf(CodeInternal, *res.Error), written
 		}
 		return PromptResult{StopReason: StopEndTurn}, nil, written
 	}, nil
+}
+
+// stopReasons maps the stop reasons of e's budgets and output schema (N2)
+// to ACP's nearest: a limit of tokens is ACP's max_tokens, every other
+// budget a limit of the turn's requests, an answer that stayed invalid a
+// refusal to go on.
+var stopReasons = map[string]string{
+	agent.StopModelCalls: StopMaxTurnRequests, agent.StopTokens: StopMaxTokens, agent.StopCostUSD: StopMaxTurnRequests,
+	agent.StopDurationMS: StopMaxTurnRequests, agent.StopInvalidOutput: StopRefusal,
 }
 
 // promptContent turns ACP content blocks into e's prompt: text blocks as

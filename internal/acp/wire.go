@@ -152,6 +152,8 @@ const (
 	StopEndTurn         = "end_turn"
 	StopMaxTurnRequests = "max_turn_requests"
 	StopCancelled       = "cancelled"
+	StopMaxTokens       = "max_tokens"
+	StopRefusal         = "refusal"
 )
 
 type SetConfigOptionParams struct {

@@ -27,7 +27,11 @@ func AppendEvent(dst []byte, ev Event) []byte {
 	case TurnStart:
 		return append(dst, `{"type":"turn_start"}`...)
 	case TurnEnd:
-		return append(append(dst, `{"type":"turn_end","aborted":`...), strconv.FormatBool(ev.Aborted)+"}"...)
+		dst = append(append(dst, `{"type":"turn_end","aborted":`...), strconv.FormatBool(ev.Aborted)...)
+		if ev.StopReason != "" {
+			dst = jsonenc.AppendString(append(dst, `,"stop_reason":`...), ev.StopReason)
+		}
+		return append(dst, '}')
 	}
 	b, err := Marshal(ev)
 	if err != nil {

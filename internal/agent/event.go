@@ -154,7 +154,8 @@ type (
 		Text   string `json:"text"`
 	}
 	TurnEnd struct {
-		Aborted bool `json:"aborted"`
+		Aborted    bool   `json:"aborted"`
+		StopReason string `json:"stop_reason,omitempty"` // why the turn ended (N2): Stop*; always set
 		// ResponseID is the provider's id of the answer an interruption
 		// cut short, when it gave one, for front ends that show it (the pi
 		// dialect's responseId). Not on e's wire.
@@ -203,6 +204,11 @@ type Result struct {
 	Tools        ToolCounts    `json:"tools"`
 	Session      *string       `json:"session"`
 	Path         *string       `json:"path"`
+	// StopReason says why the turn ended (N2): one of the Stop* values.
+	StopReason string `json:"stop_reason"`
+	// StructuredOutput is the final answer as a value of the prompt's
+	// output schema (J2); null unless the turn completed with one.
+	StructuredOutput json.RawMessage `json:"structured_output"`
 
 	// FinalOutputJSON is FinalOutput encoded as a JSON string, as
 	// jsonenc.AppendString encodes it, when the turn has that at hand (a

@@ -29,8 +29,9 @@ type pending struct {
 }
 
 // runTools runs a batch in waves (L2, L3) and records every result. It
-// reports whether the turn was interrupted.
-func (t *turn) runTools(parts []model.Part) (interrupted bool) {
+// reports whether the turn was interrupted. With stop set no call runs:
+// each ends with a result saying the budget stopped it.
+func (t *turn) runTools(parts []model.Part, stop *StoppedError) (interrupted bool) {
 	s := t.s
 	batch := make([]*pending, len(parts))
 	calls := make([]Call, len(parts))
@@ -51,6 +52,9 @@ func (t *turn) runTools(parts []model.Part) (interrupted bool) {
 	var todo []*pending
 	for _, p := range batch {
 		switch {
+		case stop != nil: // a budget stopped the turn (N1)
+			t.end(p, "interrupted", "not run", "not run: "+stop.Message)
+			continue
 		case !t.offered[p.part.Name]:
 			t.end(p, "failed", "not offered", fmt.Sprintf("tool %q is not available in this session", p.part.Name))
 			continue

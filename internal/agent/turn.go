@@ -53,6 +53,14 @@ type turn struct {
 	// for in page faults.
 	text      Text
 	reasoning Reasoning
+
+	opts       TurnOptions
+	began      time.Time
+	calls      int64           // model calls answered, compaction's included (max_model_calls)
+	corrected  bool            // the corrective call for an invalid answer was made (J2)
+	structured json.RawMessage // the final answer as a value of the output schema
+	schemaText bool            // the provider refused the output schema's field: it goes in words
+	schemaTool bool            // the Anthropic model refused it: the answer comes as a forced tool call
 }
 
 func (t *turn) emit(ev Event) {
@@ -71,14 +79,41 @@ func (t *turn) warn(msg string) {
 // wave, serialised across goroutines; sink must not block for long. The
 // returned Result describes the completed run, whatever happened.
 func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part, sink func(Event)) Result {
+	return s.PromptWith(ctx, prompt, images, TurnOptions{}, sink)
+}
+
+// PromptWith is Prompt with a budget and an output schema (N1, J1).
+func (s *Session) PromptWith(ctx context.Context, prompt string, images []model.Part, opts TurnOptions, sink func(Event)) Result {
 	ctx = s.start(ctx)
-	t := &turn{s: s, ctx: ctx, sink: sink}
+	t := &turn{s: s, ctx: ctx, sink: sink, opts: opts, began: time.Now()}
+	if ms := opts.Budget.MaxDurationMS; ms > 0 {
+		// Out of time, the turn stops as by an interrupt: a model call or
+		// tools running are cut short.
+		var cancel context.CancelCauseFunc
+		t.ctx, cancel = context.WithCancelCause(ctx)
+		timer := time.AfterFunc(time.Duration(ms)*time.Millisecond, func() { cancel(errDurationBudget) })
+		defer timer.Stop()
+		defer cancel(nil)
+	}
 	t.res.Warnings = []string{}
 	t.emit(TurnStart{})
 	if s.eng.Ext != nil {
 		s.eng.Ext.Notify("turn.start", map[string]any{"session": s.id})
 	}
 	aborted, err := t.run(prompt, images)
+	if aborted && ctx.Err() == nil && context.Cause(t.ctx) == errDurationBudget {
+		aborted, err = false, t.durationStop()
+	}
+	stop := StopCompleted
+	var se *StoppedError
+	switch {
+	case errors.As(err, &se):
+		stop = se.Reason
+	case err != nil:
+		stop = StopError
+	case aborted:
+		stop = StopInterrupted
+	}
 	left := s.finish()
 	for _, text := range left {
 		t.emit(Discarded{Reason: "steer", Text: text})
@@ -105,8 +140,12 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 		_ = s.append(store.Entry{Type: store.TypeError, Error: err.Error(), Call: t.failedCall})
 	}
 	t.res.Aborted = aborted
+	t.res.StopReason = stop
+	if stop == StopCompleted {
+		t.res.StructuredOutput = t.structured
+	}
 	t.syncLog()
-	end := TurnEnd{Aborted: aborted}
+	end := TurnEnd{Aborted: aborted, StopReason: stop}
 	if t.cut != nil {
 		end.ResponseID, end.ResponseModel = t.cut.ResponseID, t.cut.ResponseModel
 	}
@@ -209,12 +248,18 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 		if step == maxSteps {
 			return false, fmt.Errorf("agent: the model asked for tools %d times in one turn; stopping", maxSteps)
 		}
+		if se := t.overBudget(); se != nil {
+			return false, se
+		}
 		t.deliverSteers()
 		if err := t.autoCompact(turnStart); err != nil {
 			if t.ctx.Err() != nil {
 				return t.interrupted("")
 			}
 			return false, err
+		}
+		if se := t.overBudget(); se != nil { // the compaction's call reached it
+			return false, se
 		}
 		resp, partial, err := t.call()
 		if errors.Is(err, errCallAgain) {
@@ -253,10 +298,31 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 			if s.hasSteers() {
 				continue // a steer that came during the answer continues the turn
 			}
-			return false, nil
+			if t.opts.Output == nil {
+				return false, nil
+			}
+			v, verr := t.opts.Output.check(text)
+			if verr == nil {
+				t.structured = v
+				return false, nil
+			}
+			if t.corrected {
+				return false, &StoppedError{StopInvalidOutput, "invalid output: " + verr.Error()}
+			}
+			t.corrected = true
+			if err := s.appendMessage(t.opts.Output.correction(verr)); err != nil {
+				return false, err
+			}
+			continue
 		}
-		if interrupted := t.runTools(calls); interrupted {
+		// The answer is in; a budget it reached stops the turn before its
+		// tools run, each ending "not run" so that the history stays valid.
+		stop := t.overBudget()
+		if interrupted := t.runTools(calls, stop); interrupted {
 			return true, nil
+		}
+		if stop != nil {
+			return false, stop
 		}
 	}
 }
@@ -358,6 +424,22 @@ func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDe
 		msgs = withoutImages(msgs, p)
 	}
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
+}
+
+// withOutput asks req's answer to be a value of the turn's output schema:
+// in the API's own field, or in words when the endpoint refused that.
+func (t *turn) withOutput(req *model.Request) *model.Request {
+	if o := t.opts.Output; o != nil {
+		switch {
+		case t.schemaText:
+			req.System += "\n\n" + o.instruction()
+		case t.schemaTool:
+			req.OutputSchema, req.OutputTool = o.Raw, true
+		default:
+			req.OutputSchema = o.Raw
+		}
+	}
+	return req
 }
 
 // withoutImages returns msgs with each image replaced by placeholder,
@@ -462,8 +544,21 @@ func (t *turn) call() (*model.Response, string, error) {
 	t.s.mu.Lock()
 	msgs := t.s.history(t.s.entries)
 	t.s.mu.Unlock()
-	req := t.request(t.systemPrompt(), msgs, t.toolDefs)
-	return t.stream(req, true)
+	resp, partial, err := t.stream(t.withOutput(t.request(t.systemPrompt(), msgs, t.toolDefs)), true)
+	if err != nil && t.opts.Output != nil && !t.schemaText && !t.schemaTool && refusedOutputField(err, t.info.API) {
+		// A model or endpoint without structured output: ask again, an
+		// Anthropic model for a forced tool call, others with the schema
+		// in words; e validates the answer anyway.
+		how := "in the system prompt"
+		if t.info.API == model.APIAnthropic {
+			t.schemaTool, how = true, "as a forced tool call"
+		} else {
+			t.schemaText = true
+		}
+		t.warn(fmt.Sprintf("model %s refused the output schema as a request field; asking for the answer %s instead", t.info.ID, how))
+		return t.stream(t.withOutput(t.request(t.systemPrompt(), msgs, t.toolDefs)), true)
+	}
+	return resp, partial, err
 }
 
 // stream runs req with the retry policy; with show set its deltas become
@@ -508,6 +603,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 				t.emit(Recovered{Attempts: attempt + 1})
 			}
 			t.usage = t.usage.Add(resp.Usage)
+			t.calls++
 			rec := t.callRecord(show, "ok", attempt+1, began, start, first)
 			rec.Usage, rec.CostUSD, rec.RequestID, rec.StopReason = resp.Usage, t.info.Cost(resp.Usage), resp.RequestID, resp.StopReason
 			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),

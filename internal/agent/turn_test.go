@@ -205,8 +205,9 @@ func TestResultFields(t *testing.T) {
 		Warnings:    []string{},
 		Usage: Usage{Usage: model.Usage{Input: 11, Output: 7, CacheRead: 6, CacheWrite5m: 6, CacheWrite1h: 6},
 			PromptTokens: 11 + 6 + 6 + 6},
-		CostUSD: &zero,
-		Tools:   ToolCounts{Calls: 1, Failures: 1},
+		CostUSD:    &zero,
+		Tools:      ToolCounts{Calls: 1, Failures: 1},
+		StopReason: StopCompleted,
 		// The last answer is one text part: its entry's encoding.
 		FinalOutputJSON: []byte(`"second"`),
 	}

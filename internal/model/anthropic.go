@@ -45,7 +45,65 @@ type anthropicRequest struct {
 	Tools     []anthropicTool    `json:"tools,omitempty"`
 	Thinking  *anthropicThinking `json:"thinking,omitempty"`
 	Stream    bool               `json:"stream"`
+	// OutputFormat is the output schema (Request.OutputSchema): Anthropic's
+	// structured outputs, behind the beta header anthropicStructuredBeta.
+	OutputFormat *anthropicOutputFormat `json:"output_format,omitempty"`
+	ToolChoice   *anthropicToolChoice   `json:"tool_choice,omitempty"`
 }
+
+type anthropicToolChoice struct {
+	Type string `json:"type"`           // "tool" or "any"
+	Name string `json:"name,omitempty"` // with "tool"
+}
+
+// anthropicOutputTool names the tool whose input is the answer
+// (Request.OutputTool).
+const anthropicOutputTool = "output"
+
+// outputToolSchema is the input schema of the output tool for schema: the
+// schema itself when it is an object's, else an object whose "value" is
+// one (Anthropic takes only object schemas for tool input); wrapped says
+// which.
+func outputToolSchema(schema json.RawMessage) (input json.RawMessage, wrapped bool) {
+	var top struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(schema, &top) == nil && top.Type == "object" {
+		return schema, false
+	}
+	return json.RawMessage(`{"type":"object","required":["value"],"properties":{"value":` + string(schema) + `}}`), true
+}
+
+// outputAnswer turns the output tool's call in m into the answer's text,
+// emitted as one text delta; the other parts stay.
+func outputAnswer(m Message, schema json.RawMessage, emit func(Delta)) Message {
+	_, wrapped := outputToolSchema(schema)
+	for i, p := range m.Content {
+		if p.Type != PartToolCall || p.Name != anthropicOutputTool {
+			continue
+		}
+		text := string(p.Arguments)
+		if wrapped {
+			var in struct {
+				Value json.RawMessage `json:"value"`
+			}
+			if json.Unmarshal(p.Arguments, &in) == nil && in.Value != nil {
+				text = string(in.Value)
+			}
+		}
+		emit(Delta{Kind: DeltaText, Text: text})
+		m.Content[i] = Part{Type: PartText, Text: text}
+	}
+	return m
+}
+
+type anthropicOutputFormat struct {
+	Type   string          `json:"type"` // "json_schema"
+	Schema json.RawMessage `json:"schema"`
+}
+
+// anthropicStructuredBeta is the beta that accepts output_format.
+const anthropicStructuredBeta = "structured-outputs-2025-11-13"
 
 type anthropicThinking struct {
 	Type         string `json:"type"`
@@ -135,6 +193,23 @@ func (an *anthropic) body(req *Request) (anthropicRequest, error) {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		body.Tools = append(body.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	switch {
+	case req.OutputSchema != nil && req.OutputTool:
+		// A forced tool: the only one when no other is offered, else one
+		// of those the model must call; extended thinking does not go
+		// with a forced tool choice.
+		input, _ := outputToolSchema(req.OutputSchema)
+		body.Tools = append(body.Tools, anthropicTool{Name: anthropicOutputTool,
+			Description: "Give your final answer as this tool's input, and only through it.", InputSchema: input})
+		body.ToolChoice = &anthropicToolChoice{Type: "any"}
+		if len(req.Tools) == 0 {
+			body.ToolChoice = &anthropicToolChoice{Type: "tool", Name: anthropicOutputTool}
+		}
+		body.Thinking = nil
+		body.MaxTokens = anthropicMaxTokens
+	case req.OutputSchema != nil:
+		body.OutputFormat = &anthropicOutputFormat{Type: "json_schema", Schema: req.OutputSchema}
 	}
 	return body, nil
 }
@@ -271,6 +346,9 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 	}
 	h := http.Header{}
 	h.Set("anthropic-version", "2023-06-01")
+	if body.OutputFormat != nil {
+		h.Set("anthropic-beta", anthropicStructuredBeta)
+	}
 	if an.p.key != "" {
 		h.Set("x-api-key", an.p.key)
 	}
@@ -366,6 +444,12 @@ func (an *anthropic) Stream(ctx context.Context, req *Request, emit func(Delta))
 		case "message_stop":
 			resp.Message = a.message()
 			resp.Usage = usage.usage()
+			if req.OutputTool && req.OutputSchema != nil {
+				resp.Message = outputAnswer(resp.Message, req.OutputSchema, emit)
+				if len(resp.Message.ToolCalls()) == 0 {
+					resp.StopReason = StopEnd
+				}
+			}
 			return resp, nil
 		case "error":
 			kind, msg := parseErrorBody(ev.Data)

@@ -84,6 +84,17 @@
 // not depend on the machine, the date or the temp dir; Output = the text and reasoning words streamed plus one per
 // tool call; no cache tokens.
 //
+// With an output schema (Request.OutputSchema), a call whose directives
+// give it no text, tool call or failure (a prompt without directives, a
+// segment without them, a call past the last segment) answers with a
+// minimal value of the schema instead: an object of its required
+// properties, arrays of their minItems, strings of their minLength,
+// numbers at their minimum, an enum's first value. A user message starting
+// with CorrectionPrefix (the agent's corrective call) is not a prompt: the
+// directives stay the prompt's before it, and its call takes the next
+// segment, so "/text not json" /then "/text still not json" answers the
+// corrective call with the second text.
+//
 // The offline model ignores tools offered and effort: it calls whatever
 // tool its directives name, so clients can test unknown tools too.
 //

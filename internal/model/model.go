@@ -91,7 +91,23 @@ type Request struct {
 	// Attempt counts retries of this same call, from 0. Providers ignore it;
 	// the offline model uses it to fail only the first attempt of /error retryable.
 	Attempt int
+	// OutputSchema, when set, is the JSON Schema the answer must be a
+	// value of (J1), compact JSON: each API sends it in its own field
+	// (OpenAI Responses text.format, Chat Completions response_format,
+	// Anthropic output_format); the offline model answers with a minimal
+	// value of it when its directives say nothing else.
+	OutputSchema json.RawMessage
+	// OutputTool asks for the answer as the input of a tool call the model
+	// must make (Anthropic's forced tool) instead of OutputSchema's field,
+	// for a model without structured output; the call comes back as the
+	// answer's text. The other APIs ignore it.
+	OutputTool bool
 }
+
+// CorrectionPrefix starts the user message of a turn's corrective call,
+// which feeds back why the answer was not valid against the output schema
+// (J2): the offline model's directives stay those of the prompt before it.
+const CorrectionPrefix = "e: your answer is not valid against the output schema:"
 
 // Usage holds the five disjoint token categories (U1): Input excludes cache
 // reads and writes. Reasoning is not a sixth: it is the part of Output the

@@ -182,13 +182,20 @@ func offlineSegment(req *Request) (segment, error) {
 	if err != nil {
 		return segment{}, err
 	}
+	directed := segs != nil
 	if segs == nil {
 		segs = []segment{{text: []textLine{{text: plainReply(prompt)}}}}
 	}
-	if call >= len(segs) {
-		return segment{text: []textLine{{text: "done."}}}, nil
+	seg := segment{text: []textLine{{text: "done."}}}
+	if call < len(segs) {
+		seg = segs[call]
 	}
-	return segs[call], nil
+	// Asked for a value of a schema, a call whose directives say nothing
+	// of text, tools or failure answers with a minimal value of it.
+	if req.OutputSchema != nil && (!directed || call >= len(segs) || len(seg.text) == 0 && len(seg.calls) == 0 && seg.fail == nil) {
+		seg.text = []textLine{{text: string(minimalInstance(req.OutputSchema))}}
+	}
+	return seg, nil
 }
 
 // newestPrompt returns the text of the newest user message that has text,
@@ -200,7 +207,7 @@ func newestPrompt(msgs []Message) (text string, call int) {
 		switch {
 		case m.Role == RoleAssistant:
 			call++
-		case m.Role == RoleUser && hasText(m):
+		case m.Role == RoleUser && hasText(m) && !strings.HasPrefix(m.Text(), CorrectionPrefix):
 			return m.Text(), call
 		}
 	}

@@ -36,7 +36,23 @@ type chatRequest struct {
 	ReasoningEffort string             `json:"reasoning_effort,omitempty"`
 	Stream          bool               `json:"stream"`
 	StreamOptions   *chatStreamOptions `json:"stream_options"`
+	// ResponseFormat is the output schema (Request.OutputSchema).
+	ResponseFormat *chatResponseFormat `json:"response_format,omitempty"`
 }
+
+type chatResponseFormat struct {
+	Type       string         `json:"type"` // "json_schema"
+	JSONSchema chatJSONSchema `json:"json_schema"`
+}
+
+type chatJSONSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
+}
+
+// outputName names the output schema where an API wants a name for it.
+const outputName = "output"
 
 type chatStreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -93,6 +109,10 @@ func (o *openAIChat) body(req *Request) chatRequest {
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, chatTool{Type: "function",
 			Function: chatToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	}
+	if req.OutputSchema != nil {
+		body.ResponseFormat = &chatResponseFormat{Type: "json_schema",
+			JSONSchema: chatJSONSchema{Name: outputName, Schema: req.OutputSchema, Strict: true}}
 	}
 	return body
 }

@@ -30,6 +30,19 @@ type responsesRequest struct {
 	Include      []string            `json:"include,omitempty"`
 	Store        bool                `json:"store"`
 	Stream       bool                `json:"stream"`
+	// Text carries the output schema (Request.OutputSchema).
+	Text *responsesText `json:"text,omitempty"`
+}
+
+type responsesText struct {
+	Format responsesFormat `json:"format"`
+}
+
+type responsesFormat struct {
+	Type   string          `json:"type"` // "json_schema"
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
 }
 
 type responsesReasoning struct {
@@ -91,6 +104,9 @@ func (o *openAIResponses) body(req *Request) responsesRequest {
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, responsesTool{Type: "function", Name: t.Name,
 			Description: t.Description, Parameters: t.Parameters})
+	}
+	if req.OutputSchema != nil {
+		body.Text = &responsesText{Format: responsesFormat{Type: "json_schema", Name: outputName, Schema: req.OutputSchema, Strict: true}}
 	}
 	return body
 }

@@ -51,6 +51,8 @@ type Spec struct {
 	// log it came from, recorded in the new log's header.
 	History []Entry
 	Parent  string
+	// Budget is each turn's unless its prompt sets its own (N1).
+	Budget agent.Budget
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -126,6 +128,11 @@ func (h *Host) check(c *creation) error {
 	}
 	if err := h.chooseTools(c); err != nil {
 		return err
+	}
+	if c.spec.Budget.MaxCostUSD > 0 {
+		if info, err := h.engine.Catalog.Lookup(c.model); err == nil && info.Price == nil {
+			return paramErr(CodeInvalidParams, "max_cost_usd", "model %s has no prices in the catalog, so its cost cannot be counted", c.model)
+		}
 	}
 	appr, err := approval(agent.Approval{Policy: h.opts.Approval}, spec.Approval, spec.ApprovalTimeout)
 	if err != nil {
@@ -337,6 +344,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		}
 		s.warning = fmt.Sprintf("resumed %s read-only, as session %s: its turns will not be saved (%s)", c.resumed, hd.ID, why)
 	}
+	s.budget = c.spec.Budget
 	fail := func(err error) (*Session, error) {
 		a.Close()
 		return nil, wrap(CodeInternal, "", err)

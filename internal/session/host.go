@@ -69,6 +69,8 @@ type Options struct {
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
 	LogContent bool
+	// Budget is every turn's (e -p's --max-* flags), over settings' (N1).
+	Budget agent.Budget
 
 	Version, Channel, Commit string
 }
@@ -190,6 +192,8 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			}
 		}
 	}
+	opts.Budget = opts.Budget.Over(agent.Budget{MaxModelCalls: settings.MaxModelCalls, MaxTokens: settings.MaxTokens,
+		MaxCostUSD: settings.MaxCostUSD, MaxDurationMS: settings.MaxDurationMS})
 	hctx, cancel := context.WithCancel(context.Background())
 	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel, ui: ui, mcp: servers,
 		sessions: map[string]*Session{}, engine: &agent.Engine{

@@ -30,6 +30,7 @@ type Session struct {
 	// copyOf is the log a read-only resume copied (C7), whose turns this
 	// session does not save; warning says so to its creator.
 	copyOf, warning string
+	budget          agent.Budget // each turn's unless its prompt sets its own (N1)
 
 	mu       sync.Mutex
 	turn     *Turn // the running prompt or compact
@@ -118,11 +119,50 @@ func (t *Turn) Wait(ctx context.Context) error {
 // A second turn while one runs is refused with code turn_running (S5).
 // The turn stops when ctx ends, on Stop, Interrupt, Close or Shutdown.
 func (s *Session) Prompt(ctx context.Context, text string, images []string, sink func(agent.Event)) (*Turn, error) {
+	return s.PromptWith(ctx, text, images, PromptOptions{}, sink)
+}
+
+// PromptOptions are what a prompt asks of its turn beyond its text.
+type PromptOptions struct {
+	// Budget replaces, limit by limit, the session's and the process's (N1).
+	Budget agent.Budget
+	// OutputSchema, when set, is the JSON Schema the turn's final answer
+	// must be a value of (J1); one e's validator cannot run is refused
+	// with code invalid_params.
+	OutputSchema json.RawMessage
+}
+
+// PromptWith is Prompt with a budget and an output schema.
+func (s *Session) PromptWith(ctx context.Context, text string, images []string, opts PromptOptions, sink func(agent.Event)) (*Turn, error) {
+	to, err := s.turnOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	parts, err := s.loadImages(images)
 	if err != nil {
 		return nil, err
 	}
-	return s.prompt(ctx, text, parts, sink)
+	return s.prompt(ctx, text, parts, to, sink)
+}
+
+// turnOptions checks a prompt's options and sets its budget over the
+// session's and the process's.
+func (s *Session) turnOptions(opts PromptOptions) (agent.TurnOptions, error) {
+	to := agent.TurnOptions{Budget: opts.Budget.Over(s.budget).Over(s.h.opts.Budget)}
+	if len(opts.OutputSchema) > 0 && string(opts.OutputSchema) != "null" {
+		o, err := agent.NewOutputSchema(opts.OutputSchema)
+		if err != nil {
+			return to, paramErr(CodeInvalidParams, "output_schema", "%w", err)
+		}
+		to.Output = o
+	}
+	if to.Budget.MaxCostUSD > 0 {
+		id := s.a.Info().Model
+		if info, err := s.h.engine.Catalog.Lookup(id); err == nil && info.Price == nil {
+			return to, paramErr(CodeInvalidParams, "max_cost_usd", "model %s has no prices in the catalog, so its cost cannot be counted", id)
+		}
+	}
+	return to, nil
 }
 
 // PromptParts is Prompt with images given as parts, already read and
@@ -134,16 +174,20 @@ func (s *Session) PromptParts(ctx context.Context, text string, images []Part, s
 			return nil, err
 		}
 	}
-	return s.prompt(ctx, text, images, sink)
+	to, err := s.turnOptions(PromptOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return s.prompt(ctx, text, images, to, sink)
 }
 
-func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink func(agent.Event)) (*Turn, error) {
+func (s *Session) prompt(ctx context.Context, text string, parts []Part, opts agent.TurnOptions, sink func(agent.Event)) (*Turn, error) {
 	began := time.Now()
 	if s.h.opts.LogContent {
 		s.h.logf(slog.LevelInfo, "prompt", slog.String("session", s.ID()), slog.String("text", text))
 	}
 	return s.start(ctx, func(ctx context.Context, t *Turn) {
-		res := s.a.Prompt(ctx, text, parts, sink)
+		res := s.a.PromptWith(ctx, text, parts, opts, sink)
 		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
@@ -447,7 +491,7 @@ func (s *Session) Messages() []Message {
 
 // Fork copies the current branch into a new session, registered with the
 // host (T2): saved when s is (beside s's log), with s's model, effort,
-// tools, instructions, approval policy and name, and MCP servers of its
+// tools, instructions, approval policy, name and budget, and MCP servers of its
 // own, started like s's (ctx bounds their start). With at "" the fork has
 // the whole branch; otherwise its history ends at entry at, and a branch
 // without that entry is code invalid_params naming "at".
@@ -505,6 +549,7 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
 		MCP: servers})
 	fork := newSession(s.h, a, h, s.mcp)
+	fork.budget = s.budget
 	s.h.register(fork)
 	return fork, nil
 }

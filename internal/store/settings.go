@@ -29,6 +29,11 @@ type Settings struct {
 	MaxAttempts      int             `json:"max_attempts"`         // attempts per model call, retries included, 1..20; 0 = the agent's 5
 	SystemPrompt     string          `json:"system_prompt"`        // replaces e's own system prompt; "" = e's
 	AppendSystem     string          `json:"append_system_prompt"` // appended to the system prompt
+	// The process's budget of every turn (N1); 0 is none.
+	MaxModelCalls int64   `json:"max_model_calls"`
+	MaxTokens     int64   `json:"max_tokens"`
+	MaxCostUSD    float64 `json:"max_cost_usd"`
+	MaxDurationMS int64   `json:"max_duration_ms"`
 }
 
 // Setting defaults.
@@ -112,6 +117,18 @@ func LoadSettings(home string) (Settings, error) {
 	if raw.AppendSystem != nil {
 		s.AppendSystem = *raw.AppendSystem
 	}
+	for _, b := range []struct {
+		name string
+		v    *int64
+	}{{"max_model_calls", raw.MaxModelCalls}, {"max_tokens", raw.MaxTokens}, {"max_duration_ms", raw.MaxDurationMS}} {
+		if b.v != nil && *b.v < 1 {
+			return s, fmt.Errorf("store: settings %s: %s %d out of range: want 1 or more", path, b.name, *b.v)
+		}
+	}
+	if v := raw.MaxCostUSD; v != nil && !(*v > 0) {
+		return s, fmt.Errorf("store: settings %s: max_cost_usd %g out of range: want above 0", path, *v)
+	}
+	s.MaxModelCalls, s.MaxTokens, s.MaxCostUSD, s.MaxDurationMS = deref(raw.MaxModelCalls), deref(raw.MaxTokens), deref(raw.MaxCostUSD), deref(raw.MaxDurationMS)
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
 	s.MCPServers = nonNull(raw.MCPServers)
@@ -130,6 +147,10 @@ type rawSettings struct {
 	MaxAttempts      *int            `json:"max_attempts"`
 	SystemPrompt     *string         `json:"system_prompt"`
 	AppendSystem     *string         `json:"append_system_prompt"`
+	MaxModelCalls    *int64          `json:"max_model_calls"`
+	MaxTokens        *int64          `json:"max_tokens"`
+	MaxCostUSD       *float64        `json:"max_cost_usd"`
+	MaxDurationMS    *int64          `json:"max_duration_ms"`
 }
 
 // SettingsKeys are the known top-level keys of settings.json.
@@ -177,4 +198,13 @@ func position(b []byte, off int64) (line, col int) {
 	line = bytes.Count(before, []byte{'\n'}) + 1
 	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
+}
+
+// deref is *p, or zero for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Retry and stall settings are range-checked like tool_concurrency (L2).
@@ -93,5 +95,44 @@ func TestSettingsEveryProblem(t *testing.T) {
 	}
 	if s.MaxAttempts != 3 || s.ToolConcurrency != DefaultToolConcurrency {
 		t.Errorf("settings beside the errors: %+v; want max_attempts 3, tool_concurrency the default", s)
+	}
+}
+
+// The process's turn budget (N1): each key read, an out-of-range value an
+// error naming it.
+func TestSettingsBudget(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       Settings // the budget fields
+		wantErr    string
+	}{
+		{name: "all", json: `{"max_model_calls":3,"max_tokens":1000,"max_cost_usd":0.5,"max_duration_ms":60000}`,
+			want: Settings{MaxModelCalls: 3, MaxTokens: 1000, MaxCostUSD: 0.5, MaxDurationMS: 60000}},
+		{name: "null is none", json: `{"max_model_calls":null}`},
+		{name: "zero calls", json: `{"max_model_calls":0}`, wantErr: "max_model_calls 0 out of range"},
+		{name: "negative cost", json: `{"max_cost_usd":-1}`, wantErr: "max_cost_usd -1 out of range"},
+		{name: "zero duration", json: `{"max_duration_ms":0}`, wantErr: "max_duration_ms 0 out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(tt.json), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := LoadSettings(home)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Settings{MaxModelCalls: s.MaxModelCalls, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD, MaxDurationMS: s.MaxDurationMS}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("budget (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -295,9 +295,14 @@ class Session:
         self.id = id
         self.created = info
 
-    def prompt(self, text: str, images: Optional[list[str]] = None) -> Turn:
-        """Starts a turn; iterate the Turn for its events."""
-        return Turn(self.client.start("session.prompt", {"session": self.id, "prompt": text, "images": images}))
+    def prompt(self, text: str, images: Optional[list[str]] = None, **params: Any) -> Turn:
+        """Starts a turn; iterate the Turn for its events. params are session.prompt's others:
+        output_schema= (a JSON Schema the final answer must be a value of: the result's
+        structured_output, J1), max_model_calls=, max_tokens=, max_cost_usd=, max_duration_ms=
+        (the turn's budget, N1; the result's stop_reason says what ended it)."""
+        return Turn(
+            self.client.start("session.prompt", {"session": self.id, "prompt": text, "images": images, **params})
+        )
 
     def shell(self, command: str, exclude: Optional[bool] = None, timeout_ms: Optional[int] = None) -> Turn:
         """Runs a shell command of the user's into the session's context (M18). Iterate the
@@ -309,9 +314,9 @@ class Session:
             )
         )
 
-    def run(self, text: str) -> protocol.Result:
-        """Runs a turn to its end and returns its result."""
-        turn = self.prompt(text)
+    def run(self, text: str, **params: Any) -> protocol.Result:
+        """Runs a turn to its end and returns its result (params as for prompt)."""
+        turn = self.prompt(text, **params)
         for _ in turn:
             pass
         return turn.result()

@@ -42,6 +42,13 @@ MessageRole = Literal["user", "assistant", "tool"]
 #: a session id, as returned by session.create or session.fork (defs.json#/$defs/session_id)
 SessionID = str
 
+#: why a turn ended (N2): completed; interrupted; error (the turn failed: error says why);
+#: max_model_calls, max_tokens, max_cost_usd or max_duration_ms (that budget stopped it, N1);
+#: invalid_output (the answer stayed invalid against the output schema after one corrective
+#: call, J2). The set is open: more may come, and a client treats a value it does not know as
+#: an error. (defs.json#/$defs/stop_reason)
+StopReason = Literal["completed", "interrupted", "error", "max_model_calls", "max_tokens", "max_cost_usd", "max_duration_ms", "invalid_output"]
+
 #: all or none (C3) (defs.json#/$defs/tool_mode)
 ToolMode = Literal["all", "none"]
 
@@ -351,6 +358,12 @@ class Result(TypedDict):
     #: the session log's path, null when memory-only
     path: str | None
 
+    stop_reason: StopReason
+
+    #: the final answer as the JSON value of the prompt's output_schema (J2); null without one,
+    #: and whenever stop_reason is not completed
+    structured_output: Any
+
 
 class ErrorResponse(TypedDict):
     """
@@ -573,6 +586,22 @@ class SessionCreateParams(TypedDict):
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call
     approval_timeout_ms: NotRequired[int | None]
+
+    #: the session's default budget, which a prompt's own replaces: at most this many model calls
+    #: in a turn, compaction's included (N1)
+    max_model_calls: NotRequired[int | None]
+
+    #: the session's default budget, which a prompt's own replaces: at most this many tokens in a
+    #: turn, every category of every model call, compaction's included (N1)
+    max_tokens: NotRequired[int | None]
+
+    #: the session's default budget, which a prompt's own replaces: at most this cost in USD a
+    #: turn, from the catalog's prices; a model without prices is invalid_params (N1)
+    max_cost_usd: NotRequired[float | None]
+
+    #: the session's default budget, which a prompt's own replaces: at most this long a turn, in
+    #: ms; running tools and model calls are stopped as by an interrupt (N1)
+    max_duration_ms: NotRequired[int | None]
 
 
 class SessionCreateResult(TypedDict):
@@ -809,6 +838,27 @@ class SessionPromptParams(TypedDict):
 
     #: PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
     images: NotRequired[list[str] | None]
+
+    #: a JSON Schema (draft 2020-12, the keywords e's validator implements: a keyword outside
+    #: them is invalid_params naming it) that the turn's final answer must be one JSON value of
+    #: (J1); the result's structured_output is that value (J2)
+    output_schema: NotRequired[Any]
+
+    #: this turn's budget, replacing the session's: at most this many model calls in a turn,
+    #: compaction's included (N1)
+    max_model_calls: NotRequired[int | None]
+
+    #: this turn's budget, replacing the session's: at most this many tokens in a turn, every
+    #: category of every model call, compaction's included (N1)
+    max_tokens: NotRequired[int | None]
+
+    #: this turn's budget, replacing the session's: at most this cost in USD a turn, from the
+    #: catalog's prices; a model without prices is invalid_params (N1)
+    max_cost_usd: NotRequired[float | None]
+
+    #: this turn's budget, replacing the session's: at most this long a turn, in ms; running
+    #: tools and model calls are stopped as by an interrupt (N1)
+    max_duration_ms: NotRequired[int | None]
 
 
 class SessionSetParams(TypedDict):
@@ -1304,6 +1354,8 @@ class TurnEndEvent(TypedDict):
     type: Literal["turn_end"]
 
     aborted: bool
+
+    stop_reason: NotRequired[StopReason]
 
     #: stamped by e rpc: the session the event belongs to (S2)
     session: NotRequired[SessionID]

@@ -71,6 +71,17 @@ class ClientTest(EnvMixin, unittest.TestCase):
         self.assertEqual(result["final_output"], "hello world")
         self.assertIsNone(result["error"])
 
+    def test_output_schema_and_budget(self) -> None:  # J1, J2, N1, N2
+        e = self.client()
+        s = e.create_session()
+        schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}
+        result = s.run("review", output_schema=schema)
+        self.assertEqual(result["stop_reason"], "completed")
+        self.assertEqual(result["structured_output"], {"ok": False})
+        result = s.run('/tool bash {"command":"true"}\n/then\n/text never', max_model_calls=1)
+        self.assertEqual(result["stop_reason"], "max_model_calls")
+        self.assertIsNone(result["structured_output"])
+
     def test_error_is_exception_with_code(self) -> None:
         e = self.client()
         with self.assertRaises(RPCError) as ctx:

@@ -15,6 +15,7 @@ import type {
   Result,
   SessionCreateParams,
   SessionCreateResult,
+  SessionPromptParams,
   SessionSetParams,
   SessionShellResult,
 } from "./protocol.js";
@@ -231,6 +232,9 @@ export class Turn<R = Result> implements AsyncIterable<Event> {
   }
 }
 
+/** session.prompt's params beyond the session, the prompt and its images. */
+export type PromptOptions = Omit<SessionPromptParams, "session" | "prompt" | "images">;
+
 /** One session of a Client. */
 export class Session {
   constructor(
@@ -239,8 +243,16 @@ export class Session {
     readonly created?: SessionCreateResult,
   ) {}
 
-  prompt(text: string, images?: string[]): Turn {
-    return new Turn((onEvent) => this.client.call("session.prompt", { session: this.id, prompt: text, images }, onEvent));
+  /**
+   * Starts a turn. opts are session.prompt's other params: output_schema (a JSON Schema the final
+   * answer must be a value of: the result's structured_output, J1) and the turn's budget
+   * (max_model_calls, max_tokens, max_cost_usd, max_duration_ms, N1; the result's stop_reason says
+   * what ended it).
+   */
+  prompt(text: string, images?: string[], opts: PromptOptions = {}): Turn {
+    return new Turn((onEvent) =>
+      this.client.call("session.prompt", { session: this.id, prompt: text, images, ...opts }, onEvent),
+    );
   }
 
   /**
@@ -251,8 +263,8 @@ export class Session {
     return new Turn((onEvent) => this.client.call("session.shell", { session: this.id, command, ...opts }, onEvent));
   }
 
-  async run(text: string): Promise<Result> {
-    const turn = this.prompt(text);
+  async run(text: string, opts: PromptOptions = {}): Promise<Result> {
+    const turn = this.prompt(text, undefined, opts);
     for await (const _ of turn) void _;
     return turn.result();
   }

@@ -299,6 +299,15 @@ export interface SessionSummary {
 }
 
 /**
+ * why a turn ended (N2): completed; interrupted; error (the turn failed: error says why);
+ * max_model_calls, max_tokens, max_cost_usd or max_duration_ms (that budget stopped it, N1);
+ * invalid_output (the answer stayed invalid against the output schema after one corrective
+ * call, J2). The set is open: more may come, and a client treats a value it does not know as
+ * an error. (defs.json#/$defs/stop_reason)
+ */
+export type StopReason = "completed" | "interrupted" | "error" | "max_model_calls" | "max_tokens" | "max_cost_usd" | "max_duration_ms" | "invalid_output";
+
+/**
  * a turn's tool calls (defs.json#/$defs/tool_counts)
  */
 export interface ToolCounts {
@@ -406,6 +415,12 @@ export interface Result {
    * the session log's path, null when memory-only
    */
   path: string | null;
+  stop_reason: StopReason;
+  /**
+   * the final answer as the JSON value of the prompt's output_schema (J2); null without one,
+   * and whenever stop_reason is not completed
+   */
+  structured_output: unknown;
 }
 
 /**
@@ -648,6 +663,26 @@ export interface SessionCreateParams {
    * interrupted; an unanswered ask denies its call
    */
   approval_timeout_ms?: number | null;
+  /**
+   * the session's default budget, which a prompt's own replaces: at most this many model calls
+   * in a turn, compaction's included (N1)
+   */
+  max_model_calls?: number | null;
+  /**
+   * the session's default budget, which a prompt's own replaces: at most this many tokens in a
+   * turn, every category of every model call, compaction's included (N1)
+   */
+  max_tokens?: number | null;
+  /**
+   * the session's default budget, which a prompt's own replaces: at most this cost in USD a
+   * turn, from the catalog's prices; a model without prices is invalid_params (N1)
+   */
+  max_cost_usd?: number | null;
+  /**
+   * the session's default budget, which a prompt's own replaces: at most this long a turn, in
+   * ms; running tools and model calls are stopped as by an interrupt (N1)
+   */
+  max_duration_ms?: number | null;
 }
 
 /**
@@ -882,6 +917,32 @@ export interface SessionPromptParams {
    * PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
    */
   images?: string[] | null;
+  /**
+   * a JSON Schema (draft 2020-12, the keywords e's validator implements: a keyword outside
+   * them is invalid_params naming it) that the turn's final answer must be one JSON value of
+   * (J1); the result's structured_output is that value (J2)
+   */
+  output_schema?: unknown;
+  /**
+   * this turn's budget, replacing the session's: at most this many model calls in a turn,
+   * compaction's included (N1)
+   */
+  max_model_calls?: number | null;
+  /**
+   * this turn's budget, replacing the session's: at most this many tokens in a turn, every
+   * category of every model call, compaction's included (N1)
+   */
+  max_tokens?: number | null;
+  /**
+   * this turn's budget, replacing the session's: at most this cost in USD a turn, from the
+   * catalog's prices; a model without prices is invalid_params (N1)
+   */
+  max_cost_usd?: number | null;
+  /**
+   * this turn's budget, replacing the session's: at most this long a turn, in ms; running
+   * tools and model calls are stopped as by an interrupt (N1)
+   */
+  max_duration_ms?: number | null;
 }
 
 /**
@@ -1397,6 +1458,7 @@ export interface ToolStartEvent {
 export interface TurnEndEvent {
   type: "turn_end";
   aborted: boolean;
+  stop_reason?: StopReason;
   /**
    * stamped by e rpc: the session the event belongs to (S2)
    */

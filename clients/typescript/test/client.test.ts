@@ -50,6 +50,19 @@ test("a turn streams typed events, then its result", async () => {
   await e.close();
 });
 
+test("output schema and budget (J1, J2, N1, N2)", async () => {
+  const e = client();
+  const s = await e.createSession();
+  const schema = { type: "object", required: ["ok"], properties: { ok: { type: "boolean" } } };
+  let result = await s.run("review", { output_schema: schema });
+  assert.equal(result.stop_reason, "completed");
+  assert.deepEqual(result.structured_output, { ok: false });
+  result = await s.run('/tool bash {"command":"true"}\n/then\n/text never', { max_model_calls: 1 });
+  assert.equal(result.stop_reason, "max_model_calls");
+  assert.equal(result.structured_output, null);
+  await e.close();
+});
+
 test("errors are RPCErrors carrying the code", async () => {
   const e = client();
   await assert.rejects(e.call("session.info", { session: "nope" }), (err: unknown) => {
