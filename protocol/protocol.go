@@ -1260,7 +1260,7 @@ type ToolCallLine struct {
 	// the id of the session.prompt request whose turn made the call
 	Request json.RawMessage `json:"request,omitzero"`
 	// the call's id in tool_batch and tool_end
-	ID int64 `json:"id,omitzero"`
+	ID int64 `json:"id"`
 	// the client tool's name
 	Name string `json:"name"`
 	// the model's arguments, valid against the tool's parameters

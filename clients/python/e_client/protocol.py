@@ -1533,7 +1533,7 @@ class ToolCallLine(TypedDict):
     request: NotRequired[Any]
 
     #: the call's id in tool_batch and tool_end
-    id: NotRequired[int]
+    id: int
 
     #: the client tool's name
     name: str

@@ -1647,7 +1647,7 @@ export interface ToolCallLine {
   /**
    * the call's id in tool_batch and tool_end
    */
-  id?: number;
+  id: number;
   /**
    * the client tool's name
    */
