@@ -147,3 +147,24 @@ func TestClientToolsNotOffered(t *testing.T) {
 		t.Errorf("tool_end %+v; want the call failed", ends)
 	}
 }
+
+// The approval policy applies to client tools as to an extension's: under
+// writes their calls ask first, and a rejected call never reaches the client.
+func TestClientToolsApproval(t *testing.T) {
+	eng := testEngine(t)
+	a := &scripted{answers: []Decision{{Reason: "not now"}}}
+	eng.Approver = a
+	f := newFakeClient()
+	s := testSession(t, eng, func(o *Options) { o.Client = f; o.Approval = Approval{Policy: ApproveWrites} })
+	_, rec := prompt(t, s, "/tool ticket {\"k\":\"a\"}\n/then\n/text ok")
+	if diff := cmp.Diff([]string{"ticket"}, a.names()); diff != "" {
+		t.Errorf("asked (-want +got):\n%s", diff)
+	}
+	ends := ofType[ToolEnd](rec)
+	if len(ends) != 1 || ends[0].Outcome != "denied" {
+		t.Errorf("tool_end %+v; want denied", ends)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("the client got %v; want no call", f.calls)
+	}
+}
