@@ -49,6 +49,11 @@ type Scenario struct {
 		// which session.create must name; else null.
 		Cwd  bool                       `json:"cwd"`
 		Asks map[string]json.RawMessage `json:"asks"`
+		// ClientTools, when set, are the tools the client provides: it
+		// passes them to session.create as client_tools and answers each
+		// tool_call with tool.result, content ToolResults[name] (G1).
+		ClientTools json.RawMessage   `json:"client_tools,omitempty"`
+		ToolResults map[string]string `json:"tool_results,omitempty"`
 	} `json:"task"`
 	// Steps are the kit's side, in order.
 	Steps []Step `json:"steps"`
@@ -104,6 +109,19 @@ type Step struct {
 	Cancel bool            `json:"cancel,omitempty"`
 	// Die ends the stream mid-turn: the server is gone.
 	Die bool `json:"die,omitempty"`
+	// ToolCalls writes a tool_call line for each (numbered from 1 across
+	// the scenario, stamped with session and request) and waits for a
+	// tool.result for each, in any order, whose content is the task's
+	// tool_results for its name. With Cancel it writes a
+	// tool_call_cancelled line for each at once instead, and answers a
+	// later tool.result with an unknown_call error.
+	ToolCalls []ToolCallStep `json:"tool_calls,omitempty"`
+}
+
+// ToolCallStep is one tool_call line of a ToolCalls step.
+type ToolCallStep struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // ClientOptions configure RunClient.
@@ -220,6 +238,10 @@ type kit struct {
 	waitErr error // the client's exit, once exited is closed
 	// cancelled asks, whose late ask.reply gets an error.
 	cancelled map[int64]bool
+	// nextCall numbers tool_call lines; cancelledCalls are those whose
+	// late tool.result gets an error.
+	nextCall       int
+	cancelledCalls map[int64]bool
 }
 
 func (k *kit) tail() []string {
@@ -243,7 +265,7 @@ func runKit(ctx context.Context, s *Scenario, opts ClientOptions) (*kit, error) 
 	}
 	defer os.RemoveAll(dir)
 	k := &kit{s: s, scale: opts.TimeoutScale, lines: make(chan []byte, 64), bad: make(chan error, 1),
-		session: "kit-session-1", cancelled: map[int64]bool{}}
+		session: "kit-session-1", cancelled: map[int64]bool{}, cancelledCalls: map[int64]bool{}}
 	total := k.timeout(orDefault(s.TimeoutMS, 20000))
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
@@ -257,6 +279,9 @@ func runKit(ctx context.Context, s *Scenario, opts ClientOptions) (*kit, error) 
 	task := map[string]any{"prompt": s.Task.Prompt, "cwd": nil, "asks": s.Task.Asks}
 	if s.Task.Asks == nil {
 		task["asks"] = map[string]any{}
+	}
+	if s.Task.ClientTools != nil {
+		task["client_tools"], task["tool_results"] = s.Task.ClientTools, s.Task.ToolResults
 	}
 	if s.Task.Cwd {
 		k.cwd = filepath.Join(dir, "work")
@@ -373,7 +398,7 @@ wait:
 				continue
 			}
 			req := parseRequest(line)
-			if req.Method == "ask.reply" && k.lateReply(req) {
+			if k.late(req) {
 				continue
 			}
 			k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":{}}`))
@@ -586,7 +611,7 @@ func (k *kit) step(ctx context.Context, i int, st Step, exited <-chan struct{}) 
 			if req, err = k.next(ctx, name+": waiting for "+st.Expect, exited); err != nil {
 				return err
 			}
-			if req.Method == "ask.reply" && k.lateReply(req) {
+			if k.late(req) {
 				continue
 			}
 			break
@@ -630,6 +655,8 @@ func (k *kit) step(ctx context.Context, i int, st Step, exited <-chan struct{}) 
 		err = k.writeResult(st)
 	case st.Ask != nil:
 		err = k.ask(ctx, name, st, exited)
+	case st.ToolCalls != nil:
+		err = k.toolCalls(ctx, name, st, exited)
 	default:
 		return fmt.Errorf("conformance: %s: %s does nothing", k.s.File, name)
 	}
@@ -760,6 +787,82 @@ func (k *kit) lateReply(req *request) bool {
 	}
 	delete(k.cancelled, int64(n))
 	k.writeObj(map[string]any{"id": json.RawMessage(req.ID), "error": fmt.Sprintf("ask.reply: ask %d is not waiting (it timed out)", int64(n)), "code": "unknown_ask"})
+	return true
+}
+
+// late answers an ask.reply or tool.result for what the kit cancelled as
+// e rpc does; it reports whether req was one.
+func (k *kit) late(req *request) bool {
+	return req.Method == "ask.reply" && k.lateReply(req) || req.Method == "tool.result" && k.lateResult(req)
+}
+
+// toolCalls writes a step's tool_call lines and waits for their
+// tool.results, in any order, or cancels them at once.
+func (k *kit) toolCalls(ctx context.Context, name string, st Step, exited <-chan struct{}) error {
+	want := map[int64]string{} // call → the tool's name
+	for _, c := range st.ToolCalls {
+		k.nextCall++
+		n := int64(k.nextCall)
+		want[n] = c.Name
+		args := c.Arguments
+		if args == nil {
+			args = json.RawMessage(`{}`)
+		}
+		if err := k.writeObj(map[string]any{"type": "tool_call", "call": n, "session": k.session, "request": k.id,
+			"id": n, "name": c.Name, "arguments": args}); err != nil {
+			return err
+		}
+	}
+	if st.Cancel {
+		for n := int64(k.nextCall - len(st.ToolCalls) + 1); n <= int64(k.nextCall); n++ {
+			k.cancelledCalls[n] = true
+			if err := k.writeObj(map[string]any{"type": "tool_call_cancelled", "call": n, "session": k.session, "reason": "timeout"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	name = fmt.Sprintf("%s (%d tool calls)", name, len(want))
+	// An unanswered call holds a real turn until it times out; 5 s (scaled) is plenty.
+	ctx, cancel := context.WithTimeout(ctx, k.timeout(5000))
+	defer cancel()
+	for len(want) > 0 {
+		req, err := k.next(ctx, name+": waiting for a tool.result", exited)
+		if err != nil {
+			return err
+		}
+		if k.late(req) {
+			continue
+		}
+		if req.Method != "tool.result" {
+			return failf(name, "the client sent %s; want tool.result", req.Method)
+		}
+		n, _ := req.Params["call"].(float64)
+		tool, ok := want[int64(n)]
+		if !ok {
+			b, _ := json.Marshal(req.Params["call"])
+			return failf(name, "tool.result names call %s, which is not pending", b)
+		}
+		delete(want, int64(n))
+		if got, wantC := req.Params["content"], k.s.Task.ToolResults[tool]; got != wantC {
+			return failf(name, "tool.result for call %d (%s) has content %v; want the task's %q", int64(n), tool, got, wantC)
+		}
+		if err := k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":{}}`)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateResult answers a tool.result for a cancelled call with the error e
+// rpc gives; it reports whether req was one.
+func (k *kit) lateResult(req *request) bool {
+	n, _ := req.Params["call"].(float64)
+	if !k.cancelledCalls[int64(n)] {
+		return false
+	}
+	delete(k.cancelledCalls, int64(n))
+	k.writeObj(map[string]any{"id": json.RawMessage(req.ID), "error": fmt.Sprintf("tool.result: params.call: call %d was already cancelled", int64(n)), "code": "unknown_call"})
 	return true
 }
 

@@ -148,7 +148,7 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 		for _, e := range c.expect {
 			t, typed := e.value["type"].(string)
 			switch {
-			case typed && (t == "ask" || t == "notice"):
+			case typed && lineSchema(t):
 				walk("lines/"+t, e.value, c.ID)
 			case typed && t == "result" && c.printMode():
 				walk("lines/result", e.value, c.ID)

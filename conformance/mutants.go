@@ -191,14 +191,14 @@ func buildMutants() []*Mutant {
 		}})
 
 	events := eventTypes()
-	lineTypes := append(append([]string{}, events...), "ask", "notice")
+	lineTypes := append(append([]string{}, events...), "ask", "notice", "tool_call", "tool_call_cancelled")
 	for _, t := range lineTypes {
 		add(dropLines("drop-event/"+t, nil, func(o map[string]any) bool { return lineType(o) == t }))
 	}
 	// Fields of events, ask and notice lines.
 	for _, t := range lineTypes {
 		name := "events/" + t
-		if t == "ask" || t == "notice" {
+		if lineSchema(t) {
 			name = "lines/" + t
 		}
 		n, ok := schemaNamed(name)

@@ -73,7 +73,9 @@ func wireStream(obj map[string]any) string {
 }
 
 // erpcProcessType reports e rpc's lines of the process stream.
-func erpcProcessType(t string) bool { return t == "ask" || t == "notice" || t == "result" }
+func erpcProcessType(t string) bool {
+	return t == "ask" || t == "notice" || t == "result" || t == "tool_call_cancelled"
+}
 
 // wireType is a stream line's kind: e rpc's and pi's type (pi's message
 // updates by kind), an ACP update's sessionUpdate.
@@ -637,14 +639,14 @@ func dropReplies(name string, dialects []string, is func(p *proxy, o map[string]
 		}}
 }
 
-// decimalize writes every integer of v as N.0, but those of id, request
-// and ask fields; it reports whether it changed any.
+// decimalize writes every integer of v as N.0, but those of id, request,
+// ask and call fields; it reports whether it changed any.
 func decimalize(v any) bool {
 	changed := false
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if k == "id" || k == "request" || k == "ask" {
+			if k == "id" || k == "request" || k == "ask" || k == "call" {
 				continue
 			}
 			if d, ok := asDecimal(e); ok {

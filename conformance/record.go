@@ -511,12 +511,12 @@ func jsonText(s string) string {
 }
 
 // asks reports whether a server line asks the client something it must
-// answer: e rpc's ask, pi's extension_ui_request, a JSON-RPC request of
+// answer: e rpc's ask and tool_call, pi's extension_ui_request, a JSON-RPC request of
 // the agent's (ACP's session/request_permission).
 func asks(l map[string]any) bool {
 	_, id := l["id"]
 	_, method := l["method"]
-	return l["type"] == "ask" || l["type"] == "extension_ui_request" || id && method
+	return l["type"] == "ask" || l["type"] == "tool_call" || l["type"] == "extension_ui_request" || id && method
 }
 
 // uptoRPC is the server command up to its last "rpc" argument, without

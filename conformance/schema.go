@@ -39,10 +39,8 @@ func (sv SchemaValidator) ValidateLine(line []byte, method string) ([]string, er
 		}
 	}
 	switch {
-	case hasType && typ == "ask" && method != MethodPrint:
-		add("lines/ask")
-	case hasType && typ == "notice" && method != MethodPrint:
-		add("lines/notice")
+	case hasType && lineSchema(typ) && method != MethodPrint:
+		add("lines/" + typ)
 	case hasType && method == MethodPrint && typ == "result":
 		add("lines/result")
 	case hasType:
@@ -110,11 +108,17 @@ func validateKnown(line []byte, method, typ string, hasType bool) error {
 
 // knownEventType reports whether some schema describes lines of type t.
 func knownEventType(t string) bool {
-	if t == "ask" || t == "notice" || t == "result" {
+	if lineSchema(t) || t == "result" {
 		return true
 	}
 	_, ok := schemas.Schema("events/" + t)
 	return ok
+}
+
+// lineSchema reports whether lines of type t are e rpc's lines other than
+// events, each with its schema lines/<t>.
+func lineSchema(t string) bool {
+	return t == "ask" || t == "notice" || t == "tool_call" || t == "tool_call_cancelled"
 }
 
 // lineObject decodes a line that must be one JSON object.

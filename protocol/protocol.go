@@ -23,14 +23,16 @@ type Call struct {
 	Name string `json:"name"`
 	// the arguments the model sent; a JSON object when they parsed as one
 	Arguments json.RawMessage `json:"arguments"`
-	// mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+	// mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers); client: a
+	// tool the client provides (session.create client_tools)
 	Category CallCategory `json:"category"`
 	// the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
 	Target string `json:"target"`
 }
 
 // CallCategory is mcp: a tool of an MCP server (session.create mcp_servers, settings
-// mcp_servers). Schema: defs.json#/$defs/call/properties/category.
+// mcp_servers); client: a tool the client provides (session.create client_tools). Schema:
+// defs.json#/$defs/call/properties/category.
 type CallCategory string
 
 const (
@@ -41,7 +43,20 @@ const (
 	CallCategoryWait      CallCategory = "wait"
 	CallCategoryExtension CallCategory = "extension"
 	CallCategoryMcp       CallCategory = "mcp"
+	CallCategoryClient    CallCategory = "client"
 )
+
+// ClientTool is a tool the client provides (session.create client_tools; G1). Schema:
+// defs.json#/$defs/client_tool.
+type ClientTool struct {
+	// what providers accept as a function name; not one of e's tools or an extension's
+	Name string `json:"name"`
+	// what the model reads about the tool
+	Description *string `json:"description,omitzero"`
+	// a JSON Schema of the arguments object, in the keywords e's validator supports (another
+	// keyword is invalid_params naming it); omitted: any object
+	Parameters json.RawMessage `json:"parameters,omitzero"`
+}
 
 // ErrorCode is the kind of an error response, stable for clients to branch on; the message
 // beside it is for people (E1). spec/protocol.md §3 says when each occurs. More codes may
@@ -61,6 +76,7 @@ const (
 	ErrorCodeNotFound       ErrorCode = "not_found"
 	ErrorCodeUnsupported    ErrorCode = "unsupported"
 	ErrorCodeUnknownAsk     ErrorCode = "unknown_ask"
+	ErrorCodeUnknownCall    ErrorCode = "unknown_call"
 	ErrorCodeInterrupted    ErrorCode = "interrupted"
 	ErrorCodeInternal       ErrorCode = "internal"
 )
@@ -499,6 +515,14 @@ type SessionCreateParams struct {
 	// the session's default budget, which a prompt's own replaces: at most this long a turn, in
 	// ms; running tools and model calls are stopped as by an interrupt (N1)
 	MaxDurationMS *int64 `json:"max_duration_ms,omitzero"`
+	// tools the client provides (G1): offered to the model beside e's; a call arrives as a
+	// tool_call line and is answered with tool.result. Only after hello with ask:true; a name e
+	// or an extension already has is refused (invalid_params)
+	ClientTools *[]ClientTool `json:"client_tools,omitzero"`
+	// how long each tool_call waits for its tool.result, in ms; then it is cancelled
+	// (tool_call_cancelled, reason timeout), the model sees that the call timed out and the turn
+	// goes on (G2); 0 or omitted waits until the turn is interrupted
+	ClientToolTimeoutMS *int64 `json:"client_tool_timeout_ms,omitzero"`
 }
 
 // SessionCreateResult is the session.create result. M3. Schema:
@@ -791,6 +815,24 @@ type ShutdownParams struct {
 
 // ShutdownResult is the shutdown result. M16. Schema: methods/shutdown.result.json.
 type ShutdownResult struct {
+}
+
+// ToolResultParams is the tool.result params. Answers a tool_call line (G1): the content
+// becomes the call's result for the model. A call that is not pending (never sent, already
+// answered, or cancelled) gets code unknown_call (G2). Unknown fields are accepted (V2);
+// null means the default for every optional field (V1). Schema:
+// methods/tool.result.params.json.
+type ToolResultParams struct {
+	// the tool_call line's number
+	Call int64 `json:"call"`
+	// the tool's output, as the model reads it (tool_end's content)
+	Content string `json:"content"`
+	// the call failed: tool_end's outcome is failed and the model is told so; default false
+	IsError *bool `json:"is_error,omitzero"`
+}
+
+// ToolResultResult is the tool.result result. G1. Schema: methods/tool.result.result.json.
+type ToolResultResult struct {
 }
 
 // CompactedEvent is the compacted event. Compaction finished. Schema: events/compacted.json.
@@ -1264,6 +1306,55 @@ type ResultLine struct {
 	Type string `json:"type"`
 }
 
+// ToolCallLine is the tool_call line. The model calls a tool the client provides
+// (session.create client_tools; G1): answer with tool.result. The arguments are valid
+// against the tool's parameters (G2); calls of one wave arrive together and may be answered
+// in any order. An interrupt, session.close, EOF or the session's client_tool_timeout_ms
+// ends a pending call with a tool_call_cancelled line. Schema: lines/tool_call.json.
+type ToolCallLine struct {
+	// Always "tool_call".
+	Type string `json:"type"`
+	// the number to pass to tool.result, unique within the process
+	Call int64 `json:"call"`
+	// the session whose turn made the call
+	Session SessionID `json:"session"`
+	// the id of the session.prompt request whose turn made the call
+	Request json.RawMessage `json:"request,omitzero"`
+	// the call's id in tool_batch and tool_end
+	ID int64 `json:"id"`
+	// the client tool's name
+	Name string `json:"name"`
+	// the model's arguments, valid against the tool's parameters
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolCallCancelledLine is the tool_call_cancelled line. A pending tool_call ended without
+// its tool.result (G2): the turn was interrupted, the session closed, the client's input
+// ended, or the session's client_tool_timeout_ms passed. A tool.result for it now gets code
+// unknown_call. Schema: lines/tool_call_cancelled.json.
+type ToolCallCancelledLine struct {
+	// Always "tool_call_cancelled".
+	Type string `json:"type"`
+	// the tool_call line's number
+	Call    int64     `json:"call"`
+	Session SessionID `json:"session"`
+	// interrupted: an interrupt, session.close or the end of input stopped the turn; timeout:
+	// client_tool_timeout_ms passed (the model sees that the call timed out and the turn goes
+	// on)
+	Reason ToolCallCancelledLineReason `json:"reason,omitzero"`
+}
+
+// ToolCallCancelledLineReason is interrupted: an interrupt, session.close or the end of
+// input stopped the turn; timeout: client_tool_timeout_ms passed (the model sees that the
+// call timed out and the turn goes on). Schema:
+// lines/tool_call_cancelled.json#/properties/reason.
+type ToolCallCancelledLineReason string
+
+const (
+	ToolCallCancelledLineReasonInterrupted ToolCallCancelledLineReason = "interrupted"
+	ToolCallCancelledLineReasonTimeout     ToolCallCancelledLineReason = "timeout"
+)
+
 // OneShotAnswer is the v1 one-shot answer. The flat turn result beside the line's id, with
 // no events (O1, O3). Schema: oneshot/answer.json.
 type OneShotAnswer struct {
@@ -1511,6 +1602,7 @@ const (
 	MethodSessionSteer     = "session.steer"
 	MethodSessionUnsteer   = "session.unsteer"
 	MethodShutdown         = "shutdown"
+	MethodToolResult       = "tool.result"
 )
 
 // The event types.

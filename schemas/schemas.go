@@ -285,6 +285,8 @@ func ValidateLine(line []byte) error {
 			return validate("ask", "", "lines/ask", v)
 		case t == "notice":
 			return validate("notice", "", "lines/notice", v)
+		case t == "tool_call" || t == "tool_call_cancelled":
+			return validate(t, "", "lines/"+t, v)
 		case theCatalog().events[t]:
 			return validateEvent(v, t, true)
 		}

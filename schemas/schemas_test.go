@@ -43,7 +43,8 @@ func TestIndexFile(t *testing.T) {
 func TestMethods(t *testing.T) {
 	want := []string{"ask.reply", "hello", "models.list", "session.close", "session.compact", "session.create",
 		"session.entries", "session.export", "session.fork", "session.info", "session.interrupt", "session.list",
-		"session.messages", "session.prompt", "session.set", "session.shell", "session.steer", "session.unsteer", "shutdown"} // M1–M18, issue 13
+		"session.messages", "session.prompt", "session.set", "session.shell", "session.steer", "session.unsteer", "shutdown",
+		"tool.result"} // M1–M18, issue 13; G1
 	if diff := cmp.Diff(want, Methods()); diff != "" {
 		t.Errorf("Methods() (-want +got):\n%s", diff)
 	}

@@ -39,6 +39,7 @@ func init() {
 		"session.export":    (*Server).sessionExport,
 		"session.close":     (*Server).sessionClose,
 		"ask.reply":         (*Server).askReply,
+		"tool.result":       (*Server).toolResult,
 		"shutdown":          nil, // handled by Serve: it ends the process
 	}
 	methods = slices.Sorted(maps.Keys(handlers))
@@ -144,7 +145,11 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ss, err := s.host.Create(s.ctx, createSpec(p))
+	spec := createSpec(p)
+	if err := s.clientTools(p, &spec); err != nil {
+		return nil, err
+	}
+	ss, err := s.host.Create(s.ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +264,7 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 	if p.Images != nil {
 		images = *p.Images
 	}
-	ctx, sink := s.streamEvents(s.ctx, ss.ID(), r.id)
+	ctx, sink := s.streamEvents(withRequest(s.ctx, r.id), ss.ID(), r.id)
 	t, err := ss.PromptWith(ctx, p.Prompt, images, session.PromptOptions{OutputSchema: p.OutputSchema,
 		Budget: budget(p.MaxModelCalls, p.MaxTokens, p.MaxCostUSD, p.MaxDurationMS)}, sink)
 	if err != nil {

@@ -62,6 +62,7 @@ type Server struct {
 	// that request's response is written: an interrupt or close answers
 	// after the turn it ended (spec/protocol.md).
 	answered map[*session.Turn]chan struct{}
+	calls    clientCalls // client tool calls (clienttools.go)
 }
 
 // heldNotices bounds the notices kept for a client that has not greeted.
@@ -71,6 +72,7 @@ const heldNotices = 64
 func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{env: env, ctx: ctx, cancel: cancel, answered: map[*session.Turn]chan struct{}{}}
+	s.calls.s = s
 	s.loop = lineserver.New("e rpc", env.Stdin, env.Stdout, env.Stderr)
 	s.out = s.loop.Out()
 	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })

@@ -260,7 +260,9 @@ func TestWireValuesValidate(t *testing.T) {
 		{Type: model.PartToolResult, CallID: "call_1", Text: "boom", IsError: true},
 	}
 	create := protocol.SessionCreateParams{Cwd: ptr("/w"), Model: ptr("e/offline"), Effort: ptr("high"), Tools: ptr([]string{"read"}),
-		ToolMode: ptr(protocol.ToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci")}
+		ToolMode: ptr(protocol.ToolModeNone), Save: ptr(true), Resume: ptr("/h/x.jsonl"), Name: ptr("ci"),
+		ClientTools:         ptr([]protocol.ClientTool{{Name: "ticket", Description: ptr("Look up a ticket."), Parameters: json.RawMessage(`{"type":"object"}`)}}),
+		ClientToolTimeoutMS: ptr(int64(30000))}
 	tests := []struct {
 		method string
 		params any
@@ -308,6 +310,8 @@ func TestWireValuesValidate(t *testing.T) {
 		{"ask.reply", protocol.AskReplyParams{Ask: 1}, protocol.AskReplyResult{}},
 		{"ask.reply", protocol.AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, protocol.AskReplyResult{}},
 		{"shutdown", protocol.ShutdownParams{}, protocol.ShutdownResult{}},
+		{"tool.result", protocol.ToolResultParams{Call: 1, Content: "open"}, protocol.ToolResultResult{}},
+		{"tool.result", protocol.ToolResultParams{Call: 2, Content: "no such ticket", IsError: ptr(true)}, protocol.ToolResultResult{}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -358,6 +362,10 @@ func TestLinesValidate(t *testing.T) {
 		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
 			Params: mustJSON(t, ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
 				Category: "execute", Target: "ls"}, TimeoutMS: ptr(int64(50))})}), schemas.ValidateLine},
+		{"tool_call (G1)", mustJSON(t, protocol.ToolCallLine{Type: "tool_call", Call: 1, Session: "s1", Request: json.RawMessage(`"p"`), ID: 3,
+			Name: "ticket", Arguments: json.RawMessage(`{"id":7}`)}), schemas.ValidateLine},
+		{"tool_call_cancelled (G2)", mustJSON(t, protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: 1, Session: "s1",
+			Reason: protocol.ToolCallCancelledLineReasonTimeout}), schemas.ValidateLine},
 		{"notice of a cancelled approval (A3)", mustJSON(t, protocol.NoticeLine{Type: "notice", Session: "s1", Ask: 2, Level: "warning", Message: "cancelled"}), schemas.ValidateLine},
 	}
 	for _, tt := range tests {

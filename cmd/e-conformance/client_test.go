@@ -70,6 +70,7 @@ func TestClientKitCatchesBuggyClients(t *testing.T) {
 		{bug: "strict", want: []string{"unknown-events"}},
 		{bug: "output", want: []string{"error-words", "final-output", "long-stream"}},
 		{bug: "no-asks", want: []string{"ask-answered", "ask-approve"}},
+		{bug: "no-tools", want: []string{"tool-answered"}},
 		{bug: "small-lines", want: []string{"big-lines"}},
 		{bug: "ignore-errors", want: []string{"error-response", "prompt-refused"}},
 	} {

@@ -110,6 +110,8 @@ type Options struct {
 	// Warnings are said on the session's first turn, e.g. what resuming
 	// its log repaired or skipped.
 	Warnings []string
+	// Client runs the tools the session's client provides; nil: none.
+	Client ClientTools
 }
 
 // Session is one conversation. Its methods are safe for concurrent use.
@@ -133,6 +135,7 @@ type Session struct {
 	warned   bool
 	approval Approval
 	mcp      []*mcp.Client
+	client   ClientTools // fixed for the session's life
 	// alwaysAllowed holds the tools the client allowed for the session.
 	alwaysAllowed map[string]bool
 	pending       []string // warnings for the first turn
@@ -170,7 +173,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: opts.Entries,
-		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP,
+		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP, client: opts.Client,
 	}
 	if s.approval.Policy == "" {
 		s.approval.Policy = ApproveNever

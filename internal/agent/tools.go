@@ -41,6 +41,9 @@ func (t *turn) runTools(parts []model.Part, stop *StoppedError) (interrupted boo
 		if m, ok := t.mcp[p.Name]; ok {
 			cat, target = "mcp", m.client.Server()+"/"+m.remote
 		}
+		if t.client[p.Name] {
+			cat, target = CategoryClient, ""
+		}
 		c := Call{ID: s.nextCall, Name: p.Name, Arguments: jsonOr(p.Arguments), Category: cat, Target: target}
 		s.nextCall++
 		batch[i] = &pending{call: c, part: p, paths: tool.Paths(s.cwd, p.Name, p.Arguments)}
@@ -163,6 +166,8 @@ func (t *turn) runOne(p *pending) {
 	var call func() (string, bool)
 	if m, ok := t.mcp[p.part.Name]; ok {
 		call = func() (string, bool) { return m.client.Call(t.ctx, m.remote, p.part.Arguments) }
+	} else if c := t.clientCall(p); c != nil {
+		call = c
 	} else if t.extension[p.part.Name] {
 		call = func() (string, bool) { return s.eng.Ext.CallTool(t.ctx, s.id, p.part.Name, p.part.Arguments) }
 	}

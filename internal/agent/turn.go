@@ -40,6 +40,7 @@ type turn struct {
 	toolDefs     []model.ToolDef
 	offered      map[string]bool
 	extension    map[string]bool
+	client       map[string]bool    // the client's tools (Options.Client)
 	mcp          map[string]mcpTool // e's name → the server and its name there
 	lastCall     store.ModelCall    // the last successful model call, for its message's entry
 	cut          *store.ModelCall   // the model call an interruption cut short, for its interrupted entry
@@ -379,6 +380,7 @@ func (t *turn) offerTools(info model.Info) {
 	if !info.Tools {
 		return
 	}
+	defer t.offerClient()
 	allowed := map[string]bool{}
 	for _, n := range names {
 		allowed[n] = true

@@ -53,6 +53,12 @@ type Spec struct {
 	Parent  string
 	// Budget is each turn's unless its prompt sets its own (N1).
 	Budget agent.Budget
+	// ClientTools are tools the client provides (G1), run through
+	// ToolClient, each call waiting at most ClientToolTimeout (0: until
+	// the turn is interrupted).
+	ClientTools       []ClientTool
+	ToolClient        ToolClient
+	ClientToolTimeout time.Duration
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -89,6 +95,7 @@ type creation struct {
 	tools    []string
 	system   string
 	approval agent.Approval
+	client   *clientTools
 }
 
 func paramErr(code Code, param, format string, args ...any) *Error {
@@ -134,6 +141,11 @@ func (h *Host) check(c *creation) error {
 			return paramErr(CodeInvalidParams, "max_cost_usd", "model %s has no prices in the catalog, so its cost cannot be counted", c.model)
 		}
 	}
+	client, err := h.checkClientTools(spec)
+	if err != nil {
+		return err
+	}
+	c.client = client
 	appr, err := approval(agent.Approval{Policy: h.opts.Approval}, spec.Approval, spec.ApprovalTimeout)
 	if err != nil {
 		return err
@@ -332,7 +344,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
 		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
-		MCP: servers,
+		MCP: servers, Client: c.agentClient(),
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd, c.spec.MCP)
@@ -392,6 +404,15 @@ func relinked(history []Entry) []Entry {
 		out[i], prev = e, e.ID
 	}
 	return out
+}
+
+// agentClient is c's client tools for the engine; nil when there are none
+// (a nil *clientTools in the interface would not be nil).
+func (c *creation) agentClient() agent.ClientTools {
+	if c.client == nil {
+		return nil
+	}
+	return c.client
 }
 
 // approval returns the approval settings asked for, on top of cur.

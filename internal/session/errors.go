@@ -26,6 +26,7 @@ const (
 	CodeNotFound       Code = "not_found"       // a named file or directory does not exist
 	CodeUnsupported    Code = "unsupported"     // the model cannot do it (images without image input)
 	CodeUnknownAsk     Code = "unknown_ask"     // ask.reply for an ask that is not open
+	CodeUnknownCall    Code = "unknown_call"    // tool.result for a client tool call that is not pending (G2)
 	CodeInterrupted    Code = "interrupted"     // session.compact stopped by session.interrupt, close or shutdown
 	CodeInternal       Code = "internal"        // anything else: e's or the system's fault
 )
@@ -33,7 +34,7 @@ const (
 // Codes lists every code, in the order the spec documents them.
 var Codes = []Code{CodeParseError, CodeInvalidRequest, CodeUnknownMethod, CodeInvalidParams,
 	CodeUnknownSession, CodeTurnRunning, CodeNoTurn, CodeLocked, CodeUntrusted, CodeNotFound,
-	CodeUnsupported, CodeUnknownAsk, CodeInterrupted, CodeInternal}
+	CodeUnsupported, CodeUnknownAsk, CodeUnknownCall, CodeInterrupted, CodeInternal}
 
 // Error is an error of the session layer. Param names the input at fault
 // ("cwd", "model", "tools[2]", "images[0]"), "" when no single one is;

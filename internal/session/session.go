@@ -547,7 +547,7 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
-		MCP: servers})
+		MCP: servers, Client: s.a.Client()})
 	fork := newSession(s.h, a, h, s.mcp)
 	fork.budget = s.budget
 	s.h.register(fork)

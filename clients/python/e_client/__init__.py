@@ -17,6 +17,18 @@ says the server died, and every call waiting on it fails with it at once.
 Asks (extension questions, tool approvals) go to the ``on_ask`` callback,
 whose return value is sent back as ``ask.reply``'s result.
 
+Tools the client provides (G1): register a handler, give the spec it
+returns to a session, and each tool_call line runs the handler on a thread
+of its own (calls of one wave run at once); its return value is sent back
+as ``tool.result``'s content (a str as it is, anything else as JSON), an
+exception as an error result. A cancelled call (interrupt, close, timeout)
+sets ``call.cancelled``; what its handler returns then is dropped.
+
+    ticket = e.register_tool("ticket", lambda args, call: f"ticket {args['id']}: open",
+                             description="Look up a ticket.",
+                             parameters={"type": "object", "properties": {"id": {"type": "integer"}}})
+    s = e.create_session(client_tools=[ticket])
+
 The protocol's wire types are in ``e_client.protocol``, generated from the
 JSON Schemas; events are the dicts json.loads makes, which those
 TypedDicts describe. Event types this client does not know are yielded
@@ -35,7 +47,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from . import protocol
 
-__all__ = ["Client", "Session", "Turn", "RPCError", "ServerExited", "protocol"]
+__all__ = ["Client", "Session", "Turn", "ToolCall", "RPCError", "ServerExited", "protocol"]
 
 
 class RPCError(Exception):
@@ -67,6 +79,21 @@ def default_command() -> list[str]:
 _DONE = object()  # ends a turn's event queue
 
 
+class ToolCall:
+    """A tool_call line its handler serves: ``name``, ``arguments``, ``session``,
+    ``line`` (the whole line) and ``cancelled``, set when e cancels the call."""
+
+    def __init__(self, line: protocol.ToolCallLine):
+        self.line = line
+        self.name: str = line["name"]
+        self.arguments: dict = line["arguments"]
+        self.session: str = line["session"]
+        self.cancelled = threading.Event()
+
+
+ToolHandler = Callable[[dict, ToolCall], Any]
+
+
 class _Call:
     """One request waiting for its response; events of the request queue here."""
 
@@ -93,6 +120,8 @@ class Client:
     ):
         self.on_ask = on_ask
         self.on_notice = on_notice
+        self._tools: dict[str, ToolHandler] = {}
+        self._tool_calls: dict[int, ToolCall] = {}
         self._proc = subprocess.Popen(
             command or default_command(),
             stdin=subprocess.PIPE,
@@ -154,6 +183,18 @@ class Client:
             if self.on_notice:
                 self.on_notice(line)  # type: ignore[arg-type]
             return
+        if kind == "tool_call":
+            call = ToolCall(line)  # type: ignore[arg-type]
+            with self._lock:
+                self._tool_calls[line["call"]] = call
+            threading.Thread(target=self._serve_tool, args=(call,), daemon=True).start()
+            return
+        if kind == "tool_call_cancelled":
+            with self._lock:
+                cancelled = self._tool_calls.pop(line.get("call"), None)  # type: ignore[arg-type]
+            if cancelled is not None:
+                cancelled.cancelled.set()
+            return
         if kind is not None:
             # An event: it belongs to the request it serves.
             call = self._calls.get(line.get("request"))  # type: ignore[arg-type]
@@ -187,6 +228,42 @@ class Client:
             self.call("ask.reply", params)
         except RPCError:
             pass  # the ask was cancelled meanwhile, or the server went away
+
+    def register_tool(
+        self,
+        name: str,
+        handler: ToolHandler,
+        description: Optional[str] = None,
+        parameters: Optional[dict] = None,
+    ) -> protocol.ClientTool:
+        """Serves the client tool name with handler(arguments, call) and returns its spec
+        for create_session(client_tools=[…]) (which needs hello with ask:true first)."""
+        self._tools[name] = handler
+        spec: dict[str, Any] = {"name": name}
+        if description is not None:
+            spec["description"] = description
+        if parameters is not None:
+            spec["parameters"] = parameters
+        return spec  # type: ignore[return-value]
+
+    def _serve_tool(self, call: ToolCall) -> None:
+        handler = self._tools.get(call.name)
+        is_error = False
+        try:
+            if handler is None:
+                raise LookupError(f"this client has no handler for tool {call.name!r}")
+            out = handler(call.arguments, call)
+            content = out if isinstance(out, str) else json.dumps(out)
+        except Exception as err:  # the model reads what failed
+            content, is_error = str(err) or type(err).__name__, True
+        with self._lock:
+            pending = self._tool_calls.pop(call.line["call"], None) is not None
+        if not pending:
+            return  # cancelled meanwhile: e no longer waits for it
+        try:
+            self.call("tool.result", {"call": call.line["call"], "content": content, "is_error": is_error or None})
+        except RPCError:
+            pass  # cancelled in the meantime (unknown_call), or the server went away
 
     # -- requests --
 

@@ -15,14 +15,15 @@ from typing import Any, Literal, NotRequired, TypedDict, Union
 #: (defs.json#/$defs/approval)
 Approval = Literal["never", "writes", "all"]
 
-#: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+#: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers); client: a
+#: tool the client provides (session.create client_tools)
 #: (defs.json#/$defs/call/properties/category)
-CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp"]
+CallCategory = Literal["read", "write", "execute", "search", "wait", "extension", "mcp", "client"]
 
 #: the kind of an error response, stable for clients to branch on; the message beside it is
 #: for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
 #: unknown one as internal. (defs.json#/$defs/error_code)
-ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "interrupted", "internal"]
+ErrorCode = Literal["parse_error", "invalid_request", "unknown_method", "invalid_params", "unknown_session", "turn_running", "no_turn", "locked", "untrusted", "not_found", "unsupported", "unknown_ask", "unknown_call", "interrupted", "internal"]
 
 #: where the turn failed (defs.json#/$defs/error_details/properties/stage)
 ErrorDetailsStage = Literal["model", "tool", "compaction", "input"]
@@ -67,6 +68,11 @@ ToolEndEventOutcome = Literal["completed", "failed", "denied", "interrupted"]
 #: AskLineMethod (lines/ask.json#/properties/method)
 AskLineMethod = Literal["ui.confirm", "ui.select", "ui.input", "ui.editor", "tool.approve"]
 
+#: interrupted: an interrupt, session.close or the end of input stopped the turn; timeout:
+#: client_tool_timeout_ms passed (the model sees that the call timed out and the turn goes
+#: on) (lines/tool_call_cancelled.json#/properties/reason)
+ToolCallCancelledLineReason = Literal["interrupted", "timeout"]
+
 
 class Call(TypedDict):
     """
@@ -82,11 +88,29 @@ class Call(TypedDict):
     #: the arguments the model sent; a JSON object when they parsed as one
     arguments: Any
 
-    #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+    #: mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers); client: a
+    #: tool the client provides (session.create client_tools)
     category: CallCategory
 
     #: the path or command the call acts on, SERVER/TOOL for an mcp call; empty when none
     target: str
+
+
+class ClientTool(TypedDict):
+    """
+    a tool the client provides (session.create client_tools; G1)
+    (defs.json#/$defs/client_tool)
+    """
+
+    #: what providers accept as a function name; not one of e's tools or an extension's
+    name: str
+
+    #: what the model reads about the tool
+    description: NotRequired[str | None]
+
+    #: a JSON Schema of the arguments object, in the keywords e's validator supports (another
+    #: keyword is invalid_params naming it); omitted: any object
+    parameters: NotRequired[dict[str, Any] | None]
 
 
 class ErrorDetails(TypedDict):
@@ -603,6 +627,16 @@ class SessionCreateParams(TypedDict):
     #: ms; running tools and model calls are stopped as by an interrupt (N1)
     max_duration_ms: NotRequired[int | None]
 
+    #: tools the client provides (G1): offered to the model beside e's; a call arrives as a
+    #: tool_call line and is answered with tool.result. Only after hello with ask:true; a name e
+    #: or an extension already has is refused (invalid_params)
+    client_tools: NotRequired[list[ClientTool] | None]
+
+    #: how long each tool_call waits for its tool.result, in ms; then it is cancelled
+    #: (tool_call_cancelled, reason timeout), the model sees that the call timed out and the turn
+    #: goes on (G2); 0 or omitted waits until the turn is interrupted
+    client_tool_timeout_ms: NotRequired[int | None]
+
 
 class SessionCreateResult(TypedDict):
     """
@@ -1007,6 +1041,32 @@ class ShutdownParams(TypedDict):
 class ShutdownResult(TypedDict):
     """
     shutdown result: M16 (methods/shutdown.result.json)
+    """
+
+    pass
+
+
+class ToolResultParams(TypedDict):
+    """
+    tool.result params: Answers a tool_call line (G1): the content becomes the call's result
+    for the model. A call that is not pending (never sent, already answered, or cancelled)
+    gets code unknown_call (G2). Unknown fields are accepted (V2); null means the default for
+    every optional field (V1). (methods/tool.result.params.json)
+    """
+
+    #: the tool_call line's number
+    call: int
+
+    #: the tool's output, as the model reads it (tool_end's content)
+    content: str
+
+    #: the call failed: tool_end's outcome is failed and the model is told so; default false
+    is_error: NotRequired[bool | None]
+
+
+class ToolResultResult(TypedDict):
+    """
+    tool.result result: G1 (methods/tool.result.result.json)
     """
 
     pass
@@ -1517,6 +1577,57 @@ class ResultLine(Result):
     type: Literal["result"]
 
 
+class ToolCallLine(TypedDict):
+    """
+    tool_call line: The model calls a tool the client provides (session.create client_tools;
+    G1): answer with tool.result. The arguments are valid against the tool's parameters (G2);
+    calls of one wave arrive together and may be answered in any order. An interrupt,
+    session.close, EOF or the session's client_tool_timeout_ms ends a pending call with a
+    tool_call_cancelled line. (lines/tool_call.json)
+    """
+
+    type: Literal["tool_call"]
+
+    #: the number to pass to tool.result, unique within the process
+    call: int
+
+    #: the session whose turn made the call
+    session: SessionID
+
+    #: the id of the session.prompt request whose turn made the call
+    request: NotRequired[Any]
+
+    #: the call's id in tool_batch and tool_end
+    id: int
+
+    #: the client tool's name
+    name: str
+
+    #: the model's arguments, valid against the tool's parameters
+    arguments: dict[str, Any]
+
+
+class ToolCallCancelledLine(TypedDict):
+    """
+    tool_call_cancelled line: A pending tool_call ended without its tool.result (G2): the turn
+    was interrupted, the session closed, the client's input ended, or the session's
+    client_tool_timeout_ms passed. A tool.result for it now gets code unknown_call.
+    (lines/tool_call_cancelled.json)
+    """
+
+    type: Literal["tool_call_cancelled"]
+
+    #: the tool_call line's number
+    call: int
+
+    session: SessionID
+
+    #: interrupted: an interrupt, session.close or the end of input stopped the turn; timeout:
+    #: client_tool_timeout_ms passed (the model sees that the call timed out and the turn goes
+    #: on)
+    reason: NotRequired[ToolCallCancelledLineReason]
+
+
 class OneShotAnswer(Result):
     """
     v1 one-shot answer: The flat turn result beside the line's id, with no events (O1, O3).
@@ -1853,7 +1964,7 @@ EVENT_TYPES: dict[str, type] = {
 BuiltinToolCall = Union[BashToolCall, EditToolCall, FindToolCall, GrepToolCall, LsToolCall, ReadToolCall, SleepToolCall, WriteToolCall]
 
 #: Every line e rpc writes on stdout.
-ServerLine = Union[Event, AskLine, NoticeLine, Response, ErrorResponse]
+ServerLine = Union[Event, AskLine, NoticeLine, ToolCallCancelledLine, ToolCallLine, Response, ErrorResponse]
 
 #: Every line a client may write on e rpc's stdin.
 ClientLine = Union[Request, OneShotRequest]
@@ -1879,4 +1990,5 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.steer": (SessionSteerParams, SessionSteerResult),
     "session.unsteer": (SessionUnsteerParams, SessionUnsteerResult),
     "shutdown": (ShutdownParams, ShutdownResult),
+    "tool.result": (ToolResultParams, ToolResultResult),
 }

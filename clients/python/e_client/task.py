@@ -5,7 +5,8 @@
 
 It spawns $E_RPC, says hello with ask:true, creates a session (in the
 task's cwd when given), prompts, answers each ask with the task's result
-for its method (none: no result), prints the turn's final_output as its
+for its method (none: no result), serves the task's client_tools with its
+tool_results (by tool name), prints the turn's final_output as its
 last stdout line and exits 0; a failed turn or request prints the error on
 stderr and exits 1.
 """
@@ -25,7 +26,14 @@ def main() -> int:
     client = Client(on_ask=lambda ask: asks.get(ask["method"]))
     try:
         client.hello(ask=True)
-        session = client.create_session(cwd=task.get("cwd"))
+        results = task.get("tool_results") or {}
+        tools = [
+            client.register_tool(
+                t["name"], lambda args, call: results.get(call.name, ""), t.get("description"), t.get("parameters")
+            )
+            for t in task.get("client_tools") or []
+        ]
+        session = client.create_session(cwd=task.get("cwd"), client_tools=tools or None)
         turn = session.prompt(task["prompt"])
         for _ in turn:
             pass  # a real client would show the events

@@ -157,6 +157,86 @@ class ClientTest(EnvMixin, unittest.TestCase):
         self.assertEqual(results, {s.id: f"from {s.id}" for s in sessions})
 
 
+TWO_TICKETS = '/tool ticket {"id":1}\n/tool ticket {"id":2}\n/then\n/text ok'
+TICKET = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+class ClientToolsTest(EnvMixin, unittest.TestCase):
+    """Tools the client provides (G1, G2), served by register_tool's handlers."""
+
+    def test_two_concurrent_calls(self) -> None:  # G1
+        e = self.client()
+        both = threading.Barrier(2, timeout=20)  # each handler waits for the other: both run at once
+
+        def ticket(args: dict, call) -> str:
+            both.wait()
+            return f"ticket {args['id']}: open"
+
+        e.hello(ask=True)
+        s = e.create_session(client_tools=[e.register_tool("ticket", ticket, "Look up a ticket.", TICKET)])
+        turn = s.prompt(TWO_TICKETS)
+        ends = {ev["id"]: ev for ev in turn if ev["type"] == "tool_end"}
+        result = turn.result()
+        self.assertEqual(result["final_output"], "ok")
+        self.assertEqual(result["tools"], {"calls": 2, "failures": 0})
+        self.assertEqual({i: ev["content"] for i, ev in ends.items()}, {1: "ticket 1: open", 2: "ticket 2: open"})
+
+    def test_handler_error_and_refusal_before_hello(self) -> None:  # G1
+        e = self.client()
+
+        def broken(args: dict, call) -> str:
+            raise ValueError("no such ticket")
+
+        spec = e.register_tool("ticket", broken, parameters=TICKET)
+        with self.assertRaises(RPCError) as cm:
+            e.create_session(client_tools=[spec])
+        self.assertEqual(cm.exception.code, "invalid_params")
+        e.hello(ask=True)
+        s = e.create_session(client_tools=[spec])
+        turn = s.prompt('/tool ticket {"id":1}\n/then\n/text ok')
+        ends = [ev for ev in turn if ev["type"] == "tool_end"]
+        self.assertEqual([(ev["outcome"], ev["content"]) for ev in ends], [("failed", "no such ticket")])
+
+    def test_interrupt_cancels_pending_calls(self) -> None:  # G2
+        e = self.client()
+        started, returned = threading.Semaphore(0), threading.Semaphore(0)
+        cancelled: list[bool] = []
+
+        def ticket(args: dict, call) -> str:
+            started.release()
+            cancelled.append(call.cancelled.wait(20))
+            returned.release()
+            return "too late"
+
+        e.hello(ask=True)
+        s = e.create_session(client_tools=[e.register_tool("ticket", ticket, parameters=TICKET)])
+        turn = s.prompt(TWO_TICKETS)
+        for _ in range(2):
+            self.assertTrue(started.acquire(timeout=20))
+        s.interrupt()
+        outcomes = [ev["outcome"] for ev in turn if ev["type"] == "tool_end"]
+        self.assertTrue(turn.result()["aborted"])
+        self.assertEqual(outcomes, ["interrupted", "interrupted"])
+        for _ in range(2):  # the handlers see the cancel lines on their threads
+            self.assertTrue(returned.acquire(timeout=20))
+        self.assertEqual(cancelled, [True, True])
+
+    def test_never_answering_client_times_out(self) -> None:  # G2
+        e = self.client()
+        e.hello(ask=True)
+
+        def never(args: dict, call) -> str:
+            call.cancelled.wait(20)
+            return "too late"
+
+        s = e.create_session(client_tools=[e.register_tool("ticket", never)], client_tool_timeout_ms=100)
+        turn = s.prompt('/tool ticket {"id":1}\n/then\n/text went on')
+        ends = [ev for ev in turn if ev["type"] == "tool_end"]
+        self.assertEqual(turn.result()["final_output"], "went on")
+        self.assertEqual(ends[0]["outcome"], "failed")
+        self.assertIn("timed out", ends[0]["content"])
+
+
 class ReadmeTest(EnvMixin, unittest.TestCase):
     def test_shell_then_fork_at_its_entry(self) -> None:  # M18, M19
         e = self.client()

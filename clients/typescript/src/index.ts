@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 
 import type {
   AskLine,
+  ClientTool,
   Event,
   HelloResult,
   MethodName,
@@ -18,6 +19,8 @@ import type {
   SessionPromptParams,
   SessionSetParams,
   SessionShellResult,
+  ToolCallCancelledLine,
+  ToolCallLine,
 } from "./protocol.js";
 
 export type * from "./protocol.js";
@@ -61,6 +64,15 @@ export interface ClientOptions {
   stderr?: "inherit" | "ignore";
 }
 
+/** A tool_call its handler serves: the line, and a signal that aborts when e cancels the call. */
+export interface ToolCall {
+  line: ToolCallLine;
+  signal: AbortSignal;
+}
+
+/** Runs a client tool: the value (a string, or any JSON value) is the result's content; a throw fails the call. */
+export type ToolHandler = (args: Record<string, unknown>, call: ToolCall) => unknown | Promise<unknown>;
+
 type Params<M extends MethodName> = Methods[M]["params"];
 type ResultOf<M extends MethodName> = Methods[M]["result"];
 
@@ -77,6 +89,8 @@ export class Client {
   private nextId = 0;
   private pending = new Map<number, Pending>();
   private exited: string | undefined;
+  private tools = new Map<string, ToolHandler>();
+  private toolCalls = new Map<number, AbortController>();
   /** Resolves with the exit status once the server has exited. */
   readonly closed: Promise<number | null>;
 
@@ -119,6 +133,16 @@ export class Client {
       this.opts.onNotice?.(line as unknown as NoticeLine);
       return;
     }
+    if (type === "tool_call") {
+      void this.serveTool(line as unknown as ToolCallLine);
+      return;
+    }
+    if (type === "tool_call_cancelled") {
+      const call = (line as unknown as ToolCallCancelledLine).call;
+      this.toolCalls.get(call)?.abort();
+      this.toolCalls.delete(call);
+      return;
+    }
     if (type !== undefined) {
       // An event: it belongs to the request it serves. Unknown types pass through.
       const p = this.pending.get(line.request as number);
@@ -147,6 +171,34 @@ export class Client {
     const params: { ask: number; result?: unknown } = { ask: ask.ask };
     if (result !== undefined && result !== null) params.result = result;
     await this.call("ask.reply", params).catch(() => {}); // cancelled meanwhile, or the server died
+  }
+
+  /**
+   * Serves the client tool name with handler and returns its spec for
+   * createSession({ client_tools: […] }) (which needs hello with ask:true first).
+   */
+  registerTool(name: string, handler: ToolHandler, opts: { description?: string; parameters?: object } = {}): ClientTool {
+    this.tools.set(name, handler);
+    return { name, ...opts } as ClientTool;
+  }
+
+  private async serveTool(line: ToolCallLine): Promise<void> {
+    const abort = new AbortController();
+    this.toolCalls.set(line.call, abort);
+    let content: string;
+    let isError = false;
+    try {
+      const handler = this.tools.get(line.name);
+      if (!handler) throw new Error(`this client has no handler for tool ${JSON.stringify(line.name)}`);
+      const out = await handler(line.arguments as Record<string, unknown>, { line, signal: abort.signal });
+      content = typeof out === "string" ? out : JSON.stringify(out ?? null);
+    } catch (err) {
+      content = err instanceof Error ? err.message : String(err); // the model reads what failed
+      isError = true;
+    }
+    if (!this.toolCalls.delete(line.call)) return; // cancelled meanwhile: e no longer waits for it
+    const params = isError ? { call: line.call, content, is_error: true } : { call: line.call, content };
+    await this.call("tool.result", params).catch(() => {}); // cancelled meanwhile (unknown_call), or the server died
   }
 
   /** Sends a request; events of the request go to onEvent until the response. */

@@ -25,7 +25,8 @@ export interface Call {
    */
   arguments: unknown;
   /**
-   * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+   * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers); client: a
+   * tool the client provides (session.create client_tools)
    */
   category: CallCategory;
   /**
@@ -35,17 +36,38 @@ export interface Call {
 }
 
 /**
- * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers)
+ * mcp: a tool of an MCP server (session.create mcp_servers, settings mcp_servers); client: a
+ * tool the client provides (session.create client_tools)
  * (defs.json#/$defs/call/properties/category)
  */
-export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension" | "mcp";
+export type CallCategory = "read" | "write" | "execute" | "search" | "wait" | "extension" | "mcp" | "client";
+
+/**
+ * a tool the client provides (session.create client_tools; G1)
+ * (defs.json#/$defs/client_tool)
+ */
+export interface ClientTool {
+  /**
+   * what providers accept as a function name; not one of e's tools or an extension's
+   */
+  name: string;
+  /**
+   * what the model reads about the tool
+   */
+  description?: string | null;
+  /**
+   * a JSON Schema of the arguments object, in the keywords e's validator supports (another
+   * keyword is invalid_params naming it); omitted: any object
+   */
+  parameters?: { [key: string]: unknown } | null;
+}
 
 /**
  * the kind of an error response, stable for clients to branch on; the message beside it is
  * for people (E1). spec/protocol.md §3 says when each occurs. More codes may come: treat an
  * unknown one as internal. (defs.json#/$defs/error_code)
  */
-export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "interrupted" | "internal";
+export type ErrorCode = "parse_error" | "invalid_request" | "unknown_method" | "invalid_params" | "unknown_session" | "turn_running" | "no_turn" | "locked" | "untrusted" | "not_found" | "unsupported" | "unknown_ask" | "unknown_call" | "interrupted" | "internal";
 
 /**
  * details of a terminal failure (U2) (defs.json#/$defs/error_details)
@@ -683,6 +705,18 @@ export interface SessionCreateParams {
    * ms; running tools and model calls are stopped as by an interrupt (N1)
    */
   max_duration_ms?: number | null;
+  /**
+   * tools the client provides (G1): offered to the model beside e's; a call arrives as a
+   * tool_call line and is answered with tool.result. Only after hello with ask:true; a name e
+   * or an extension already has is refused (invalid_params)
+   */
+  client_tools?: ClientTool[] | null;
+  /**
+   * how long each tool_call waits for its tool.result, in ms; then it is cancelled
+   * (tool_call_cancelled, reason timeout), the model sees that the call timed out and the turn
+   * goes on (G2); 0 or omitted waits until the turn is interrupted
+   */
+  client_tool_timeout_ms?: number | null;
 }
 
 /**
@@ -1103,6 +1137,33 @@ export interface ShutdownParams {
  * shutdown result: M16 (methods/shutdown.result.json)
  */
 export interface ShutdownResult {
+}
+
+/**
+ * tool.result params: Answers a tool_call line (G1): the content becomes the call's result
+ * for the model. A call that is not pending (never sent, already answered, or cancelled)
+ * gets code unknown_call (G2). Unknown fields are accepted (V2); null means the default for
+ * every optional field (V1). (methods/tool.result.params.json)
+ */
+export interface ToolResultParams {
+  /**
+   * the tool_call line's number
+   */
+  call: number;
+  /**
+   * the tool's output, as the model reads it (tool_end's content)
+   */
+  content: string;
+  /**
+   * the call failed: tool_end's outcome is failed and the model is told so; default false
+   */
+  is_error?: boolean | null;
+}
+
+/**
+ * tool.result result: G1 (methods/tool.result.result.json)
+ */
+export interface ToolResultResult {
 }
 
 /**
@@ -1641,6 +1702,69 @@ export interface ResultLine extends Result {
 }
 
 /**
+ * tool_call line: The model calls a tool the client provides (session.create client_tools;
+ * G1): answer with tool.result. The arguments are valid against the tool's parameters (G2);
+ * calls of one wave arrive together and may be answered in any order. An interrupt,
+ * session.close, EOF or the session's client_tool_timeout_ms ends a pending call with a
+ * tool_call_cancelled line. (lines/tool_call.json)
+ */
+export interface ToolCallLine {
+  type: "tool_call";
+  /**
+   * the number to pass to tool.result, unique within the process
+   */
+  call: number;
+  /**
+   * the session whose turn made the call
+   */
+  session: SessionID;
+  /**
+   * the id of the session.prompt request whose turn made the call
+   */
+  request?: unknown;
+  /**
+   * the call's id in tool_batch and tool_end
+   */
+  id: number;
+  /**
+   * the client tool's name
+   */
+  name: string;
+  /**
+   * the model's arguments, valid against the tool's parameters
+   */
+  arguments: { [key: string]: unknown };
+}
+
+/**
+ * tool_call_cancelled line: A pending tool_call ended without its tool.result (G2): the turn
+ * was interrupted, the session closed, the client's input ended, or the session's
+ * client_tool_timeout_ms passed. A tool.result for it now gets code unknown_call.
+ * (lines/tool_call_cancelled.json)
+ */
+export interface ToolCallCancelledLine {
+  type: "tool_call_cancelled";
+  /**
+   * the tool_call line's number
+   */
+  call: number;
+  session: SessionID;
+  /**
+   * interrupted: an interrupt, session.close or the end of input stopped the turn; timeout:
+   * client_tool_timeout_ms passed (the model sees that the call timed out and the turn goes
+   * on)
+   */
+  reason?: ToolCallCancelledLineReason;
+}
+
+/**
+ * interrupted: an interrupt, session.close or the end of input stopped the turn; timeout:
+ * client_tool_timeout_ms passed (the model sees that the call timed out and the turn goes
+ * on) (lines/tool_call_cancelled.json#/properties/reason)
+ */
+export type ToolCallCancelledLineReason = "interrupted" | "timeout";
+
+/**
  * v1 one-shot answer: The flat turn result beside the line's id, with no events (O1, O3).
  * (oneshot/answer.json)
  */
@@ -1988,7 +2112,7 @@ export type EventType = Event["type"];
 export type BuiltinToolCall = BashToolCall | EditToolCall | FindToolCall | GrepToolCall | LsToolCall | ReadToolCall | SleepToolCall | WriteToolCall;
 
 /** Every line e rpc writes on stdout. */
-export type ServerLine = Event | AskLine | NoticeLine | Response | ErrorResponse;
+export type ServerLine = Event | AskLine | NoticeLine | ToolCallCancelledLine | ToolCallLine | Response | ErrorResponse;
 
 /** Each method's params and result. */
 export interface Methods {
@@ -2011,6 +2135,7 @@ export interface Methods {
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };
   "session.unsteer": { params: SessionUnsteerParams; result: SessionUnsteerResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };
+  "tool.result": { params: ToolResultParams; result: ToolResultResult };
 }
 
 /** The name of an e rpc method. */

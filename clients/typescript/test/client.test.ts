@@ -148,3 +148,77 @@ test("the README example runs as written", () => {
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim().split("\n").at(-1), "hello from typescript");
 });
+
+const twoTickets = '/tool ticket {"id":1}\n/tool ticket {"id":2}\n/then\n/text ok';
+const ticketParams = { type: "object", properties: { id: { type: "integer" } }, required: ["id"] };
+
+test("client tools: two calls of a wave run at once, their values are the results (G1)", async () => {
+  const e = client();
+  let arrived = 0;
+  let release!: () => void;
+  const both = new Promise<void>((r) => (release = r));
+  const ticket = e.registerTool(
+    "ticket",
+    async (args) => {
+      if (++arrived === 2) release();
+      await both; // neither answers before both are pending
+      return `ticket ${String(args.id)}: open`;
+    },
+    { description: "Look up a ticket.", parameters: ticketParams },
+  );
+  await e.hello(true);
+  const s = await e.createSession({ client_tools: [ticket] });
+  const turn = s.prompt(twoTickets);
+  const contents: Record<number, string> = {};
+  for await (const ev of turn) if (ev.type === "tool_end") contents[ev.id] = ev.content ?? "";
+  const result = await turn.result();
+  assert.equal(result.final_output, "ok");
+  assert.deepEqual(contents, { 1: "ticket 1: open", 2: "ticket 2: open" });
+  await e.close();
+});
+
+test("client tools: refused before hello ask:true; an interrupt aborts the pending calls (G1, G2)", async () => {
+  const e = client();
+  let started = 0;
+  let allStarted!: () => void;
+  const running = new Promise<void>((r) => (allStarted = r));
+  const aborted: Promise<void>[] = [];
+  const ticket = e.registerTool("ticket", (_args, call) => {
+    aborted.push(new Promise<void>((r) => call.signal.addEventListener("abort", () => r())));
+    if (++started === 2) allStarted();
+    return new Promise(() => {}); // never answers
+  });
+  await assert.rejects(e.createSession({ client_tools: [ticket] }), (err: unknown) => {
+    assert.ok(err instanceof RPCError);
+    assert.equal(err.code, "invalid_params");
+    return true;
+  });
+  await e.hello(true);
+  const s = await e.createSession({ client_tools: [ticket] });
+  const turn = s.prompt(twoTickets);
+  const outcomes: string[] = [];
+  const events = (async () => {
+    for await (const ev of turn) if (ev.type === "tool_end") outcomes.push(ev.outcome);
+  })();
+  await running;
+  await s.interrupt();
+  await events;
+  await Promise.all(aborted);
+  assert.equal((await turn.result()).aborted, true);
+  assert.deepEqual(outcomes, ["interrupted", "interrupted"]);
+  await e.close();
+});
+
+test("client tools: a never-answering client times out and the turn goes on (G2)", async () => {
+  const e = client();
+  const never = e.registerTool("ticket", () => new Promise(() => {}));
+  await e.hello(true);
+  const s = await e.createSession({ client_tools: [never], client_tool_timeout_ms: 100 });
+  const turn = s.prompt('/tool ticket {}\n/then\n/text went on');
+  const ends: Event[] = [];
+  for await (const ev of turn) if (ev.type === "tool_end") ends.push(ev);
+  assert.equal((await turn.result()).final_output, "went on");
+  const end = ends[0];
+  assert.ok(end?.type === "tool_end" && end.outcome === "failed" && /timed out/.test(end.content ?? ""));
+  await e.close();
+});

@@ -8,6 +8,7 @@ bug fails the scenarios meant to catch it.
   strict        fails on event types and members it does not know
   output        prints the result's output instead of final_output
   no-asks       never answers asks
+  no-tools      never answers tool calls
   small-lines   reads lines with a 64 KiB buffer
   ignore-errors treats an error response like an empty result
 """
@@ -78,6 +79,11 @@ def wait(rid):
                     params["result"] = answer
                 send("ask.reply", params)
             continue
+        if t == "tool_call":
+            if BUG != "no-tools":
+                content = (task.get("tool_results") or {}).get(line["name"], "")
+                send("tool.result", {"call": line["call"], "content": content})
+            continue
         if t is not None:
             if BUG == "strict":
                 if t not in KNOWN_EVENTS and t != "notice":
@@ -99,6 +105,8 @@ def wait(rid):
 
 wait(send("hello", {"ask": True}))
 params = {"cwd": task["cwd"]} if task["cwd"] else {}
+if task.get("client_tools"):
+    params["client_tools"] = task["client_tools"]
 session = wait(send("session.create", params))["session"]
 result = wait(send("session.prompt", {"session": session, "prompt": task["prompt"]}))
 failed = result.get("error") is not None
