@@ -24,6 +24,7 @@ import (
 	"github.com/e-agent/e/internal/jsonl"
 	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
@@ -1133,7 +1134,11 @@ func (fr *front) switchSession(c *command) (any, error) {
 // open makes the session file at path current, once what the current
 // session is doing has stopped.
 func (fr *front) open(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		// Refused before the current session stops: a FIFO or device is
+		// never a session file (Y1).
+		return fmt.Errorf("session file %s: %s, %w", path, regfile.Kind(st.Mode()), regfile.ErrNotRegular)
+	} else if errors.Is(err, fs.ErrNotExist) {
 		// As pi's (its SessionManager opens a missing file as a new
 		// session saved there), as --session PATH does.
 		fr.idle()

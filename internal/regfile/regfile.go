@@ -1,6 +1,6 @@
 // Package regfile opens the files e reads because a request, a tool call or
-// a config file named them, so that none can hang or flood the process (Y1,
-// Y2). The open never blocks (O_NONBLOCK: a FIFO without a writer would
+// a config file named them, so that none can hang or flood the process
+// (Y1). The open never blocks (O_NONBLOCK: a FIFO without a writer would
 // otherwise hold it forever), what was opened is checked on the open file
 // (fstat, so nothing can be swapped in after the check) to be a regular file,
 // and a read stops at a stated limit, whatever stat says: /proc files report

@@ -78,7 +78,7 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 }
 
 // ExportFile writes the page of ExportHTML to path (0600), creating its
-// directory. The page appears whole or not at all (writeAtomic).
+// directory. The page appears whole or not at all (writeAtomic, Y2).
 func ExportFile(path, title string, h Header, branch []Entry) error {
 	return writeAtomic(path, func(w io.Writer) error { return ExportHTML(w, title, h, branch) })
 }

@@ -225,7 +225,7 @@ func ReadOnly(path string) (*Header, []Entry, error) {
 	return &r.Header, r.Entries, nil
 }
 
-// MaxLogBytes is the largest session log e reads (Y2): a resume of a
+// MaxLogBytes is the largest session log e reads (Y1): a resume of a
 // bigger file is refused rather than read into memory.
 const MaxLogBytes = 1 << 30
 

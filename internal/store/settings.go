@@ -37,7 +37,7 @@ const (
 	DefaultCompactThreshold = 0.8
 )
 
-// MaxConfigBytes is the largest settings.json or trust.json e reads (Y2).
+// MaxConfigBytes is the largest settings.json or trust.json e reads (Y1).
 const MaxConfigBytes = 1 << 20
 
 // LoadSettings reads $home/settings.json. A missing file means the defaults;

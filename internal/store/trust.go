@@ -100,7 +100,7 @@ func within(path, dir string) bool {
 	return strings.HasPrefix(path, dir)
 }
 
-// MaxInstructionsBytes is the largest AGENTS.md e reads (Y2); a bigger one,
+// MaxInstructionsBytes is the largest AGENTS.md e reads (Y1); a bigger one,
 // or a FIFO, device or socket, fails the session's creation naming it.
 const MaxInstructionsBytes = 1 << 20
 
