@@ -398,7 +398,9 @@ func (fr *front) write(v any) {
 
 // serve reads commands until EOF or a signal (rpc.md: Shutdown). EOF is an
 // orderly shutdown: the run in progress, its follow-ups and every command
-// finish first, unless a signal comes. A signal stops them at once; a
+// finish first, unless a signal comes or the client is gone (stdout's reader
+// closed, or e's parent died: a client killed during a silent bash), which
+// stop them at once as a gone stdout does. A signal stops them at once; a
 // second one exits at once.
 func (fr *front) serve() int {
 	end := fr.loop.Run(fr.ctx, func(_ int, line []byte) bool {
@@ -412,11 +414,16 @@ func (fr *front) serve() int {
 			fr.work.Wait()
 			close(finished)
 		}()
+		stop := make(chan struct{})
 		select {
 		case <-finished:
 		case sig := <-fr.loop.Signals():
 			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
+		case why := <-fr.loop.WatchClient(stop):
+			fmt.Fprintf(fr.env.Stderr, "e --mode rpc: the client is gone (%s); stopping\n", why)
+			end = lineserver.Ending{Reason: lineserver.Gone}
 		}
+		close(stop)
 	}
 	if end.Reason == lineserver.Signalled {
 		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
