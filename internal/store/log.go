@@ -629,13 +629,23 @@ func (l *Log) Close() error {
 
 // writePid records the lock holder's pid in <path>.lock, for the error a
 // second opener gets.
+// writePid writes the pid sidecar; a FIFO or device in its place is an
+// error, not an open that blocks (Y1).
 func (l *Log) writePid() error {
-	return os.WriteFile(l.path+".lock", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	f, _, err := regfile.OpenFile(l.path+".lock", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // holder describes the process named in path's pid sidecar.
 func holder(path string) string {
-	b, err := os.ReadFile(path + ".lock")
+	b, err := regfile.ReadFile(path+".lock", 64)
 	if err != nil {
 		return "held by an unknown process"
 	}
@@ -647,7 +657,7 @@ func holder(path string) string {
 }
 
 func saveTorn(path string, cut []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, _, err := regfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // a FIFO there must not block (Y1)
 	if err != nil {
 		return err
 	}

@@ -193,3 +193,23 @@ func TestWriteAtomicTargets(t *testing.T) {
 		})
 	}
 }
+
+// A FIFO where a log's pid sidecar goes (a repository can ship one) fails
+// the writable resume naming it rather than blocking its open (Y1).
+func TestPidSidecarFIFO(t *testing.T) {
+	dir := t.TempDir()
+	l, err := CreateIn(dir, Header{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := l.Path()
+	l.Close()
+	os.Remove(path + ".lock")
+	special(t, "fifo", path+".lock", 0)
+	if l, _, _, err := OpenWritable(path); !errors.Is(err, regfile.ErrNotRegular) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("OpenWritable with a FIFO sidecar = %v, want ErrNotRegular", err)
+	}
+}
