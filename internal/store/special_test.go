@@ -76,8 +76,8 @@ func TestSpecialFiles(t *testing.T) {
 	}
 	for _, e := range entries {
 		for _, k := range specialKinds {
-			if k.kind == "directory" && e.name == "resume writable" {
-				continue // O_RDWR of a directory fails in open: EISDIR
+			if k.kind == "directory" && (e.name == "resume writable" || e.name == "home AGENTS.md") {
+				continue // O_RDWR of a directory fails in open (EISDIR); a directory AGENTS.md is skipped
 			}
 			t.Run(e.name+"/"+k.kind, func(t *testing.T) {
 				home := t.TempDir()
@@ -100,7 +100,7 @@ func TestSpecialFiles(t *testing.T) {
 func TestInstructionsSpecial(t *testing.T) {
 	for _, k := range specialKinds {
 		if k.kind == "directory" {
-			continue // a directory named AGENTS.md is no instructions file
+			continue // below: a directory named AGENTS.md is no instructions file
 		}
 		t.Run(k.kind, func(t *testing.T) {
 			home := t.TempDir()
@@ -116,6 +116,23 @@ func TestInstructionsSpecial(t *testing.T) {
 				t.Errorf("trusted: Instructions = %v, want %v", err, k.wantErr)
 			}
 		})
+	}
+}
+
+// A directory named AGENTS.md neither asks for trust nor fails a trusted
+// directory's session: it is no instructions file.
+func TestInstructionsDirectory(t *testing.T) {
+	home := t.TempDir()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	special(t, "directory", filepath.Join(dir, "AGENTS.md"), 0)
+	if text, need, err := Instructions(home, dir); text != "" || need || err != nil {
+		t.Errorf("untrusted: Instructions = %q, %v, %v; want nothing", text, need, err)
+	}
+	if err := Trust(home, dir); err != nil {
+		t.Fatal(err)
+	}
+	if text, need, err := Instructions(home, dir); text != "" || need || err != nil {
+		t.Errorf("trusted: Instructions = %q, %v, %v; want nothing", text, need, err)
 	}
 }
 

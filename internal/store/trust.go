@@ -143,8 +143,8 @@ func Instructions(home, dir string) (text string, needTrust bool, err error) {
 	var parts []string
 	for _, f := range slices.Backward(files) {
 		b, err := regfile.ReadFile(f, MaxInstructionsBytes)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		if fi, serr := os.Stat(f); errors.Is(err, fs.ErrNotExist) || err != nil && serr == nil && fi.IsDir() {
+			continue // a directory named AGENTS.md is no instructions file, as for trust
 		}
 		if err != nil {
 			return "", needTrust, fmt.Errorf("store: instructions: %w", err)
