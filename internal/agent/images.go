@@ -2,12 +2,11 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // Image limits (I1).
@@ -50,15 +49,11 @@ func LoadImages(cwd string, paths []string) ([]model.Part, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(cwd, p)
 		}
-		f, err := os.Open(p)
+		f, st, err := regfile.Open(p) // a FIFO or device is refused, never read (Y1)
 		if err != nil {
 			return nil, &ImageError{i, err}
 		}
-		st, err := f.Stat()
-		if err == nil && st.IsDir() {
-			err = fmt.Errorf("%s is a directory", p)
-		}
-		if err == nil && st.Size() > MaxImageBytes {
+		if st.Size() > MaxImageBytes {
 			err = fmt.Errorf("%s is %d bytes, over the 20 MiB limit per image", p, st.Size())
 		}
 		if err != nil {
@@ -70,7 +65,7 @@ func LoadImages(cwd string, paths []string) ([]model.Part, error) {
 			f.Close()
 			return nil, &ImageError{i, fmt.Errorf("%s brings the total to %d bytes, over the 40 MiB limit", p, total)}
 		}
-		data, err := io.ReadAll(io.LimitReader(f, MaxImageBytes+1))
+		data, err := regfile.ReadAll(f, p, st.Size(), MaxImageBytes)
 		f.Close()
 		if err != nil {
 			return nil, &ImageError{i, err}

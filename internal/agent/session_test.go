@@ -3,9 +3,11 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,6 +169,7 @@ func TestLoadImages(t *testing.T) {
 		paths     []string // default: the files' names
 		wantTypes []string
 		wantErr   string
+		special   string // a file "s" of this class: fifo, zero (a link to /dev/zero), socket
 	}{
 		{
 			name: "the four formats",
@@ -216,8 +219,12 @@ func TestLoadImages(t *testing.T) {
 			name:    "directory",
 			files:   []file{{name: "d/x.png", data: png}},
 			paths:   []string{"d"},
-			wantErr: "is a directory",
+			wantErr: "d: a directory, not a regular file",
 		},
+		// Y1: special files are refused at once, naming the path, never read.
+		{name: "fifo", special: "fifo", paths: []string{"s"}, wantErr: "s: a named pipe (FIFO), not a regular file"},
+		{name: "dev zero symlink", special: "zero", paths: []string{"s"}, wantErr: "s: a character device, not a regular file"},
+		{name: "socket", special: "socket", paths: []string{"s"}, wantErr: "s: a socket, not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,6 +246,22 @@ func TestLoadImages(t *testing.T) {
 				if tt.paths == nil {
 					paths = append(paths, f.name)
 				}
+			}
+			switch p := filepath.Join(dir, "s"); tt.special {
+			case "fifo":
+				if err := syscall.Mkfifo(p, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			case "zero":
+				if err := os.Symlink("/dev/zero", p); err != nil {
+					t.Fatal(err)
+				}
+			case "socket":
+				l, err := net.Listen("unix", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
 			}
 			parts, err := LoadImages(dir, paths)
 			if tt.wantErr != "" {

@@ -391,7 +391,7 @@ func TestRequests(t *testing.T) {
 	for _, tool := range h.Tools() {
 		names = append(names, tool.Name)
 	}
-	if diff := cmp.Diff([]string{"probe", "crash", "spawn", "late"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"probe", "crash", "spawn", "spawnsid", "late"}, names); diff != "" {
 		t.Errorf("tools after register (-want +got):\n%s", diff)
 	}
 }

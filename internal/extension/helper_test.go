@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,7 +56,8 @@ func helperConfig(t *testing.T, name, mode string) Config {
 //
 //	probe     tools probe {method, params} (sends the request to e and returns the raw
 //	          response line), crash (asks ui.confirm, exits 3 on the next event),
-//	          spawn (starts a child in its group and returns its pid)
+//	          spawn (starts a child in its group and returns its pid), spawnsid (the
+//	          same in a session of its own, out of the group: setsid)
 //	gate      declares a gate and exits 4 when asked
 //	gate-silent declares a gate and never answers it
 //	garbage   writes a line that is not JSON after the handshake
@@ -124,7 +126,7 @@ func helper(mode string) {
 				ch <- strings.TrimSpace(string(line))
 			}
 		case "initialize":
-			tools := []map[string]any{{"name": "probe"}, {"name": "crash"}, {"name": "spawn"}}
+			tools := []map[string]any{{"name": "probe"}, {"name": "crash"}, {"name": "spawn"}, {"name": "spawnsid"}}
 			send(map[string]any{"id": m.ID, "result": map[string]any{"protocol": 1, "name": mode, "tools": tools,
 				"gate": strings.HasPrefix(mode, "gate"), "events": []string{"turn.start", "no.such.event"}}})
 			switch mode {
@@ -158,10 +160,11 @@ func helper(mode string) {
 			case "crash":
 				crashOnce.Do(func() { close(crashOnEvent) })
 				send(map[string]any{"id": "c", "method": "ui.confirm", "params": map[string]any{"title": "Crash?"}})
-			case "spawn":
+			case "spawn", "spawnsid":
 				self, _ := os.Executable()
 				child := exec.Command(self)
 				child.Env = append(os.Environ(), "E_EXT_HELPER=sleep")
+				child.SysProcAttr = &syscall.SysProcAttr{Setsid: m.Params.Name == "spawnsid"}
 				child.Start()
 				send(map[string]any{"id": id, "result": map[string]any{"content": strconv.Itoa(child.Process.Pid)}})
 			}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +35,7 @@ type ext struct {
 	cfg Config
 
 	cmd    *exec.Cmd
+	marker string   // NAME=VALUE in the environment of its every process
 	stdin  *os.File // our ends of the pipes
 	stdout *os.File
 	stderr *os.File
@@ -170,6 +173,11 @@ func (e *ext) spawn() error {
 	for k, v := range e.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// Every descendant inherits the marker, one that leaves the process
+	// group (setsid) included, so that it ends with the extension (D2).
+	reaper.Enable()
+	e.marker = markerPrefix + randomHex() + "=" + e.cfg.Name
+	cmd.Env = append(cmd.Env, e.marker)
 	setGroup(cmd)
 	// Plain pipes, not cmd.StdoutPipe: Wait must not close our ends while
 	// the reader drains what the process wrote just before it exited.
@@ -215,7 +223,8 @@ func closeAll(fs ...*os.File) {
 // reap waits for the process to exit, then cleans up after it.
 func (e *ext) reap(readers chan struct{}) {
 	err := e.cmd.Wait()
-	killGroup(e.cmd) // children it left behind
+	reaper.KillTree(0, e.marker) // children it left behind, in its group or not
+	killGroup(e.cmd)
 	reaper.Forget(e.cmd.Process.Pid)
 	close(e.exited)
 	// Let the readers drain what the process wrote before it exited; a
@@ -296,14 +305,26 @@ func (e *ext) cutOff(format string, args ...any) {
 	e.killNow()
 }
 
-// killNow kills the process group unless the process was already reaped
-// (its id could then belong to someone else).
+// killNow kills the process, its group and every descendant unless the
+// process was already reaped (its id could then belong to someone else).
+// The descendants go first, while their parent chains still lead to it.
 func (e *ext) killNow() {
 	select {
 	case <-e.exited:
 	default:
+		reaper.KillTree(e.cmd.Process.Pid, e.marker)
 		killGroup(e.cmd)
 	}
+}
+
+// markerPrefix starts the name of the variable that marks an extension's
+// processes (spec/extensions.md).
+const markerPrefix = "E_EXTENSION_"
+
+func randomHex() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // send queues a line for the extension without blocking. An extension

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// D1, D2: nothing is left behind, children in the group included.
+// D1, D2: nothing is left behind, children in the group included, and a
+// child that left the group (setsid) too.
 func TestShutdownLeavesNoProcess(t *testing.T) {
 	tests := []struct {
 		name string
@@ -24,12 +25,15 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ui := newFakeUI(noUI)
 			h := start(t, ui, Options{}, helperConfig(t, "s", tt.mode), Config{Name: "guard", Command: guardBin})
-			content, failed := h.CallTool(context.Background(), "s1", "spawn", nil)
-			child, err := strconv.Atoi(content)
-			if failed || err != nil {
-				t.Fatalf("spawn = %q, %v", content, failed)
+			var pids []int
+			for _, tool := range []string{"spawn", "spawnsid"} {
+				content, failed := h.CallTool(context.Background(), "s1", tool, nil)
+				child, err := strconv.Atoi(content)
+				if failed || err != nil {
+					t.Fatalf("%s = %q, %v", tool, content, failed)
+				}
+				pids = append(pids, child)
 			}
-			pids := []int{child}
 			for _, e := range h.exts {
 				pids = append(pids, e.cmd.Process.Pid)
 			}

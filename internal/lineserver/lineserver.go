@@ -74,6 +74,8 @@ type Loop struct {
 	stderr io.Writer
 	sigs   chan os.Signal // SIGTERM, SIGHUP, SIGINT
 	pipe   chan os.Signal // SIGPIPE, caught and dropped: the failed write says it
+	stdout io.Writer      // as given, for WatchClient
+	ppid   int            // the parent at the start, for WatchClient
 }
 
 // New starts the writer of stdout, which it gives a larger capacity if it
@@ -81,7 +83,41 @@ type Loop struct {
 func New(name string, stdin io.Reader, stdout, stderr io.Writer) *Loop {
 	growPipe(stdout)
 	return &Loop{name: name, in: stdin, out: jsonl.NewWriterSize(stdout, jsonl.BurstSize), stderr: stderr,
-		sigs: make(chan os.Signal, 4), pipe: make(chan os.Signal, 1)}
+		sigs: make(chan os.Signal, 4), pipe: make(chan os.Signal, 1), stdout: stdout, ppid: os.Getppid()}
+}
+
+// clientPoll is how often WatchClient looks.
+const clientPoll = 100 * time.Millisecond
+
+// WatchClient reports, once, why the client is gone although nothing was
+// written to find out: stdout's reader has closed (a pipe or socket stdout
+// polls with an error or hang-up) or the process that started e has died
+// (its parent changed). A front end that waits after EOF for work to finish
+// (pi's dialect) watches it, so a client killed during a silent command
+// does not leave the command running to its timeout. It looks every 100 ms
+// until stop is closed.
+func (l *Loop) WatchClient(stop <-chan struct{}) <-chan string {
+	gone := make(chan string, 1)
+	go func() {
+		t := time.NewTicker(clientPoll)
+		defer t.Stop()
+		for {
+			if os.Getppid() != l.ppid {
+				gone <- "the process that started e has exited"
+				return
+			}
+			if readerGone(l.stdout) {
+				gone <- "stdout's reader has closed"
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return gone
 }
 
 // Out is the writer of stdout: every line the front end prints goes

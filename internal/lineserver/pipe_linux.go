@@ -37,3 +37,25 @@ func growPipe(w io.Writer) {
 		}
 	})
 }
+
+// readerGone reports whether w is a pipe or socket whose reading end has
+// closed: poll says POLLERR (a pipe without readers) or POLLHUP (a socket
+// whose peer shut down), without writing.
+func readerGone(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 1 {
+			gone = fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+		}
+	})
+	return gone
+}

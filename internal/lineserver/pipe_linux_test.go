@@ -1,6 +1,7 @@
 package lineserver
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -54,4 +55,26 @@ func TestGrowPipe(t *testing.T) {
 		defer f.Close()
 		growPipe(f) // must not fail or panic on a regular file
 	})
+}
+
+// WatchClient tells a pipe stdout whose reader closed without a write, and
+// stays quiet while the reader is there (pi's dialect after EOF, D2).
+func TestWatchClientReaderGone(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l := New("test", strings.NewReader(""), w, io.Discard)
+	defer l.Close(0)
+	stop := make(chan struct{})
+	defer close(stop)
+	gone := l.WatchClient(stop)
+	if readerGone(w) {
+		t.Fatal("readerGone with the reader open")
+	}
+	r.Close()
+	if why := <-gone; why != "stdout's reader has closed" {
+		t.Errorf("WatchClient = %q", why)
+	}
 }

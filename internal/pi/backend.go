@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/session"
 )
 
@@ -168,7 +169,7 @@ func (b *backend) sessions(cwd string) []saved {
 // readHeader returns the id and cwd of a session file's header (e's log or
 // pi's file), "" when it has none.
 func readHeader(path string) (id, cwd string) {
-	f, err := os.Open(path)
+	f, _, err := regfile.Open(path) // a FIFO named *.jsonl must not hang the listing (Y1)
 	if err != nil {
 		return "", ""
 	}

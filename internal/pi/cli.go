@@ -3,9 +3,10 @@ package pi
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // Flags are pi's command line as e's pi dialect reads it (cli.md).
@@ -237,7 +238,7 @@ func splitList(v string) []string {
 // fileOrText returns the contents of the file v names, or v itself (cli.md:
 // "text or the contents of an existing file").
 func fileOrText(v string) string {
-	if b, err := os.ReadFile(v); err == nil {
+	if b, err := regfile.ReadFile(v, maxConfigBytes); err == nil {
 		return string(b)
 	}
 	return v

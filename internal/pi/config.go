@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // Config is what e takes from pi's configuration directory
@@ -258,8 +259,12 @@ func (c *Config) SessionsDir(flag string, getenv func(string) string) (dir strin
 	return filepath.Join(c.Dir, "sessions"), false
 }
 
+// maxConfigBytes is the largest models.json, settings.json, template or
+// text file e reads for pi's dialect (Y1).
+const maxConfigBytes = 1 << 20
+
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := regfile.ReadFile(path, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

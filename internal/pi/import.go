@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/session"
 )
 
@@ -30,7 +30,7 @@ type piSession struct {
 // isPiSession reports whether path starts with a pi session header (pi's
 // has a timestamp; e's log header has "created").
 func isPiSession(path string) bool {
-	f, err := os.Open(path)
+	f, _, err := regfile.Open(path)
 	if err != nil {
 		return false
 	}
@@ -115,11 +115,15 @@ type piBlock struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
+// maxSessionBytes is the largest pi session file e reads, as for its own
+// logs (store.MaxLogBytes; Y1).
+const maxSessionBytes = 1 << 30
+
 // readPiSession reads path's active branch: from its last entry back
 // through parentId to the root. Entries e has no counterpart for (custom,
 // label, usage, system messages …) are left out.
 func readPiSession(path string) (*piSession, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, maxSessionBytes)
 	if err != nil {
 		return nil, fmt.Errorf("pi: session %s: %w", path, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/e-agent/e/internal/jsonl"
 	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/schemas"
 )
@@ -397,7 +398,9 @@ func (fr *front) write(v any) {
 
 // serve reads commands until EOF or a signal (rpc.md: Shutdown). EOF is an
 // orderly shutdown: the run in progress, its follow-ups and every command
-// finish first, unless a signal comes. A signal stops them at once; a
+// finish first, unless a signal comes or the client is gone (stdout's reader
+// closed, or e's parent died: a client killed during a silent bash), which
+// stop them at once as a gone stdout does. A signal stops them at once; a
 // second one exits at once.
 func (fr *front) serve() int {
 	end := fr.loop.Run(fr.ctx, func(_ int, line []byte) bool {
@@ -411,11 +414,16 @@ func (fr *front) serve() int {
 			fr.work.Wait()
 			close(finished)
 		}()
+		stop := make(chan struct{})
 		select {
 		case <-finished:
 		case sig := <-fr.loop.Signals():
 			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
+		case why := <-fr.loop.WatchClient(stop):
+			fmt.Fprintf(fr.env.Stderr, "e --mode rpc: the client is gone (%s); stopping\n", why)
+			end = lineserver.Ending{Reason: lineserver.Gone}
 		}
+		close(stop)
 	}
 	if end.Reason == lineserver.Signalled {
 		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
@@ -1133,7 +1141,11 @@ func (fr *front) switchSession(c *command) (any, error) {
 // open makes the session file at path current, once what the current
 // session is doing has stopped.
 func (fr *front) open(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		// Refused before the current session stops: a FIFO or device is
+		// never a session file (Y1).
+		return fmt.Errorf("session file %s: %s, %w", path, regfile.Kind(st.Mode()), regfile.ErrNotRegular)
+	} else if errors.Is(err, fs.ErrNotExist) {
 		// As pi's (its SessionManager opens a missing file as a new
 		// session saved there), as --session PATH does.
 		fr.idle()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // Template is one of pi's prompt templates (prompt-templates.md): a
@@ -50,7 +52,7 @@ func loadTemplateDir(dir, scope, base string) []Template {
 		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() { // a symlink counts when it names a file
 			continue
 		}
-		data, err := os.ReadFile(path)
+		data, err := regfile.ReadFile(path, maxConfigBytes)
 		if err != nil {
 			continue
 		}

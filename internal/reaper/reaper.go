@@ -8,6 +8,10 @@
 // so that a child of e that Start did not record is known to be an adopted
 // orphan. Classifying holds starts off, so a child forked a moment ago is
 // never mistaken for one.
+//
+// [KillTree] ends a process's whole descendant tree, the ones that left its
+// group included: by a marker variable they inherit, and by parent chains
+// in /proc (extensions, D2).
 package reaper
 
 import (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/mcp"
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -152,6 +153,9 @@ func (h *Host) check(c *creation) error {
 	}
 	c.approval = appr
 	system, needTrust, err := store.Instructions(h.env.Home, c.cwd)
+	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
+		return wrap(CodeInvalidParams, "cwd", err) // an AGENTS.md that is a FIFO, a device or too large (Y1)
+	}
 	if err != nil {
 		return wrap(CodeInternal, "cwd", err)
 	}

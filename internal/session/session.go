@@ -13,6 +13,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -574,6 +575,9 @@ func (s *Session) Export(path string) (string, string, error) {
 	h := s.header
 	h.Model, h.Effort = in.Model, in.Effort
 	if err := store.ExportFile(path, title, h, store.Branch(s.a.Entries())); err != nil {
+		if errors.Is(err, regfile.ErrNotRegular) { // a FIFO, device or directory named as the page (Y1)
+			return "", "", wrap(CodeInvalidParams, "path", err)
+		}
 		return "", "", wrap(CodeInternal, "", err)
 	}
 	return path, title, nil

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // AppendError appends details (U2's error_details) to the private sidecar
@@ -32,7 +34,7 @@ func AppendError(logPath string, details any) error {
 		return fmt.Errorf("store: error sidecar for %s: %w", logPath, err)
 	}
 	path := logPath + ".errors.jsonl"
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, _, err := regfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // a FIFO there must not block (Y1)
 	if err != nil {
 		return fmt.Errorf("store: error sidecar: %w", err)
 	}

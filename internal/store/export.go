@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // DefaultExportPath is where session.export writes when the caller names no
@@ -75,20 +78,56 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 }
 
 // ExportFile writes the page of ExportHTML to path (0600), creating its
-// directory.
+// directory. The page appears whole or not at all (writeAtomic, Y2).
 func ExportFile(path, title string, h Header, branch []Entry) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	return writeAtomic(path, func(w io.Writer) error { return ExportHTML(w, title, h, branch) })
+}
+
+// writeAtomic writes what write writes to a temporary file beside path and
+// renames it onto path, so a failure midway (ENOSPC, a stop) leaves path as
+// it was, never a partial page, and no temporary file behind. path may be
+// a regular file or a link to one (the link's target is replaced), never a
+// FIFO, device, socket or directory: those are refused, naming what they
+// are (Y1).
+func writeAtomic(path string, write func(io.Writer) error) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("store: export: %w", err)
+		}
+		if err := regfile.Check(path, fi); err != nil {
+			return fmt.Errorf("store: export: %w", err)
+		}
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("store: export: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("store: export: %w", err)
 	}
-	if err := ExportHTML(f, title, h, branch); err != nil {
+	fail := func(err error) error {
 		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := write(bw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(fmt.Errorf("store: export %s: %w", path, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("store: export %s: %w", path, err))
+	}
 	if err := f.Close(); err != nil {
+		return fail(fmt.Errorf("store: export %s: %w", path, err))
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("store: export: %w", err)
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/jsonscan"
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // Summary describes one saved session for session.list (M4).
@@ -129,7 +130,7 @@ func listDir(dir string) ([]Summary, error) {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
 	var old listCache
-	if b, err := os.ReadFile(filepath.Join(dir, cacheName)); err == nil {
+	if b, err := regfile.ReadFile(filepath.Join(dir, cacheName), MaxLogBytes); err == nil {
 		// A bad cache is rebuilt, never an error.
 		if json.Unmarshal(b, &old) != nil || old.Version != 1 {
 			old = listCache{}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/e-agent/e/internal/prefault"
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // ErrLocked reports that another open writer holds a session log (C6).
@@ -139,7 +140,7 @@ func create(dir, path string, h Header) (*Log, error) {
 // ErrLocked and names the holder's pid. A torn last line (a crash during a
 // write) is cut off and its bytes appended to <path>.torn; Warnings says so.
 func OpenWritable(path string) (*Log, *Header, []Entry, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, _, err := regfile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("store: open: %w", err)
 	}
@@ -224,9 +225,14 @@ func ReadOnly(path string) (*Header, []Entry, error) {
 	return &r.Header, r.Entries, nil
 }
 
-// readFile is os.ReadFile by way of readWhole.
+// MaxLogBytes is the largest session log e reads (Y1): a resume of a
+// bigger file is refused rather than read into memory.
+const MaxLogBytes = 1 << 30
+
+// readFile is os.ReadFile by way of readWhole, for a regular file only
+// (regfile: a FIFO or /dev/zero named as a log cannot hang or flood e, Y1).
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -236,10 +242,14 @@ func readFile(path string) ([]byte, error) {
 
 // readWhole reads f, just opened, into a buffer of its size mapped in
 // before the read (prefault): a 100,000-entry log is 32 MB of fresh memory.
+// It reads at most MaxLogBytes, whatever the size (a /proc file says 0).
 func readWhole(f *os.File) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if fi.Size() > MaxLogBytes {
+		return nil, regfile.TooLarge(f.Name(), MaxLogBytes)
 	}
 	data := make([]byte, fi.Size())
 	prefault.Write(data)
@@ -248,7 +258,10 @@ func readWhole(f *os.File) ([]byte, error) {
 	case io.ErrUnexpectedEOF: // the log shrank since Stat: what was read is the log
 		return data[:n], nil
 	case nil: // and what a writer appended since, as os.ReadFile would read it
-		rest, err := io.ReadAll(f)
+		rest, err := regfile.ReadAll(f, f.Name(), 0, MaxLogBytes-int64(n))
+		if errors.Is(err, regfile.ErrTooLarge) {
+			err = regfile.TooLarge(f.Name(), MaxLogBytes)
+		}
 		return append(data, rest...), err
 	}
 	return nil, err
@@ -616,13 +629,23 @@ func (l *Log) Close() error {
 
 // writePid records the lock holder's pid in <path>.lock, for the error a
 // second opener gets.
+// writePid writes the pid sidecar; a FIFO or device in its place is an
+// error, not an open that blocks (Y1).
 func (l *Log) writePid() error {
-	return os.WriteFile(l.path+".lock", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	f, _, err := regfile.OpenFile(l.path+".lock", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // holder describes the process named in path's pid sidecar.
 func holder(path string) string {
-	b, err := os.ReadFile(path + ".lock")
+	b, err := regfile.ReadFile(path+".lock", 64)
 	if err != nil {
 		return "held by an unknown process"
 	}
@@ -634,7 +657,7 @@ func holder(path string) string {
 }
 
 func saveTorn(path string, cut []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, _, err := regfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // a FIFO there must not block (Y1)
 	if err != nil {
 		return err
 	}

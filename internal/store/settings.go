@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/suggest"
 )
 
@@ -42,6 +42,9 @@ const (
 	DefaultCompactThreshold = 0.8
 )
 
+// MaxConfigBytes is the largest settings.json or trust.json e reads (Y1).
+const MaxConfigBytes = 1 << 20
+
 // LoadSettings reads $home/settings.json. A missing file means the defaults;
 // bad JSON and out-of-range values are errors naming the file, and for JSON
 // errors the line and column. Unknown keys and out-of-range values are all
@@ -49,7 +52,7 @@ const (
 func LoadSettings(home string) (Settings, error) {
 	s := Settings{ToolConcurrency: DefaultToolConcurrency, CompactThreshold: DefaultCompactThreshold}
 	path := filepath.Join(home, "settings.json")
-	b, err := os.ReadFile(path)
+	b, err := regfile.ReadFile(path, MaxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // trustFile is $E_HOME/trust.json (0600): the directories trusted with
@@ -49,7 +51,7 @@ func Revoke(home, dir string) error {
 
 // Trusted returns the trusted directories, sorted.
 func Trusted(home string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(home, "trust.json"))
+	b, err := regfile.ReadFile(filepath.Join(home, "trust.json"), MaxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -98,6 +100,10 @@ func within(path, dir string) bool {
 	return strings.HasPrefix(path, dir)
 }
 
+// MaxInstructionsBytes is the largest AGENTS.md e reads (Y1); a bigger one,
+// or a FIFO, device or socket, fails the session's creation naming it.
+const MaxInstructionsBytes = 1 << 20
+
 // Instructions returns the AGENTS.md text for a session in dir (C9):
 // $home/AGENTS.md (the user's own) first, then, when dir is trusted, the
 // AGENTS.md of each directory from the outermost trusted ancestor down to
@@ -117,7 +123,7 @@ func Instructions(home, dir string) (text string, needTrust bool, err error) {
 	var files []string
 	if root == "" {
 		for d := real; ; d = filepath.Dir(d) {
-			if isFile(filepath.Join(d, "AGENTS.md")) {
+			if exists(filepath.Join(d, "AGENTS.md")) {
 				needTrust = true
 				break
 			}
@@ -136,9 +142,9 @@ func Instructions(home, dir string) (text string, needTrust bool, err error) {
 	files = append(files, filepath.Join(home, "AGENTS.md"))
 	var parts []string
 	for _, f := range slices.Backward(files) {
-		b, err := os.ReadFile(f)
-		if errors.Is(err, fs.ErrNotExist) || err == nil && !isFile(f) {
-			continue
+		b, err := regfile.ReadFile(f, MaxInstructionsBytes)
+		if fi, serr := os.Stat(f); errors.Is(err, fs.ErrNotExist) || err != nil && serr == nil && fi.IsDir() {
+			continue // a directory named AGENTS.md is no instructions file, as for trust
 		}
 		if err != nil {
 			return "", needTrust, fmt.Errorf("store: instructions: %w", err)
@@ -148,9 +154,12 @@ func Instructions(home, dir string) (text string, needTrust bool, err error) {
 	return strings.Join(parts, "\n\n"), needTrust, nil
 }
 
-func isFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
+// exists reports whether there is anything at path, a dangling link or a
+// special file included: an untrusted directory's AGENTS.md asks for trust
+// whatever it is but a directory (C9), and is never opened to find out.
+func exists(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && !fi.IsDir()
 }
 
 // realDir resolves dir to an absolute path free of symlinks; it must be an

@@ -30,10 +30,14 @@
 // inside (".." applies after the link before it, as the kernel does). There is
 // no check followed by a second open, so a directory swapped for a link while
 // a call runs cannot lead it out; read and edit check the open file itself
-// (regular, not a directory) and edit rewrites that same file. An absolute
-// path is first mapped to a name beneath the real session directory. find and
-// grep walk through an os.Root of their root and do not follow links below it
-// (grep skips them). The refusal reads
+// (regular, not a directory) and edit rewrites that same file. Every path,
+// relative or absolute, is first mapped to a name beneath the real session
+// directory, so an absolute link inside it that points inside it is followed
+// (spec/engine.md §12). Every open is non-blocking and checked on the open
+// file (package regfile): read, edit, write and grep of a FIFO, device or
+// socket fail at once naming it, ls and find list it (Y1). find and grep walk
+// through an os.Root of their root and do not follow links below it (grep
+// skips them, and special files). The refusal reads
 // "read: ../x: outside the session directory /real/cwd". bash is not
 // restricted: it is a shell.
 //

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 const (
@@ -70,9 +72,9 @@ var editTool = &builtin{
 }
 
 // openRegular opens path beneath the session directory and checks that it
-// names a regular file: not a directory, and not a special file. O_NONBLOCK
-// keeps the open of a FIFO from blocking the call; the check is on the open
-// file, so nothing can be swapped in after it.
+// names a regular file: not a directory, and not a special file (regfile:
+// the open of a FIFO does not block, and the check is on the open file, so
+// nothing can be swapped in after it; Y1).
 func openRegular(env *Env, tool, path string, flag int) (*os.File, os.FileInfo, *Result) {
 	root, name, err := env.openRoot(path)
 	if err != nil {
@@ -80,28 +82,22 @@ func openRegular(env *Env, tool, path string, flag int) (*os.File, os.FileInfo, 
 		return nil, nil, &r
 	}
 	defer root.Close()
-	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, 0)
+	f, fi, err := regfile.OpenIn(root, name, flag, 0)
 	if err != nil {
 		r := pathFailure(tool, path, env.outside(err))
-		if errors.Is(err, syscall.EISDIR) {
+		if errors.Is(err, syscall.EISDIR) || fi == nil && isDir(root, name) {
 			r = failure("is a directory", "%s: %s: is a directory (use ls)", tool, path)
 		}
 		return nil, nil, &r
 	}
-	fi, err := f.Stat()
-	var r Result
-	switch {
-	case err != nil:
-		r = pathFailure(tool, path, err)
-	case fi.IsDir():
-		r = failure("is a directory", "%s: %s: is a directory (use ls)", tool, path)
-	case !fi.Mode().IsRegular():
-		r = failure("not a regular file", "%s: %s: not a regular file", tool, path)
-	default:
-		return f, fi, nil
-	}
-	f.Close()
-	return nil, nil, &r
+	return f, fi, nil
+}
+
+// isDir reports whether name beneath root is a directory, for the message
+// that points to ls.
+func isDir(root *os.Root, name string) bool {
+	fi, err := root.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 func runRead(ctx context.Context, env *Env, a args) Result {
@@ -218,8 +214,8 @@ func runWrite(ctx context.Context, env *Env, a args) Result {
 		return pathFailure("write", path, env.outside(err))
 	}
 	// Truncating in place keeps the mode of an existing file; 0644 applies to
-	// new ones. O_NONBLOCK: a FIFO without a reader fails instead of blocking.
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+	// new ones. A FIFO, device or socket is refused (regfile, Y1).
+	f, _, err := regfile.OpenIn(root, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if errors.Is(err, syscall.EISDIR) {
 		return failure("is a directory", "write: %s: is a directory", path)
 	}

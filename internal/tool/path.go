@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 // errOutside reports a path whose real location is outside the session directory.
@@ -73,24 +75,26 @@ func within(p, root string) bool {
 // of p (relative to env.Cwd, or absolute) beneath it. Every file tool then
 // resolves and opens that name through the Root in one step, so a symbolic
 // link or a rename swapped in between a check and the open cannot lead
-// outside (PITFALLS: the symlink race). An absolute path is mapped to a name
-// through the real locations of both.
+// outside (PITFALLS: the symlink race). Every path is mapped to a name
+// through the real locations of both, so the real location decides
+// (spec/engine.md §12): an absolute symbolic link inside the directory that
+// points inside it is followed, which an os.Root alone refuses as an escape.
 func (env *Env) openRoot(p string) (*os.Root, string, error) {
-	name := p
-	if filepath.IsAbs(p) {
-		rootReal, err := realPath(env.Cwd)
-		if err != nil {
-			return nil, "", err
-		}
-		real, err := realPath(p)
-		if err != nil {
-			return nil, "", err
-		}
-		if !within(real, rootReal) {
-			return nil, "", fmt.Errorf("%w %s", errOutside, rootReal)
-		}
-		name, _ = filepath.Rel(rootReal, real)
+	rootReal, err := realPath(env.Cwd)
+	if err != nil {
+		return nil, "", err
 	}
+	if !filepath.IsAbs(p) {
+		p = rootReal + string(filepath.Separator) + p // not Join: ".." after a link is the kernel's, not a lexical one
+	}
+	real, err := realPath(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if !within(real, rootReal) {
+		return nil, "", fmt.Errorf("%w %s", errOutside, rootReal)
+	}
+	name, _ := filepath.Rel(rootReal, real)
 	root, err := os.OpenRoot(env.Cwd)
 	if err != nil {
 		return nil, "", err
@@ -130,6 +134,10 @@ func pathFailure(tool, path string, err error) Result {
 		summary = "not found"
 	case errors.Is(err, fs.ErrPermission):
 		summary = "permission denied"
+	case errors.Is(err, regfile.ErrNotRegular):
+		summary = "not a regular file"
+	case errors.Is(err, regfile.ErrTooLarge):
+		summary = "file too large"
 	}
 	return failure(summary, "%s: %s: %v", tool, path, err)
 }

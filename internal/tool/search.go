@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/e-agent/e/internal/regfile"
 )
 
 const (
@@ -81,15 +83,11 @@ func runLs(ctx context.Context, env *Env, a args) Result {
 		return pathFailure("ls", path, err)
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	f, fi, err := regfile.OpenAny(root, name) // a FIFO's open must not block (Y1)
 	if err != nil {
 		return pathFailure("ls", path, env.outside(err))
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return pathFailure("ls", path, err)
-	}
 	if !fi.IsDir() {
 		return Result{Content: path, Summary: "1 entry"}
 	}
@@ -131,17 +129,18 @@ func walk(ctx context.Context, env *Env, path string, visit func(name, rel strin
 		return err
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	f, fi, err := regfile.OpenAny(root, name) // a FIFO's open must not block (Y1)
 	if err != nil {
 		return env.outside(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	if !fi.IsDir() {
-		visit(path, ".", fs.FileInfoToDirEntry(fi), func() ([]byte, error) { return io.ReadAll(f) })
+		visit(path, ".", fs.FileInfoToDirEntry(fi), func() ([]byte, error) {
+			if err := regfile.Check(path, fi); err != nil {
+				return nil, err
+			}
+			return regfile.ReadAll(f, path, fi.Size(), maxEditBytes)
+		})
 		return nil
 	}
 	sub, err := root.OpenRoot(name)
@@ -149,7 +148,7 @@ func walk(ctx context.Context, env *Env, path string, visit func(name, rel strin
 		return env.outside(err)
 	}
 	defer sub.Close()
-	fsys := sub.FS().(fs.ReadFileFS)
+	fsys := sub.FS()
 	stop := errors.New("stop")
 	err = fs.WalkDir(fsys, ".", func(rel string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
@@ -165,7 +164,16 @@ func walk(ctx context.Context, env *Env, path string, visit func(name, rel strin
 		if d.IsDir() && d.Name() == ".git" && rel != "." {
 			return fs.SkipDir
 		}
-		read := func() ([]byte, error) { return fsys.ReadFile(rel) }
+		// The entry was a regular file when listed; regfile makes sure it
+		// still is when opened, and reads no more than the limit (Y1).
+		read := func() ([]byte, error) {
+			f, fi, err := regfile.OpenIn(sub, filepath.FromSlash(rel), os.O_RDONLY, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return regfile.ReadAll(f, rel, fi.Size(), maxEditBytes)
+		}
 		if !visit(filepath.Join(path, filepath.FromSlash(rel)), rel, d, read) {
 			return stop
 		}
@@ -237,19 +245,33 @@ func runGrep(ctx context.Context, env *Env, a args) Result {
 	var b strings.Builder
 	n := 0
 	full := false
+	var special error // the path named is a FIFO, device or socket
 	err = walk(ctx, env, path, func(name, rel string, d fs.DirEntry, read func() ([]byte, error)) bool {
-		if !d.Type().IsRegular() {
-			return true
-		}
 		if ok, _ := filepath.Match(glob, d.Name()); glob != "" && !ok {
 			return true
 		}
-		info, err := d.Info()
-		if err != nil || info.Size() > maxEditBytes {
-			return true
+		var data []byte
+		if rel == "." && !d.IsDir() {
+			// The file named: a FIFO, device, socket or oversize file fails
+			// the call, naming it (Y1).
+			var err error
+			if data, err = read(); err != nil {
+				special = err
+				return false
+			}
+		} else {
+			if !d.Type().IsRegular() { // special files inside a tree are skipped (Y1)
+				return true
+			}
+			info, err := d.Info()
+			if err != nil || info.Size() > maxEditBytes {
+				return true
+			}
+			if data, err = read(); err != nil {
+				return true
+			}
 		}
-		data, err := read()
-		if err != nil || bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
+		if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
 			return true
 		}
 		if len(data) == 0 {
@@ -277,6 +299,8 @@ func runGrep(ctx context.Context, env *Env, a args) Result {
 		return stopped("grep: stopped")
 	case err != nil:
 		return pathFailure("grep", path, err)
+	case special != nil:
+		return pathFailure("grep", path, special)
 	case n == 0:
 		return Result{Content: "no matches", Summary: "0 matches"}
 	case full:
