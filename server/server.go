@@ -1,6 +1,7 @@
 // Package server is e rpc: a JSON Lines session server on a pair of
-// streams. One goroutine reads requests, one writer goroutine owns the
-// output, every turn runs in a goroutine of its session. See spec/protocol.md.
+// streams. One goroutine reads requests, which run off it, in order per
+// session (lineserver.Queues); one writer goroutine owns the output, every
+// turn runs in a goroutine of its session. See spec/protocol.md.
 package server
 
 import (
@@ -46,6 +47,8 @@ type Server struct {
 	loop  *lineserver.Loop // stdin and stdout
 	out   *jsonl.Writer    // the loop's stdout
 	relay *extension.Relay
+	// work runs each request off the loop, serially per session (H1).
+	work lineserver.Queues
 
 	ctx    context.Context // cancelled when the process stops serving
 	cancel context.CancelFunc
@@ -129,8 +132,10 @@ func shutdownID(line []byte) string {
 }
 
 // signalled kills every bash process group first, then extensions (D2).
+// A handler still running after lineserver.HandlerGrace is left behind.
 func (s *Server) signalled(code int) int {
 	s.cancel()
+	s.work.Close(lineserver.HandlerGrace)
 	if s.host.Kill(lineserver.SignalGrace) {
 		s.stopReplies()
 		return s.loop.Close(code) // flush: no turn writes any more
@@ -138,9 +143,11 @@ func (s *Server) signalled(code int) int {
 	return code
 }
 
-// stop ends every running turn and closes every session (D1). Their last
-// events and responses are still written.
+// stop ends every running turn and closes every session (D1), once the
+// requests read before the end have run (up to lineserver.HandlerGrace
+// for one stuck). Their last events and responses are still written.
 func (s *Server) stop() {
+	s.work.Close(lineserver.HandlerGrace)
 	s.cancel()
 	s.host.Shutdown()
 	s.relay.CancelAll()
@@ -172,7 +179,9 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	}
 	m := gjson.GetBytes(line, "method")
 	if !m.Exists() {
-		s.oneShot(id, line)
+		if !s.work.Go("", func() { s.oneShot(id, line) }) {
+			s.writeError(id, "oneshot: "+errShuttingDown.Err.Error(), "")
+		}
 		return false
 	}
 	if m.Type != gjson.String {
@@ -199,7 +208,16 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	if method == "shutdown" {
 		return true
 	}
-	s.dispatch(&request{id: id, method: method, params: params, param: "params."}, h)
+	r := &request{id: id, method: method, params: params, param: "params."}
+	// A request naming a session waits for that session's earlier requests
+	// only; any other runs at once (H1).
+	key := ""
+	if k := gjson.GetBytes(params, "session"); k.Type == gjson.String {
+		key = k.String()
+	}
+	if !s.work.Go(key, func() { s.dispatch(r, h) }) {
+		s.reply(r, nil, errShuttingDown)
+	}
 	return false
 }
 

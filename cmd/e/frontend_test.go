@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,4 +92,58 @@ func TestFrontEndsEnd(t *testing.T) {
 			})
 		}
 	}
+}
+
+// H1, H2: a request stuck in its work (a never-answering MCP server, a FIFO
+// named as the log to resume, which an open blocks on) holds neither a
+// process-level request nor the process's end: hello is answered while it
+// hangs, and SIGTERM still exits 143 (EOF 0).
+func TestStuckRequest(t *testing.T) {
+	tests := []struct {
+		name     string
+		stuck    func(dir string) string // the request that hangs, given a temp dir
+		end      syscall.Signal          // 0: close stdin
+		wantCode int
+	}{
+		{name: "mcp never answers", stuck: func(string) string {
+			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[{"name":"mute","command":"sleep","args":["1000"]}]}}`
+		}, end: syscall.SIGTERM, wantCode: 143},
+		{name: "resume a FIFO/SIGTERM", stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
+		}, end: syscall.SIGTERM, wantCode: 143},
+		{name: "resume a FIFO/EOF", stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
+		}, wantCode: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startRPC(t)
+			r.send(tt.stuck(t.TempDir()))
+			r.send(`{"id":"after","method":"hello"}`)
+			// The hello's answer comes first; the stuck request's, if it
+			// comes at all, after it.
+			if l := r.until(`"id":`); !strings.Contains(l, `"id":"after"`) {
+				t.Fatalf("first answer %s, want hello's", l)
+			}
+			if tt.end == 0 {
+				r.in.Close()
+			} else {
+				r.cmd.Process.Signal(tt.end)
+			}
+			if code := r.wait(); code != tt.wantCode {
+				t.Errorf("exit %d, want %d", code, tt.wantCode)
+			}
+		})
+	}
+}
+
+// fifo makes a named pipe in dir that nothing writes to: opening it to
+// read blocks.
+func fifo(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "log.jsonl")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
