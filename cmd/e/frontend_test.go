@@ -96,34 +96,59 @@ func TestFrontEndsEnd(t *testing.T) {
 
 // H1, H2: a request stuck in its work (a never-answering MCP server, a FIFO
 // named as the log to resume, which an open blocks on) holds neither a
-// process-level request nor the process's end: hello is answered while it
-// hangs, and SIGTERM still exits 143 (EOF 0).
+// process-level request nor the process's end, in every dialect: the later
+// request is answered while it hangs, and SIGTERM still exits 143 (EOF 0).
 func TestStuckRequest(t *testing.T) {
+	const mute = `{"name":"mute","command":"sleep","args":["1000"]`
 	tests := []struct {
 		name     string
+		args     []string
 		stuck    func(dir string) string // the request that hangs, given a temp dir
+		after    string                  // a process-level request, id "after"
 		end      syscall.Signal          // 0: close stdin
 		wantCode int
 	}{
-		{name: "mcp never answers", stuck: func(string) string {
-			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[{"name":"mute","command":"sleep","args":["1000"]}]}}`
-		}, end: syscall.SIGTERM, wantCode: 143},
-		{name: "resume a FIFO/SIGTERM", stuck: func(dir string) string {
+		{name: "e rpc/mcp never answers", args: []string{"rpc", "--ne"}, stuck: func(string) string {
+			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[` + mute + `}]}}`
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/resume a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, stuck: func(dir string) string {
 			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
-		}, end: syscall.SIGTERM, wantCode: 143},
-		{name: "resume a FIFO/EOF", stuck: func(dir string) string {
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/resume a FIFO/EOF", args: []string{"rpc", "--ne"}, stuck: func(dir string) string {
 			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
-		}, wantCode: 0},
+		}, after: `{"id":"after","method":"hello"}`, wantCode: 0},
+		{name: "pi/switch to a FIFO/SIGTERM", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"switch_session","sessionPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/switch to a FIFO/EOF", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"switch_session","sessionPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, wantCode: 0},
+		{name: "acp/mcp never answers", args: []string{"acp", "--ne", "--no-save"}, stuck: func(dir string) string {
+			return `{"jsonrpc":"2.0","id":"stuck","method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[` + mute + `,"env":[]}]}}`
+		}, after: `{"jsonrpc":"2.0","id":"after","method":"initialize","params":{"protocolVersion":1}}`, end: syscall.SIGTERM, wantCode: 143},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := startRPC(t)
+			cmd := command(t)
+			cmd.Env = append(cmd.Env, "PI_CODING_AGENT_DIR="+t.TempDir())
+			r := startRPCWith(t, cmd, tt.args)
 			r.send(tt.stuck(t.TempDir()))
-			r.send(`{"id":"after","method":"hello"}`)
-			// The hello's answer comes first; the stuck request's, if it
-			// comes at all, after it.
-			if l := r.until(`"id":`); !strings.Contains(l, `"id":"after"`) {
-				t.Fatalf("first answer %s, want hello's", l)
+			r.send(tt.after)
+			// The later request's answer comes first; the stuck one's, if
+			// it comes at all, after it.
+			for answered := false; !answered; {
+				select {
+				case l, ok := <-r.lines:
+					if !ok {
+						t.Fatal("stdout closed before the later request's answer")
+					}
+					if strings.Contains(l, `"id":"stuck"`) {
+						t.Fatalf("first answer %s, want the later request's", l)
+					}
+					answered = strings.Contains(l, `"id":"after"`)
+				case <-time.After(20 * time.Second): // a failsafe, not a synchronisation
+					t.Fatal("no answer to the later request")
+				}
 			}
 			if tt.end == 0 {
 				r.in.Close()

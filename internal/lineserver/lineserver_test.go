@@ -178,3 +178,52 @@ func TestQueues(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 }
+
+// H1: a query passes the key's running work only when that work is slow
+// and nothing waits behind it.
+func TestQueuesQuery(t *testing.T) {
+	tests := []struct {
+		name    string
+		slow    bool // the blocked work was queued with GoSlow
+		between bool // a Go waits behind it
+		want    []string
+	}{
+		{name: "beside slow work", slow: true, want: []string{"query", "blocked"}},
+		{name: "behind work that is not slow", want: []string{"blocked", "query"}},
+		{name: "behind what waits after slow work", slow: true, between: true, want: []string{"blocked", "between", "query"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q Queues
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var got []string
+			add := func(s string) {
+				mu.Lock()
+				got = append(got, s)
+				mu.Unlock()
+			}
+			blocked := func() { <-release; add("blocked") }
+			if tt.slow {
+				q.GoSlow("k", blocked)
+			} else {
+				q.Go("k", blocked)
+			}
+			if tt.between {
+				q.Go("k", func() { add("between") })
+			}
+			ran := make(chan struct{})
+			q.GoQuery("k", func() { add("query"); close(ran) })
+			if tt.want[0] == "query" {
+				<-ran // it must run while the slow work is blocked
+			}
+			close(release)
+			if !q.Close(time.Minute) {
+				t.Fatal("Close: work still running")
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

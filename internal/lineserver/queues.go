@@ -14,43 +14,68 @@ import (
 type Queues struct {
 	mu     sync.Mutex
 	closed bool
-	keys   map[string][]func() // a key's waiting work; present while its goroutine runs
+	keys   map[string]*queue // present while the key's goroutine runs
 	wg     sync.WaitGroup
+}
+
+// queue is one key's work: what waits, and whether what runs is slow.
+type queue struct {
+	waiting []work
+	slow    bool
+}
+
+type work struct {
+	f    func()
+	slow bool
 }
 
 // Go runs f after the work of key queued before it, or at once on a
 // goroutine of its own when key is "". It reports false, running nothing,
 // once Close was called.
-func (q *Queues) Go(key string, f func()) bool {
+func (q *Queues) Go(key string, f func()) bool { return q.add(key, work{f: f}, false) }
+
+// GoSlow is Go for work that may block long on something of its own (a
+// file to open, an export to write) without changing what a query of the
+// key reads until it ends: a query may run beside it (GoQuery).
+func (q *Queues) GoSlow(key string, f func()) bool { return q.add(key, work{f: f, slow: true}, false) }
+
+// GoQuery is Go for work that only reads: when the key's running work is
+// slow (GoSlow) and nothing waits behind it, f runs at once beside it,
+// and sees the key as it was before that work, as if it came first.
+func (q *Queues) GoQuery(key string, f func()) bool { return q.add(key, work{f: f}, true) }
+
+func (q *Queues) add(key string, w work, query bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return false
 	}
-	if key == "" {
-		q.wg.Go(f)
+	k, running := q.keys[key]
+	if key == "" || query && running && k.slow && len(k.waiting) == 0 {
+		q.wg.Go(w.f)
 		return true
 	}
-	if waiting, ok := q.keys[key]; ok {
-		q.keys[key] = append(waiting, f)
+	if running {
+		k.waiting = append(k.waiting, w)
 		return true
 	}
 	if q.keys == nil {
-		q.keys = map[string][]func(){}
+		q.keys = map[string]*queue{}
 	}
-	q.keys[key] = nil
+	k = &queue{slow: w.slow}
+	q.keys[key] = k
 	q.wg.Go(func() {
 		for {
-			f()
+			w.f()
 			q.mu.Lock()
-			waiting := q.keys[key]
-			if len(waiting) == 0 {
+			if len(k.waiting) == 0 {
 				delete(q.keys, key)
 				q.mu.Unlock()
 				return
 			}
-			f = waiting[0]
-			q.keys[key] = waiting[1:]
+			w = k.waiting[0]
+			k.waiting = k.waiting[1:]
+			k.slow = w.slow
 			q.mu.Unlock()
 		}
 	})

@@ -46,7 +46,9 @@ type front struct {
 	h     *session.Host
 	b     *backend
 	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
-	out   *jsonl.Writer    // the loop's stdout
+	// requests runs the commands off the loop (H1, H2).
+	requests lineserver.Queues
+	out      *jsonl.Writer // the loop's stdout
 	// deltas holds the lines of the deltas one read of a provider's
 	// stream brings, written together before the next read (writeDelta).
 	deltas *jsonl.Hold
@@ -404,6 +406,9 @@ func (fr *front) serve() int {
 		fr.handle(line)
 		return false
 	})
+	// The commands read run first; one stuck is left behind after its
+	// grace (H2).
+	fr.requests.Close(lineserver.HandlerGrace)
 	switch end.Reason {
 	case lineserver.EOF:
 		finished := make(chan struct{})
@@ -519,8 +524,34 @@ func (fr *front) handle(line []byte) {
 		fr.respond(id, typ, nil, fmt.Errorf("Unknown command: %s", typ))
 		return
 	}
-	h(fr, &command{id: id, typ: typ, line: line})
+	// Commands run off the loop, in order: the process has one session.
+	// A query passes a command that may block on a file of its own (H1).
+	c := &command{id: id, typ: typ, line: line}
+	run := func() { h(fr, c) }
+	var ok bool
+	switch {
+	case slowCommands[typ]:
+		ok = fr.requests.GoSlow(piKey, run)
+	case queries[typ]:
+		ok = fr.requests.GoQuery(piKey, run)
+	default:
+		ok = fr.requests.Go(piKey, run)
+	}
+	if !ok {
+		fr.respond(id, typ, nil, errors.New("the process is shutting down"))
+	}
 }
+
+// piKey is the key of every command's queue: a pi process has one session.
+const piKey = "session"
+
+var (
+	// slowCommands open, make or write another session's file, which may
+	// block (a FIFO), and change nothing a query reads until they end.
+	slowCommands = map[string]bool{"switch_session": true, "new_session": true, "fork": true, "clone": true, "export_html": true}
+	// queries only read the process's state.
+	queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
+)
 
 // command is one validated command line.
 type command struct {
