@@ -212,8 +212,8 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	// A request naming a session waits for that session's earlier requests
 	// only; any other runs at once (H1).
 	key := ""
-	if k := gjson.GetBytes(params, "session"); k.Type == gjson.String {
-		key = k.String()
+	if name, ok := sessionParam[method]; ok {
+		key = gjson.GetBytes(params, name).String() // a string: the schema says so
 	}
 	if !s.work.Go(key, func() { s.dispatch(r, h) }) {
 		s.reply(r, nil, errShuttingDown)
