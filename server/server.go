@@ -111,7 +111,9 @@ func (s *Server) Serve() int {
 	})
 	switch end.Reason {
 	case lineserver.Signalled:
-		return s.signalled(end.Code())
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return s.signalled(end.Code()) })
+	case lineserver.Gone:
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { s.stop(); return s.loop.Close(end.Code()) })
 	case lineserver.Stopped:
 		s.stop()
 		s.writeRaw([]byte(`{"id":` + shutdownID(shutdown) + `,"result":{}}`))

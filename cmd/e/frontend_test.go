@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // D1, D2, F5: the three JSON Lines front ends end the same way, through
@@ -103,6 +105,7 @@ func TestStuckRequest(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
+		create   string                  // when set, a request first, whose answer's session is {{s}} in stuck
 		stuck    func(dir string) string // the request that hangs, given a temp dir
 		after    string                  // a process-level request, id "after"
 		end      syscall.Signal          // 0: close stdin
@@ -117,6 +120,21 @@ func TestStuckRequest(t *testing.T) {
 		{name: "e rpc/resume a FIFO/EOF", args: []string{"rpc", "--ne"}, stuck: func(dir string) string {
 			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
 		}, after: `{"id":"after","method":"hello"}`, wantCode: 0},
+		{name: "e rpc/export to a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.export","params":{"session":"{{s}}","path":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"session.list"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/export to a FIFO/EOF", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.export","params":{"session":"{{s}}","path":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"session.list"}`, wantCode: 0},
+		{name: "e rpc/image a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.prompt","params":{"session":"{{s}}","prompt":"see","images":["` + fifo(t, dir) + `"]}}`
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/export to a FIFO/SIGTERM", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"export_html","outputPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/export to a FIFO/EOF", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"export_html","outputPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, wantCode: 0},
 		{name: "pi/switch to a FIFO/SIGTERM", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
 			return `{"id":"stuck","type":"switch_session","sessionPath":"` + fifo(t, dir) + `"}`
 		}, after: `{"id":"after","type":"get_state"}`, end: syscall.SIGTERM, wantCode: 143},
@@ -132,7 +150,13 @@ func TestStuckRequest(t *testing.T) {
 			cmd := command(t)
 			cmd.Env = append(cmd.Env, "PI_CODING_AGENT_DIR="+t.TempDir())
 			r := startRPCWith(t, cmd, tt.args)
-			r.send(tt.stuck(t.TempDir()))
+			stuck := tt.stuck(t.TempDir())
+			if tt.create != "" {
+				r.send(tt.create)
+				id := gjson.Get(r.until(`"id":"c"`), "result.session").String()
+				stuck = strings.ReplaceAll(stuck, "{{s}}", id)
+			}
+			r.send(stuck)
 			r.send(tt.after)
 			// The later request's answer comes first; the stuck one's, if
 			// it comes at all, after it.

@@ -112,6 +112,14 @@ func (a *Agent) Serve() int {
 		a.handle(line)
 		return false
 	})
+	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return a.end(end) })
+	}
+	return a.end(end)
+}
+
+// end stops what runs after the loop ended and returns the exit status.
+func (a *Agent) end(end lineserver.Ending) int {
 	if end.Reason == lineserver.Signalled {
 		a.cancel()
 	}

@@ -252,3 +252,24 @@ func (l *Loop) Close(code int) int {
 	}
 	return code
 }
+
+// TeardownLimit bounds a front end's teardown after a signal or a dead
+// stdout: the running handler's grace, then the turns'.
+const TeardownLimit = HandlerGrace + SignalGrace
+
+// Within runs teardown and returns the exit status it returns, or code
+// when it has not returned within limit: a teardown that waits on a
+// handler stuck in a system call (a lock the handler holds) must not keep
+// the process (H2). teardown goes on running then, until the process exits.
+func Within(limit time.Duration, code int, teardown func() int) int {
+	done := make(chan int, 1)
+	go func() { done <- teardown() }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case c := <-done:
+		return c
+	case <-t.C:
+		return code
+	}
+}

@@ -227,3 +227,18 @@ func TestQueuesQuery(t *testing.T) {
 		})
 	}
 }
+
+// H2: a teardown that does not end in time gives way to the ending's code.
+func TestWithin(t *testing.T) {
+	if got := Within(time.Minute, 143, func() int { return 1 }); got != 1 {
+		t.Errorf("a teardown that returns: %d, want its 1", got)
+	}
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	got := Within(time.Millisecond, 143, func() int { <-release; close(ended); return 1 })
+	close(release)
+	<-ended
+	if got != 143 {
+		t.Errorf("a stuck teardown: %d, want the ending's 143", got)
+	}
+}

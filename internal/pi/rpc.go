@@ -425,6 +425,9 @@ func (fr *front) serve() int {
 	if end.Reason == lineserver.Signalled {
 		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
 	}
+	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
+	}
 	fr.shutdown()
 	return fr.loop.Close(end.Code())
 }
