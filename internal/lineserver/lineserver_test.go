@@ -179,18 +179,18 @@ func TestQueues(t *testing.T) {
 	}
 }
 
-// H1: a query passes the key's running work only when that work is slow
-// and nothing waits behind it.
+// H1: a query passes the key's running work only when that work is stuck
+// in a blocking section and nothing else waits before the query.
 func TestQueuesQuery(t *testing.T) {
 	tests := []struct {
-		name    string
-		slow    bool // the blocked work was queued with GoSlow
-		between bool // a Go waits behind it
-		want    []string
+		name     string
+		blocking bool // the blocked work is in a blocking section
+		between  bool // a Go waits behind it
+		want     []string
 	}{
-		{name: "beside slow work", slow: true, want: []string{"query", "blocked"}},
-		{name: "behind work that is not slow", want: []string{"blocked", "query"}},
-		{name: "behind what waits after slow work", slow: true, between: true, want: []string{"blocked", "between", "query"}},
+		{name: "beside work stuck in a blocking section", blocking: true, want: []string{"query", "blocked"}},
+		{name: "behind work that is not in one", want: []string{"blocked", "query"}},
+		{name: "behind what waits after stuck work", blocking: true, between: true, want: []string{"blocked", "between", "query"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,19 +203,20 @@ func TestQueuesQuery(t *testing.T) {
 				got = append(got, s)
 				mu.Unlock()
 			}
-			blocked := func() { <-release; add("blocked") }
-			if tt.slow {
-				q.GoSlow("k", blocked)
-			} else {
-				q.Go("k", blocked)
-			}
+			q.Go("k", func() {
+				if tt.blocking {
+					defer q.Blocking("k")()
+				}
+				<-release
+				add("blocked")
+			})
 			if tt.between {
 				q.Go("k", func() { add("between") })
 			}
 			ran := make(chan struct{})
 			q.GoQuery("k", func() { add("query"); close(ran) })
 			if tt.want[0] == "query" {
-				<-ran // it must run while the slow work is blocked
+				<-ran // it must run while the stuck work is blocked
 			}
 			close(release)
 			if !q.Close(time.Minute) {

@@ -18,40 +18,42 @@ type Queues struct {
 	wg     sync.WaitGroup
 }
 
-// queue is one key's work: what waits, and whether what runs is slow.
+// StuckAfter is how long the running work of a key may block in a system
+// call (Blocking) before the key's queries pass it.
+const StuckAfter = 100 * time.Millisecond
+
+// queue is one key's work: what waits, and the running work's blocking
+// section.
 type queue struct {
 	waiting []work
-	slow    bool
+	blocked *time.Timer // nil outside a blocking section
+	stuck   bool        // the section has lasted StuckAfter
 }
 
 type work struct {
-	f    func()
-	slow bool
+	f     func()
+	query bool
 }
 
 // Go runs f after the work of key queued before it, or at once on a
 // goroutine of its own when key is "". It reports false, running nothing,
 // once Close was called.
-func (q *Queues) Go(key string, f func()) bool { return q.add(key, work{f: f}, false) }
+func (q *Queues) Go(key string, f func()) bool { return q.add(key, work{f: f}) }
 
-// GoSlow is Go for work that may block long on something of its own (a
-// file to open, an export to write) without changing what a query of the
-// key reads until it ends: a query may run beside it (GoQuery).
-func (q *Queues) GoSlow(key string, f func()) bool { return q.add(key, work{f: f, slow: true}, false) }
+// GoQuery is Go for work that only reads: it keeps its place, unless the
+// key's running work is stuck in a blocking section (Blocking) with no
+// other work before the query, when it runs at once beside it, and sees
+// the key as it was before that work.
+func (q *Queues) GoQuery(key string, f func()) bool { return q.add(key, work{f: f, query: true}) }
 
-// GoQuery is Go for work that only reads: when the key's running work is
-// slow (GoSlow) and nothing waits behind it, f runs at once beside it,
-// and sees the key as it was before that work, as if it came first.
-func (q *Queues) GoQuery(key string, f func()) bool { return q.add(key, work{f: f}, true) }
-
-func (q *Queues) add(key string, w work, query bool) bool {
+func (q *Queues) add(key string, w work) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return false
 	}
 	k, running := q.keys[key]
-	if key == "" || query && running && k.slow && len(k.waiting) == 0 {
+	if key == "" || w.query && running && k.stuck && len(k.waiting) == 0 {
 		q.wg.Go(w.f)
 		return true
 	}
@@ -62,7 +64,7 @@ func (q *Queues) add(key string, w work, query bool) bool {
 	if q.keys == nil {
 		q.keys = map[string]*queue{}
 	}
-	k = &queue{slow: w.slow}
+	k = &queue{}
 	q.keys[key] = k
 	q.wg.Go(func() {
 		for {
@@ -75,11 +77,45 @@ func (q *Queues) add(key string, w work, query bool) bool {
 			}
 			w = k.waiting[0]
 			k.waiting = k.waiting[1:]
-			k.slow = w.slow
 			q.mu.Unlock()
 		}
 	})
 	return true
+}
+
+// Blocking marks the start of a blocking section of key's running work,
+// called from that work: a system call that may never return (the open of
+// a file that may be a FIFO), before which the work changed nothing a
+// query reads. Once the section has lasted StuckAfter, the queries at the
+// front of the key's queue, and those that come while nothing else waits,
+// run beside it (GoQuery). end marks the section's end.
+func (q *Queues) Blocking(key string) (end func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k, ok := q.keys[key]
+	if !ok || k.blocked != nil {
+		return func() {}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(StuckAfter, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if k.blocked != t {
+			return // the section ended
+		}
+		k.stuck = true
+		for len(k.waiting) > 0 && k.waiting[0].query {
+			q.wg.Go(k.waiting[0].f)
+			k.waiting = k.waiting[1:]
+		}
+	})
+	k.blocked = t
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		t.Stop()
+		k.blocked, k.stuck = nil, false
+	}
 }
 
 // Close refuses new work and waits up to grace for the work queued and

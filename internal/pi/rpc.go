@@ -528,16 +528,13 @@ func (fr *front) handle(line []byte) {
 		return
 	}
 	// Commands run off the loop, in order: the process has one session.
-	// A query passes a command that may block on a file of its own (H1).
+	// A query passes a command stuck opening a file (blocking, H1).
 	c := &command{id: id, typ: typ, line: line}
 	run := func() { h(fr, c) }
 	var ok bool
-	switch {
-	case slowCommands[typ]:
-		ok = fr.requests.GoSlow(piKey, run)
-	case queries[typ]:
+	if queries[typ] {
 		ok = fr.requests.GoQuery(piKey, run)
-	default:
+	} else {
 		ok = fr.requests.Go(piKey, run)
 	}
 	if !ok {
@@ -548,13 +545,14 @@ func (fr *front) handle(line []byte) {
 // piKey is the key of every command's queue: a pi process has one session.
 const piKey = "session"
 
-var (
-	// slowCommands open, make or write another session's file, which may
-	// block (a FIFO), and change nothing a query reads until they end.
-	slowCommands = map[string]bool{"switch_session": true, "new_session": true, "fork": true, "clone": true, "export_html": true}
-	// queries only read the process's state.
-	queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
-)
+// queries only read the process's state.
+var queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
+
+// blocking marks the start of the running command's open of a file the
+// client named, which may never return (a FIFO): once it has lasted
+// lineserver.StuckAfter, queries pass the command, seeing the state from
+// before it (H1). Call what it returns when the open is done.
+func (fr *front) blocking() func() { return fr.requests.Blocking(piKey) }
 
 // command is one validated command line.
 type command struct {
@@ -1118,7 +1116,9 @@ func (fr *front) newSession(c *command) (any, error) {
 			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
 		}
 	}
+	end := fr.blocking()
 	m, err := fr.b.make(sp)
+	end()
 	if err != nil {
 		return nil, err
 	}
@@ -1174,7 +1174,9 @@ func (fr *front) open(path string) error {
 		fr.mu.Lock()
 		old, info := fr.cur, fr.info
 		fr.mu.Unlock()
+		end := fr.blocking()
 		m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), file: path})
+		end()
 		if err != nil {
 			return err
 		}
@@ -1206,7 +1208,9 @@ func (fr *front) open(path string) error {
 		// left on a branch of its own. The log is e's, locked by old.
 		old.Close(context.Background())
 	}
+	end := fr.blocking()
 	m, err := fr.b.make(spec{resume: path, leaf: leaf})
+	end()
 	if err != nil {
 		return err
 	}
@@ -2029,7 +2033,9 @@ func (fr *front) exportHTML(c *command) (any, error) {
 			path = filepath.Join(fr.env.Cwd, path)
 		}
 	}
+	end := fr.blocking()
 	path, _, err := fr.session().Export(path)
+	end()
 	if err != nil {
 		return nil, err
 	}
