@@ -559,8 +559,8 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	close(s.closed)
 	s.mu.Unlock()
-	if s.h.ext != nil {
-		s.h.ext.Notify("session.closed", map[string]any{"session": s.ID()})
+	if x := s.h.extensions(); x != nil {
+		x.Notify("session.closed", map[string]any{"session": s.ID()})
 	}
 	level := slog.LevelInfo
 	if s.closeErr != nil {
