@@ -194,11 +194,11 @@ func childPID(t *testing.T, pid int, name string) int {
 	return 0
 }
 
-// H3: hello and models.list do not wait for an extension's handshake: with
-// one that never answers initialize, models.list, sent after hello's
-// answer, is answered before the notice that the handshake failed (which,
-// held for hello (X7), came right after hello's answer when the process
-// waited for the handshake before serving).
+// H3: hello, models.list and session.create do not wait for an
+// extension's handshake: with one that never answers initialize, they are
+// answered before the notice that the handshake failed (which, held for
+// hello (X7), came right after hello's answer when the process waited for
+// the handshake before serving).
 func TestHelloBeforeHandshake(t *testing.T) {
 	cmd := command(t)
 	home := strings.TrimPrefix(cmd.Env[len(cmd.Env)-3], "E_HOME=")
@@ -211,6 +211,10 @@ func TestHelloBeforeHandshake(t *testing.T) {
 	r.send(`{"id":"m","method":"models.list"}`)
 	if l := r.until(`"`); !strings.Contains(l, `"id":"m"`) {
 		t.Errorf("after hello's answer came %s, want models.list's answer", l)
+	}
+	r.send(`{"id":"c","method":"session.create"}`)
+	if l := r.until(`"`); !strings.Contains(l, `"id":"c"`) || !strings.Contains(l, `"result"`) {
+		t.Errorf("after models.list's answer came %s, want session.create's result", l)
 	}
 	r.in.Close()
 	if code := r.wait(); code != 0 {

@@ -132,9 +132,12 @@ type Host struct {
 	ext        *extension.Host
 	extStarted chan struct{}
 	extCancel  context.CancelFunc // ends handshakes still running
-	ui         UI                 // the front end's client: notices about MCP servers go there too
-	mcp        []MCPServer        // settings' mcp_servers, started for every session
-	def        string             // the model a session gets unless told otherwise
+	extMu      sync.Mutex
+	extHeld    []heldEvent // events for the extensions before their handshakes ended
+	extReady   bool        // ext is set: events go to it at once
+	ui         UI          // the front end's client: notices about MCP servers go there too
+	mcp        []MCPServer // settings' mcp_servers, started for every session
+	def        string      // the model a session gets unless told otherwise
 
 	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
 	cancel context.CancelFunc
@@ -225,6 +228,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	}
 	if len(cfgs) == 0 {
 		h.extCancel = func() {}
+		h.extReady = true
 		close(h.extStarted)
 		h.logStart()
 		return h, nil
@@ -236,11 +240,39 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	var sctx context.Context
 	sctx, h.extCancel = context.WithCancel(ctx)
 	go func() {
-		h.ext = extension.StartWith(sctx, cfgs, ui, extension.Options{Version: opts.Version})
+		x := extension.StartWith(sctx, cfgs, ui, extension.Options{Version: opts.Version})
+		h.extMu.Lock()
+		h.ext, h.extReady = x, true
+		for _, e := range h.extHeld {
+			x.Notify(e.event, e.data)
+		}
+		h.extHeld = nil
+		h.extMu.Unlock()
 		close(h.extStarted)
 		h.logStart()
 	}()
 	return h, nil
+}
+
+// heldEvent is an event for the extensions that came before their
+// handshakes ended.
+type heldEvent struct {
+	event string
+	data  any
+}
+
+// notify sends an event to the extensions without waiting for their
+// handshakes: before they end it is held, and sent in order after them.
+func (h *Host) notify(event string, data any) {
+	h.extMu.Lock()
+	defer h.extMu.Unlock()
+	if !h.extReady {
+		h.extHeld = append(h.extHeld, heldEvent{event, data})
+		return
+	}
+	if h.ext != nil {
+		h.ext.Notify(event, data)
+	}
 }
 
 // extensions returns the extension host, nil when no extension runs, once
@@ -318,9 +350,7 @@ func (h *Host) register(s *Session) {
 	h.mu.Lock()
 	h.sessions[s.ID()] = s
 	h.mu.Unlock()
-	if x := h.extensions(); x != nil {
-		x.Notify("session.created", map[string]any{"session": s.ID(), "cwd": s.Cwd()})
-	}
+	h.notify("session.created", map[string]any{"session": s.ID(), "cwd": s.Cwd()})
 }
 
 // unregister removes s; it reports whether s was registered.
@@ -435,4 +465,4 @@ func (e extHost) Gate(ctx context.Context, session, name string, args json.RawMe
 	return e.h.extensions().Gate(ctx, session, name, args)
 }
 
-func (e extHost) Notify(event string, data any) { e.h.extensions().Notify(event, data) }
+func (e extHost) Notify(event string, data any) { e.h.notify(event, data) }

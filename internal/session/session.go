@@ -559,9 +559,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	close(s.closed)
 	s.mu.Unlock()
-	if x := s.h.extensions(); x != nil {
-		x.Notify("session.closed", map[string]any{"session": s.ID()})
-	}
+	s.h.notify("session.closed", map[string]any{"session": s.ID()})
 	level := slog.LevelInfo
 	if s.closeErr != nil {
 		level = slog.LevelError
