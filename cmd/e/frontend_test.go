@@ -144,6 +144,12 @@ func TestStuckRequest(t *testing.T) {
 		{name: "acp/mcp never answers", args: []string{"acp", "--ne", "--no-save"}, stuck: func(dir string) string {
 			return `{"jsonrpc":"2.0","id":"stuck","method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[` + mute + `,"env":[]}]}}`
 		}, after: `{"jsonrpc":"2.0","id":"after","method":"initialize","params":{"protocolVersion":1}}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "acp/mcp never answers/EOF", args: []string{"acp", "--ne", "--no-save"}, stuck: func(dir string) string {
+			return `{"jsonrpc":"2.0","id":"stuck","method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[` + mute + `,"env":[]}]}}`
+		}, after: `{"jsonrpc":"2.0","id":"after","method":"session/list","params":{}}`, wantCode: 0},
+		{name: "e rpc/mcp never answers/EOF", args: []string{"rpc", "--ne"}, stuck: func(string) string {
+			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[` + mute + `}]}}`
+		}, after: `{"id":"after","method":"models.list"}`, wantCode: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
