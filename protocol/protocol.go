@@ -712,6 +712,21 @@ type SessionPromptParams struct {
 // methods/session.prompt.result.json.
 type SessionPromptResult = Result
 
+// SessionRenameParams is the session.rename params. Names a session (C8), as session.set's
+// name does: recorded in its log as a name entry, shown by session.info and session.list. It
+// runs in the session's order (H1), also while a turn runs. Unknown fields are accepted
+// (V2). Schema: methods/session.rename.params.json.
+type SessionRenameParams struct {
+	Session SessionID `json:"session"`
+	// the session's new name; an empty name clears it
+	Name string `json:"name"`
+}
+
+// SessionRenameResult is the session.rename result. C8. Schema:
+// methods/session.rename.result.json.
+type SessionRenameResult struct {
+}
+
 // SessionSetParams is the session.set params. Changes model and effort for the following
 // turns (M10, T1), the name, and the automatic compaction and retry switches. Unknown fields
 // are accepted (V2); null means the default for every optional field (V1). Schema:
@@ -1597,6 +1612,7 @@ const (
 	MethodSessionList      = "session.list"
 	MethodSessionMessages  = "session.messages"
 	MethodSessionPrompt    = "session.prompt"
+	MethodSessionRename    = "session.rename"
 	MethodSessionSet       = "session.set"
 	MethodSessionShell     = "session.shell"
 	MethodSessionSteer     = "session.steer"

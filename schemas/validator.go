@@ -40,6 +40,8 @@ var supported = map[string]bool{
 	"$schema": true, "$id": true, "title": true, "description": true, "default": true,
 	"examples": true, "format": true, "contentEncoding": true, "contentMediaType": true,
 	"$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	// e's own annotation: a method's dispatch facts, read by internal/gen
+	"x-e": true,
 }
 
 // node is one compiled schema.

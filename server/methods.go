@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -13,37 +12,6 @@ import (
 	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
-
-var (
-	handlers map[string]handler
-	methods  []string // sorted handler names: hello's method list
-)
-
-func init() {
-	handlers = map[string]handler{
-		"hello":             (*Server).hello,
-		"models.list":       (*Server).modelsList,
-		"session.create":    (*Server).sessionCreate,
-		"session.list":      (*Server).sessionList,
-		"session.info":      (*Server).sessionInfo,
-		"session.prompt":    (*Server).sessionPrompt,
-		"session.steer":     (*Server).sessionSteer,
-		"session.unsteer":   (*Server).sessionUnsteer,
-		"session.entries":   (*Server).sessionEntries,
-		"session.interrupt": (*Server).sessionInterrupt,
-		"session.compact":   (*Server).sessionCompact,
-		"session.set":       (*Server).sessionSet,
-		"session.shell":     (*Server).sessionShell,
-		"session.messages":  (*Server).sessionMessages,
-		"session.fork":      (*Server).sessionFork,
-		"session.export":    (*Server).sessionExport,
-		"session.close":     (*Server).sessionClose,
-		"ask.reply":         (*Server).askReply,
-		"tool.result":       (*Server).toolResult,
-		"shutdown":          nil, // handled by Serve: it ends the process
-	}
-	methods = slices.Sorted(maps.Keys(handlers))
-}
 
 // decode reads params the schema accepted into T. Where the schema is
 // wider than Go's types (a number beyond int64) it is an error: a request
@@ -383,6 +351,14 @@ func (s *Server) sessionSet(r *request) (any, error) {
 		ss.SetAutoRetry(*p.AutoRetry)
 	}
 	return protocol.SessionSetResult{Model: m, Effort: ef, Approval: protocol.Approval(policy)}, nil
+}
+
+func (s *Server) sessionRename(r *request) (any, error) {
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionRenameParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	return protocol.SessionRenameResult{}, ss.Rename(p.Name)
 }
 
 func (s *Server) sessionShell(r *request) (any, error) {

@@ -1,6 +1,7 @@
 // Package server is e rpc: a JSON Lines session server on a pair of
-// streams. One goroutine reads requests, one writer goroutine owns the
-// output, every turn runs in a goroutine of its session. See spec/protocol.md.
+// streams. One goroutine reads requests, which run off it, in order per
+// session (lineserver.Queues); one writer goroutine owns the output, every
+// turn runs in a goroutine of its session. See spec/protocol.md.
 package server
 
 import (
@@ -46,6 +47,8 @@ type Server struct {
 	loop  *lineserver.Loop // stdin and stdout
 	out   *jsonl.Writer    // the loop's stdout
 	relay *extension.Relay
+	// work runs each request off the loop, serially per session (H1).
+	work lineserver.Queues
 
 	ctx    context.Context // cancelled when the process stops serving
 	cancel context.CancelFunc
@@ -110,7 +113,9 @@ func (s *Server) Serve() int {
 	})
 	switch end.Reason {
 	case lineserver.Signalled:
-		return s.signalled(end.Code())
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return s.signalled(end.Code()) })
+	case lineserver.Gone:
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { s.stop(); return s.loop.Close(end.Code()) })
 	case lineserver.Stopped:
 		s.stop()
 		s.writeRaw([]byte(`{"id":` + shutdownID(shutdown) + `,"result":{}}`))
@@ -131,8 +136,10 @@ func shutdownID(line []byte) string {
 }
 
 // signalled kills every bash process group first, then extensions (D2).
+// A handler still running after lineserver.HandlerGrace is left behind.
 func (s *Server) signalled(code int) int {
 	s.cancel()
+	s.work.Close(lineserver.HandlerGrace)
 	if s.host.Kill(lineserver.SignalGrace) {
 		s.stopReplies()
 		return s.loop.Close(code) // flush: no turn writes any more
@@ -140,9 +147,11 @@ func (s *Server) signalled(code int) int {
 	return code
 }
 
-// stop ends every running turn and closes every session (D1). Their last
-// events and responses are still written.
+// stop ends every running turn and closes every session (D1), once the
+// requests read before the end have run (up to lineserver.HandlerGrace
+// for one stuck). Their last events and responses are still written.
 func (s *Server) stop() {
+	s.work.Close(lineserver.HandlerGrace)
 	s.cancel()
 	s.host.Shutdown()
 	s.relay.CancelAll()
@@ -174,7 +183,9 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	}
 	m := gjson.GetBytes(line, "method")
 	if !m.Exists() {
-		s.oneShot(id, line)
+		if !s.work.Go("", func() { s.oneShot(id, line) }) {
+			s.writeError(id, "oneshot: "+errShuttingDown.Err.Error(), "")
+		}
 		return false
 	}
 	if m.Type != gjson.String {
@@ -201,7 +212,16 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	if method == "shutdown" {
 		return true
 	}
-	s.dispatch(&request{id: id, method: method, params: params, param: "params."}, h)
+	r := &request{id: id, method: method, params: params, param: "params."}
+	// A request naming a session waits for that session's earlier requests
+	// only; any other runs at once (H1).
+	key := ""
+	if name, ok := sessionParam[method]; ok {
+		key = gjson.GetBytes(params, name).String() // a string: the schema says so
+	}
+	if !s.work.Go(key, func() { s.dispatch(r, h) }) {
+		s.reply(r, nil, errShuttingDown)
+	}
 	return false
 }
 

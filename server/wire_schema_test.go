@@ -306,6 +306,7 @@ func TestWireValuesValidate(t *testing.T) {
 		{"session.fork", protocol.SessionForkParams{Session: "01J0"}, protocol.SessionForkResult{Session: "01J1", Path: ptr("/h/y.jsonl")}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0"}, protocol.SessionExportResult{Path: "/h/x.html", Title: "t"}},
 		{"session.export", protocol.SessionExportParams{Session: "01J0", Path: ptr("/tmp/x.html")}, protocol.SessionExportResult{Path: "/tmp/x.html"}},
+		{"session.rename", protocol.SessionRenameParams{Session: "01J0", Name: "ci"}, protocol.SessionRenameResult{}},
 		{"session.close", protocol.SessionCloseParams{Session: "01J0"}, protocol.SessionCloseResult{}},
 		{"ask.reply", protocol.AskReplyParams{Ask: 1}, protocol.AskReplyResult{}},
 		{"ask.reply", protocol.AskReplyParams{Ask: 1, Result: json.RawMessage(`{"confirmed":true}`)}, protocol.AskReplyResult{}},

@@ -193,3 +193,31 @@ func childPID(t *testing.T, pid int, name string) int {
 	t.Fatalf("no child %q of %d", name, pid)
 	return 0
 }
+
+// H3: hello, models.list and session.create do not wait for an
+// extension's handshake: with one that never answers initialize, they are
+// answered before the notice that the handshake failed (which, held for
+// hello (X7), came right after hello's answer when the process waited for
+// the handshake before serving).
+func TestHelloBeforeHandshake(t *testing.T) {
+	cmd := command(t)
+	home := strings.TrimPrefix(cmd.Env[len(cmd.Env)-3], "E_HOME=")
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"extensions":[{"name":"mute","command":"sleep","args":["60"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startRPCWith(t, cmd, []string{"rpc"})
+	r.send(`{"id":"h","method":"hello"}`)
+	r.until(`"id":"h"`)
+	r.send(`{"id":"m","method":"models.list"}`)
+	if l := r.until(`"`); !strings.Contains(l, `"id":"m"`) {
+		t.Errorf("after hello's answer came %s, want models.list's answer", l)
+	}
+	r.send(`{"id":"c","method":"session.create"}`)
+	if l := r.until(`"`); !strings.Contains(l, `"id":"c"`) || !strings.Contains(l, `"result"`) {
+		t.Errorf("after models.list's answer came %s, want session.create's result", l)
+	}
+	r.in.Close()
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // D1, D2, F5: the three JSON Lines front ends end the same way, through
@@ -91,4 +94,111 @@ func TestFrontEndsEnd(t *testing.T) {
 			})
 		}
 	}
+}
+
+// H1, H2: a request stuck in its work (a never-answering MCP server, a FIFO
+// named as the log to resume, which an open blocks on) holds neither a
+// process-level request nor the process's end, in every dialect: the later
+// request is answered while it hangs, and SIGTERM still exits 143 (EOF 0).
+func TestStuckRequest(t *testing.T) {
+	const mute = `{"name":"mute","command":"sleep","args":["1000"]`
+	tests := []struct {
+		name     string
+		args     []string
+		create   string                  // when set, a request first, whose answer's session is {{s}} in stuck
+		stuck    func(dir string) string // the request that hangs, given a temp dir
+		after    string                  // a process-level request, id "after"
+		end      syscall.Signal          // 0: close stdin
+		wantCode int
+	}{
+		{name: "e rpc/mcp never answers", args: []string{"rpc", "--ne"}, stuck: func(string) string {
+			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[` + mute + `}]}}`
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/resume a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/resume a FIFO/EOF", args: []string{"rpc", "--ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.create","params":{"resume":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"hello"}`, wantCode: 0},
+		{name: "e rpc/export to a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.export","params":{"session":"{{s}}","path":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"session.list"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "e rpc/export to a FIFO/EOF", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.export","params":{"session":"{{s}}","path":"` + fifo(t, dir) + `"}}`
+		}, after: `{"id":"after","method":"session.list"}`, wantCode: 0},
+		{name: "e rpc/image a FIFO/SIGTERM", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`, stuck: func(dir string) string {
+			return `{"id":"stuck","method":"session.prompt","params":{"session":"{{s}}","prompt":"see","images":["` + fifo(t, dir) + `"]}}`
+		}, after: `{"id":"after","method":"hello"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/export to a FIFO/SIGTERM", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"export_html","outputPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/export to a FIFO/EOF", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"export_html","outputPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, wantCode: 0},
+		{name: "pi/switch to a FIFO/SIGTERM", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"switch_session","sessionPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "pi/switch to a FIFO/EOF", args: []string{"--mode", "rpc", "--no-session", "-ne"}, stuck: func(dir string) string {
+			return `{"id":"stuck","type":"switch_session","sessionPath":"` + fifo(t, dir) + `"}`
+		}, after: `{"id":"after","type":"get_state"}`, wantCode: 0},
+		{name: "acp/mcp never answers", args: []string{"acp", "--ne", "--no-save"}, stuck: func(dir string) string {
+			return `{"jsonrpc":"2.0","id":"stuck","method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[` + mute + `,"env":[]}]}}`
+		}, after: `{"jsonrpc":"2.0","id":"after","method":"initialize","params":{"protocolVersion":1}}`, end: syscall.SIGTERM, wantCode: 143},
+		{name: "acp/mcp never answers/EOF", args: []string{"acp", "--ne", "--no-save"}, stuck: func(dir string) string {
+			return `{"jsonrpc":"2.0","id":"stuck","method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[` + mute + `,"env":[]}]}}`
+		}, after: `{"jsonrpc":"2.0","id":"after","method":"session/list","params":{}}`, wantCode: 0},
+		{name: "e rpc/mcp never answers/EOF", args: []string{"rpc", "--ne"}, stuck: func(string) string {
+			return `{"id":"stuck","method":"session.create","params":{"mcp_servers":[` + mute + `}]}}`
+		}, after: `{"id":"after","method":"models.list"}`, wantCode: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := command(t)
+			cmd.Env = append(cmd.Env, "PI_CODING_AGENT_DIR="+t.TempDir())
+			r := startRPCWith(t, cmd, tt.args)
+			stuck := tt.stuck(t.TempDir())
+			if tt.create != "" {
+				r.send(tt.create)
+				id := gjson.Get(r.until(`"id":"c"`), "result.session").String()
+				stuck = strings.ReplaceAll(stuck, "{{s}}", id)
+			}
+			r.send(stuck)
+			r.send(tt.after)
+			// The later request's answer comes first; the stuck one's, if
+			// it comes at all, after it.
+			for answered := false; !answered; {
+				select {
+				case l, ok := <-r.lines:
+					if !ok {
+						t.Fatal("stdout closed before the later request's answer")
+					}
+					if strings.Contains(l, `"id":"stuck"`) {
+						t.Fatalf("first answer %s, want the later request's", l)
+					}
+					answered = strings.Contains(l, `"id":"after"`)
+				case <-time.After(20 * time.Second): // a failsafe, not a synchronisation
+					t.Fatal("no answer to the later request")
+				}
+			}
+			if tt.end == 0 {
+				r.in.Close()
+			} else {
+				r.cmd.Process.Signal(tt.end)
+			}
+			if code := r.wait(); code != tt.wantCode {
+				t.Errorf("exit %d, want %d", code, tt.wantCode)
+			}
+		})
+	}
+}
+
+// fifo makes a named pipe in dir that nothing writes to: opening it to
+// read blocks.
+func fifo(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "log.jsonl")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
@@ -43,6 +45,8 @@ type Agent struct {
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 	work   sync.WaitGroup // turns, cancels and closes in flight
+	// requests runs each request off the loop, serially per session (H1).
+	requests lineserver.Queues
 
 	mu       sync.Mutex
 	client   ClientCapabilities
@@ -108,6 +112,20 @@ func (a *Agent) Serve() int {
 		a.handle(line)
 		return false
 	})
+	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return a.end(end) })
+	}
+	return a.end(end)
+}
+
+// end stops what runs after the loop ended and returns the exit status.
+func (a *Agent) end(end lineserver.Ending) int {
+	if end.Reason == lineserver.Signalled {
+		a.cancel()
+	}
+	// The requests read run (at EOF, before the sessions stop); one stuck
+	// is left behind after its grace (H2).
+	a.requests.Close(lineserver.HandlerGrace)
 	a.cancel()
 	a.conn.cancelAll()
 	if end.Reason == lineserver.Signalled {
@@ -165,9 +183,15 @@ func (a *Agent) handle(line []byte) {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
 	}
+	// A message naming a session waits for that session's earlier ones
+	// only; any other runs at once (H1).
+	key := ""
+	if k := gjson.GetBytes(params, "sessionId"); k.Type == gjson.String {
+		key = k.String()
+	}
 	if isNotification {
 		if m.Method == "session/cancel" {
-			a.cancelTurn(params)
+			a.requests.Go(key, func() { a.cancelTurn(params) })
 		}
 		return // unknown notifications are ignored (ACP extensibility)
 	}
@@ -176,6 +200,14 @@ func (a *Agent) handle(line []byte) {
 		a.conn.reply(m.ID, nil, errorf(CodeMethodNotFound, fmt.Sprintf("acp: unknown method %q", m.Method)))
 		return
 	}
+	if !a.requests.Go(key, func() { a.serve(m, h, params) }) {
+		a.conn.reply(m.ID, nil, errorf(CodeInternal, "acp: the connection is closing"))
+	}
+}
+
+// serve runs one request's handler and writes its one answer: at once, or
+// once its later has run.
+func (a *Agent) serve(m message, h handler, params json.RawMessage) {
 	res, later, err := h(a, params)
 	if later == nil {
 		a.conn.reply(m.ID, res, err)

@@ -95,11 +95,14 @@ type Options struct {
 	Effort string
 	// Tools are the names offered to the model, already narrowed by the
 	// process and the session (C3, C4). nil offers nothing.
-	Tools   []string
-	Log     *store.Log    // nil: memory-only
-	Entries []store.Entry // history to start from (resume, fork); the session keeps the slice and appends to it
-	Name    string
-	System  string // instructions (trusted AGENTS.md)
+	Tools []string
+	// ExtTools adds the extensions' tools to Tools at the session's first
+	// use of its tool list: it was made before their handshakes ended (H3).
+	ExtTools bool
+	Log      *store.Log    // nil: memory-only
+	Entries  []store.Entry // history to start from (resume, fork); the session keeps the slice and appends to it
+	Name     string
+	System   string // instructions (trusted AGENTS.md)
 	// MCP are the session's MCP servers: their tools are offered beside the
 	// built-in ones whenever the session offers tools. The session owns
 	// them: Close closes them.
@@ -124,6 +127,7 @@ type Session struct {
 	modelID  string
 	effort   string
 	tools    []string
+	extTools bool // the extensions' tools join tools at first use (Options.ExtTools)
 	name     string
 	title    string
 	system   string
@@ -171,7 +175,7 @@ var ErrIdle = errors.New("has no running turn")
 func (e *Engine) NewSession(opts Options) *Session {
 	s := &Session{
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
-		tools: opts.Tools, name: opts.Name, system: opts.System, log: opts.Log,
+		tools: opts.Tools, extTools: opts.ExtTools && e.Ext != nil, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: opts.Entries,
 		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP, client: opts.Client,
 	}
@@ -250,7 +254,22 @@ func (s *Session) Entries() []store.Entry {
 // Tools returns the tool names offered to the model.
 func (s *Session) Tools() []string {
 	s.mu.Lock()
+	ext := s.extTools
+	s.mu.Unlock()
+	var defs []model.ToolDef
+	if ext {
+		defs = s.eng.Ext.Tools() // waits for the handshakes: not under mu
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.extTools && ext {
+		for _, d := range defs {
+			if !slices.Contains(s.tools, d.Name) {
+				s.tools = append(s.tools, d.Name)
+			}
+		}
+		s.extTools = false
+	}
 	return slices.Clone(s.tools)
 }
 

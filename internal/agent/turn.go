@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -374,8 +373,9 @@ func (t *turn) offerTools(info model.Info) {
 	t.offered = map[string]bool{}
 	t.extension = map[string]bool{}
 	t.mcp = map[string]mcpTool{}
+	names := t.s.Tools()
 	t.s.mu.Lock()
-	names, servers := t.s.tools, t.s.mcp
+	servers := t.s.mcp
 	t.s.mu.Unlock()
 	if !info.Tools {
 		return
@@ -528,8 +528,9 @@ func (s *Session) prompt(effort string, names []string, extension map[string]boo
 // sends, as far as it is known before the call: with the session's tools
 // but not the MCP tools a turn discovers.
 func (s *Session) SystemPrompt() string {
+	names := s.Tools()
 	s.mu.Lock()
-	effort, names := s.effort, slices.Clone(s.tools)
+	effort := s.effort
 	s.mu.Unlock()
 	extension := map[string]bool{}
 	for _, n := range names {

@@ -11,6 +11,9 @@
 //	clients/typescript/src/protocol.ts         TypeScript declarations
 //	clients/python/e_client/protocol.py        Python TypedDicts and Literals
 //	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
+//	server/dispatch_gen.go                     e rpc's handler table, hello's method list and
+//	                                           each method's session parameter, from the
+//	                                           methods' "x-e" facts (dispatch.go)
 //
 // Run it with go generate ./... (the directive is in protocol/doc.go); CI
 // fails when regenerating changes any of these files.
@@ -78,6 +81,13 @@ func generate(root string) (map[string][]byte, error) {
 	files["protocol/protocol.go"] = goSrc
 	files["clients/typescript/src/protocol.ts"] = m.tsFile()
 	files["clients/python/e_client/protocol.py"] = m.pyFile()
+	ms, err := loadMethods(filepath.Join(root, "schemas"))
+	if err != nil {
+		return nil, err
+	}
+	if files[dispatchOut], err = format.Source(dispatchFile(ms)); err != nil {
+		return nil, fmt.Errorf("gofmt of the dispatch output: %w", err)
+	}
 	pm, err := loadPi(filepath.Join(root, "schemas"))
 	if err != nil {
 		return nil, err

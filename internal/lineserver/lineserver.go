@@ -128,16 +128,30 @@ func (l *Loop) Out() *jsonl.Writer { return l.out }
 // a front end that shuts down gracefully can stop waiting on a second one.
 func (l *Loop) Signals() <-chan os.Signal { return l.sigs }
 
-// Run reads records and calls handle with each, in order, on Run's
-// goroutine, with its number from 1; the record is the caller's to keep.
-// From its start until Close, SIGTERM, SIGHUP, SIGINT and SIGPIPE are
-// caught. SIGINT is caught as SIGTERM is: Ctrl-C at a terminal reaches a
-// client's whole process group, e included, and e dying of it at once
-// would leave its bash process groups (not in that group) running.
+// HandlerGrace is how long an ending waits for the handler still running
+// (stuck, say, in the open of a FIFO) before it ends anyway, so that the
+// front end's own grace (SignalGrace) still fits in H2's 2 s.
+const HandlerGrace = time.Second
+
+// maxQueued bounds the records read ahead of a handler still running.
+const maxQueued = 1024
+
+// Run reads records and calls handle with each, in order, one at a time,
+// on a goroutine of its own, with its number from 1; the record is the
+// caller's to keep. Signals, stdin's end and a dead stdout are watched
+// apart from handle, so a handler that blocks cannot stop the process from
+// ending (H2): at a signal or a dead stdout Run returns once the running
+// handler returns or after HandlerGrace, whichever is first; at stdin's
+// end it first hands over the records read, while the handler keeps
+// returning within HandlerGrace of the previous one. From its start until
+// Close, SIGTERM, SIGHUP, SIGINT and SIGPIPE are caught. SIGINT is caught
+// as SIGTERM is: Ctrl-C at a terminal reaches a client's whole process
+// group, e included, and e dying of it at once would leave its bash process
+// groups (not in that group) running.
 // It returns when handle reports stop, stdin ends, a record is too long, a
 // signal comes or stdout fails; on a read error or an oversized record it
 // says so on stderr. Blank records are handed over too: what they mean is
-// the front end's business.
+// the front end's business. No handle call starts after Run returned.
 func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop bool)) Ending {
 	signal.Notify(l.sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	signal.Notify(l.pipe, syscall.SIGPIPE)
@@ -162,30 +176,101 @@ func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop 
 			}
 		}
 	}()
-	for n := 1; ; {
+	// The dispatcher: handle runs here, never on the goroutine that watches
+	// the endings. handled is buffered so that a handler that returns after
+	// Run did leaves no goroutine behind.
+	work := make(chan []byte)
+	handled := make(chan bool, 1)
+	defer close(work)
+	go func() {
+		n := 0
+		for rec := range work {
+			n++
+			handled <- handle(n, rec)
+		}
+	}()
+	var (
+		queue  [][]byte
+		busy   bool
+		ending *Ending     // stdin ended (or too long): drain the queue first
+		stuck  *time.Timer // the running handler's grace after the ending
+		expiry <-chan time.Time
+	)
+	defer func() {
+		if stuck != nil {
+			stuck.Stop()
+		}
+	}()
+	// settle waits for the running handler, up to HandlerGrace.
+	settle := func(end Ending) Ending {
+		if busy {
+			t := time.NewTimer(HandlerGrace)
+			defer t.Stop()
+			select {
+			case <-handled:
+			case <-t.C:
+				fmt.Fprintf(l.stderr, "%s: a request still running after %v; ending without its answer\n", l.name, HandlerGrace)
+			}
+		}
+		return end
+	}
+	for {
+		var feed chan []byte
+		var next []byte
+		if !busy && len(queue) > 0 {
+			feed, next = work, queue[0]
+		}
+		in := records
+		if len(queue) >= maxQueued || ending != nil {
+			in = nil
+		}
+		if ending != nil && !busy && len(queue) == 0 {
+			return *ending
+		}
 		select {
-		case rec := <-records:
-			if handle(n, rec) {
+		case rec := <-in:
+			queue = append(queue, rec)
+		case feed <- next:
+			queue[0] = nil
+			queue = queue[1:]
+			busy = true
+		case stop := <-handled:
+			busy = false
+			if stop {
 				return Ending{Reason: Stopped}
 			}
-			n++
-		case err := <-readErr:
-			var tl *jsonl.TooLongError
-			switch {
-			case errors.As(err, &tl):
-				fmt.Fprintf(l.stderr, "%s: line %d is longer than %d bytes: no safe point to resync; exiting\n", l.name, tl.Line, tl.Max)
-				return Ending{Reason: TooLong, Err: err}
-			case errors.Is(err, io.EOF):
-				return Ending{Reason: EOF}
+			if stuck != nil {
+				stuck.Reset(HandlerGrace)
 			}
-			fmt.Fprintf(l.stderr, "%s: reading stdin: %v\n", l.name, err)
-			return Ending{Reason: EOF, Err: err}
+		case err := <-readErr:
+			end := l.readEnding(err)
+			ending = &end
+			stuck = time.NewTimer(HandlerGrace)
+			expiry = stuck.C
+		case <-expiry:
+			fmt.Fprintf(l.stderr, "%s: a request still running after %v; ending without its answer\n", l.name, HandlerGrace)
+			return *ending
 		case <-l.out.Failed():
-			return Ending{Reason: Gone}
+			return settle(Ending{Reason: Gone})
 		case sig := <-l.sigs:
-			return Ending{Reason: Signalled, Signal: sig}
+			return settle(Ending{Reason: Signalled, Signal: sig})
 		}
 	}
+}
+
+// readEnding is the ending stdin's error calls for, said on stderr when it
+// is not a plain EOF.
+func (l *Loop) readEnding(err error) Ending {
+	var tl *jsonl.TooLongError
+	switch {
+	case errors.As(err, &tl):
+		fmt.Fprintf(l.stderr, "%s: line %d is longer than %d bytes: no safe point to resync; exiting\n", l.name, tl.Line, tl.Max)
+		return Ending{Reason: TooLong, Err: err}
+	case errors.Is(err, io.EOF):
+		return Ending{Reason: EOF}
+	}
+	fmt.Fprintf(l.stderr, "%s: reading stdin: %v\n", l.name, err)
+	return Ending{Reason: EOF, Err: err}
 }
 
 // Close flushes stdout and stops catching signals. It returns code, or at
@@ -202,4 +287,25 @@ func (l *Loop) Close(code int) int {
 		code = max(code, 1)
 	}
 	return code
+}
+
+// TeardownLimit bounds a front end's teardown after a signal or a dead
+// stdout: the running handler's grace, then the turns'.
+const TeardownLimit = HandlerGrace + SignalGrace
+
+// Within runs teardown and returns the exit status it returns, or code
+// when it has not returned within limit: a teardown that waits on a
+// handler stuck in a system call (a lock the handler holds) must not keep
+// the process (H2). teardown goes on running then, until the process exits.
+func Within(limit time.Duration, code int, teardown func() int) int {
+	done := make(chan int, 1)
+	go func() { done <- teardown() }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case c := <-done:
+		return c
+	case <-t.C:
+		return code
+	}
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -116,5 +118,128 @@ func TestCode(t *testing.T) {
 		if got := tt.end.Code(); got != tt.want {
 			t.Errorf("%+v: code %d, want %d", tt.end, got, tt.want)
 		}
+	}
+}
+
+// H2: a handler that never returns does not hold the loop's end: stdin's
+// end is still seen, and Run returns after HandlerGrace without starting
+// the records queued behind it.
+func TestRunStuckHandler(t *testing.T) {
+	var stderr bytes.Buffer
+	l := New("e x", strings.NewReader("stuck\nnever\n"), io.Discard, &stderr)
+	release := make(chan struct{})
+	started := make(chan string, 2)
+	end := l.Run(context.Background(), func(_ int, rec []byte) bool {
+		started <- string(rec)
+		<-release
+		return false
+	})
+	if end.Reason != EOF {
+		t.Errorf("ended %+v, want EOF", end)
+	}
+	if !strings.Contains(stderr.String(), "e x: a request still running after") {
+		t.Errorf("stderr %q does not say a request was left running", stderr.String())
+	}
+	close(release)
+	l.Close(end.Code())
+	if got := <-started; got != "stuck" || len(started) != 0 {
+		t.Errorf("handled %q and %d more, want only \"stuck\"", got, len(started))
+	}
+}
+
+// H1: the work of one key runs in order, one at a time; another key's, and
+// keyless work, runs while it is blocked.
+func TestQueues(t *testing.T) {
+	var q Queues
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	add := func(s string) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	}
+	q.Go("a", func() { <-release; add("a1") })
+	q.Go("a", func() { add("a2") })
+	other := make(chan struct{})
+	q.Go("b", func() { add("b1"); close(other) })
+	<-other
+	keyless := make(chan struct{})
+	q.Go("", func() { add("none"); close(keyless) })
+	<-keyless
+	close(release)
+	if !q.Close(time.Minute) {
+		t.Fatal("Close: work still running")
+	}
+	if q.Go("a", func() { add("late") }) {
+		t.Error("Go after Close ran work")
+	}
+	if diff := cmp.Diff([]string{"b1", "none", "a1", "a2"}, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// H1: a query passes the key's running work only when that work is stuck
+// in a blocking section and nothing else waits before the query.
+func TestQueuesQuery(t *testing.T) {
+	tests := []struct {
+		name     string
+		blocking bool // the blocked work is in a blocking section
+		between  bool // a Go waits behind it
+		want     []string
+	}{
+		{name: "beside work stuck in a blocking section", blocking: true, want: []string{"query", "blocked"}},
+		{name: "behind work that is not in one", want: []string{"blocked", "query"}},
+		{name: "behind what waits after stuck work", blocking: true, between: true, want: []string{"blocked", "between", "query"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q Queues
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var got []string
+			add := func(s string) {
+				mu.Lock()
+				got = append(got, s)
+				mu.Unlock()
+			}
+			q.Go("k", func() {
+				if tt.blocking {
+					defer q.Blocking("k")()
+				}
+				<-release
+				add("blocked")
+			})
+			if tt.between {
+				q.Go("k", func() { add("between") })
+			}
+			ran := make(chan struct{})
+			q.GoQuery("k", func() { add("query"); close(ran) })
+			if tt.want[0] == "query" {
+				<-ran // it must run while the stuck work is blocked
+			}
+			close(release)
+			if !q.Close(time.Minute) {
+				t.Fatal("Close: work still running")
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// H2: a teardown that does not end in time gives way to the ending's code.
+func TestWithin(t *testing.T) {
+	if got := Within(time.Minute, 143, func() int { return 1 }); got != 1 {
+		t.Errorf("a teardown that returns: %d, want its 1", got)
+	}
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	got := Within(time.Millisecond, 143, func() int { <-release; close(ended); return 1 })
+	close(release)
+	<-ended
+	if got != 143 {
+		t.Errorf("a stuck teardown: %d, want the ending's 143", got)
 	}
 }

@@ -47,7 +47,9 @@ type front struct {
 	h     *session.Host
 	b     *backend
 	loop  *lineserver.Loop // stdin and stdout (e --mode rpc)
-	out   *jsonl.Writer    // the loop's stdout
+	// requests runs the commands off the loop (H1, H2).
+	requests lineserver.Queues
+	out      *jsonl.Writer // the loop's stdout
 	// deltas holds the lines of the deltas one read of a provider's
 	// stream brings, written together before the next read (writeDelta).
 	deltas *jsonl.Hold
@@ -407,6 +409,9 @@ func (fr *front) serve() int {
 		fr.handle(line)
 		return false
 	})
+	// The commands read run first; one stuck is left behind after its
+	// grace (H2).
+	fr.requests.Close(lineserver.HandlerGrace)
 	switch end.Reason {
 	case lineserver.EOF:
 		finished := make(chan struct{})
@@ -427,6 +432,9 @@ func (fr *front) serve() int {
 	}
 	if end.Reason == lineserver.Signalled {
 		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
+	}
+	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
+		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
 	}
 	fr.shutdown()
 	return fr.loop.Close(end.Code())
@@ -527,8 +535,32 @@ func (fr *front) handle(line []byte) {
 		fr.respond(id, typ, nil, fmt.Errorf("Unknown command: %s", typ))
 		return
 	}
-	h(fr, &command{id: id, typ: typ, line: line})
+	// Commands run off the loop, in order: the process has one session.
+	// A query passes a command stuck opening a file (blocking, H1).
+	c := &command{id: id, typ: typ, line: line}
+	run := func() { h(fr, c) }
+	var ok bool
+	if queries[typ] {
+		ok = fr.requests.GoQuery(piKey, run)
+	} else {
+		ok = fr.requests.Go(piKey, run)
+	}
+	if !ok {
+		fr.respond(id, typ, nil, errors.New("the process is shutting down"))
+	}
 }
+
+// piKey is the key of every command's queue: a pi process has one session.
+const piKey = "session"
+
+// queries only read the process's state.
+var queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
+
+// blocking marks the start of the running command's open of a file the
+// client named, which may never return (a FIFO): once it has lasted
+// lineserver.StuckAfter, queries pass the command, seeing the state from
+// before it (H1). Call what it returns when the open is done.
+func (fr *front) blocking() func() { return fr.requests.Blocking(piKey) }
 
 // command is one validated command line.
 type command struct {
@@ -1092,7 +1124,9 @@ func (fr *front) newSession(c *command) (any, error) {
 			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
 		}
 	}
+	end := fr.blocking()
 	m, err := fr.b.make(sp)
+	end()
 	if err != nil {
 		return nil, err
 	}
@@ -1152,7 +1186,9 @@ func (fr *front) open(path string) error {
 		fr.mu.Lock()
 		old, info := fr.cur, fr.info
 		fr.mu.Unlock()
+		end := fr.blocking()
 		m, err := fr.b.make(spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), file: path})
+		end()
 		if err != nil {
 			return err
 		}
@@ -1184,7 +1220,9 @@ func (fr *front) open(path string) error {
 		// left on a branch of its own. The log is e's, locked by old.
 		old.Close(context.Background())
 	}
+	end := fr.blocking()
 	m, err := fr.b.make(spec{resume: path, leaf: leaf})
+	end()
 	if err != nil {
 		return err
 	}
@@ -2007,7 +2045,9 @@ func (fr *front) exportHTML(c *command) (any, error) {
 			path = filepath.Join(fr.env.Cwd, path)
 		}
 	}
+	end := fr.blocking()
 	path, _, err := fr.session().Export(path)
+	end()
 	if err != nil {
 		return nil, err
 	}

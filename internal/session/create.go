@@ -13,6 +13,7 @@ import (
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/store"
+	"github.com/e-agent/e/internal/tool"
 )
 
 // Spec describes a session to create: what session.create, a one-shot
@@ -94,6 +95,7 @@ type creation struct {
 	model    string
 	effort   string
 	tools    []string
+	extTools bool // the extensions' tools join tools at first use
 	system   string
 	approval agent.Approval
 	client   *clientTools
@@ -249,10 +251,18 @@ func (h *Host) chooseModel(c *creation) error {
 
 // chooseTools narrows what the process allows, never widens it (C3, C4, L1).
 func (h *Host) chooseTools(c *creation) error {
-	all := h.toolNames()
+	// The extensions' tools are known once their handshakes end: a
+	// session offered every tool takes them at its first use of its tool
+	// list (agent.Options.ExtTools), and only a list naming one of them
+	// waits here (H3).
+	all := tool.Names()
+	if c.spec.Tools != nil && slices.ContainsFunc(c.spec.Tools, func(n string) bool { return !slices.Contains(all, n) }) {
+		all = h.toolNames()
+	}
 	allowed := all
+	c.extTools = c.spec.Tools == nil
 	if h.opts.NoTools || c.spec.NoTools {
-		allowed = nil
+		allowed, c.extTools = nil, false
 	}
 	if c.spec.Tools != nil {
 		var narrowed []string
@@ -346,7 +356,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 		c.entries = relinked(c.spec.History)
 	}
 	a := h.engine.NewSession(agent.Options{
-		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, Log: log,
+		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, ExtTools: c.extTools, Log: log,
 		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
 		MCP: servers, Client: c.agentClient(),
 	})

@@ -128,10 +128,18 @@ type Host struct {
 	env      Env
 	settings store.Settings
 	engine   *agent.Engine
-	ext      *extension.Host // nil when no extension runs
-	ui       UI              // the front end's client: notices about MCP servers go there too
-	mcp      []MCPServer     // settings' mcp_servers, started for every session
-	def      string          // the model a session gets unless told otherwise
+	// ext is the extension host, nil when no extension runs; read it
+	// through extensions(), once extStarted is closed: the handshakes run
+	// beside the process's first requests (H3).
+	ext        *extension.Host
+	extStarted chan struct{}
+	extCancel  context.CancelFunc // ends handshakes still running
+	extMu      sync.Mutex
+	extHeld    []heldEvent // events for the extensions before their handshakes ended
+	extReady   bool        // ext is set: events go to it at once
+	ui         UI          // the front end's client: notices about MCP servers go there too
+	mcp        []MCPServer // settings' mcp_servers, started for every session
+	def        string      // the model a session gets unless told otherwise
 
 	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
 	cancel context.CancelFunc
@@ -214,19 +222,68 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 		h.engine.Observer = observer{log: opts.Log, content: opts.LogContent}
 		ui = loggingUI{UI: ui, h: h}
 	}
+	h.extStarted = make(chan struct{})
+	var cfgs []extension.Config
 	if !opts.NoExtensions {
-		cfgs, err := extension.Configs(env.Home, settings.Extensions)
-		if err != nil {
+		if cfgs, err = extension.Configs(env.Home, settings.Extensions); err != nil {
 			cancel()
 			return nil, err
 		}
-		if len(cfgs) > 0 {
-			h.ext = extension.StartWith(ctx, cfgs, ui, extension.Options{Version: opts.Version})
-			h.engine.Ext = extHost{h.ext}
-		}
 	}
-	h.logStart()
+	if len(cfgs) == 0 {
+		h.extCancel = func() {}
+		h.extReady = true
+		close(h.extStarted)
+		h.logStart()
+		return h, nil
+	}
+	// The handshakes (up to their timeout each) run while the front end
+	// serves: hello, models.list and session.list do not wait for them; a
+	// session's create and turns do (H3), as they need the extensions' tools.
+	h.engine.Ext = extHost{h}
+	var sctx context.Context
+	sctx, h.extCancel = context.WithCancel(ctx)
+	go func() {
+		x := extension.StartWith(sctx, cfgs, ui, extension.Options{Version: opts.Version})
+		h.extMu.Lock()
+		h.ext, h.extReady = x, true
+		for _, e := range h.extHeld {
+			x.Notify(e.event, e.data)
+		}
+		h.extHeld = nil
+		h.extMu.Unlock()
+		close(h.extStarted)
+		h.logStart()
+	}()
 	return h, nil
+}
+
+// heldEvent is an event for the extensions that came before their
+// handshakes ended.
+type heldEvent struct {
+	event string
+	data  any
+}
+
+// notify sends an event to the extensions without waiting for their
+// handshakes: before they end it is held, and sent in order after them.
+func (h *Host) notify(event string, data any) {
+	h.extMu.Lock()
+	defer h.extMu.Unlock()
+	if !h.extReady {
+		h.extHeld = append(h.extHeld, heldEvent{event, data})
+		return
+	}
+	if h.ext != nil {
+		h.ext.Notify(event, data)
+	}
+}
+
+// extensions returns the extension host, nil when no extension runs, once
+// every extension has completed or failed its handshake.
+func (h *Host) extensions() *extension.Host {
+	<-h.extStarted
+	return h.ext
 }
 
 // Options returns the process options, -m resolved to its full id.
@@ -301,9 +358,7 @@ func (h *Host) register(s *Session) {
 	h.mu.Lock()
 	h.sessions[s.ID()] = s
 	h.mu.Unlock()
-	if h.ext != nil {
-		h.ext.Notify("session.created", map[string]any{"session": s.ID(), "cwd": s.Cwd()})
-	}
+	h.notify("session.created", map[string]any{"session": s.ID(), "cwd": s.Cwd()})
 }
 
 // unregister removes s; it reports whether s was registered.
@@ -351,8 +406,9 @@ func (h *Host) Shutdown() {
 	wg.Wait()
 	h.engine.Procs.KillAll()
 	h.turns.Wait()
-	if h.ext != nil {
-		h.ext.Shutdown(extensionGrace)
+	h.extCancel()
+	if x := h.extensions(); x != nil {
+		x.Shutdown(extensionGrace)
 	}
 }
 
@@ -379,8 +435,9 @@ func (h *Host) Kill(grace time.Duration) bool {
 	case <-timer.C:
 		ok = false
 	}
-	if h.ext != nil {
-		h.ext.Kill()
+	h.extCancel()
+	if x := h.extensions(); x != nil {
+		x.Kill()
 	}
 	return ok
 }
@@ -396,23 +453,24 @@ func (h *Host) toolNames() []string {
 	return names
 }
 
-// extHost adapts the extension host to the agent.
-type extHost struct{ h *extension.Host }
+// extHost adapts the extension host to the agent; each call waits for the
+// handshakes (Host.extensions).
+type extHost struct{ h *Host }
 
 func (e extHost) Tools() []model.ToolDef {
 	var defs []model.ToolDef
-	for _, t := range e.h.Tools() {
+	for _, t := range e.h.extensions().Tools() {
 		defs = append(defs, model.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	return defs
 }
 
 func (e extHost) CallTool(ctx context.Context, session, name string, args json.RawMessage) (string, bool) {
-	return e.h.CallTool(ctx, session, name, args)
+	return e.h.extensions().CallTool(ctx, session, name, args)
 }
 
 func (e extHost) Gate(ctx context.Context, session, name string, args json.RawMessage) (bool, string) {
-	return e.h.Gate(ctx, session, name, args)
+	return e.h.extensions().Gate(ctx, session, name, args)
 }
 
-func (e extHost) Notify(event string, data any) { e.h.Notify(event, data) }
+func (e extHost) Notify(event string, data any) { e.h.notify(event, data) }

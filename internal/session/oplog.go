@@ -43,8 +43,8 @@ func (h *Host) logStart() {
 		providers = append(providers, slog.Group(p.Name, "api", p.API, "base_url", p.BaseURL, "key_env", p.KeyEnv, "key_set", p.KeySet))
 	}
 	var exts []string
-	if h.ext != nil {
-		for _, t := range h.ext.Tools() {
+	if x := h.extensions(); x != nil {
+		for _, t := range x.Tools() {
 			exts = append(exts, t.Extension+"/"+t.Name)
 		}
 	}

@@ -616,9 +616,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	close(s.closed)
 	s.mu.Unlock()
-	if s.h.ext != nil {
-		s.h.ext.Notify("session.closed", map[string]any{"session": s.ID()})
-	}
+	s.h.notify("session.closed", map[string]any{"session": s.ID()})
 	level := slog.LevelInfo
 	if s.closeErr != nil {
 		level = slog.LevelError

@@ -895,6 +895,28 @@ class SessionPromptParams(TypedDict):
     max_duration_ms: NotRequired[int | None]
 
 
+class SessionRenameParams(TypedDict):
+    """
+    session.rename params: Names a session (C8), as session.set's name does: recorded in its
+    log as a name entry, shown by session.info and session.list. It runs in the session's
+    order (H1), also while a turn runs. Unknown fields are accepted (V2).
+    (methods/session.rename.params.json)
+    """
+
+    session: SessionID
+
+    #: the session's new name; an empty name clears it
+    name: str
+
+
+class SessionRenameResult(TypedDict):
+    """
+    session.rename result: C8 (methods/session.rename.result.json)
+    """
+
+    pass
+
+
 class SessionSetParams(TypedDict):
     """
     session.set params: Changes model and effort for the following turns (M10, T1), the name,
@@ -1985,6 +2007,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.list": (SessionListParams, SessionListResult),
     "session.messages": (SessionMessagesParams, SessionMessagesResult),
     "session.prompt": (SessionPromptParams, SessionPromptResult),
+    "session.rename": (SessionRenameParams, SessionRenameResult),
     "session.set": (SessionSetParams, SessionSetResult),
     "session.shell": (SessionShellParams, SessionShellResult),
     "session.steer": (SessionSteerParams, SessionSteerResult),

@@ -985,6 +985,26 @@ export interface SessionPromptParams {
 export type SessionPromptResult = Result;
 
 /**
+ * session.rename params: Names a session (C8), as session.set's name does: recorded in its
+ * log as a name entry, shown by session.info and session.list. It runs in the session's
+ * order (H1), also while a turn runs. Unknown fields are accepted (V2).
+ * (methods/session.rename.params.json)
+ */
+export interface SessionRenameParams {
+  session: SessionID;
+  /**
+   * the session's new name; an empty name clears it
+   */
+  name: string;
+}
+
+/**
+ * session.rename result: C8 (methods/session.rename.result.json)
+ */
+export interface SessionRenameResult {
+}
+
+/**
  * session.set params: Changes model and effort for the following turns (M10, T1), the name,
  * and the automatic compaction and retry switches. Unknown fields are accepted (V2); null
  * means the default for every optional field (V1). (methods/session.set.params.json)
@@ -2130,6 +2150,7 @@ export interface Methods {
   "session.list": { params: SessionListParams; result: SessionListResult };
   "session.messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
+  "session.rename": { params: SessionRenameParams; result: SessionRenameResult };
   "session.set": { params: SessionSetParams; result: SessionSetResult };
   "session.shell": { params: SessionShellParams; result: SessionShellResult };
   "session.steer": { params: SessionSteerParams; result: SessionSteerResult };

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// dispatchOut is e rpc's generated dispatch, beside its hand-written
+// handlers (server/methods.go).
+const dispatchOut = "server/dispatch_gen.go"
+
+// facts is what a method's params schema says of its dispatch, in its
+// "x-e" keyword (validators ignore keywords they do not know).
+type facts struct {
+	// Session names the parameter naming the session the request belongs
+	// to: its requests run in order, apart from other sessions' (H1).
+	Session string `json:"session"`
+	// Loop is set for a request the loop serves itself (shutdown): no
+	// handler.
+	Loop bool `json:"loop"`
+}
+
+// method is one e rpc method and its facts.
+type method struct {
+	name string
+	facts
+}
+
+// loadMethods reads every method's facts from schemas/methods, in name order.
+func loadMethods(dir string) ([]method, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "methods", "*.params.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []method
+	for _, f := range matches { // Glob sorts
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			XE *json.RawMessage `json:"x-e"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		m := method{name: strings.TrimSuffix(filepath.Base(f), ".params.json")}
+		if doc.XE != nil {
+			d := json.NewDecoder(bytes.NewReader(*doc.XE))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&m.facts); err != nil {
+				return nil, fmt.Errorf("%s: x-e: %w", f, err)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// handlerName is the Go name of a method's handler: session.create →
+// sessionCreate, ask.reply → askReply.
+func handlerName(method string) string {
+	parts := strings.Split(method, ".")
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+	}
+	return strings.Join(parts, "")
+}
+
+// dispatchFile is server/dispatch_gen.go: the handler table, hello's
+// method list and each method's session parameter.
+func dispatchFile(ms []method) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// %s\n\npackage server\n\n", header)
+	b.WriteString("// handlers has one handler per method of schemas/methods, (*Server).<name> by\n")
+	b.WriteString("// the method's name (session.create: sessionCreate): a method added to the\n")
+	b.WriteString("// schemas does not build until its handler exists. A method the loop serves\n")
+	b.WriteString("// itself (x-e loop: shutdown) has none.\n")
+	b.WriteString("var handlers = map[string]handler{\n")
+	for _, m := range ms {
+		if m.Loop {
+			fmt.Fprintf(&b, "\t%q: nil,\n", m.name)
+			continue
+		}
+		fmt.Fprintf(&b, "\t%q: (*Server).%s,\n", m.name, handlerName(m.name))
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// methods is hello's list: every method, sorted.\n")
+	b.WriteString("var methods = []string{\n")
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\t%q,\n", m.name)
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// sessionParam names, per method, the parameter naming the session whose\n")
+	b.WriteString("// earlier requests it waits for (x-e session, H1); a method not here waits\n")
+	b.WriteString("// for none.\n")
+	b.WriteString("var sessionParam = map[string]string{\n")
+	for _, m := range ms {
+		if m.Session != "" {
+			fmt.Fprintf(&b, "\t%q: %q,\n", m.name, m.Session)
+		}
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
