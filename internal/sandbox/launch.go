@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// launchArg, as e's first argument, makes e the launcher of one sandboxed
+// command (Main). It is not a command of e's: nobody types it.
+const launchArg = "__sandbox-exec"
+
+// launch is what the launcher applies to itself before exec'ing the command.
+type launch struct {
+	Writable []string `json:"writable"` // directories it may write beneath, temp dir included
+	Network  bool     `json:"network"`
+}
+
+// Command makes cmd run under p, in place: cmd starts e itself (the
+// launcher, Main), which confines itself and then execs cmd's program. tmp
+// is the session's private temp dir, set as TMPDIR and writable in both
+// sandboxed modes. With the network off the launcher starts in a new user
+// and network namespace (mapped to e's own user and group, so it needs no
+// privilege), where no interface leads out. cmd.SysProcAttr is kept, with
+// the namespaces added.
+func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
+	if !p.Sandboxed() {
+		return nil
+	}
+	if err := Probe().Enforceable(p); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("sandbox: finding e's own executable for the launcher: %w", err)
+	}
+	cfg, err := json.Marshal(launch{Writable: append(p.Writable(cwd), tmp), Network: p.Network})
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	cmd.Args = append([]string{exe, launchArg, string(cfg), cmd.Path}, cmd.Args...)
+	cmd.Path = exe
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	if !p.Network {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	return nil
+}
+
+// Main is the launcher: when e was started as one (Command), it confines
+// itself and execs the command, and never returns; otherwise it returns at
+// once. Every binary that starts sandboxed commands calls it first thing:
+// e's main, and the tests' mains of packages that run them.
+func Main() {
+	if len(os.Args) < 5 || os.Args[1] != launchArg {
+		return
+	}
+	// The rules bind this thread and what it execs; the exec is made from it.
+	runtime.LockOSThread()
+	var cfg launch
+	err := json.Unmarshal([]byte(os.Args[2]), &cfg)
+	if err == nil {
+		err = confine(cfg)
+	}
+	if err == nil {
+		err = unix.Exec(os.Args[3], os.Args[4:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "e: sandbox: cannot start %s: %v\n", os.Args[3], err)
+	os.Exit(126)
+}
+
+// confine applies cfg to the calling thread: Landlock for the file system
+// and, with the network off, a seccomp filter refusing unix sockets. The
+// network namespace's loopback stays down, so a send anywhere, 127.0.0.1
+// included, fails with ENETUNREACH rather than vanishing.
+func confine(cfg launch) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := landlock(cfg); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if !cfg.Network {
+		if err := seccomp(); err != nil {
+			return fmt.Errorf("seccomp: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeRights are the Landlock rights the sandbox handles: every way to
+// change the file system, by ABI. Reading and executing are not handled,
+// so they stay allowed everywhere.
+func writeRights(abi int) uint64 {
+	r := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK | unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
+	if abi >= 2 {
+		r |= unix.LANDLOCK_ACCESS_FS_REFER // links and renames across directories
+	}
+	if abi >= 3 {
+		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	return r
+}
+
+// devices a command may always write: the sinks and sources shells use.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
+
+func landlock(cfg launch) error {
+	abi, err := landlockABI()
+	if err != nil {
+		return err
+	}
+	if abi < minABI {
+		return fmt.Errorf("ABI %d, %d or newer needed", abi, minABI)
+	}
+	handled := writeRights(abi)
+	attr := unix.LandlockRulesetAttr{Access_fs: handled}
+	if abi >= 6 {
+		// Abstract unix sockets outside the sandbox (the network namespace
+		// already hides them when the network is off), and signals to
+		// processes outside it (e itself, other sessions' commands).
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+		if cfg.Network {
+			attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
+		}
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return fmt.Errorf("create ruleset: %w", errno)
+	}
+	defer unix.Close(int(fd))
+	add := func(path string, rights uint64) error {
+		p, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(p)
+		rule := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(p)}
+		if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("rule for %s: %w", path, errno)
+		}
+		return nil
+	}
+	for _, d := range cfg.Writable {
+		if err := add(d, handled); err != nil {
+			return err
+		}
+	}
+	fileRights := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	for _, d := range devices {
+		if err := add(d, fileRights); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENXIO) {
+			return err
+		}
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("restrict self: %w", errno)
+	}
+	return nil
+}
