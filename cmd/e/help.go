@@ -57,6 +57,13 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
   --log FILE               append the operator log (JSON lines: model and tool calls,
                            sessions, errors; never keys or prompt text) to FILE
   --log-content            put prompt text and tool arguments in the log too (redacted)
+  --sandbox MODE           confine every command a session runs (bash, shell): off (default),
+                           workspace-write (write only the cwd, --writable-root dirs and a
+                           private TMPDIR) or read-only; no network unless --sandbox-network;
+                           settings: sandbox. Sessions may narrow it, never widen it
+  --writable-root DIR      a directory commands may also write under workspace-write
+                           (repeatable); settings: writable_roots
+  --sandbox-network        sandboxed commands may reach the network; settings: sandbox_network
 `
 
 const environmentHelp = `environment:

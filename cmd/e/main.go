@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
 )
@@ -24,6 +25,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	sandbox.Main() // e started as the launcher of a sandboxed command never returns
 	if os.Getenv("GOGC") == "" {
 		// A streaming turn's garbage is short-lived event buffers: collecting
 		// at 3x the live heap rather than 2x halves the collections, whose
@@ -43,7 +45,16 @@ type runFlags struct {
 	system, appendSystem   string
 	log                    string
 	logContent             bool
+	sandbox                string
+	writableRoots          rootList
+	sandboxNetwork         bool
 }
+
+// rootList collects a repeatable flag's values.
+type rootList []string
+
+func (l *rootList) String() string     { return strings.Join(*l, ",") }
+func (l *rootList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	for _, n := range []string{"m", "model"} {
@@ -64,6 +75,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.appendSystem, "append-system-prompt", "", "add to the system prompt")
 	fs.StringVar(&f.log, "log", "", "append the operator log to this file")
 	fs.BoolVar(&f.logContent, "log-content", false, "put prompt text and tool arguments in the log")
+	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox of commands: off, workspace-write or read-only")
+	fs.Var(&f.writableRoots, "writable-root", "a directory commands may write besides the cwd (repeatable)")
+	fs.BoolVar(&f.sandboxNetwork, "sandbox-network", false, "sandboxed commands may reach the network")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
@@ -72,7 +86,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 func (f *runFlags) options() session.Options {
 	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
 		NoSave: f.noSave, Approval: f.approval, SystemPrompt: f.system, AppendSystemPrompt: f.appendSystem,
-		Version: version, Channel: channel(), Commit: commit()}
+		Version: version, Channel: channel(), Commit: commit(),
+		Sandbox: f.sandbox, WritableRoots: f.writableRoots, SandboxNetwork: f.sandboxNetwork}
 }
 
 // parse parses flags that may stand before or after positional arguments:

@@ -36,10 +36,24 @@ type Support struct {
 // e refuse a session, never confine one less.
 const LimitEnv = "E_SANDBOX_KERNEL_LIMIT"
 
-var probed = sync.OnceValue(func() Support { return probe(os.Getenv(LimitEnv)) })
+var (
+	probeMu sync.Mutex
+	probed  = map[string]Support{} // by LimitEnv's value
+)
 
-// Probe returns what this kernel can enforce; it is measured once.
-func Probe() Support { return probed() }
+// Probe returns what this kernel can enforce, as LimitEnv limits it now;
+// the kernel is asked once per value of LimitEnv.
+func Probe() Support {
+	limit := os.Getenv(LimitEnv)
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	s, ok := probed[limit]
+	if !ok {
+		s = probe(limit)
+		probed[limit] = s
+	}
+	return s
+}
 
 func probe(limit string) Support {
 	var s Support

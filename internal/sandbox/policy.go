@@ -46,9 +46,14 @@ type Policy struct {
 	// only), absolute and cleaned.
 	Roots []string `json:"writable_roots,omitempty"`
 	// Network lets a sandboxed command reach the network; off, every
-	// TCP, UDP and unix-socket connection out fails.
+	// TCP, UDP and unix-socket connection out fails. Under mode off it is
+	// what a session that sandboxes itself gets unless it says.
 	Network bool `json:"network"`
 }
+
+// Reaches reports whether commands reach the network: unconfined ones
+// reach what e reaches, sandboxed ones only with Network.
+func (p Policy) Reaches() bool { return !p.Sandboxed() || p.Network }
 
 // Sandboxed reports whether commands run confined.
 func (p Policy) Sandboxed() bool { return p.Mode != "" && p.Mode != Off }
@@ -103,9 +108,6 @@ func Narrow(proc Policy, procCwd string, mode *Mode, roots []string, network *bo
 	}
 	if p.Mode != WorkspaceWrite {
 		p.Roots = nil
-	}
-	if !p.Sandboxed() {
-		p.Network = true // an unconfined command reaches what e reaches
 	}
 	return p, nil
 }

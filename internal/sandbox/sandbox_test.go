@@ -31,8 +31,9 @@ func TestNarrow(t *testing.T) {
 		want    Policy
 		field   Field // "" when no error
 	}{
-		{name: "off keeps network", proc: Policy{Mode: Off}, want: Policy{Mode: Off, Network: true}},
-		{name: "zero is off", proc: Policy{}, want: Policy{Mode: Off, Network: true}},
+		{name: "off", proc: Policy{Mode: Off}, want: Policy{Mode: Off}},
+		{name: "zero is off", proc: Policy{}, want: Policy{Mode: Off}},
+		{name: "off with network keeps it for sandboxed sessions", proc: Policy{Mode: Off, Network: true}, mode: ptr(ReadOnly), want: Policy{Mode: ReadOnly, Network: true}},
 		{name: "off narrows to read-only", proc: Policy{Mode: Off}, mode: ptr(ReadOnly), want: Policy{Mode: ReadOnly}},
 		{name: "off allows network in read-only", proc: Policy{Mode: Off}, mode: ptr(ReadOnly), network: ptr(true), want: Policy{Mode: ReadOnly, Network: true}},
 		{name: "workspace to read-only drops roots", proc: ws, mode: ptr(ReadOnly), want: Policy{Mode: ReadOnly}},

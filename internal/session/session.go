@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -47,6 +49,7 @@ type Info struct {
 	Approval               string // the approval policy
 	Messages               int
 	Running                bool
+	Sandbox                sandbox.Policy // the policy in force (W5)
 }
 
 // ID returns the session id.
@@ -66,7 +69,8 @@ func (s *Session) Path() string { return s.path }
 func (s *Session) Info() Info {
 	in := s.a.Info()
 	return Info{ID: s.ID(), Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort, Path: s.path,
-		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running}
+		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running,
+		Sandbox: s.a.Sandbox()}
 }
 
 // Turn is one running prompt or compaction. Each has its own done
@@ -477,8 +481,19 @@ func (s *Session) entryIndex(branch []Entry, param, id string) (int, error) {
 
 func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	in := s.a.Info()
+	// A fork keeps its parent's sandbox (W2): it must be no way out of it.
+	var tmp string
+	if s.a.Sandbox().Sandboxed() {
+		var err error
+		if tmp, err = sandbox.TempDir(); err != nil {
+			return nil, wrap(CodeInternal, "", err)
+		}
+	}
 	servers, err := s.h.connectMCP(ctx, s.Cwd(), s.mcp)
 	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
 		return nil, err
 	}
 	h := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: s.Cwd(),
@@ -490,12 +505,15 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 			for _, c := range servers {
 				c.Close()
 			}
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
-		MCP: servers})
+		MCP: servers, Sandbox: s.a.Sandbox(), TempDir: tmp})
 	fork := newSession(s.h, a, h, s.mcp)
 	s.h.register(fork)
 	return fork, nil

@@ -29,6 +29,11 @@ type Settings struct {
 	MaxAttempts      int             `json:"max_attempts"`         // attempts per model call, retries included, 1..20; 0 = the agent's 5
 	SystemPrompt     string          `json:"system_prompt"`        // replaces e's own system prompt; "" = e's
 	AppendSystem     string          `json:"append_system_prompt"` // appended to the system prompt
+	// Sandbox, WritableRoots and SandboxNetwork are the process's sandbox
+	// policy unless flags give one (W2); the session package checks them.
+	Sandbox        string   `json:"sandbox"`
+	WritableRoots  []string `json:"writable_roots"`
+	SandboxNetwork bool     `json:"sandbox_network"`
 }
 
 // Setting defaults.
@@ -100,6 +105,13 @@ func LoadSettings(home string) (Settings, error) {
 	if raw.AppendSystem != nil {
 		s.AppendSystem = *raw.AppendSystem
 	}
+	if raw.Sandbox != nil {
+		s.Sandbox = *raw.Sandbox
+	}
+	s.WritableRoots = raw.WritableRoots
+	if raw.SandboxNetwork != nil {
+		s.SandboxNetwork = *raw.SandboxNetwork
+	}
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
 	s.MCPServers = nonNull(raw.MCPServers)
@@ -118,6 +130,9 @@ type rawSettings struct {
 	MaxAttempts      *int            `json:"max_attempts"`
 	SystemPrompt     *string         `json:"system_prompt"`
 	AppendSystem     *string         `json:"append_system_prompt"`
+	Sandbox          *string         `json:"sandbox"`
+	WritableRoots    []string        `json:"writable_roots"`
+	SandboxNetwork   *bool           `json:"sandbox_network"`
 }
 
 // SettingsKeys are the known top-level keys of settings.json.
