@@ -25,7 +25,9 @@ func TestSandboxedTools(t *testing.T) {
 		failed  bool
 	}{
 		{name: "bash writes outside", mode: sandbox.WorkspaceWrite, tool: "bash",
-			args:    func(s *session) map[string]any { return map[string]any{"command": "echo x > " + s.outside + "/secret.txt"} },
+			args: func(s *session) map[string]any {
+				return map[string]any{"command": "echo x > " + s.outside + "/secret.txt"}
+			},
 			content: "~Permission denied", summary: "exit 1 (the sandbox denied a write)", failed: true},
 		{name: "bash connects", mode: sandbox.WorkspaceWrite, tool: "bash",
 			args:    func(*session) map[string]any { return map[string]any{"command": "echo > /dev/tcp/127.0.0.1/9"} },
