@@ -176,3 +176,21 @@ func landlock(cfg launch) error {
 	}
 	return nil
 }
+
+// SelfTest runs `true` under the narrowest policy (read-only, no network)
+// to show the launcher works here, beyond what Probe read (e doctor).
+func SelfTest() error {
+	tmp, err := TempDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("/bin/sh", "-c", "true")
+	if err := Command(cmd, Policy{Mode: ReadOnly}, tmp, tmp); err != nil {
+		return err
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("sandbox: a confined true failed: %w: %s", err, out)
+	}
+	return nil
+}
