@@ -329,6 +329,8 @@ type Result struct {
 	Session *string `json:"session"`
 	// the session log's path, null when memory-only
 	Path *string `json:"path"`
+	// the sandbox the turn's commands ran in (W5)
+	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }
 
 // ErrorResponse is the error response. The failure response to a request, or to a line that

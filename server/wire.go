@@ -89,6 +89,9 @@ func turnResult(r agent.Result) protocol.Result {
 	out := protocol.Result{Output: r.Output, FinalOutput: r.FinalOutput, Model: r.Model, Effort: r.Effort, Aborted: r.Aborted,
 		Error: r.Error, Warnings: r.Warnings, Usage: usage(r.Usage), CostUSD: r.CostUSD,
 		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path}
+	if sb := r.Sandbox; sb != nil {
+		out.Sandbox = protocol.SandboxPolicy{Mode: protocol.SandboxMode(sb.Mode), WritableRoots: sb.WritableRoots, Network: sb.Network}
+	}
 	if d := r.ErrorDetails; d != nil {
 		out.ErrorDetails = &protocol.ErrorDetails{Stage: protocol.ErrorDetailsStage(d.Stage), Provider: d.Provider, Model: d.Model,
 			RequestID: d.RequestID, ErrorType: d.ErrorType, Retryable: d.Retryable,

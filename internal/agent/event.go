@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -203,6 +204,9 @@ type Result struct {
 	Tools        ToolCounts    `json:"tools"`
 	Session      *string       `json:"session"`
 	Path         *string       `json:"path"`
+	// Sandbox is the sandbox the turn's commands ran in (W5); nil when
+	// not known here (the session layer sets it).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 
 	// FinalOutputJSON is FinalOutput encoded as a JSON string, as
 	// jsonenc.AppendString encodes it, when the turn has that at hand (a

@@ -51,6 +51,23 @@ type Policy struct {
 	Network bool `json:"network"`
 }
 
+// Report is a policy as results report it (W5): every field present, the
+// network as commands have it.
+type Report struct {
+	Mode          Mode     `json:"mode"`
+	WritableRoots []string `json:"writable_roots"`
+	Network       bool     `json:"network"`
+}
+
+// Report returns the policy as results report it.
+func (p Policy) Report() Report {
+	mode := p.Mode
+	if mode == "" {
+		mode = Off
+	}
+	return Report{Mode: mode, WritableRoots: append([]string{}, p.Roots...), Network: p.Reaches()}
+}
+
 // Reaches reports whether commands reach the network: unconfined ones
 // reach what e reaches, sandboxed ones only with Network.
 func (p Policy) Reaches() bool { return !p.Sandboxed() || p.Network }

@@ -143,6 +143,8 @@ func (s *Session) prompt(ctx context.Context, text string, parts []Part, sink fu
 		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
+		rep := s.a.Sandbox().Report()
+		res.Sandbox = &rep
 		if s.path != "" {
 			path := s.path
 			res.Path = &path

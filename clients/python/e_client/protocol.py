@@ -370,6 +370,9 @@ class Result(TypedDict):
     #: the session log's path, null when memory-only
     path: str | None
 
+    #: the sandbox the turn's commands ran in (W5)
+    sandbox: NotRequired[SandboxPolicy]
+
 
 class ErrorResponse(TypedDict):
     """

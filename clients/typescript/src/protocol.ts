@@ -428,6 +428,10 @@ export interface Result {
    * the session log's path, null when memory-only
    */
   path: string | null;
+  /**
+   * the sandbox the turn's commands ran in (W5)
+   */
+  sandbox?: SandboxPolicy;
 }
 
 /**
