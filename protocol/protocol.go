@@ -417,7 +417,7 @@ type HelloResultSandbox struct {
 	// the sandboxed modes this kernel can enforce; empty when none (a session asking for one
 	// gets unsupported)
 	Modes []SandboxMode `json:"modes"`
-	// sandboxed commands can be cut off the network (user namespaces and seccomp)
+	// sandboxed commands can be cut off the network (user namespaces)
 	NetworkIsolation bool `json:"network_isolation"`
 	// the kernel's Landlock ABI version; 0 without Landlock
 	LandlockAbi int64 `json:"landlock_abi"`

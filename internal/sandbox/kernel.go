@@ -21,8 +21,9 @@ type Support struct {
 	Landlock int  `json:"landlock_abi"` // the Landlock ABI version; 0: none
 	UserNS   bool `json:"user_namespaces"`
 	Seccomp  bool `json:"seccomp"`
-	// Modes are the sandboxed modes that can be enforced, and Network
-	// whether their network can be cut off.
+	// Modes are the sandboxed modes that can be enforced (Landlock and
+	// seccomp), and Network whether their network can be cut off too
+	// (user namespaces).
 	Modes   []Mode `json:"modes"`
 	Network bool   `json:"network_isolation"`
 	// Missing says what is missing, "" when nothing is.
@@ -81,7 +82,7 @@ func probe(limit string) Support {
 		}
 	}
 	var missing []string
-	if s.Landlock >= minABI {
+	if s.Landlock >= minABI && s.Seccomp {
 		s.Modes = []Mode{WorkspaceWrite, ReadOnly}
 	} else if s.Landlock == 0 {
 		missing = append(missing, "Landlock (the kernel lacks it or it is not in the lsm= list)")
@@ -94,7 +95,7 @@ func probe(limit string) Support {
 	if !s.Seccomp {
 		missing = append(missing, "seccomp filters (to refuse unix sockets)")
 	}
-	s.Network = s.UserNS && s.Seccomp
+	s.Network = s.UserNS
 	s.Missing = strings.Join(missing, "; ")
 	return s
 }
@@ -153,13 +154,11 @@ func (s Support) Enforceable(p Policy) error {
 			missing = append(missing, fmt.Sprintf("Landlock ABI %d or newer, and this kernel has ABI %d", minABI, s.Landlock))
 		}
 	}
-	if !p.Network {
-		if !s.UserNS {
-			missing = append(missing, "user namespaces, to cut the network off")
-		}
-		if !s.Seccomp {
-			missing = append(missing, "seccomp filters, to refuse unix sockets")
-		}
+	if !s.Seccomp {
+		missing = append(missing, "seccomp filters, to refuse unix sockets")
+	}
+	if !p.Network && !s.UserNS {
+		missing = append(missing, "user namespaces, to cut the network off")
 	}
 	if len(missing) == 0 {
 		return nil

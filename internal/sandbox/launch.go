@@ -37,16 +37,14 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	if err := Probe().Enforceable(p); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("sandbox: finding e's own executable for the launcher: %w", err)
-	}
 	cfg, err := json.Marshal(launch{Writable: append(p.Writable(cwd), tmp), Network: p.Network})
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	cmd.Args = append([]string{exe, launchArg, string(cfg), cmd.Path}, cmd.Args...)
-	cmd.Path = exe
+	// The child execs what its parent runs: e's own binary, even when the
+	// file was replaced or removed since e started.
+	cmd.Args = append([]string{"e", launchArg, string(cfg), cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/exe"
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -85,7 +83,7 @@ func Main() {
 }
 
 // confine applies cfg to the calling thread: Landlock for the file system
-// and, with the network off, a seccomp filter refusing unix sockets. The
+// and a seccomp filter refusing unix sockets. The
 // network namespace's loopback stays down, so a send anywhere, 127.0.0.1
 // included, fails with ENETUNREACH rather than vanishing.
 func confine(cfg launch) error {
@@ -95,10 +93,10 @@ func confine(cfg launch) error {
 	if err := landlock(cfg); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	if !cfg.Network {
-		if err := seccomp(); err != nil {
-			return fmt.Errorf("seccomp: %w", err)
-		}
+	// With the network on too: a daemon's unix socket (docker's,
+	// systemd's) would run commands outside the sandbox.
+	if err := seccomp(); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
 }
@@ -135,13 +133,11 @@ func landlock(cfg launch) error {
 	handled := writeRights(abi)
 	attr := unix.LandlockRulesetAttr{Access_fs: handled}
 	if abi >= 6 {
-		// Abstract unix sockets outside the sandbox (the network namespace
-		// already hides them when the network is off), and signals to
-		// processes outside it (e itself, other sessions' commands).
+		// Abstract unix sockets outside the sandbox (seccomp refuses
+		// AF_UNIX sockets already; the network namespace hides them too),
+		// and signals to processes outside it (e itself, other sessions'
+		// commands).
 		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
-		if cfg.Network {
-			attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
-		}
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {

@@ -109,6 +109,7 @@ func TestProbeLimit(t *testing.T) {
 		{limit: "userns=0", policy: Policy{Mode: ReadOnly}, missing: "user namespaces"},
 		{limit: "userns=0", policy: Policy{Mode: ReadOnly, Network: true}},
 		{limit: "seccomp=0", policy: Policy{Mode: ReadOnly}, missing: "seccomp"},
+		{limit: "seccomp=0", policy: Policy{Mode: ReadOnly, Network: true}, missing: "seccomp"},
 		{limit: "landlock=0", policy: Policy{Mode: Off}},
 	}
 	for _, tt := range tests {
@@ -168,7 +169,7 @@ func TestEscapes(t *testing.T) {
 	defer ul.Close()
 	python := "python3"
 	if _, err := exec.LookPath(python); err != nil {
-		python = ""
+		t.Skip("python3 is not installed")
 	}
 	ws := Policy{Mode: WorkspaceWrite}
 	escapes := []struct{ name, line string }{
@@ -183,10 +184,8 @@ func TestEscapes(t *testing.T) {
 		{"tcp", "exec 3<>/dev/tcp/127.0.0.1/" + port},
 		{"udp", "echo x > /dev/udp/127.0.0.1/" + port},
 	}
-	if python != "" {
-		escapes = append(escapes, struct{ name, line string }{"unix socket",
-			python + ` -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("` + sock + `")'`})
-	}
+	unixConnect := python + ` -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("` + sock + `")'`
+	escapes = append(escapes, struct{ name, line string }{"unix socket", unixConnect})
 	for _, e := range escapes {
 		t.Run(e.name, func(t *testing.T) {
 			out, err := run(t, ws, cwd, tmp, e.line)
@@ -211,6 +210,7 @@ func TestEscapes(t *testing.T) {
 		{"git", ws, "git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x"},
 		{"true", ws, "true"},
 		{"network on", Policy{Mode: WorkspaceWrite, Network: true}, "exec 3<>/dev/tcp/127.0.0.1/" + port},
+		{"socketpair", ws, python + ` -c 'import socket; socket.socketpair()'`},
 	}
 	for _, o := range ordinary {
 		t.Run(o.name, func(t *testing.T) {
@@ -219,6 +219,11 @@ func TestEscapes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("unix socket with network", func(t *testing.T) {
+		if out, err := run(t, Policy{Mode: WorkspaceWrite, Network: true}, cwd, tmp, unixConnect); err == nil {
+			t.Errorf("a unix socket connected with the network on: %q", out)
+		}
+	})
 	t.Run("read-only cwd", func(t *testing.T) {
 		if out, err := run(t, Policy{Mode: ReadOnly}, cwd, tmp, "echo x > g"); err == nil || !strings.Contains(out, "Permission denied") {
 			t.Errorf("wrote in cwd under read-only: %v %q", err, out)

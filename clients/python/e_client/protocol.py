@@ -494,7 +494,7 @@ class HelloResultSandbox(TypedDict):
     #: gets unsupported)
     modes: list[SandboxMode]
 
-    #: sandboxed commands can be cut off the network (user namespaces and seccomp)
+    #: sandboxed commands can be cut off the network (user namespaces)
     network_isolation: bool
 
     #: the kernel's Landlock ABI version; 0 without Landlock

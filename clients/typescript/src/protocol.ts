@@ -569,7 +569,7 @@ export interface HelloResultSandbox {
    */
   modes: SandboxMode[];
   /**
-   * sandboxed commands can be cut off the network (user namespaces and seccomp)
+   * sandboxed commands can be cut off the network (user namespaces)
    */
   network_isolation: boolean;
   /**
