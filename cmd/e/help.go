@@ -72,6 +72,9 @@ const environmentHelp = `environment:
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
   E_LOG               the operator log's file when --log is not given
+  E_SANDBOX_KERNEL_LIMIT
+                      take the kernel as less capable than it is (landlock=N, userns=0,
+                      seccomp=0), to test refusals of sandboxes; it can only take away
   NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
   GOGC                the Go collector's target; e uses 200 (less CPU, a little more memory)
                       unless it is set

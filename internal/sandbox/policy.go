@@ -115,8 +115,14 @@ func Narrow(proc Policy, procCwd string, mode *Mode, roots []string, network *bo
 			if !filepath.IsAbs(r) {
 				return Policy{}, &NarrowError{Field(fmt.Sprintf("writable_roots[%d]", i)), fmt.Errorf("sandbox: writable root %q is not an absolute path", r)}
 			}
-			r = filepath.Clean(r)
-			if proc.Sandboxed() && !Within(r, append([]string{procCwd}, proc.Roots...)) {
+			// Real locations decide: a root that is a link inside the cwd
+			// to a directory outside it lies outside.
+			r = realOr(r)
+			within := []string{realOr(procCwd)}
+			for _, pr := range proc.Roots {
+				within = append(within, realOr(pr))
+			}
+			if proc.Sandboxed() && !Within(r, within) {
 				return Policy{}, &NarrowError{Field(fmt.Sprintf("writable_roots[%d]", i)), fmt.Errorf("sandbox: writable root %s lies outside the process's writable roots", r)}
 			}
 			clean = append(clean, r)

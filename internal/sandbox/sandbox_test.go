@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,29 @@ func TestNarrow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNarrowLink: a session's root that is a link inside the process's cwd
+// to a directory outside it is outside (W2).
+func TestNarrowLink(t *testing.T) {
+	cwd, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(cwd, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proc := Policy{Mode: WorkspaceWrite}
+	if _, err := Narrow(proc, cwd, nil, []string{filepath.Join(cwd, "link")}, nil); err == nil {
+		t.Error("a link to outside the cwd was taken as a root")
+	}
+	p, err := Narrow(proc, cwd, nil, []string{filepath.Join(cwd, "sub")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{realOr(filepath.Join(cwd, "sub"))}; !slices.Equal(p.Roots, want) {
+		t.Errorf("roots %v, want %v", p.Roots, want)
 	}
 }
 
