@@ -144,10 +144,10 @@ func landlock(cfg launch) error {
 		return fmt.Errorf("create ruleset: %w", errno)
 	}
 	defer unix.Close(int(fd))
-	add := func(path string, rights uint64) error {
-		p, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	add := func(path string, rights uint64, how *unix.OpenHow) error {
+		p, err := unix.Openat2(unix.AT_FDCWD, path, how)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		defer unix.Close(p)
 		rule := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(p)}
@@ -156,14 +156,19 @@ func landlock(cfg launch) error {
 		}
 		return nil
 	}
+	// The writable directories are real paths fixed when the session
+	// began: a link in one now (a command replaced a directory with it) is
+	// refused, or a command could point the next one's rule anywhere.
+	noLinks := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	for _, d := range cfg.Writable {
-		if err := add(d, handled); err != nil {
+		if err := add(d, handled, noLinks); err != nil {
 			return err
 		}
 	}
 	fileRights := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
 	for _, d := range devices {
-		if err := add(d, fileRights); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENXIO) {
+		err := add(d, fileRights, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENXIO) {
 			return err
 		}
 	}

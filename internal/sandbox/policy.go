@@ -49,6 +49,18 @@ type Policy struct {
 	// TCP, UDP and unix-socket connection out fails. Under mode off it is
 	// what a session that sandboxes itself gets unless it says.
 	Network bool `json:"network"`
+	// Dir is the real location of the session's cwd when it was created
+	// (Settle): what workspace-write lets commands write, rather than the
+	// cwd's path resolved again at each command, which a command could
+	// have pointed elsewhere by replacing a directory with a link.
+	Dir string `json:"-"`
+}
+
+// Settle fixes the real location of the session's cwd as the one
+// commands may write (Dir).
+func (p Policy) Settle(cwd string) Policy {
+	p.Dir = realOr(cwd)
+	return p
 }
 
 // Report is a policy as results report it (W5): every field present, the
@@ -155,6 +167,9 @@ func (p Policy) Writable(cwd string) []string {
 	if p.Mode != WorkspaceWrite {
 		return nil
 	}
+	if p.Dir != "" {
+		cwd = p.Dir
+	}
 	return append([]string{cwd}, p.Roots...)
 }
 
@@ -195,5 +210,5 @@ func TempDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sandbox: private temp dir: %w", err)
 	}
-	return dir, nil
+	return realOr(dir), nil
 }

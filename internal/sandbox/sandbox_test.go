@@ -243,6 +243,24 @@ func TestEscapes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a root replaced by a link", func(t *testing.T) {
+		// One command replaces a writable root inside the cwd with a link
+		// to outside; the next one must not get the link's target.
+		sub := filepath.Join(cwd, "sub")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := Policy{Mode: WorkspaceWrite, Roots: []string{sub}}.Settle(cwd)
+		if out, err := run(t, p, cwd, tmp, "rm -r sub && ln -s "+outside+" sub"); err != nil {
+			t.Fatalf("replacing sub: %v %q", err, out)
+		}
+		if out, err := run(t, p, cwd, tmp, "echo x > sub/viasub"); err == nil {
+			t.Errorf("wrote through the link: %q", out)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "viasub")); err == nil {
+			t.Error("a file was written outside through the link")
+		}
+	})
 	t.Run("unix socket with network", func(t *testing.T) {
 		if out, err := run(t, Policy{Mode: WorkspaceWrite, Network: true}, cwd, tmp, unixConnect); err == nil {
 			t.Errorf("a unix socket connected with the network on: %q", out)

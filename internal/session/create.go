@@ -282,7 +282,7 @@ func (h *Host) chooseSandbox(c *creation) error {
 	if err := sandbox.Probe().Enforceable(p); err != nil {
 		return wrap(CodeUnsupported, "sandbox", err)
 	}
-	c.sandbox = p
+	c.sandbox = p.Settle(c.cwd)
 	return nil
 }
 
