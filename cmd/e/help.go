@@ -83,7 +83,8 @@ const environmentHelp = `environment:
 const settingsHelp = `settings:
   $E_HOME/settings.json: default_model, providers, extensions, mcp_servers, tool_concurrency,
   compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
-  append_system_prompt (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
+  append_system_prompt, sandbox, writable_roots, sandbox_network (spec/persistence.md).
+  Sessions are saved under $E_HOME/sessions.
 `
 
 const printHelp = `e -p runs one turn and exits. The prompt is the argument, or piped stdin, or both (the
