@@ -49,10 +49,14 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// A session of its own, so no controlling terminal: through /dev/tty a
+	// command could push keystrokes (TIOCSTI) into the user's shell. Its
+	// process group is still its pid, as Setpgid would make it.
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setpgid = true, false
 	if !p.Network {
-		if cmd.SysProcAttr == nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{}
-		}
 		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
@@ -102,8 +106,8 @@ func confine(cfg launch) error {
 }
 
 // writeRights are the Landlock rights the sandbox handles: every way to
-// change the file system, by ABI. Reading and executing are not handled,
-// so they stay allowed everywhere.
+// change the file system, and devices' ioctls, by ABI. Reading and
+// executing are not handled, so they stay allowed everywhere.
 func writeRights(abi int) uint64 {
 	r := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
@@ -115,6 +119,9 @@ func writeRights(abi int) uint64 {
 	}
 	if abi >= 3 {
 		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV // a device's ioctls outside the writable places
 	}
 	return r
 }
@@ -165,7 +172,7 @@ func landlock(cfg launch) error {
 			return err
 		}
 	}
-	fileRights := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	fileRights := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)
 	for _, d := range devices {
 		err := add(d, fileRights, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
 		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENXIO) {
