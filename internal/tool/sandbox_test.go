@@ -39,7 +39,9 @@ func TestSandboxedTools(t *testing.T) {
 			args:    func(*session) map[string]any { return map[string]any{"command": "echo x > new.txt"} },
 			content: "~Permission denied", summary: "exit 1 (the sandbox denied a write)", failed: true},
 		{name: "bash timed out", mode: sandbox.WorkspaceWrite, tool: "bash",
-			args:    func(*session) map[string]any { return map[string]any{"command": "sleep 30 & sleep 30", "timeout_ms": 300} },
+			args: func(*session) map[string]any {
+				return map[string]any{"command": "sleep 30 & sleep 30", "timeout_ms": 300}
+			},
 			content: "~[timed out after 300 ms: the command was killed]", summary: "timed out", failed: true},
 		{name: "bash fails by itself", mode: sandbox.WorkspaceWrite, tool: "bash",
 			args:    func(*session) map[string]any { return map[string]any{"command": "exit 3"} },
