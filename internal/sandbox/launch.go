@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -48,7 +49,11 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	// Build tools' caches go to the private temp dir: the user's own
+	// (~/.cache) are not writable, and must not be, as a later build
+	// outside the sandbox would use what a command planted there.
+	cache := filepath.Join(tmp, ".cache")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache, "GOCACHE="+filepath.Join(cache, "go-build"))
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

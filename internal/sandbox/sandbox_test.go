@@ -235,6 +235,7 @@ func TestEscapes(t *testing.T) {
 		{"true", ws, "true"},
 		{"network on", Policy{Mode: WorkspaceWrite, Network: true}, "exec 3<>/dev/tcp/127.0.0.1/" + port},
 		{"socketpair", ws, python + ` -c 'import socket; socket.socketpair()'`},
+		{"caches in the temp dir", ws, `[ "$XDG_CACHE_HOME" = ` + tmp + `/.cache ] && [ "$GOCACHE" = ` + tmp + `/.cache/go-build ]`},
 	}
 	for _, o := range ordinary {
 		t.Run(o.name, func(t *testing.T) {
