@@ -21,9 +21,9 @@ type Support struct {
 	Landlock int  `json:"landlock_abi"` // the Landlock ABI version; 0: none
 	UserNS   bool `json:"user_namespaces"`
 	Seccomp  bool `json:"seccomp"`
-	// Modes are the sandboxed modes that can be enforced (Landlock and
-	// seccomp), and Network whether their network can be cut off too
-	// (user namespaces).
+	// Modes are the sandboxed modes that can be enforced (Landlock,
+	// seccomp, user namespaces), and Network whether their network can be
+	// cut off too (user namespaces).
 	Modes   []Mode `json:"modes"`
 	Network bool   `json:"network_isolation"`
 	// Missing says what is missing, "" when nothing is.
@@ -82,7 +82,7 @@ func probe(limit string) Support {
 		}
 	}
 	var missing []string
-	if s.Landlock >= minABI && s.Seccomp {
+	if s.Landlock >= minABI && s.Seccomp && s.UserNS {
 		s.Modes = []Mode{WorkspaceWrite, ReadOnly}
 	} else if s.Landlock == 0 {
 		missing = append(missing, "Landlock (the kernel lacks it or it is not in the lsm= list)")
@@ -90,7 +90,7 @@ func probe(limit string) Support {
 		missing = append(missing, fmt.Sprintf("Landlock ABI %d or newer (this kernel has ABI %d)", minABI, s.Landlock))
 	}
 	if !s.UserNS {
-		missing = append(missing, "user namespaces (for a network namespace without privileges)")
+		missing = append(missing, "user namespaces (for mount and network namespaces without privileges)")
 	}
 	if !s.Seccomp {
 		missing = append(missing, "seccomp filters (to refuse unix sockets)")
@@ -157,8 +157,8 @@ func (s Support) Enforceable(p Policy) error {
 	if !s.Seccomp {
 		missing = append(missing, "seccomp filters, to refuse unix sockets")
 	}
-	if !p.Network && !s.UserNS {
-		missing = append(missing, "user namespaces, to cut the network off")
+	if !s.UserNS {
+		missing = append(missing, "user namespaces, for read-only mounts and to cut the network off")
 	}
 	if len(missing) == 0 {
 		return nil

@@ -61,11 +61,15 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	// command could push keystrokes (TIOCSTI) into the user's shell. Its
 	// process group is still its pid, as Setpgid would make it.
 	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setpgid = true, false
+	// A user namespace (mapped to e's own user and group: no privilege
+	// needed) owning a mount namespace of the launcher's, and with the
+	// network off a network namespace where no interface leads out.
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
 	if !p.Network {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
 	}
+	cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+	cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	return nil
 }
 
@@ -96,6 +100,12 @@ func Main() {
 // network namespace's loopback stays down, so a send anywhere, 127.0.0.1
 // included, fails with ENETUNREACH rather than vanishing.
 func confine(cfg launch) error {
+	if err := readOnlyMounts(cfg.Writable); err != nil {
+		return fmt.Errorf("mounts: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("capabilities: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -108,6 +118,55 @@ func confine(cfg launch) error {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
+}
+
+// readOnlyMounts makes every mount of the launcher's mount namespace
+// read-only but the writable directories, each bound onto itself: Landlock
+// ABI 7 does not check chmod, chown, utimes or extended attributes, which a
+// read-only mount refuses (EROFS). The mounts stay private to the namespace.
+// The writable directories are checked for links later (landlock), before
+// anything runs.
+func readOnlyMounts(writable []string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private: %w", err)
+	}
+	for _, d := range writable {
+		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", d, err)
+		}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("read-only /: %w", err)
+	}
+	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, d := range writable {
+		// A read-only mount inside d that was so before stays so.
+		if err := unix.MountSetattr(unix.AT_FDCWD, d, unix.AT_RECURSIVE, rw); err != nil {
+			if err := unix.MountSetattr(unix.AT_FDCWD, d, 0, rw); err != nil {
+				return fmt.Errorf("writable %s: %w", d, err)
+			}
+		}
+	}
+	// The working directory was entered before its bind mount covered
+	// it: enter it again, through the mount.
+	return os.Chdir(wd)
+}
+
+// dropCapabilities empties the bounding set: the command, root in its user
+// namespace when e is root, execs with no capability there, so it cannot
+// undo the mounts (mount_setattr has no Landlock hook) nor act as the
+// owner of files that are not its own.
+func dropCapabilities() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop %d: %w", c, err)
+		}
+	}
+	return unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 }
 
 // writeRights are the Landlock rights the sandbox handles: every way to

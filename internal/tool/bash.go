@@ -507,7 +507,7 @@ func denied(p sandbox.Policy, out string) string {
 		return ""
 	}
 	var what []string
-	if strings.Contains(out, "Permission denied") {
+	if strings.Contains(out, "Permission denied") || strings.Contains(out, "Read-only file system") {
 		what = append(what, "a write") // or a unix socket: EACCES too
 	}
 	if !p.Network && strings.Contains(out, "Network is unreachable") {

@@ -28,7 +28,7 @@ func TestSandboxedTools(t *testing.T) {
 			args: func(s *session) map[string]any {
 				return map[string]any{"command": "echo x > " + s.outside + "/secret.txt"}
 			},
-			content: "~Permission denied", summary: "exit 1 (the sandbox denied a write)", failed: true},
+			content: "~Read-only file system", summary: "exit 1 (the sandbox denied a write)", failed: true},
 		{name: "bash connects", mode: sandbox.WorkspaceWrite, tool: "bash",
 			args:    func(*session) map[string]any { return map[string]any{"command": "echo > /dev/tcp/127.0.0.1/9"} },
 			content: "~Network is unreachable", summary: "exit 1 (the sandbox denied a connection)", failed: true},
@@ -37,7 +37,7 @@ func TestSandboxedTools(t *testing.T) {
 			content: "x\n[exit 0]", summary: "exit 0"},
 		{name: "bash read-only cwd", mode: sandbox.ReadOnly, tool: "bash",
 			args:    func(*session) map[string]any { return map[string]any{"command": "echo x > new.txt"} },
-			content: "~Permission denied", summary: "exit 1 (the sandbox denied a write)", failed: true},
+			content: "~Read-only file system", summary: "exit 1 (the sandbox denied a write)", failed: true},
 		{name: "bash timed out", mode: sandbox.WorkspaceWrite, tool: "bash",
 			args: func(*session) map[string]any {
 				return map[string]any{"command": "sleep 30 & sleep 30", "timeout_ms": 300}
