@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -127,6 +128,19 @@ func confine(cfg launch) error {
 // The writable directories are checked for links later (landlock), before
 // anything runs.
 func readOnlyMounts(writable []string) error {
+	// Only in namespaces of its own, never its parent's: the launcher run
+	// by hand (as root) would make the host's mounts read-only. From the
+	// user namespace Command makes, the parent's namespaces cannot be read,
+	// and its user map has one entry of one id.
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return err
+	}
+	parent, perr := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", os.Getppid()))
+	ids, _ := os.ReadFile("/proc/self/uid_map")
+	if f := strings.Fields(string(ids)); (perr == nil && parent == self) || len(f) != 3 || f[2] != "1" {
+		return fmt.Errorf("not in namespaces of its own (mount %s, its parent's %s; uid map %q): started other than by Command", self, parent, ids)
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err

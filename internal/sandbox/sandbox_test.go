@@ -91,6 +91,21 @@ func TestNarrowLink(t *testing.T) {
 	}
 }
 
+// TestLauncherByHand: the launcher started without its namespaces (by
+// hand) refuses to touch the mounts, which are then the host's.
+func TestLauncherByHand(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(exe, launchArg, `{"writable":["`+dir+`"]}`, "/bin/true", "true")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not in namespaces of its own") {
+		t.Errorf("launcher by hand: %v %q", err, out)
+	}
+}
+
 func TestCheckHome(t *testing.T) {
 	tests := []struct {
 		name  string
