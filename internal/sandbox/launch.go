@@ -26,12 +26,10 @@ type launch struct {
 }
 
 // Command makes cmd run under p, in place: cmd starts e itself (the
-// launcher, Main), which confines itself and then execs cmd's program. tmp
-// is the session's private temp dir, set as TMPDIR and writable in both
-// sandboxed modes. With the network off the launcher starts in a new user
-// and network namespace (mapped to e's own user and group, so it needs no
-// privilege), where no interface leads out. cmd.SysProcAttr is kept, with
-// the namespaces added.
+// launcher, Main) in namespaces of its own, which confines itself and then
+// execs cmd's program. tmp is the session's private temp dir, set as
+// TMPDIR and writable in both sandboxed modes. cmd.SysProcAttr is kept,
+// with a session of its own and the namespaces added.
 func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	if !p.Sandboxed() {
 		return nil
@@ -96,10 +94,13 @@ func Main() {
 	os.Exit(126)
 }
 
-// confine applies cfg to the calling thread: Landlock for the file system
-// and a seccomp filter refusing unix sockets. The
-// network namespace's loopback stays down, so a send anywhere, 127.0.0.1
-// included, fails with ENETUNREACH rather than vanishing.
+// confine applies cfg to the launcher, before it execs the command: the
+// mounts read-only but the writable directories, no capabilities,
+// no_new_privs, Landlock for the file system and a seccomp filter refusing
+// unix sockets (all but the mounts bind the calling thread, which execs).
+// The network namespace's loopback, when there is one, stays down, so a
+// send anywhere, 127.0.0.1 included, fails with ENETUNREACH rather than
+// vanishing.
 func confine(cfg launch) error {
 	if err := readOnlyMounts(cfg.Writable); err != nil {
 		return fmt.Errorf("mounts: %w", err)

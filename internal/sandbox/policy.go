@@ -130,11 +130,11 @@ func Narrow(proc Policy, procCwd string, mode *Mode, roots []string, network *bo
 			// Real locations decide: a root that is a link inside the cwd
 			// to a directory outside it lies outside.
 			r = realOr(r)
-			within := []string{realOr(procCwd)}
+			allowed := []string{realOr(procCwd)}
 			for _, pr := range proc.Roots {
-				within = append(within, realOr(pr))
+				allowed = append(allowed, realOr(pr))
 			}
-			if proc.Sandboxed() && !Within(r, within) {
+			if proc.Sandboxed() && !within(r, allowed) {
 				return Policy{}, &NarrowError{Field(fmt.Sprintf("writable_roots[%d]", i)), fmt.Errorf("sandbox: writable root %s lies outside the process's writable roots", r)}
 			}
 			clean = append(clean, r)
@@ -147,8 +147,8 @@ func Narrow(proc Policy, procCwd string, mode *Mode, roots []string, network *bo
 	return p, nil
 }
 
-// Within reports whether path is one of dirs or lies beneath one.
-func Within(path string, dirs []string) bool {
+// within reports whether path is one of dirs or lies beneath one.
+func within(path string, dirs []string) bool {
 	for _, d := range dirs {
 		if d == "" {
 			continue
@@ -184,7 +184,7 @@ func (p Policy) CheckHome(cwd, home string) error {
 	home = realOr(home)
 	for i, d := range p.Writable(cwd) {
 		d = realOr(d)
-		if Within(home, []string{d}) || Within(d, []string{home}) {
+		if within(home, []string{d}) || within(d, []string{home}) {
 			field := Field("cwd")
 			if i > 0 {
 				field = Field(fmt.Sprintf("writable_roots[%d]", i-1))
