@@ -237,6 +237,27 @@ type ModelInfo struct {
 	Available bool `json:"available"`
 }
 
+// SandboxMode is how much a session's commands may write (W1): off, no sandbox;
+// workspace-write, only the cwd, the writable roots and a private temp dir; read-only, only
+// the private temp dir. Schema: defs.json#/$defs/sandbox_mode.
+type SandboxMode string
+
+const (
+	SandboxModeOff            SandboxMode = "off"
+	SandboxModeWorkspaceWrite SandboxMode = "workspace-write"
+	SandboxModeReadOnly       SandboxMode = "read-only"
+)
+
+// SandboxPolicy is the sandbox in force for a session's commands (W5). Schema:
+// defs.json#/$defs/sandbox_policy.
+type SandboxPolicy struct {
+	Mode SandboxMode `json:"mode"`
+	// absolute directories besides the cwd that commands may write (workspace-write only)
+	WritableRoots []string `json:"writable_roots"`
+	// commands may reach the network; always true when mode is off
+	Network bool `json:"network"`
+}
+
 // SessionID is a session id, as returned by session.create or session.fork. Schema:
 // defs.json#/$defs/session_id.
 type SessionID = string
@@ -346,6 +367,8 @@ type Result struct {
 	// the final answer as the JSON value of the prompt's output_schema (J2); null without one,
 	// and whenever stop_reason is not completed
 	StructuredOutput json.RawMessage `json:"structured_output"`
+	// the sandbox the turn's commands ran in (W5)
+	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }
 
 // ErrorResponse is the error response. The failure response to a request, or to a line that
@@ -422,6 +445,24 @@ type HelloResult struct {
 	Methods []string `json:"methods"`
 	// whether ask lines will be sent
 	Ask bool `json:"ask"`
+	// what this machine can enforce and the process's own policy (W5)
+	Sandbox HelloResultSandbox `json:"sandbox,omitzero"`
+}
+
+// HelloResultSandbox is what this machine can enforce and the process's own policy (W5).
+// Schema: methods/hello.result.json#/properties/sandbox.
+type HelloResultSandbox struct {
+	// the sandboxed modes this kernel can enforce; empty when none (a session asking for one
+	// gets unsupported)
+	Modes []SandboxMode `json:"modes"`
+	// sandboxed commands can be cut off the network (user namespaces)
+	NetworkIsolation bool `json:"network_isolation"`
+	// the kernel's Landlock ABI version; 0 without Landlock
+	LandlockAbi int64 `json:"landlock_abi"`
+	// what this kernel lacks, when it lacks something
+	Missing *string `json:"missing,omitzero"`
+	// the process's policy (--sandbox, settings), which sessions narrow
+	Process SandboxPolicy `json:"process"`
 }
 
 // ModelsListParams is the models.list params. Lists the model catalog (M2). Unknown fields
@@ -500,6 +541,17 @@ type SessionCreateParams struct {
 	// MCP servers for this session, started beside the settings' mcp_servers; one that cannot
 	// start fails session.create naming it
 	McpServers *[]McpServer `json:"mcp_servers,omitzero"`
+	// the sandbox of the session's commands (W1, W2); it may narrow the process's (off >
+	// workspace-write > read-only), never widen it: a wider one is invalid_params; one this
+	// kernel cannot enforce is unsupported (W4)
+	Sandbox *SandboxMode `json:"sandbox,omitzero"`
+	// absolute directories besides the cwd that commands may write under workspace-write; they
+	// replace the process's and, when the process is sandboxed, must lie within its cwd or
+	// writable roots (W2)
+	WritableRoots *[]string `json:"writable_roots,omitzero"`
+	// sandboxed commands may reach the network; true is refused when the process's sandbox keeps
+	// it off (W2)
+	Network *bool `json:"network,omitzero"`
 	// how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
 	// interrupted; an unanswered ask denies its call
 	ApprovalTimeoutMS *int64 `json:"approval_timeout_ms,omitzero"`
@@ -543,6 +595,8 @@ type SessionCreateResult struct {
 	// what the creator should know, in words: a read-only resume (C7) says its turns will not be
 	// saved and why
 	Warning *string `json:"warning,omitzero"`
+	// the sandbox in force for the session's commands (W5)
+	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }
 
 // SessionEntriesParams is the session.entries params. Returns the session's history entries
@@ -635,6 +689,8 @@ type SessionInfoResult struct {
 	Messages int64 `json:"messages"`
 	// a turn is running
 	Running bool `json:"running"`
+	// the sandbox in force for the session's commands (W5)
+	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }
 
 // SessionInterruptParams is the session.interrupt params. Stops the running turn, if any
@@ -790,6 +846,8 @@ type SessionShellResult struct {
 	TimedOut bool `json:"timed_out"`
 	// earlier output was dropped
 	Truncated bool `json:"truncated"`
+	// the sandbox the command ran under (W5)
+	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }
 
 // SessionSteerParams is the session.steer params. Sends a message into the running turn

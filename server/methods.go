@@ -60,7 +60,24 @@ func (s *Server) hello(r *request) (any, error) {
 	}
 	o := s.host.Options()
 	return protocol.HelloResult{Protocol: Protocol, Version: o.Version, Channel: o.Channel, Commit: o.Commit,
-		Cwd: s.host.Cwd(), Home: s.host.Home(), Methods: methods, Ask: ask}, nil
+		Cwd: s.host.Cwd(), Home: s.host.Home(), Methods: methods, Ask: ask, Sandbox: sandboxSupport(s.host)}, nil
+}
+
+// sandboxSupport is what this machine can enforce and the process's
+// policy, for hello (W5).
+func sandboxSupport(h *session.Host) protocol.HelloResultSandbox {
+	sup := h.SandboxSupport()
+	out := protocol.HelloResultSandbox{Modes: []protocol.SandboxMode{}, NetworkIsolation: sup.Network,
+		LandlockAbi: int64(sup.Landlock), Missing: strPtr(sup.Missing), Process: sandboxPolicy(h.Sandbox())}
+	for _, m := range sup.Modes {
+		out.Modes = append(out.Modes, protocol.SandboxMode(m))
+	}
+	return out
+}
+
+// sandboxPolicy is a session's sandbox on the wire (W5).
+func sandboxPolicy(p session.SandboxPolicy) protocol.SandboxPolicy {
+	return protocol.SandboxPolicy{Mode: protocol.SandboxMode(p.Mode), WritableRoots: append([]string{}, p.Roots...), Network: p.Reaches()}
 }
 
 func (s *Server) modelsList(r *request) (any, error) {
@@ -81,6 +98,13 @@ func createSpec(p protocol.SessionCreateParams) session.Spec {
 	}
 	if p.Resume != nil {
 		spec.Resume = *p.Resume
+	}
+	spec.Sandbox, spec.Network = (*string)(p.Sandbox), p.Network
+	if p.WritableRoots != nil {
+		spec.WritableRoots = *p.WritableRoots
+		if spec.WritableRoots == nil {
+			spec.WritableRoots = []string{} // [] replaces the process's roots with none
+		}
 	}
 	if p.Tools != nil {
 		spec.Tools = *p.Tools
@@ -123,7 +147,7 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 	}
 	in := ss.Info()
 	res := protocol.SessionCreateResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd, Path: strPtr(in.Path),
-		Approval: protocol.Approval(in.Approval), Warning: strPtr(in.Warning)}
+		Approval: protocol.Approval(in.Approval), Warning: strPtr(in.Warning), Sandbox: sandboxPolicy(in.Sandbox)}
 	if in.ReadOnly {
 		res.ReadOnly = &in.ReadOnly
 	}
@@ -190,7 +214,8 @@ func (s *Server) sessionInfo(r *request) (any, error) {
 	}
 	in := ss.Info()
 	return protocol.SessionInfoResult{Session: in.ID, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
-		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: int64(in.Messages), Running: in.Running}, nil
+		Path: strPtr(in.Path), Name: strPtr(in.Name), Title: strPtr(in.Title), Messages: int64(in.Messages), Running: in.Running,
+		Sandbox: sandboxPolicy(in.Sandbox)}, nil
 }
 
 // started records that r answers turn t, and returns the later that
@@ -380,7 +405,7 @@ func (s *Server) sessionShell(r *request) (any, error) {
 			return nil, err
 		}
 		out := protocol.SessionShellResult{Entry: res.Entry, Output: res.Output, Cancelled: res.Cancelled,
-			TimedOut: res.TimedOut, Truncated: res.Truncated}
+			TimedOut: res.TimedOut, Truncated: res.Truncated, Sandbox: sandboxPolicy(ss.Info().Sandbox)}
 		if res.ExitCode != nil {
 			code := int64(*res.ExitCode)
 			out.ExitCode = &code

@@ -90,6 +90,9 @@ func turnResult(r agent.Result) protocol.Result {
 		Error: r.Error, Warnings: r.Warnings, Usage: usage(r.Usage), CostUSD: r.CostUSD,
 		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path,
 		StopReason: protocol.StopReason(r.StopReason), StructuredOutput: r.StructuredOutput}
+	if sb := r.Sandbox; sb != nil {
+		out.Sandbox = protocol.SandboxPolicy{Mode: protocol.SandboxMode(sb.Mode), WritableRoots: sb.WritableRoots, Network: sb.Network}
+	}
 	if d := r.ErrorDetails; d != nil {
 		out.ErrorDetails = &protocol.ErrorDetails{Stage: protocol.ErrorDetailsStage(d.Stage), Provider: d.Provider, Model: d.Model,
 			RequestID: d.RequestID, ErrorType: d.ErrorType, Retryable: d.Retryable,

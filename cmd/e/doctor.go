@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -136,6 +138,48 @@ func (d *doctor) run() {
 
 	d.trust(home)
 	d.extensions(home, settings)
+	d.sandbox(settings)
+}
+
+// sandbox says what this machine can enforce (W5), and whether a confined
+// command starts; a settings policy it cannot enforce is a problem (W4).
+func (d *doctor) sandbox(settings store.Settings) {
+	sup := sandbox.Probe()
+	d.say("sandbox:")
+	ns := "no"
+	if sup.UserNS {
+		ns = "yes"
+	}
+	sec := "no"
+	if sup.Seccomp {
+		sec = "yes"
+	}
+	d.say("  Landlock ABI %d, user namespaces %s, seccomp %s", sup.Landlock, ns, sec)
+	switch {
+	case len(sup.Modes) == 0:
+		d.say("  can enforce: nothing (sessions asking for a sandbox are refused)")
+	case sup.Network:
+		d.say("  can enforce: workspace-write, read-only, with or without network")
+	default:
+		d.say("  can enforce: workspace-write, read-only, with network only")
+	}
+	if sup.Missing != "" {
+		d.say("  missing: %s", sup.Missing)
+	}
+	mode := cmp.Or(settings.Sandbox, "off")
+	d.say("  settings: sandbox %s, network %v, writable_roots %v", mode, settings.SandboxNetwork, settings.WritableRoots)
+	if m, err := sandbox.ParseMode(mode); err != nil {
+		d.problem("settings %v", err)
+	} else if err := sup.Enforceable(sandbox.Policy{Mode: m, Network: settings.SandboxNetwork}); err != nil {
+		d.problem("settings %v", err)
+	}
+	if sup.Enforceable(sandbox.Policy{Mode: sandbox.ReadOnly}) == nil {
+		if err := sandbox.SelfTest(); err != nil {
+			d.problem("%v", err)
+		} else {
+			d.say("  a confined command starts: yes")
+		}
+	}
 }
 
 // probeProvider calls provider p once (its models list): a built-in one

@@ -31,6 +31,11 @@ func TestDoctor(t *testing.T) {
 			want: []string{"guard        /nonexistent/guard", "PROBLEM: extension guard:"}},
 		{name: "local provider", settings: `{"providers":{"local":{"api":"openai-chat","base_url":"http://127.0.0.1:9/v1","models":[{"id":"q"}]}},"default_model":"local/q"}`,
 			code: 0, want: []string{"local        openai-chat       http://127.0.0.1:9/v1            no key needed (1 models)", "default model: local/q"}},
+		{name: "sandbox W5", code: 0, want: []string{"sandbox:\n  Landlock ABI ", "settings: sandbox off, network false"}},
+		{name: "sandbox unenforceable W4", settings: `{"sandbox":"read-only"}`, env: []string{"E_SANDBOX_KERNEL_LIMIT=landlock=0"}, code: 1,
+			want: []string{"Landlock ABI 0", "can enforce: nothing", "PROBLEM: settings sandbox: mode read-only without network cannot be enforced here: it needs Landlock"}},
+		{name: "sandbox unknown mode", settings: `{"sandbox":"strict"}`, code: 1,
+			want: []string{`PROBLEM: settings sandbox: unknown mode "strict"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,6 +62,13 @@ const runFlagsHelp = `  -m, --model ID           model, e.g. openai/gpt-5.5 (def
                            prompt's own replaces it): reached, the turn stops before its
                            next model call with that stop reason; --max-cost-usd needs a
                            model with prices
+  --sandbox MODE           confine every command a session runs (bash, shell): off (default),
+                           workspace-write (write only the cwd, --writable-root dirs and a
+                           private TMPDIR) or read-only; no network unless --sandbox-network;
+                           settings: sandbox. Sessions may narrow it, never widen it
+  --writable-root DIR      a directory commands may also write under workspace-write
+                           (repeatable); settings: writable_roots
+  --sandbox-network        sandboxed commands may reach the network; settings: sandbox_network
 `
 
 const environmentHelp = `environment:
@@ -70,6 +77,9 @@ const environmentHelp = `environment:
   ANTHROPIC_API_KEY   key of the anthropic provider
                       (a provider declared in settings names its own key variable: api_key_env)
   E_LOG               the operator log's file when --log is not given
+  E_SANDBOX_KERNEL_LIMIT
+                      take the kernel as less capable than it is (landlock=N, userns=0,
+                      seccomp=0), to test refusals of sandboxes; it can only take away
   NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
   GOGC                the Go collector's target; e uses 200 (less CPU, a little more memory)
                       unless it is set
@@ -78,8 +88,9 @@ const environmentHelp = `environment:
 const settingsHelp = `settings:
   $E_HOME/settings.json: default_model, providers, extensions, mcp_servers, tool_concurrency,
   compact_threshold, stall_timeout_ms, max_attempts, system_prompt,
-  append_system_prompt, max_model_calls, max_tokens, max_cost_usd, max_duration_ms
-  (spec/persistence.md). Sessions are saved under $E_HOME/sessions.
+  append_system_prompt, max_model_calls, max_tokens, max_cost_usd, max_duration_ms,
+  sandbox, writable_roots, sandbox_network (spec/persistence.md). Sessions are saved under
+  $E_HOME/sessions.
 `
 
 const printHelp = `e -p runs one turn and exits. The prompt is the argument, or piped stdin, or both (the

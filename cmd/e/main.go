@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/store"
 )
@@ -25,6 +26,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	sandbox.Main() // e started as the launcher of a sandboxed command never returns
 	if os.Getenv("GOGC") == "" {
 		// A streaming turn's garbage is short-lived event buffers: collecting
 		// at 3x the live heap rather than 2x halves the collections, whose
@@ -45,7 +47,16 @@ type runFlags struct {
 	log                    string
 	logContent             bool
 	budget                 agent.Budget // every turn's (N1)
+	sandbox                string
+	writableRoots          rootList
+	sandboxNetwork         bool
 }
+
+// rootList collects a repeatable flag's values.
+type rootList []string
+
+func (l *rootList) String() string     { return strings.Join(*l, ",") }
+func (l *rootList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	for _, n := range []string{"m", "model"} {
@@ -70,6 +81,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.budget.MaxTokens, "max-tokens", 0, "stop a turn after this many tokens")
 	fs.Float64Var(&f.budget.MaxCostUSD, "max-cost-usd", 0, "stop a turn after this cost in USD")
 	fs.Int64Var(&f.budget.MaxDurationMS, "max-duration-ms", 0, "stop a turn after this many ms")
+	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox of commands: off, workspace-write or read-only")
+	fs.Var(&f.writableRoots, "writable-root", "a directory commands may write besides the cwd (repeatable)")
+	fs.BoolVar(&f.sandboxNetwork, "sandbox-network", false, "sandboxed commands may reach the network")
 	fs.BoolVar(&f.help, "help", false, "show usage")
 	fs.BoolVar(&f.help, "h", false, "show usage")
 	fs.BoolVar(&f.version, "version", false, "show the version")
@@ -78,7 +92,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 func (f *runFlags) options() session.Options {
 	return session.Options{Model: f.model, Effort: f.effort, NoTools: f.noTools, NoExtensions: f.noExt,
 		NoSave: f.noSave, Approval: f.approval, SystemPrompt: f.system, AppendSystemPrompt: f.appendSystem,
-		Budget: f.budget, Version: version, Channel: channel(), Commit: commit()}
+		Budget: f.budget, Version: version, Channel: channel(), Commit: commit(),
+		Sandbox: f.sandbox, WritableRoots: f.writableRoots, SandboxNetwork: f.sandboxNetwork}
 }
 
 // parse parses flags that may stand before or after positional arguments:

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 // openPTY opens a pseudo-terminal pair from /dev/ptmx, so a test can give
@@ -141,6 +143,38 @@ func TestPrintProgress(t *testing.T) {
 			got := regexp.MustCompile(`\d+ ms|\d+\.\d s`).ReplaceAllString(stderr.String(), "$$MS")
 			if got != tt.want {
 				t.Errorf("stderr:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSandboxNoTerminal: e -p at its own controlling terminal; a sandboxed
+// command cannot open it (/dev/tty), where it could push keystrokes into
+// the user's shell (TIOCSTI), while an unsandboxed one can (W1).
+func TestSandboxNoTerminal(t *testing.T) {
+	if err := sandbox.Probe().Enforceable(sandbox.Policy{Mode: sandbox.WorkspaceWrite}); err != nil {
+		t.Skip(err)
+	}
+	tests := []struct {
+		mode   string
+		opened bool
+	}{
+		{mode: "off", opened: true},
+		{mode: "workspace-write", opened: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			_, tty := openPTY(t)
+			cmd := command(t, "-p", "--json", "--no-save", "--sandbox", tt.mode,
+				"/tool bash {\"command\":\": < /dev/tty && echo TTY-OPENED\"}\n/then\n/text done")
+			cmd.Stdin = tty
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("e -p: %v\n%s", err, out)
+			}
+			if got := strings.Contains(string(out), "TTY-OPENED\\n"); got != tt.opened {
+				t.Errorf("/dev/tty opened: %v, want %v\n%s", got, tt.opened, out)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -209,6 +210,9 @@ type Result struct {
 	// StructuredOutput is the final answer as a value of the prompt's
 	// output schema (J2); null unless the turn completed with one.
 	StructuredOutput json.RawMessage `json:"structured_output"`
+	// Sandbox is the sandbox the turn's commands ran in (W5); nil when
+	// not known here (the session layer sets it).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 
 	// FinalOutputJSON is FinalOutput encoded as a JSON string, as
 	// jsonenc.AppendString encodes it, when the turn has that at hand (a

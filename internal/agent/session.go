@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/prefault"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -115,6 +117,11 @@ type Options struct {
 	Warnings []string
 	// Client runs the tools the session's client provides; nil: none.
 	Client ClientTools
+	// Sandbox confines the commands the session runs (the bash tool,
+	// RunShell) and its file tools' writes (W1, W3). TempDir is its
+	// private temp dir (their TMPDIR); the session owns it: Close removes it.
+	Sandbox sandbox.Policy
+	TempDir string
 }
 
 // Session is one conversation. Its methods are safe for concurrent use.
@@ -122,6 +129,9 @@ type Session struct {
 	eng *Engine
 	id  string
 	cwd string
+
+	sandbox sandbox.Policy
+	tempDir string
 
 	mu       sync.Mutex
 	modelID  string
@@ -178,6 +188,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 		tools: opts.Tools, extTools: opts.ExtTools && e.Ext != nil, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: opts.Entries,
 		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP, client: opts.Client,
+		sandbox: opts.Sandbox, tempDir: opts.TempDir,
 	}
 	if s.approval.Policy == "" {
 		s.approval.Policy = ApproveNever
@@ -242,6 +253,14 @@ func (s *Session) Info() Info {
 		}
 	}
 	return in
+}
+
+// Sandbox returns the policy confining the session's commands.
+func (s *Session) Sandbox() sandbox.Policy { return s.sandbox }
+
+// toolEnv is what the session's commands and tools run against.
+func (s *Session) toolEnv() tool.Env {
+	return tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.PiOutput, Sandbox: s.sandbox, TempDir: s.tempDir}
 }
 
 // Entries returns a copy of the history.
@@ -437,6 +456,10 @@ func (s *Session) Close() error {
 		c.Close()
 	}
 	s.mcp = nil
+	if s.tempDir != "" {
+		_ = os.RemoveAll(s.tempDir) // what a killed command left there is not the user's work
+		s.tempDir = ""
+	}
 	if s.log == nil {
 		return nil
 	}

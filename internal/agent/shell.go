@@ -41,9 +41,9 @@ func (s *Session) Shell(ctx context.Context, command string, exclude bool, timeo
 // whatever the session is doing, and records nothing: AddShell does. ctx
 // ending kills it (the result says cancelled).
 func (s *Session) RunShell(ctx context.Context, command string, timeout time.Duration, sink func(Event)) (store.ShellRun, error) {
-	r, err := tool.Shell(ctx, &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.PiOutput, Output: func(chunk string) {
-		sink(ShellOutput{Delta: chunk})
-	}}, command, timeout)
+	env := s.toolEnv()
+	env.Output = func(chunk string) { sink(ShellOutput{Delta: chunk}) }
+	r, err := tool.Shell(ctx, &env, command, timeout)
 	if err != nil {
 		return store.ShellRun{}, err
 	}

@@ -205,11 +205,14 @@ func (t *turn) runOne(p *pending) {
 		}()
 	}
 	var snap *tool.PiSnapshot // the update PiUpdate gave for the chunk Output gets next
-	env := &tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, Started: started, PiOutput: s.eng.PiOutput, Output: func(chunk string) {
+	env := s.toolEnv()
+	env.Started = started
+	env.Output = func(chunk string) {
 		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk, Pi: snap})
 		snap = nil
-	}, PiUpdate: func(u tool.PiSnapshot) { snap = &u }}
-	r := tool.Run(ctx, env, p.part.Name, p.part.Arguments)
+	}
+	env.PiUpdate = func(u tool.PiSnapshot) { snap = &u }
+	r := tool.Run(ctx, &env, p.part.Name, p.part.Arguments)
 	outcome := "completed"
 	switch {
 	case r.Stopped && t.ctx.Err() != nil:

@@ -34,6 +34,11 @@ type Flags struct {
 	// Warnings are options pi 1.6.0 takes but ignores (or e does), one
 	// line each for stderr: e goes on, as pi does.
 	Warnings []string
+	// Sandbox, WritableRoots and SandboxNetwork are e's own sandbox flags
+	// (--sandbox, --writable-root, --sandbox-network; W2): pi has none.
+	Sandbox        string
+	WritableRoots  []string
+	SandboxNetwork bool
 }
 
 // ErrUsage marks a command-line error: exit status 2.
@@ -49,6 +54,8 @@ var valued = map[string]string{
 	"--models": "models", "--session-id": "session-id", "--fork": "fork", "-e": "extension", "--extension": "extension",
 	"--skill": "skill", "--prompt-template": "prompt-template", "--theme": "theme", "--use-theme": "use-theme",
 	"--tui-mode": "tui-mode", "--export": "export",
+	// e's own: the sandbox of the session's commands.
+	"--sandbox": "sandbox", "--writable-root": "writable-root",
 }
 
 // switches are pi's options without a value.
@@ -63,6 +70,7 @@ var switches = map[string]string{
 	// Options e cannot honour: refused with a reason.
 	"-r": "resume", "--resume": "resume", "-a": "approve", "--approve": "approve",
 	"-nc": "no-context-files", "--no-context-files": "no-context-files", "--list-models": "list-models",
+	"--sandbox-network": "sandbox-network", // e's own
 }
 
 // unsupported explains the pi options e refuses.
@@ -134,6 +142,8 @@ func ParseFlags(args []string) (Flags, error) {
 				f.NoExtensions = true
 			case "no-prompt-templates":
 				f.NoTemplates = true
+			case "sandbox-network":
+				f.SandboxNetwork = true
 			case "help":
 				f.Help = true
 			case "version":
@@ -195,6 +205,10 @@ func ParseFlags(args []string) (Flags, error) {
 			f.SystemPrompt = &v
 		case "append-system-prompt":
 			f.AppendPrompts = append(f.AppendPrompts, fileOrText(value))
+		case "sandbox":
+			f.Sandbox = value
+		case "writable-root":
+			f.WritableRoots = append(f.WritableRoots, value)
 		}
 	}
 	switch {

@@ -27,6 +27,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "tools", args: []string{"--mode", "rpc", "-t", "read, bash", "-xt", "write"},
 			want: Flags{Mode: "rpc", Tools: []string{"read", "bash"}, ExcludeTools: []string{"write"}}},
 		{name: "no-ops", args: []string{"--mode", "rpc", "--no-mcp", "--offline", "--verbose"}, want: Flags{Mode: "rpc"}},
+		{name: "e's sandbox flags W2", args: []string{"--mode", "rpc", "--sandbox", "workspace-write", "--writable-root", "/a", "--writable-root=b", "--sandbox-network"},
+			want: Flags{Mode: "rpc", Sandbox: "workspace-write", WritableRoots: []string{"/a", "b"}, SandboxNetwork: true}},
 		// pi's subagent example: --print beside --mode json runs once, as --mode json does.
 		{name: "json print", args: []string{"--mode", "json", "-p", "--no-session", "Task: x"},
 			want: Flags{Mode: "json", NoSession: true, Messages: []string{"Task: x"}}},

@@ -145,6 +145,10 @@ pi options e honours:
   --no-session, --session PATH|ID, -c/--continue, --session-dir DIR, -n/--name NAME
   -t/--tools LIST, -xt/--exclude-tools LIST, -nt/--no-tools, -nbt/--no-builtin-tools
   -ne/--no-extensions, --system-prompt TEXT|FILE, --append-system-prompt TEXT|FILE
+e's own:
+  --sandbox off|workspace-write|read-only, --writable-root DIR (repeatable), --sandbox-network
+                           confine bash and user commands (see e --help); $E_HOME/settings.json
+                           sandbox, writable_roots, sandbox_network apply when no flag is given
 Configuration: $PI_CODING_AGENT_DIR (default ~/.pi/agent): models.json, settings.json, sessions/.
 `
 
@@ -184,7 +188,8 @@ func start(f Flags, env Env) (*front, error) {
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
 		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
 		SetDuringTurn: true, ErrorText: providerError,
-		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
+		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n"),
+		Sandbox:            f.Sandbox, WritableRoots: f.WritableRoots, SandboxNetwork: f.SandboxNetwork}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/regfile"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -61,6 +63,11 @@ type Spec struct {
 	ClientTools       []ClientTool
 	ToolClient        ToolClient
 	ClientToolTimeout time.Duration
+	// Sandbox, WritableRoots and Network narrow the process's sandbox
+	// policy (W2); nil keeps the process's.
+	Sandbox       *string
+	WritableRoots []string
+	Network       *bool
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -99,6 +106,7 @@ type creation struct {
 	system   string
 	approval agent.Approval
 	client   *clientTools
+	sandbox  sandbox.Policy
 }
 
 func paramErr(code Code, param, format string, args ...any) *Error {
@@ -154,6 +162,9 @@ func (h *Host) check(c *creation) error {
 		return err
 	}
 	c.approval = appr
+	if err := h.chooseSandbox(c); err != nil {
+		return err
+	}
 	system, needTrust, err := store.Instructions(h.env.Home, c.cwd)
 	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
 		return wrap(CodeInvalidParams, "cwd", err) // an AGENTS.md that is a FIFO, a device or too large (Y1)
@@ -280,6 +291,38 @@ func (h *Host) chooseTools(c *creation) error {
 	return nil
 }
 
+// chooseSandbox narrows the process's sandbox policy (W2), keeps e's home
+// unwritable (W1) and refuses what the kernel cannot enforce (W4).
+func (h *Host) chooseSandbox(c *creation) error {
+	spec := c.spec
+	var mode *sandbox.Mode
+	if spec.Sandbox != nil {
+		m, err := sandbox.ParseMode(*spec.Sandbox)
+		if err != nil {
+			return wrap(CodeInvalidParams, "sandbox", err)
+		}
+		mode = &m
+	}
+	for i, r := range spec.WritableRoots {
+		if st, err := os.Stat(r); filepath.IsAbs(r) && (err != nil || !st.IsDir()) {
+			return paramErr(CodeInvalidParams, fmt.Sprintf("writable_roots[%d]", i), "%s is not a directory", r)
+		}
+	}
+	p, err := sandbox.Narrow(h.sandbox, c.cwd, mode, spec.WritableRoots, spec.Network)
+	if err == nil {
+		err = p.CheckHome(c.cwd, h.env.Home)
+	}
+	var ne *sandbox.NarrowError
+	if errors.As(err, &ne) {
+		return wrap(CodeInvalidParams, string(ne.Field), err)
+	}
+	if err := sandbox.Probe().Enforceable(p); err != nil {
+		return wrap(CodeUnsupported, "sandbox", err)
+	}
+	c.sandbox = p.Settle(c.cwd)
+	return nil
+}
+
 // connectMCP starts the settings' MCP servers and the spec's for a session
 // in cwd. A server that cannot start fails the session, naming it; one
 // that exits later is reported as a notice (its calls fail at once).
@@ -317,10 +360,23 @@ func (h *Host) connectMCP(ctx context.Context, cwd string, spec []MCPServer) ([]
 
 // open makes the session of a prepared creation; it takes c.log.
 func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
+	var tmp string
+	if c.sandbox.Sandboxed() {
+		var err error
+		if tmp, err = sandbox.TempDir(); err != nil {
+			if c.log != nil {
+				c.log.Close()
+			}
+			return nil, wrap(CodeInternal, "", err)
+		}
+	}
 	servers, err := h.connectMCP(ctx, c.cwd, c.spec.MCP)
 	if err != nil {
 		if c.log != nil {
 			c.log.Close()
+		}
+		if tmp != "" {
+			os.RemoveAll(tmp)
 		}
 		return nil, err
 	}
@@ -348,6 +404,9 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 			for _, s := range servers {
 				s.Close()
 			}
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
 			return nil, wrap(CodeInternal, "", err)
 		}
 		c.entries = relinked(c.spec.History)
@@ -358,7 +417,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, ExtTools: c.extTools, Log: log,
 		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
-		MCP: servers, Client: c.agentClient(),
+		MCP: servers, Client: c.agentClient(), Sandbox: c.sandbox, TempDir: tmp,
 	})
 	c.log = nil // the agent session owns it now
 	s := newSession(h, a, hd, c.spec.MCP)
@@ -390,7 +449,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	}
 	h.logf(slog.LevelInfo, "session created", slog.String("session", hd.ID), slog.String("cwd", c.cwd),
 		slog.String("model", c.model), slog.String("effort", c.effort), slog.String("path", s.path),
-		slog.Bool("resumed", c.header != nil), slog.Int("tools", len(c.tools)))
+		slog.Bool("resumed", c.header != nil), slog.Int("tools", len(c.tools)), slog.String("sandbox", string(c.sandbox.Mode)))
 	return s, nil
 }
 

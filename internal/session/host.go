@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -71,6 +73,13 @@ type Options struct {
 	LogContent bool
 	// Budget is every turn's (e -p's --max-* flags), over settings' (N1).
 	Budget agent.Budget
+	// Sandbox (--sandbox; "": settings' sandbox, else off), WritableRoots
+	// (--writable-root; nil: settings' writable_roots) and SandboxNetwork
+	// (--sandbox-network, or settings' sandbox_network) are the process's
+	// sandbox policy, which sessions narrow (W1, W2).
+	Sandbox        string
+	WritableRoots  []string
+	SandboxNetwork bool
 
 	Version, Channel, Commit string
 }
@@ -105,6 +114,8 @@ type (
 	Entry     = store.Entry   // one entry of a session's history
 	Header    = store.Header  // the first line of a session log
 	Part      = model.Part    // one part of a message's content
+	// SandboxPolicy is the sandbox of a session's commands (W1).
+	SandboxPolicy = sandbox.Policy
 )
 
 // joinNonEmpty joins the texts given, a blank line apart.
@@ -135,11 +146,12 @@ type Host struct {
 	extStarted chan struct{}
 	extCancel  context.CancelFunc // ends handshakes still running
 	extMu      sync.Mutex
-	extHeld    []heldEvent // events for the extensions before their handshakes ended
-	extReady   bool        // ext is set: events go to it at once
-	ui         UI          // the front end's client: notices about MCP servers go there too
-	mcp        []MCPServer // settings' mcp_servers, started for every session
-	def        string      // the model a session gets unless told otherwise
+	extHeld    []heldEvent    // events for the extensions before their handshakes ended
+	extReady   bool           // ext is set: events go to it at once
+	ui         UI             // the front end's client: notices about MCP servers go there too
+	mcp        []MCPServer    // settings' mcp_servers, started for every session
+	def        string         // the model a session gets unless told otherwise
+	sandbox    sandbox.Policy // the process's: sessions narrow it
 
 	ctx    context.Context // cancelled by Shutdown and Kill: every turn stops
 	cancel context.CancelFunc
@@ -189,6 +201,10 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	if _, err := agent.CheckPolicy(opts.Approval); err != nil {
 		return nil, fmt.Errorf("--approval: %w", err)
 	}
+	policy, err := processSandbox(opts, settings, env.Cwd, env.Home)
+	if err != nil {
+		return nil, err
+	}
 	var servers []MCPServer
 	if len(settings.MCPServers) > 0 {
 		if err := json.Unmarshal(settings.MCPServers, &servers); err != nil {
@@ -203,7 +219,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	opts.Budget = opts.Budget.Over(agent.Budget{MaxModelCalls: settings.MaxModelCalls, MaxTokens: settings.MaxTokens,
 		MaxCostUSD: settings.MaxCostUSD, MaxDurationMS: settings.MaxDurationMS})
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel, ui: ui, mcp: servers,
+	h := &Host{opts: opts, env: env, settings: settings, def: def, ctx: hctx, cancel: cancel, ui: ui, mcp: servers, sandbox: policy,
 		sessions: map[string]*Session{}, engine: &agent.Engine{
 			Catalog: cat, Procs: tool.NewProcs(), ToolConcurrency: settings.ToolConcurrency,
 			CompactThreshold: settings.CompactThreshold, DefaultWarning: warning, DefaultModel: def,
@@ -285,6 +301,47 @@ func (h *Host) extensions() *extension.Host {
 	<-h.extStarted
 	return h.ext
 }
+
+// processSandbox is the process's sandbox policy: the flags', else the
+// settings'. One this kernel cannot enforce stops e at its start (W4).
+func processSandbox(opts Options, settings store.Settings, cwd, home string) (sandbox.Policy, error) {
+	name, roots, network := cmp.Or(opts.Sandbox, settings.Sandbox, string(sandbox.Off)), opts.WritableRoots, opts.SandboxNetwork || settings.SandboxNetwork
+	flag := "--sandbox"
+	if opts.Sandbox == "" {
+		flag = "settings sandbox"
+	}
+	if roots == nil {
+		roots = settings.WritableRoots
+	}
+	mode, err := sandbox.ParseMode(name)
+	if err != nil {
+		return sandbox.Policy{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	abs := make([]string, len(roots))
+	for i, r := range roots {
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(cwd, r)
+		}
+		if st, err := os.Stat(r); err != nil || !st.IsDir() {
+			return sandbox.Policy{}, fmt.Errorf("--writable-root: %s is not a directory", r)
+		}
+		abs[i] = r
+	}
+	p, err := sandbox.Narrow(sandbox.Policy{Mode: sandbox.Off}, cwd, &mode, abs, &network)
+	if err != nil {
+		return sandbox.Policy{}, err
+	}
+	if err := sandbox.Probe().Enforceable(p); err != nil {
+		return sandbox.Policy{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	return p, nil
+}
+
+// Sandbox returns the process's sandbox policy.
+func (h *Host) Sandbox() sandbox.Policy { return h.sandbox }
+
+// SandboxSupport returns what this machine can enforce (W5).
+func (h *Host) SandboxSupport() sandbox.Support { return sandbox.Probe() }
 
 // Options returns the process options, -m resolved to its full id.
 func (h *Host) Options() Options { return h.opts }

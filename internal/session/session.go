@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/regfile"
+	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -56,6 +58,7 @@ type Info struct {
 	// log; Warning says why, for the creator ("" otherwise).
 	ReadOnly bool
 	Warning  string
+	Sandbox  sandbox.Policy // the policy in force (W5)
 }
 
 // ID returns the session id.
@@ -76,7 +79,7 @@ func (s *Session) Info() Info {
 	in := s.a.Info()
 	return Info{ID: s.ID(), Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort, Path: s.path,
 		Name: in.Name, Title: in.Title, Approval: s.a.Approval().Policy, Messages: in.Messages, Running: in.Running,
-		ReadOnly: s.copyOf != "", Warning: s.warning}
+		ReadOnly: s.copyOf != "", Warning: s.warning, Sandbox: s.a.Sandbox()}
 }
 
 // Turn is one running prompt or compaction. Each has its own done
@@ -192,6 +195,8 @@ func (s *Session) prompt(ctx context.Context, text string, parts []Part, opts ag
 		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
+		rep := s.a.Sandbox().Report()
+		res.Sandbox = &rep
 		if s.path != "" {
 			path := s.path
 			res.Path = &path
@@ -530,8 +535,19 @@ func (s *Session) entryIndex(branch []Entry, param, id string) (int, error) {
 
 func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	in := s.a.Info()
+	// A fork keeps its parent's sandbox (W2): it must be no way out of it.
+	var tmp string
+	if s.a.Sandbox().Sandboxed() {
+		var err error
+		if tmp, err = sandbox.TempDir(); err != nil {
+			return nil, wrap(CodeInternal, "", err)
+		}
+	}
 	servers, err := s.h.connectMCP(ctx, s.Cwd(), s.mcp)
 	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
 		return nil, err
 	}
 	h := store.Header{Type: store.TypeSession, Version: store.Version, ID: store.NewID(), Cwd: s.Cwd(),
@@ -543,12 +559,15 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 			for _, c := range servers {
 				c.Close()
 			}
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
-		MCP: servers, Client: s.a.Client()})
+		MCP: servers, Client: s.a.Client(), Sandbox: s.a.Sandbox(), TempDir: tmp})
 	fork := newSession(s.h, a, h, s.mcp)
 	fork.budget = s.budget
 	s.h.register(fork)

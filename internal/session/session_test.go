@@ -13,11 +13,13 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/leakcheck"
 	"github.com/e-agent/e/internal/mcp/mcptest"
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 // TestMain fails the package when goroutines outlive the tests. The test
 // binary is also an MCP server for the tests (mcptest).
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	mcptest.MaybeServe()
 	os.Exit(leakcheck.Main(m))
 }

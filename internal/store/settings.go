@@ -34,6 +34,11 @@ type Settings struct {
 	MaxTokens     int64   `json:"max_tokens"`
 	MaxCostUSD    float64 `json:"max_cost_usd"`
 	MaxDurationMS int64   `json:"max_duration_ms"`
+	// Sandbox, WritableRoots and SandboxNetwork are the process's sandbox
+	// policy unless flags give one (W2); the session package checks them.
+	Sandbox        string   `json:"sandbox"`
+	WritableRoots  []string `json:"writable_roots"`
+	SandboxNetwork bool     `json:"sandbox_network"`
 }
 
 // Setting defaults.
@@ -132,6 +137,13 @@ func LoadSettings(home string) (Settings, error) {
 		return s, fmt.Errorf("store: settings %s: max_cost_usd %g out of range: want above 0", path, *v)
 	}
 	s.MaxModelCalls, s.MaxTokens, s.MaxCostUSD, s.MaxDurationMS = deref(raw.MaxModelCalls), deref(raw.MaxTokens), deref(raw.MaxCostUSD), deref(raw.MaxDurationMS)
+	if raw.Sandbox != nil {
+		s.Sandbox = *raw.Sandbox
+	}
+	s.WritableRoots = raw.WritableRoots
+	if raw.SandboxNetwork != nil {
+		s.SandboxNetwork = *raw.SandboxNetwork
+	}
 	s.Providers = nonNull(raw.Providers)
 	s.Extensions = nonNull(raw.Extensions)
 	s.MCPServers = nonNull(raw.MCPServers)
@@ -154,6 +166,9 @@ type rawSettings struct {
 	MaxTokens        *int64          `json:"max_tokens"`
 	MaxCostUSD       *float64        `json:"max_cost_usd"`
 	MaxDurationMS    *int64          `json:"max_duration_ms"`
+	Sandbox          *string         `json:"sandbox"`
+	WritableRoots    []string        `json:"writable_roots"`
+	SandboxNetwork   *bool           `json:"sandbox_network"`
 }
 
 // SettingsKeys are the known top-level keys of settings.json.

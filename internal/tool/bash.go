@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/reaper"
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 const (
@@ -475,6 +476,9 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		summary = "killed by " + signalName(r.status.Signal())
 	}
 	b.WriteString("[" + summary + "]")
+	if r.status.ExitStatus() != 0 {
+		summary += denied(env.Sandbox, r.out.String())
+	}
 	res := Result{Content: b.String(), Summary: summary, Failed: r.status.ExitStatus() != 0}
 	if r.status.Exited() {
 		code := r.status.ExitStatus()
@@ -493,6 +497,26 @@ func runBash(ctx context.Context, env *Env, a args) Result {
 		}
 	}
 	return res
+}
+
+// denied is what a failed command's summary adds when it was sandboxed
+// and its output carries the error the sandbox gives (W5): a guess from
+// the words, as the command's own error is all the kernel reports.
+func denied(p sandbox.Policy, out string) string {
+	if !p.Sandboxed() {
+		return ""
+	}
+	var what []string
+	if strings.Contains(out, "Permission denied") || strings.Contains(out, "Read-only file system") {
+		what = append(what, "a write") // or a unix socket: EACCES too
+	}
+	if !p.Network && strings.Contains(out, "Network is unreachable") {
+		what = append(what, "a connection")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return " (the sandbox denied " + strings.Join(what, " and ") + ")"
 }
 
 // ShellResult is how a user's shell command ended (Shell).
@@ -577,6 +601,11 @@ func execBash(ctx context.Context, env *Env, command string, timeout time.Durati
 	cmd.Env = append(os.Environ(), "PWD="+env.Cwd, env.Procs.key+"="+call)
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sandbox.Command(cmd, env.Sandbox, env.Cwd, env.TempDir); err != nil {
+		pw.Close()
+		pr.Close()
+		return bashRun{err: err}
+	}
 	err = env.Procs.start(ctx, cmd)
 	pw.Close()
 	if err != nil {

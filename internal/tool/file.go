@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/regfile"
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 const (
@@ -205,6 +206,9 @@ func validPrefix(b []byte) int {
 
 func runWrite(ctx context.Context, env *Env, a args) Result {
 	path, content := a.str("path"), a.str("content")
+	if r := env.readOnly("write", path); r != nil {
+		return *r
+	}
 	root, name, err := env.openRoot(path)
 	if err != nil {
 		return pathFailure("write", path, err)
@@ -237,6 +241,9 @@ func runEdit(ctx context.Context, env *Env, a args) Result {
 	path, old, repl := a.str("path"), a.str("old"), a.str("new")
 	if old == repl {
 		return failure("nothing to change", "edit: %s: old and new are the same", path)
+	}
+	if r := env.readOnly("edit", path); r != nil {
+		return *r
 	}
 	f, fi, fail := openRegular(env, "edit", path, os.O_RDWR)
 	if fail != nil {
@@ -275,4 +282,14 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// readOnly refuses a file tool's write under the read-only sandbox (W3),
+// as the kernel refuses bash's; nil when writing is allowed.
+func (env *Env) readOnly(tool, path string) *Result {
+	if env.Sandbox.Mode != sandbox.ReadOnly {
+		return nil
+	}
+	r := failure("sandbox denied the write", "%s: %s: the sandbox is read-only: this session may not write files", tool, path)
+	return &r
 }

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	if os.Getenv(subreaperHelperEnv) != "" {
 		os.Exit(subreaperHelper())
 	}

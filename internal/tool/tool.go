@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/e-agent/e/internal/sandbox"
 )
 
 // Spec describes a built-in tool offered to the model.
@@ -40,6 +42,12 @@ type Env struct {
 	// tool reports it in an update (its tail and, once cut, its
 	// details), right before each chunk goes to Output.
 	PiUpdate func(PiSnapshot)
+	// Sandbox confines bash's commands (W1, W3); the zero value is off.
+	// TempDir is the session's private temp dir, their TMPDIR when
+	// sandboxed. write and edit, confined to Cwd already, write nothing
+	// under read-only.
+	Sandbox sandbox.Policy
+	TempDir string
 }
 
 func (e *Env) started() {

@@ -40,6 +40,11 @@ PartType = Literal["text", "reasoning", "image", "tool_call", "tool_result"]
 #: MessageRole (defs.json#/$defs/message/properties/role)
 MessageRole = Literal["user", "assistant", "tool"]
 
+#: how much a session's commands may write (W1): off, no sandbox; workspace-write, only the
+#: cwd, the writable roots and a private temp dir; read-only, only the private temp dir
+#: (defs.json#/$defs/sandbox_mode)
+SandboxMode = Literal["off", "workspace-write", "read-only"]
+
 #: a session id, as returned by session.create or session.fork (defs.json#/$defs/session_id)
 SessionID = str
 
@@ -271,6 +276,20 @@ class ModelInfo(TypedDict):
     available: bool
 
 
+class SandboxPolicy(TypedDict):
+    """
+    the sandbox in force for a session's commands (W5) (defs.json#/$defs/sandbox_policy)
+    """
+
+    mode: SandboxMode
+
+    #: absolute directories besides the cwd that commands may write (workspace-write only)
+    writable_roots: list[str]
+
+    #: commands may reach the network; always true when mode is off
+    network: bool
+
+
 class SessionSummary(TypedDict):
     """
     one saved session as session.list shows it (M4) (defs.json#/$defs/session_summary)
@@ -388,6 +407,9 @@ class Result(TypedDict):
     #: and whenever stop_reason is not completed
     structured_output: Any
 
+    #: the sandbox the turn's commands ran in (W5)
+    sandbox: NotRequired[SandboxPolicy]
+
 
 class ErrorResponse(TypedDict):
     """
@@ -494,6 +516,32 @@ class HelloResult(TypedDict):
 
     #: whether ask lines will be sent
     ask: bool
+
+    #: what this machine can enforce and the process's own policy (W5)
+    sandbox: NotRequired[HelloResultSandbox]
+
+
+class HelloResultSandbox(TypedDict):
+    """
+    what this machine can enforce and the process's own policy (W5)
+    (methods/hello.result.json#/properties/sandbox)
+    """
+
+    #: the sandboxed modes this kernel can enforce; empty when none (a session asking for one
+    #: gets unsupported)
+    modes: list[SandboxMode]
+
+    #: sandboxed commands can be cut off the network (user namespaces)
+    network_isolation: bool
+
+    #: the kernel's Landlock ABI version; 0 without Landlock
+    landlock_abi: int
+
+    #: what this kernel lacks, when it lacks something
+    missing: NotRequired[str | None]
+
+    #: the process's policy (--sandbox, settings), which sessions narrow
+    process: SandboxPolicy
 
 
 class ModelsListParams(TypedDict):
@@ -607,6 +655,20 @@ class SessionCreateParams(TypedDict):
     #: start fails session.create naming it
     mcp_servers: NotRequired[list[McpServer] | None]
 
+    #: the sandbox of the session's commands (W1, W2); it may narrow the process's (off >
+    #: workspace-write > read-only), never widen it: a wider one is invalid_params; one this
+    #: kernel cannot enforce is unsupported (W4)
+    sandbox: NotRequired[SandboxMode | None]
+
+    #: absolute directories besides the cwd that commands may write under workspace-write; they
+    #: replace the process's and, when the process is sandboxed, must lie within its cwd or
+    #: writable roots (W2)
+    writable_roots: NotRequired[list[str] | None]
+
+    #: sandboxed commands may reach the network; true is refused when the process's sandbox keeps
+    #: it off (W2)
+    network: NotRequired[bool | None]
+
     #: how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
     #: interrupted; an unanswered ask denies its call
     approval_timeout_ms: NotRequired[int | None]
@@ -665,6 +727,9 @@ class SessionCreateResult(TypedDict):
     #: what the creator should know, in words: a read-only resume (C7) says its turns will not be
     #: saved and why
     warning: NotRequired[str | None]
+
+    #: the sandbox in force for the session's commands (W5)
+    sandbox: NotRequired[SandboxPolicy]
 
 
 class SessionEntriesParams(TypedDict):
@@ -795,6 +860,9 @@ class SessionInfoResult(TypedDict):
 
     #: a turn is running
     running: bool
+
+    #: the sandbox in force for the session's commands (W5)
+    sandbox: NotRequired[SandboxPolicy]
 
 
 class SessionInterruptParams(TypedDict):
@@ -1008,6 +1076,9 @@ class SessionShellResult(TypedDict):
 
     #: earlier output was dropped
     truncated: bool
+
+    #: the sandbox the command ran under (W5)
+    sandbox: NotRequired[SandboxPolicy]
 
 
 class SessionSteerParams(TypedDict):

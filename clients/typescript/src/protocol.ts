@@ -282,6 +282,28 @@ export interface ModelInfo {
 }
 
 /**
+ * how much a session's commands may write (W1): off, no sandbox; workspace-write, only the
+ * cwd, the writable roots and a private temp dir; read-only, only the private temp dir
+ * (defs.json#/$defs/sandbox_mode)
+ */
+export type SandboxMode = "off" | "workspace-write" | "read-only";
+
+/**
+ * the sandbox in force for a session's commands (W5) (defs.json#/$defs/sandbox_policy)
+ */
+export interface SandboxPolicy {
+  mode: SandboxMode;
+  /**
+   * absolute directories besides the cwd that commands may write (workspace-write only)
+   */
+  writable_roots: string[];
+  /**
+   * commands may reach the network; always true when mode is off
+   */
+  network: boolean;
+}
+
+/**
  * a session id, as returned by session.create or session.fork (defs.json#/$defs/session_id)
  */
 export type SessionID = string;
@@ -443,6 +465,10 @@ export interface Result {
    * and whenever stop_reason is not completed
    */
   structured_output: unknown;
+  /**
+   * the sandbox the turn's commands ran in (W5)
+   */
+  sandbox?: SandboxPolicy;
 }
 
 /**
@@ -563,6 +589,38 @@ export interface HelloResult {
    * whether ask lines will be sent
    */
   ask: boolean;
+  /**
+   * what this machine can enforce and the process's own policy (W5)
+   */
+  sandbox?: HelloResultSandbox;
+}
+
+/**
+ * what this machine can enforce and the process's own policy (W5)
+ * (methods/hello.result.json#/properties/sandbox)
+ */
+export interface HelloResultSandbox {
+  /**
+   * the sandboxed modes this kernel can enforce; empty when none (a session asking for one
+   * gets unsupported)
+   */
+  modes: SandboxMode[];
+  /**
+   * sandboxed commands can be cut off the network (user namespaces)
+   */
+  network_isolation: boolean;
+  /**
+   * the kernel's Landlock ABI version; 0 without Landlock
+   */
+  landlock_abi: number;
+  /**
+   * what this kernel lacks, when it lacks something
+   */
+  missing?: string | null;
+  /**
+   * the process's policy (--sandbox, settings), which sessions narrow
+   */
+  process: SandboxPolicy;
 }
 
 /**
@@ -681,6 +739,23 @@ export interface SessionCreateParams {
    */
   mcp_servers?: McpServer[] | null;
   /**
+   * the sandbox of the session's commands (W1, W2); it may narrow the process's (off >
+   * workspace-write > read-only), never widen it: a wider one is invalid_params; one this
+   * kernel cannot enforce is unsupported (W4)
+   */
+  sandbox?: SandboxMode | null;
+  /**
+   * absolute directories besides the cwd that commands may write under workspace-write; they
+   * replace the process's and, when the process is sandboxed, must lie within its cwd or
+   * writable roots (W2)
+   */
+  writable_roots?: string[] | null;
+  /**
+   * sandboxed commands may reach the network; true is refused when the process's sandbox keeps
+   * it off (W2)
+   */
+  network?: boolean | null;
+  /**
    * how long each tool.approve ask waits, in ms; 0 or omitted waits until the turn is
    * interrupted; an unanswered ask denies its call
    */
@@ -748,6 +823,10 @@ export interface SessionCreateResult {
    * saved and why
    */
   warning?: string | null;
+  /**
+   * the sandbox in force for the session's commands (W5)
+   */
+  sandbox?: SandboxPolicy;
 }
 
 /**
@@ -876,6 +955,10 @@ export interface SessionInfoResult {
    * a turn is running
    */
   running: boolean;
+  /**
+   * the sandbox in force for the session's commands (W5)
+   */
+  sandbox?: SandboxPolicy;
 }
 
 /**
@@ -1104,6 +1187,10 @@ export interface SessionShellResult {
    * earlier output was dropped
    */
   truncated: boolean;
+  /**
+   * the sandbox the command ran under (W5)
+   */
+  sandbox?: SandboxPolicy;
 }
 
 /**
