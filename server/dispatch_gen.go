@@ -74,3 +74,9 @@ var sessionParam = map[string]string{
 	"session.steer":     "session",
 	"session.unsteer":   "session",
 }
+
+// ordered is every method served before the next line is read (x-e
+// ordered): later requests depend on its effect.
+var ordered = map[string]bool{
+	"hello": true,
+}

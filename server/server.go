@@ -215,6 +215,12 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	r := &request{id: id, method: method, params: params, param: "params."}
 	// A request naming a session waits for that session's earlier requests
 	// only; any other runs at once (H1).
+	if ordered[method] {
+		// hello's ask decides how the lines after it are served (a create's
+		// client tools): it takes effect before the next line is read.
+		s.dispatch(r, h)
+		return false
+	}
 	key := ""
 	if name, ok := sessionParam[method]; ok {
 		key = gjson.GetBytes(params, name).String() // a string: the schema says so

@@ -22,6 +22,10 @@ type facts struct {
 	// Loop is set for a request the loop serves itself (shutdown): no
 	// handler.
 	Loop bool `json:"loop"`
+	// Ordered is set for a request every later line depends on (hello: its
+	// ask decides whether a create may take client tools): it is served
+	// before the next line is read. It must never wait on anything.
+	Ordered bool `json:"ordered"`
 }
 
 // method is one e rpc method and its facts.
@@ -102,6 +106,15 @@ func dispatchFile(ms []method) []byte {
 	for _, m := range ms {
 		if m.Session != "" {
 			fmt.Fprintf(&b, "\t%q: %q,\n", m.name, m.Session)
+		}
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// ordered is every method served before the next line is read (x-e\n")
+	b.WriteString("// ordered): later requests depend on its effect.\n")
+	b.WriteString("var ordered = map[string]bool{\n")
+	for _, m := range ms {
+		if m.Ordered {
+			fmt.Fprintf(&b, "\t%q: true,\n", m.name)
 		}
 	}
 	b.WriteString("}\n")
