@@ -180,7 +180,7 @@ func start(f Flags, env Env) (*front, error) {
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
 		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
-		SetDuringTurn: true, ErrorText: providerError,
+		SetDuringTurn: true, KeyAtPrompt: true, ErrorText: providerError,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n
@@ -768,6 +768,9 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		return errors.New("Agent is already processing")
 	}
 	sess := fr.cur
+	if err := keyMissing(fr.h, fr.info.ID); err != nil {
+		return err
+	}
 	if err := fr.flushShell(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/mcp"
+	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 )
 
@@ -210,7 +211,7 @@ func (h *Host) chooseModel(c *creation) error {
 		return wrap(CodeInvalidParams, "model", err)
 	}
 	modelID = info.ID // a bare name is recorded and reported as the full id
-	if _, err := cat.Provider(modelID); err != nil {
+	if _, err := cat.Provider(modelID); err != nil && !(h.opts.KeyAtPrompt && !keySet(cat, modelID)) {
 		return wrap(CodeInvalidParams, "model", err) // e.g. no API key: say so now, not at every prompt
 	}
 	if effort, err = cat.CheckEffort(modelID, effort); err != nil {
@@ -394,3 +395,14 @@ func approval(cur agent.Approval, policy *string, timeout *time.Duration) (agent
 
 // errClosed is the error of a session used after Close.
 var errClosed = errors.New("is closed")
+
+// keySet reports whether model id's provider can be used now (its key is
+// set, or it needs none).
+func keySet(cat *model.Catalog, id string) bool {
+	for _, m := range cat.Models() {
+		if m.ID == id {
+			return m.Available != nil && *m.Available
+		}
+	}
+	return false
+}

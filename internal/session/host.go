@@ -62,6 +62,10 @@ type Options struct {
 	// turn runs, from the next turn on (pi's dialect;
 	// agent.Engine.SetDuringTurn).
 	SetDuringTurn bool
+	// KeyAtPrompt lets a session be created with a model whose provider's
+	// key is unset, as pi starts: the front end refuses the prompt (pi's
+	// dialect); false refuses the creation with code invalid_params.
+	KeyAtPrompt bool
 	// ErrorText words failed model calls (pi's dialect;
 	// agent.Engine.ErrorText); nil: e's own words.
 	ErrorText func(*model.Error) string
