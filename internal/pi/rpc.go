@@ -509,7 +509,7 @@ func (fr *front) handle(line []byte) {
 			typ = "parse"
 		}
 		if strings.HasPrefix(err.Error(), "unknown command type") {
-			err = fmt.Errorf("Unknown command: %s", typ)
+			err = fr.unknownCommand(typ)
 		}
 		fr.respond(id, typ, nil, err)
 		return
@@ -831,7 +831,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 				// time; the turn's events wait for trMu: none has gone yet.
 				q := fr.queueLocked()
 				q.FollowUp = append(texts(next[1:]), q.FollowUp...)
-				fr.tr.After(q)
+				fr.tr.After(fr.queueEvent(q))
 			}
 			fr.trMu.Unlock()
 		}
@@ -922,7 +922,7 @@ func (fr *front) sink(ev agent.Event) {
 		q := fr.queueLocked()
 		fr.mu.Unlock()
 		fr.trMu.Lock()
-		fr.tr.After(q)
+		fr.tr.After(fr.queueEvent(q))
 		fr.trMu.Unlock()
 	}
 	fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
@@ -976,7 +976,7 @@ func (fr *front) steer(c *command) (any, error) {
 	}
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return ResponseSteerData{Disposition: "queued"}, nil
 }
 
@@ -991,7 +991,7 @@ func (fr *front) followUp(c *command) (any, error) {
 	fr.followUps = append(fr.followUps, m)
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
 
@@ -1003,7 +1003,7 @@ func (fr *front) clearQueue(*command) (any, error) {
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 
@@ -1081,7 +1081,7 @@ func (fr *front) newSession(c *command) (any, error) {
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
 	sp := spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)}
-	if p.SessionPath != nil { // prime-agent's: the file to save it in
+	if p.SessionPath != nil { // the prime-agent RPC guide's (not prime-agent's): the file to save it in
 		sp.file = abs(old.Cwd(), *p.SessionPath)
 		if _, err := os.Stat(sp.file); err == nil {
 			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
@@ -1230,14 +1230,14 @@ func (fr *front) fork(c *command) (any, error) {
 	if err := c.decode(&p); err != nil {
 		return nil, err
 	}
-	// prime-agent's parentSession: the session file to fork, opened first
+	// the prime-agent RPC guide's parentSession (not prime-agent's): the session file to fork, opened first
 	// when it is not the current one.
 	if path := abs(fr.env.Cwd, p.ParentSession); p.ParentSession != "" && path != fr.session().Info().Path {
 		if err := fr.open(path); err != nil {
 			return nil, err
 		}
 	}
-	if !c.has("entryId") { // prime-agent's fork of the whole branch: a clone
+	if !c.has("entryId") { // the guide's fork of the whole branch: a clone
 		if _, err := fr.clone(c); err != nil {
 			return nil, err
 		}
@@ -1521,10 +1521,17 @@ func (fr *front) getState(*command) (any, error) {
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
 	m := fr.piModel(fr.info)
-	return ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
+	st := ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
 		IsCompacting: fr.compacting != "", SteeringMode: fr.steeringMode, FollowUpMode: fr.followUpMode,
 		SessionFile: in.Path, SessionID: fr.cur.ID(), SessionName: in.Name, AutoCompactionEnabled: fr.autoCompact,
-		MessageCount: int64(messages), PendingMessageCount: int64(len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps))}, nil
+		MessageCount: int64(messages)}
+	q := fr.queueLocked()
+	if fr.flags.Flavor == "prime" {
+		st.SessionActions, st.Goal = new(sessionActions(q)), &GoalState{Status: "idle"}
+	} else {
+		st.PendingMessageCount = new(int64(len(q.Steering) + len(q.FollowUp)))
+	}
+	return st, nil
 }
 
 // available lists the models whose provider can be used now, as pi's
@@ -1595,7 +1602,7 @@ func (fr *front) setModel(c *command) (any, error) {
 		return nil, errors.New("set_model: model: give either provider and modelId, or model")
 	}
 	if c.has("model") {
-		// The older form (prime-agent, pi 0.73.1's guide): one pattern, as --model takes it.
+		// The older form (pi 0.73.1, the prime-agent RPC guide): one pattern, as --model takes it.
 		info, _, err = ResolveModel(fr.h.Models(), "", c.str("model"), usable)
 		if err != nil {
 			return nil, fmt.Errorf("Model not found: %s", c.str("model"))
@@ -2082,7 +2089,7 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 
 // uiResult is what the extension gets for a's answer to dialog method pm:
 // pi 1.6.0's value (select, input, editor), confirmed (confirm) or
-// cancelled, or prime-agent's result (a string, a boolean for confirm,
+// cancelled, or the prime-agent RPC guide's result (a string, a boolean for confirm,
 // null for a cancel). As pi's, a dialog answered with no value is
 // cancelled, and a confirm with neither is false.
 func uiResult(pm string, a gjson.Result) json.RawMessage {
