@@ -180,7 +180,7 @@ func start(f Flags, env Env) (*front, error) {
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
 		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
-		SetDuringTurn: true, KeyAtPrompt: true, ErrorText: providerError,
+		SetDuringTurn: true, KeyAtPrompt: true, ErrorText: providerError, Codec: fr.fileCodec,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n")}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
 		opts.KeepRecentTokens = *n

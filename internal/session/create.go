@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -80,6 +81,7 @@ type creation struct {
 	save     bool
 	header   *store.Header // of the resumed log
 	log      *store.Log    // the resumed log, when opened for writing
+	logged   [2]string     // the resumed log's model and effort in force: a resume records a settings entry only when they change
 	entries  []store.Entry
 	warnings []string // what reading the resumed log repaired or skipped
 	model    string
@@ -149,13 +151,13 @@ func (h *Host) resume(c *creation) error {
 	path := h.abs(c.spec.Resume)
 	var err error
 	if c.save {
-		c.log, c.header, c.entries, err = store.OpenWritable(path)
+		c.log, c.header, c.entries, err = store.OpenWritableWith(path, h.codec())
 		if err == nil {
 			c.warnings = c.log.Warnings()
 		}
 	} else {
 		var rr *store.ReadResult
-		if rr, err = store.Read(path); err == nil {
+		if rr, err = store.ReadWith(path, h.codec()); err == nil {
 			c.header, c.entries, c.warnings = &rr.Header, rr.Entries, rr.Warnings
 		}
 	}
@@ -193,6 +195,7 @@ func (h *Host) chooseModel(c *creation) error {
 				modelID, effort = en.Model, en.Effort
 			}
 		}
+		c.logged = [2]string{modelID, effort}
 		if h.opts.Model != "" {
 			modelID = h.opts.Model
 		}
@@ -338,7 +341,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	case c.spec.Name != nil:
 		a.SetName(*c.spec.Name)
 	}
-	if c.header != nil && log != nil && (c.model != c.header.Model || c.effort != c.header.Effort) {
+	if c.header != nil && log != nil && (c.model != c.logged[0] || c.effort != c.logged[1]) {
 		if _, _, err := a.Set(&c.model, &c.effort); err != nil {
 			return fail(err)
 		}
@@ -353,15 +356,23 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 // e's layout), holding copies of history relinked into one chain.
 func (h *Host) newLog(dir, file string, hd store.Header, history []Entry) (*store.Log, error) {
 	if file != "" {
-		return store.CreateAt(file, hd)
+		return store.CreateWith(filepath.Dir(file), file, hd, h.codec())
 	}
 	if dir == "" {
 		dir = store.SessionsDir(h.env.Home, hd.Cwd)
 	}
 	if len(history) > 0 {
-		return store.ForkIn(dir, hd, history)
+		return store.ForkWith(dir, hd, history, h.codec())
 	}
-	return store.CreateIn(dir, hd)
+	return store.CreateWith(dir, "", hd, h.codec())
+}
+
+// codec is a new log's format: Options.Codec's, or nil for e's own.
+func (h *Host) codec() store.Codec {
+	if h.opts.Codec == nil {
+		return nil
+	}
+	return h.opts.Codec()
 }
 
 // relinked copies history into one chain, as store.ForkIn writes it.
