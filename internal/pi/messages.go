@@ -28,8 +28,8 @@ func hideAttempt(id string, ts time.Time) Entry {
 // entries so each assistant message names the model that answered.
 type converter struct {
 	// system makes the system message pi keeps before a session's first
-	// user message (nil: none); sysDone once it is placed.
-	system  func(ts int64) SystemMessage
+	// user message (nil, or false: none); sysDone once it is placed.
+	system  func(ts int64) (SystemMessage, bool)
 	sysDone bool
 
 	cat    func(id string) (model.Info, bool)
@@ -253,10 +253,12 @@ func (p *piChain) add(out []Entry, en session.Entry) []Entry {
 			if _, ok := msg.(UserMessage); ok && c.system != nil && !c.sysDone {
 				// pi's system message comes before the first user message.
 				c.sysDone = true
-				sys := base
-				sys.ID, sys.Type, sys.Message = en.ID+".system", "message", c.system(en.Time.UnixMilli())
-				out = append(out, sys)
-				base.ParentID = &sys.ID
+				if m, ok := c.system(en.Time.UnixMilli()); ok {
+					sys := base
+					sys.ID, sys.Type, sys.Message = en.ID+".system", "message", m
+					out = append(out, sys)
+					base.ParentID = &sys.ID
+				}
 			}
 			e := base
 			if i > 0 {
@@ -286,6 +288,11 @@ func (p *piChain) add(out []Entry, en session.Entry) []Entry {
 		}
 		tok := en.Tokens
 		base.TokensBefore = &tok
+		if c.system != nil { // pi's checkpoint: the compacted context's leading system message
+			if m, ok := c.system(en.Time.UnixMilli()); ok {
+				base.SystemMessage = &m
+			}
+		}
 	case session.EntryName:
 		name := en.Name
 		base.Type, base.Name = "session_info", name

@@ -40,6 +40,10 @@ type Env struct {
 // front is one e --mode rpc (or json) process: pi's commands in, pi's
 // records out, over one session at a time.
 type front struct {
+	// codecs are the session files' codecs by session id (fileCodec).
+	codecMu sync.Mutex
+	codecs  map[string]*fileCodec
+
 	env   Env
 	flags Flags
 	cfg   *Config
@@ -780,6 +784,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	if !asked(sess) {
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
+		fr.fileSystem(sess)
 	}
 	fr.tr.Begin(text, blocks)
 	turn, err := sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), text, parts, fr.sink)
@@ -1309,7 +1314,7 @@ func (fr *front) converterOf(sess *session.Session) *converter {
 		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, h)
-	c.system = func(ts int64) SystemMessage { return systemMessage(sess, ts) }
+	c.system = func(ts int64) (SystemMessage, bool) { return systemMessage(sess, ts), true }
 	return c
 }
 
@@ -1437,7 +1442,7 @@ func (fr *front) contextOf(sess *session.Session) []any {
 
 // withSystem places pi's system message in a context's messages: before
 // the first user message, or first after a compaction (its checkpoint).
-func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
+func withSystem(msgs []any, system func(ts int64) (SystemMessage, bool)) []any {
 	for i, m := range msgs {
 		var ts int64
 		switch m := m.(type) {
@@ -1448,7 +1453,10 @@ func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
 		default:
 			continue
 		}
-		return slices.Insert(msgs, i, any(system(ts)))
+		if sys, ok := system(ts); ok {
+			return slices.Insert(msgs, i, any(sys))
+		}
+		return msgs
 	}
 	return msgs
 }

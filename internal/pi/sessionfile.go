@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/e-agent/e/internal/model"
@@ -22,28 +23,86 @@ import (
 // fileCodec is the pi session-file format of one log (session.Codec).
 type fileCodec struct {
 	cat      func(id string) (model.Info, bool)
-	fallback string // the model of a file whose model e does not have
+	fallback string          // the model of a file whose model e does not have
+	opened   func(id string) // called with the session's id once the file is made or read
 	chain    *piChain
 	// prev is the last pi entry made; held when it is an answer without a
 	// model call (the text an interrupted answer had streamed), written
 	// once the entry after it says whether it was interrupted.
 	prev *Entry
 	held bool
+
+	// sysMu guards system, the system message the front gives before a
+	// session's first prompt (setSystem): the first user message's entry
+	// follows it in the file, as pi persists it.
+	sysMu  sync.Mutex
+	system *SystemMessage
+}
+
+// setSystem gives the system message of the session's first model call.
+func (fc *fileCodec) setSystem(m SystemMessage) {
+	fc.sysMu.Lock()
+	defer fc.sysMu.Unlock()
+	fc.system = &m
+}
+
+// systemAt is the system message given, stamped ts (converter.system).
+func (fc *fileCodec) systemAt(ts int64) (SystemMessage, bool) {
+	fc.sysMu.Lock()
+	defer fc.sysMu.Unlock()
+	if fc.system == nil {
+		return SystemMessage{}, false
+	}
+	m := *fc.system
+	m.Timestamp = ts
+	return m, true
 }
 
 // fileCodec is the session layer's Options.Codec: the codec of a new log,
-// with the catalog of the host, made by then.
+// with the catalog of the host, made by then. The front keeps each by its
+// session's id, to give it the session's system message (fileSystem).
 func (fr *front) fileCodec() session.Codec {
-	return newFileCodec(func(id string) (model.Info, bool) {
+	fc := newFileCodec(func(id string) (model.Info, bool) {
 		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, fr.h.DefaultModel())
+	fc.opened = func(id string) {
+		fr.codecMu.Lock()
+		defer fr.codecMu.Unlock()
+		if fr.codecs == nil {
+			fr.codecs = map[string]*fileCodec{}
+		}
+		fr.codecs[id] = fc
+	}
+	return fc
+}
+
+// fileSystem gives the file of sess, if it has one, the system message of
+// its first model call, before the prompt's entry is appended; no lock of
+// the session is held.
+func (fr *front) fileSystem(sess *session.Session) {
+	fr.codecMu.Lock()
+	fc := fr.codecs[sess.ID()]
+	fr.codecMu.Unlock()
+	if fc != nil {
+		fc.setSystem(systemMessage(sess, 0))
+	}
 }
 
 // newFileCodec is the codec of one log; cat looks a model up in e's
 // catalog, fallback is the model of a file whose last model e lacks.
 func newFileCodec(cat func(id string) (model.Info, bool), fallback string) *fileCodec {
 	return &fileCodec{cat: cat, fallback: fallback}
+}
+
+// start makes the chain of entries of a file for header h, with
+// converter c.
+func (fc *fileCodec) start(c *converter, h session.Header) {
+	c.system = func(ts int64) (SystemMessage, bool) { return fc.systemAt(ts) }
+	fc.chain = c.chain()
+	if fc.opened != nil {
+		fc.opened(h.ID)
+	}
 }
 
 // Owns reports whether header is a pi session header (a timestamp; e's
@@ -61,7 +120,7 @@ func (fc *fileCodec) Owns(header []byte) bool {
 // thinking_level_change (the ids get_entries gives them).
 func (fc *fileCodec) Header(dst []byte, h session.Header) ([]byte, error) {
 	c := newConverter(fc.cat, h)
-	fc.chain = c.chain()
+	fc.start(c, h)
 	ts := h.Created.UTC().Format(isoMillis)
 	hd := SessionHeader{Type: "session", Version: 3, ID: h.ID, Timestamp: ts, Cwd: h.Cwd, ParentSession: h.Parent}
 	mc := Entry{Type: "model_change", ID: h.ID + ".model", Timestamp: ts, Provider: c.info.Provider, ModelID: c.info.Name}
@@ -173,7 +232,10 @@ func (fc *fileCodec) Decode(path string, data []byte) (session.Header, []session
 			c.effort = en.Effort
 		}
 	}
-	fc.chain = c.chain()
+	// A file with a system message or a user message has its first
+	// model call behind it: no system message goes in later.
+	c.sysDone = d.asked
+	fc.start(c, d.h)
 	fc.chain.root = d.root
 	for pi, e := range d.lastPi {
 		fc.chain.last[pi] = e
@@ -192,6 +254,7 @@ type decoder struct {
 	root    string            // the last pi entry of the header's settings
 	model   string            // e's id of the model in force
 	level   string            // pi's level in force
+	asked   bool              // a system or user message was read
 }
 
 func (d *decoder) header(l piLine) {
@@ -303,6 +366,7 @@ func (d *decoder) add(l piLine) error {
 // message converts a message line, as import.go's piSession.message does,
 // and pi's failed and aborted answers.
 func (d *decoder) message(l piLine, m piMessage) error {
+	d.asked = d.asked || m.Role == "system" || m.Role == "user"
 	switch m.Role {
 	case "toolResult":
 		// Consecutive results join the tool message before them.

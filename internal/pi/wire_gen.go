@@ -322,9 +322,12 @@ type Entry struct {
 	Summary          string       `json:"summary,omitzero"`
 	FirstKeptEntryID string       `json:"firstKeptEntryId,omitzero"`
 	TokensBefore     *int64       `json:"tokensBefore,omitzero"`
-	Name             string       `json:"name,omitzero"`
-	TargetID         string       `json:"targetId,omitzero"`
-	Replacement      any          `json:"replacement,omitzero"`
+	// compaction: the system prompt and tools at the compaction, the compacted context's leading
+	// system message
+	SystemMessage *SystemMessage `json:"systemMessage,omitzero"`
+	Name          string         `json:"name,omitzero"`
+	TargetID      string         `json:"targetId,omitzero"`
+	Replacement   any            `json:"replacement,omitzero"`
 }
 
 // EntryType is a wire type. Schema: pi/defs.json#/$defs/entry/properties/type.
