@@ -416,7 +416,7 @@ func (d *decoder) failed(l piLine, m piMessage) error {
 	}
 	msg := ps.entries[0]
 	var call *session.ModelCall
-	if msg.Call != nil {
+	if msg.Call != nil && m.DurationMS != nil { // e's message of a failure without a model call has no duration
 		c := *msg.Call
 		call = &c
 	}

@@ -1,12 +1,19 @@
 package pi
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/e-agent/e/internal/model"
+	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/testbuild"
 )
 
@@ -93,4 +100,120 @@ func piInstalled(t *testing.T) (node, cli string) {
 		}
 	}
 	return node, cli
+}
+
+// TestFileCodec writes a session of every kind of entry e records in pi's
+// session-file format, then checks that the file's entries are those
+// get_entries shows (one converter), that every parentId names an entry,
+// and that reading the file back and writing what was read gives the same
+// file, byte for byte (spec/pi.md: Saved sessions).
+func TestFileCodec(t *testing.T) {
+	info := model.Info{ID: "e/offline", Provider: "e", Name: "offline", API: model.APIOffline, Efforts: []string{"low", "medium", "high"}}
+	lookup := func(id string) (model.Info, bool) { return info, id == info.ID }
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	n := 0
+	entry := func(typ string, f func(*session.Entry)) session.Entry {
+		n++
+		en := session.Entry{Type: typ, ID: fmt.Sprintf("%08x", n), Time: at.Add(time.Duration(n) * time.Second)}
+		if n > 1 {
+			en.Parent = fmt.Sprintf("%08x", n-1)
+		}
+		f(&en)
+		return en
+	}
+	msg := func(role string, parts ...model.Part) func(*session.Entry) {
+		return func(en *session.Entry) { en.Message, _ = json.Marshal(model.Message{Role: role, Content: parts}) }
+	}
+	text := func(s string) model.Part { return model.Part{Type: model.PartText, Text: s} }
+	call := &session.ModelCall{Model: "e/offline", Attempts: 1, DurationMS: 12, ResponseID: "r1", FinishReason: "stop"}
+	call.Usage.Input, call.Usage.Output = 10, 3
+	exit := 0
+	es := []session.Entry{
+		entry(session.EntryMessage, msg(model.RoleUser, text("hello"))),
+		entry(session.EntryMessage, func(en *session.Entry) {
+			msg(model.RoleAssistant, model.Part{Type: model.PartToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)},
+				model.Part{Type: model.PartToolCall, ID: "c2", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)})(en)
+			en.Call = call
+		}),
+		entry(session.EntryMessage, func(en *session.Entry) {
+			msg(model.RoleTool, model.Part{Type: model.PartToolResult, CallID: "c1", Text: "alpha"},
+				model.Part{Type: model.PartToolResult, CallID: "c2", Text: "a\n[exit 0]", IsError: false})(en)
+			en.Runs = []session.ToolRun{{CallID: "c1", Outcome: "completed", DurationMS: 3}, {CallID: "c2", Outcome: "completed", DurationMS: 4}}
+		}),
+		entry(session.EntryMessage, func(en *session.Entry) { msg(model.RoleAssistant, text("done"))(en); en.Call = call }),
+		entry(session.EntryShell, func(en *session.Entry) {
+			en.Shell = &session.ShellRun{Command: "echo hi", Output: "hi\n", ExitCode: &exit}
+		}),
+		entry(session.EntryName, func(en *session.Entry) { en.Name = "named" }),
+		entry(session.EntrySettings, func(en *session.Entry) { en.Model, en.Effort = "e/offline", "high" }),
+		entry(session.EntryMessage, msg(model.RoleUser, text("cut me"))),
+		entry(session.EntryMessage, msg(model.RoleAssistant, text("half an ans"))), // streamed before the cut
+		entry(session.EntryInterrupted, func(en *session.Entry) { en.Call = call }),
+		entry(session.EntryMessage, msg(model.RoleUser, text("cut at once"))),
+		entry(session.EntryInterrupted, func(*session.Entry) {}),
+		entry(session.EntryMessage, msg(model.RoleUser, text("fail once"))),
+		entry(session.EntryAttempt, func(en *session.Entry) { en.Call, en.Error = call, "503: overloaded" }),
+		entry(session.EntryError, func(en *session.Entry) { en.Call, en.Error = call, "400: bad request" }),
+		entry(session.EntryCompaction, func(en *session.Entry) { en.Summary, en.Kept, en.Tokens = "the summary", "0000000b", 99 }),
+		entry(session.EntryMessage, msg(model.RoleUser, text("after"))),
+		entry(session.EntryMessage, func(en *session.Entry) { msg(model.RoleAssistant, text("the end"))(en); en.Call = call }),
+	}
+	h := session.Header{ID: "01SESSION", Cwd: "/work", Created: at, Model: "e/offline", Effort: "medium"}
+	sys := SystemMessage{Role: "system", Content: "You are e."}
+	write := func(h session.Header, es []session.Entry) []byte {
+		fc := newFileCodec(lookup, "e/offline")
+		b, err := fc.Header(nil, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc.setSystem(sys)
+		for _, en := range es {
+			if b, err = fc.Entry(b, en); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return fc.Flush(b)
+	}
+	file := write(h, es)
+
+	lines := strings.Split(strings.TrimSuffix(string(file), "\n"), "\n")
+	var got []map[string]any
+	ids := map[string]bool{}
+	for _, l := range lines[1:] {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if p, ok := v["parentId"].(string); ok && !ids[p] {
+			t.Errorf("entry %v names parent %q, no entry before it", v["id"], p)
+		}
+		ids[v["id"].(string)] = true
+		got = append(got, v)
+	}
+	c := newConverter(lookup, h)
+	c.system = func(ts int64) (SystemMessage, bool) { m := sys; m.Timestamp = ts; return m, true }
+	chain := c.chain()
+	chain.root = h.ID + ".thinking"
+	var want []Entry
+	for _, en := range es {
+		want = chain.add(want, en)
+	}
+	var wantJSON []map[string]any
+	for _, en := range want {
+		b, _ := marshal(en)
+		var v map[string]any
+		json.Unmarshal(b, &v)
+		wantJSON = append(wantJSON, v)
+	}
+	if diff := cmp.Diff(wantJSON, got[2:]); diff != "" { // after the opening model and level
+		t.Errorf("the file's entries are not get_entries' (-want +got):\n%s", diff)
+	}
+
+	dh, des, err := newFileCodec(lookup, "e/offline").Decode("test.jsonl", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(file), string(write(dh, des))); diff != "" {
+		t.Errorf("the file read back and written again differs (-first +again):\n%s", diff)
+	}
 }
