@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -43,6 +44,9 @@ type front struct {
 	// codecs are the session files' codecs by session id (fileCodec).
 	codecMu sync.Mutex
 	codecs  map[string]*fileCodec
+	// last is the current session, read without fr.mu by fileCodec, which
+	// runs while a new session is made.
+	last atomic.Pointer[session.Session]
 
 	env   Env
 	flags Flags
@@ -146,6 +150,7 @@ pi options e honours:
   --no-session, --session PATH|ID, -c/--continue, --session-dir DIR, -n/--name NAME
   -t/--tools LIST, -xt/--exclude-tools LIST, -nt/--no-tools, -nbt/--no-builtin-tools
   -ne/--no-extensions, --system-prompt TEXT|FILE, --append-system-prompt TEXT|FILE
+  --flavor pi|prime (e's own: prime-agent's flavour; also e run under the name prime-agent)
 Configuration: $PI_CODING_AGENT_DIR (default ~/.pi/agent): models.json, settings.json, sessions/.
 `
 
@@ -322,6 +327,7 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
+	fr.last.Store(s)
 	// tr is read under trMu alone (translate), written under both.
 	fr.trMu.Lock()
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s, fr}}

@@ -66,6 +66,13 @@ func (fr *front) fileCodec() session.Codec {
 		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, fr.h.DefaultModel())
+	if cur := fr.last.Load(); cur != nil {
+		// A fork or clone copies history that has had its first model
+		// call: its file's system message is the session's it comes from
+		// (the same prompt and tools); a new session's first prompt sets
+		// its own (fileSystem).
+		fc.setSystem(systemMessage(cur, 0))
+	}
 	fc.opened = func(id string) {
 		fr.codecMu.Lock()
 		defer fr.codecMu.Unlock()
