@@ -220,6 +220,7 @@ func (fc *fileCodec) Decode(path string, data []byte) (session.Header, []session
 			d.header(l)
 			continue
 		}
+		d.leaf = l.ID
 		if err := d.add(l); err != nil {
 			return session.Header{}, nil, fmt.Errorf("pi: session %s: entry %s: %w", path, l.ID, err)
 		}
@@ -244,8 +245,17 @@ func (fc *fileCodec) Decode(path string, data []byte) (session.Header, []session
 	c.sysDone = d.asked
 	fc.start(c, d.h)
 	fc.chain.root = d.root
-	for pi, e := range d.lastPi {
-		fc.chain.last[pi] = e
+	for id, piID := range d.lastPi {
+		fc.chain.last[id] = piID
+	}
+	// Lines e leaves out at the file's end (a custom entry, a label) stay
+	// on the active branch: what e appends hangs after the last line.
+	switch n := len(d.entries); {
+	case d.leaf == "":
+	case n > 0 && d.eID[d.leaf] == d.entries[n-1].ID:
+		fc.chain.last[d.entries[n-1].ID] = d.leaf
+	case n == 0 && d.eID[d.leaf] == "":
+		fc.chain.root = d.leaf
 	}
 	return d.h, d.entries, nil
 }
@@ -262,6 +272,7 @@ type decoder struct {
 	model   string            // e's id of the model in force
 	level   string            // pi's level in force
 	asked   bool              // a system or user message was read
+	leaf    string            // the last line's id
 }
 
 func (d *decoder) header(l piLine) {

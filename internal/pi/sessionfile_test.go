@@ -217,3 +217,34 @@ func TestFileCodec(t *testing.T) {
 		t.Errorf("the file read back and written again differs (-first +again):\n%s", diff)
 	}
 }
+
+// TestFileCodecContinues checks where e goes on in a file pi wrote: after
+// its last line, also one e has no counterpart of (a custom entry), so
+// that pi still finds it on the active branch; a model e lacks is left
+// out, the session starting on the fallback model.
+func TestFileCodecContinues(t *testing.T) {
+	info := model.Info{ID: "e/offline", Provider: "e", Name: "offline", API: model.APIOffline}
+	lookup := func(id string) (model.Info, bool) { return info, id == info.ID }
+	file := `{"type":"session","version":3,"id":"u-1","timestamp":"2026-11-30T10:00:00.000Z","cwd":"/p"}
+{"type":"model_change","id":"a1","parentId":null,"timestamp":"2026-11-30T10:00:00.001Z","provider":"anthropic","modelId":"nothing"}
+{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-11-30T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}
+{"type":"custom","id":"a3","parentId":"a2","timestamp":"2026-11-30T10:00:02.000Z","customType":"x","data":{}}
+`
+	fc := newFileCodec(lookup, "e/offline")
+	h, es, err := fc.Decode("f.jsonl", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Model != "e/offline" || len(es) != 1 || es[0].ID != "a2" || es[0].Parent != "" {
+		t.Fatalf("decoded %+v %+v", h, es)
+	}
+	m, _ := json.Marshal(model.Message{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: "more"}}})
+	b, err := fc.Entry(nil, session.Entry{Type: session.EntryMessage, ID: "b1", Parent: "a2", Time: time.Now(), Message: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ ParentID string }
+	if err := json.Unmarshal(b, &got); err != nil || got.ParentID != "a3" {
+		t.Errorf("appended %s: want parentId a3 (the file's last line), err %v", b, err)
+	}
+}
