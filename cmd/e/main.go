@@ -34,7 +34,7 @@ func main() {
 		// the peak of a 200,000-event turn. GOGC, when set, decides.
 		debug.SetGCPercent(200)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(argsOf(os.Args), os.Stdin, os.Stdout, os.Stderr))
 }
 
 // runFlags are the options every run mode shares (L1, P6).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/e-agent/e/internal/pi"
@@ -21,6 +22,21 @@ func piMode(args []string) bool {
 		}
 	}
 	return false
+}
+
+// argsOf is the arguments of command line argv: e run under the name
+// prime-agent (a link to it, as a prime-agent client launches its agent)
+// speaks prime-agent's flavour of pi's dialect, as --flavor prime selects
+// it; a --flavor given wins, being later.
+func argsOf(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	name := strings.TrimSuffix(filepath.Base(argv[0]), ".exe")
+	if name == "prime-agent" && piMode(argv[1:]) {
+		return append([]string{"--flavor", "prime"}, argv[1:]...)
+	}
+	return argv[1:]
 }
 
 // runPi is e --mode rpc and e --mode json: pi's CLI surface over e's

@@ -3,8 +3,6 @@ package pi
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -43,14 +41,9 @@ type backend struct {
 }
 
 func (b *backend) make(sp spec) (*session.Session, error) {
-	if sp.resume != "" && isPiSession(sp.resume) {
-		if err := b.fromPi(&sp); err != nil {
-			return nil, err
-		}
-	}
 	cwd := sp.cwd
-	if sp.resume != "" {
-		cwd = "" // the log's
+	if _, logCwd := readHeader(sp.resume); sp.resume != "" && isDir(logCwd) {
+		cwd = "" // the log's, when it still exists (a file pi wrote elsewhere may name one that does not)
 	}
 	ss := session.Spec{Cwd: cwd, Tools: b.tools, NoTools: len(b.tools) == 0, Save: b.sessionsDir != "",
 		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file, Leaf: sp.leaf}
@@ -68,52 +61,6 @@ func (b *backend) make(sp spec) (*session.Session, error) {
 		return nil, fmt.Errorf("pi: %w", err)
 	}
 	return s, nil
-}
-
-// fromPi turns sp's resume of a pi session file into a new session that
-// starts from its active branch, the file its parent: with its cwd (when it
-// still exists), its name, and its last model and thinking level when e has
-// that model and sp names none.
-func (b *backend) fromPi(sp *spec) error {
-	ps, err := readPiSession(sp.resume)
-	if err != nil {
-		return err
-	}
-	sp.parent, sp.resume = sp.resume, ""
-	if st, err := os.Stat(ps.cwd); err == nil && st.IsDir() {
-		sp.cwd = ps.cwd
-	}
-	if sp.name == "" {
-		sp.name = ps.name
-	}
-	if sp.model == "" {
-		if info, err := b.h.Model(ps.model); err == nil && ps.model != "" {
-			sp.model, sp.effort = info.ID, Effort(info, Clamp(info, cmpOr(ps.level, levelOf(info.DefaultEffort))))
-		}
-	}
-	// The settings entries carry pi's level: e's effort for their model.
-	// One of a model e does not have goes (a resume would fail on it), and
-	// the session's own model and effort, when they differ, come last, as
-	// a resume takes the last.
-	var last session.Entry
-	for _, en := range ps.entries {
-		if en.Type == session.EntrySettings {
-			info, err := b.h.Model(en.Model)
-			if err != nil {
-				continue
-			}
-			en.Model, en.Effort = info.ID, Effort(info, Clamp(info, cmpOr(en.Effort, levelOf(info.DefaultEffort))))
-			last = en
-		}
-		sp.entries = append(sp.entries, en)
-	}
-	if last.Type != "" && sp.model != "" && (last.Model != sp.model || last.Effort != sp.effort) {
-		var id [4]byte
-		rand.Read(id[:])
-		sp.entries = append(sp.entries, session.Entry{ID: hex.EncodeToString(id[:]), Type: session.EntrySettings, Model: sp.model,
-			Effort: sp.effort, Time: time.Now()})
-	}
-	return nil
 }
 
 // dir is the folder of cwd's sessions: a flat sessionsDir itself, else
@@ -215,6 +162,11 @@ func abs(cwd, path string) string {
 		return filepath.Clean(path)
 	}
 	return filepath.Join(cwd, path)
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 func isFile(path string) bool {

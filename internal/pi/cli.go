@@ -12,6 +12,7 @@ import (
 // Flags are pi's command line as e's pi dialect reads it (cli.md).
 type Flags struct {
 	Mode          string // "rpc" or "json"
+	Flavor        string // "" (pi 1.6.0's) or "prime" (prime-agent's: --flavor prime, or e run as prime-agent)
 	Provider      string
 	Model         string // pattern: id, provider/id, optional :thinking suffix
 	APIKey        string
@@ -56,6 +57,7 @@ var valued = map[string]string{
 	"--tui-mode": "tui-mode", "--export": "export",
 	// e's own: the sandbox of the session's commands.
 	"--sandbox": "sandbox", "--writable-root": "writable-root",
+	"--flavor": "flavor", // e's own: which peer's dialect (pi's, prime-agent's)
 }
 
 // switches are pi's options without a value.
@@ -185,6 +187,15 @@ func ParseFlags(args []string) (Flags, error) {
 			f.Session = value
 		case "session-dir":
 			f.SessionDir = value
+		case "flavor":
+			switch value {
+			case "pi":
+				f.Flavor = ""
+			case "prime":
+				f.Flavor = "prime"
+			default:
+				return fail("option --flavor: %q is not pi or prime", value)
+			}
 		case "name":
 			f.Name = value
 		case "tools":

@@ -66,6 +66,8 @@ var ignored = []struct{ flow, kind, path, why string }{
 	{"", "*", ".usage.cost", "cost numbers (anywhere): pi counts fractional cost; both are numbers when set"},
 	{"", "*", ".toolsAdded[].parameters", "a system message's tool argument schemas: each agent's own tools (e's read, bash, edit, write, … are e's)"},
 	{"tool-bash-long", "event tool_execution_update", ".partialResult.details", "the updates of a cut output carry its truncation bookkeeping from the first that has read past the limits on, which one depends on how the output was read (chunking)"},
+	{"cross-resume", "*", ".sections", "a system message's named prompt sections: pi's own (e's prompt is one text, spec/pi.md: Events)"},
+	{"cross-resume", "*", ".constrainedSampling", "a system message's tool declarations: each agent's own tools"},
 	{"abort-before-run", "*", ".durationMs", "whether pi's answer of a run aborted as it starts has a duration depends on how far its fetch got (timing); e's always has one"},
 }
 
@@ -1475,26 +1477,10 @@ func TestDifferential(t *testing.T) {
 	// run runs lane's flows on one agent and returns its records by flow,
 	// and its raw lines for -pi-diff-dump.
 	run := func(name string, argv []string, lane diffLane) (map[string][]record, []byte) {
-		dir := t.TempDir()
 		mock := newDiffMock()
 		srv := httptest.NewServer(mock)
 		defer srv.Close()
-		agentDir := filepath.Join(dir, "pi-agent")
-		work := filepath.Join(dir, "work")
-		for _, d := range []string{agentDir, work, filepath.Join(dir, "e-home"), filepath.Join(dir, "home")} {
-			os.MkdirAll(d, 0o700)
-		}
-		models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key","models":[`+
-			`{"id":"mock-1","contextWindow":32000,"reasoning":true},{"id":"mock-2","contextWindow":32000}]}}}`, srv.URL+"/v1")
-		os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o600)
-		os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(diffSettings), 0o600)
-		os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o600)
-		os.Mkdir(filepath.Join(agentDir, "prompts"), 0o700)
-		os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
-			[]byte("---\ndescription: Review the change\nargument-hint: \"[focus]\"\n---\nReview it. Focus on ${1:-correctness}.\n"), 0o600)
-		env := []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
-			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
-			"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
+		agentDir, work, env := diffDirs(t, srv.URL)
 		a := newDiffAgent(t, name, argv, env, work, agentDir, mock)
 		if lane.launch {
 			a.launch(modelFlags...)
@@ -1592,6 +1578,30 @@ func TestDifferential(t *testing.T) {
 	if len(gone) > 0 {
 		t.Errorf("listed in %s but no longer different (remove them):\n%s", allowFile, strings.Join(gone, "\n"))
 	}
+}
+
+// diffDirs makes an agent's folders (its pi config dir with models.json
+// naming the mock at url and diffSettings, a working directory with a.txt,
+// e's home and HOME) and its environment.
+func diffDirs(t *testing.T, url string) (agentDir, work string, env []string) {
+	dir := t.TempDir()
+	agentDir = filepath.Join(dir, "pi-agent")
+	work = filepath.Join(dir, "work")
+	for _, d := range []string{agentDir, work, filepath.Join(dir, "e-home"), filepath.Join(dir, "home")} {
+		os.MkdirAll(d, 0o700)
+	}
+	models := fmt.Sprintf(`{"providers":{"mock":{"baseUrl":%q,"api":"openai-completions","apiKey":"test-key","models":[`+
+		`{"id":"mock-1","contextWindow":32000,"reasoning":true},{"id":"mock-2","contextWindow":32000}]}}}`, url+"/v1")
+	os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o600)
+	os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(diffSettings), 0o600)
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o600)
+	os.Mkdir(filepath.Join(agentDir, "prompts"), 0o700)
+	os.WriteFile(filepath.Join(agentDir, "prompts", "review.md"),
+		[]byte("---\ndescription: Review the change\nargument-hint: \"[focus]\"\n---\nReview it. Focus on ${1:-correctness}.\n"), 0o600)
+	env = []string{"PI_CODING_AGENT_DIR=" + agentDir, "E_HOME=" + filepath.Join(dir, "e-home"), "HOME=" + filepath.Join(dir, "home"),
+		"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=",
+		"TMPDIR=" + t.TempDir()} // each agent's pi-bash-*.log files (the bash flow)
+	return agentDir, work, env
 }
 
 // readAllow reads the allow-list: blocks of "# reason" lines followed by

@@ -1,50 +1,17 @@
 package pi
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/session"
 )
 
-// A session file pi wrote (session-format.md) given to --session or
-// switch_session is read, not written: its active branch becomes the
-// starting history of a new e session (saved in pi's folder, the pi file
-// its parent), so pi's file stays as pi left it.
-
-// piSession is a pi session file's active branch in e's terms.
+// piSession collects e entries converted from a pi session file's message
+// lines (sessionfile.go's decoder).
 type piSession struct {
-	id, cwd string
 	entries []session.Entry
-	model   string // provider/modelId of the last model_change, "" when none
-	level   string // of the last thinking_level_change
-	name    string
-}
-
-// isPiSession reports whether path starts with a pi session header (pi's
-// has a timestamp; e's log header has "created").
-func isPiSession(path string) bool {
-	f, _, err := regfile.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	line, err := bufio.NewReader(f).ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return false
-	}
-	var h struct {
-		Type      string          `json:"type"`
-		Timestamp *string         `json:"timestamp"`
-		Created   json.RawMessage `json:"created"`
-	}
-	return json.Unmarshal(line, &h) == nil && h.Type == "session" && h.Timestamp != nil && h.Created == nil
 }
 
 // piLine is one line of a pi session file, the fields e reads.
@@ -62,6 +29,9 @@ type piLine struct {
 	FirstKeptEntryID string          `json:"firstKeptEntryId"`
 	TokensBefore     int64           `json:"tokensBefore"`
 	Name             *string         `json:"name"`
+	ParentSession    string          `json:"parentSession"` // the header's
+	TargetID         string          `json:"targetId"`      // context_edit
+	Replacement      json.RawMessage `json:"replacement"`   // context_edit
 }
 
 // piMessage is an AgentMessage, the fields e keeps.
@@ -78,6 +48,8 @@ type piMessage struct {
 	Model         string   `json:"model"`
 	ResponseID    string   `json:"responseId"`
 	ResponseModel string   `json:"responseModel"`
+	StopReason    string   `json:"stopReason"`
+	ErrorMessage  string   `json:"errorMessage"`
 	RawStopReason string   `json:"rawStopReason"`
 	Usage         *piUsage `json:"usage"`
 	// bashExecution
@@ -113,103 +85,6 @@ type piBlock struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-}
-
-// maxSessionBytes is the largest pi session file e reads, as for its own
-// logs (store.MaxLogBytes; Y1).
-const maxSessionBytes = 1 << 30
-
-// readPiSession reads path's active branch: from its last entry back
-// through parentId to the root. Entries e has no counterpart for (custom,
-// label, usage, system messages …) are left out.
-func readPiSession(path string) (*piSession, error) {
-	data, err := regfile.ReadFile(path, maxSessionBytes)
-	if err != nil {
-		return nil, fmt.Errorf("pi: session %s: %w", path, err)
-	}
-	var lines []piLine
-	for i, raw := range bytes.Split(data, []byte("\n")) {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			continue
-		}
-		var l piLine
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return nil, fmt.Errorf("pi: session %s: line %d: %w", path, i+1, err)
-		}
-		lines = append(lines, l)
-	}
-	if len(lines) == 0 || lines[0].Type != "session" {
-		return nil, fmt.Errorf("pi: session %s: no session header", path)
-	}
-	ps := &piSession{id: lines[0].ID, cwd: lines[0].Cwd}
-	byID := map[string]piLine{}
-	for _, l := range lines[1:] {
-		byID[l.ID] = l
-	}
-	var branch []piLine
-	for i := len(lines) - 1; i > 0 && len(branch) == 0; i-- {
-		for l, ok := lines[i], true; ok; {
-			branch = append(branch, l)
-			if l.ParentID == nil {
-				break
-			}
-			l, ok = byID[*l.ParentID]
-		}
-	}
-	for i, j := 0, len(branch)-1; i < j; i, j = i+1, j-1 {
-		branch[i], branch[j] = branch[j], branch[i]
-	}
-	for _, l := range branch {
-		if err := ps.add(l); err != nil {
-			return nil, fmt.Errorf("pi: session %s: entry %s: %w", path, l.ID, err)
-		}
-	}
-	return ps, nil
-}
-
-// add converts one entry of the branch.
-func (ps *piSession) add(l piLine) error {
-	at, _ := time.Parse(time.RFC3339Nano, l.Timestamp)
-	en := session.Entry{ID: l.ID, Time: at}
-	switch l.Type {
-	case "message":
-		var m piMessage
-		if err := json.Unmarshal(l.Message, &m); err != nil {
-			return err
-		}
-		return ps.message(en, m)
-	case "model_change", "thinking_level_change":
-		// A settings entry with both (its Effort pi's level until
-		// fromPi knows the model), so that each answer names the model
-		// and level it was made with; pi's pair at a session's start
-		// becomes one.
-		if l.Type == "model_change" {
-			ps.model = l.Provider + "/" + l.ModelID
-		} else {
-			ps.level = l.ThinkingLevel
-		}
-		en.Type, en.Model, en.Effort = session.EntrySettings, ps.model, ps.level
-		if n := len(ps.entries); n > 0 && ps.entries[n-1].Type == session.EntrySettings {
-			en.ID, en.Time = ps.entries[n-1].ID, ps.entries[n-1].Time
-			ps.entries[n-1] = en
-			return nil
-		}
-	case "compaction":
-		en.Type, en.Summary, en.Tokens = session.EntryCompaction, l.Summary, l.TokensBefore
-		if l.FirstKeptEntryID != l.ID {
-			en.Kept = l.FirstKeptEntryID
-		}
-	case "session_info":
-		if l.Name == nil {
-			return nil
-		}
-		en.Type, en.Name, ps.name = session.EntryName, *l.Name, *l.Name
-	default:
-		return nil
-	}
-	ps.entries = append(ps.entries, en)
-	return nil
 }
 
 // message converts a message entry; consecutive tool results join one e

@@ -28,8 +28,8 @@ func hideAttempt(id string, ts time.Time) Entry {
 // entries so each assistant message names the model that answered.
 type converter struct {
 	// system makes the system message pi keeps before a session's first
-	// user message (nil: none); sysDone once it is placed.
-	system  func(ts int64) SystemMessage
+	// user message (nil, or false: none); sysDone once it is placed.
+	system  func(ts int64) (SystemMessage, bool)
 	sysDone bool
 
 	cat    func(id string) (model.Info, bool)
@@ -204,115 +204,143 @@ func levelOf(effort string) string {
 // its id, the others get "ID.N" and chain after it.
 func (c *converter) entries(es []session.Entry) []Entry {
 	var out []Entry
-	last := map[string]string{}   // e entry id → id of the last pi entry made from it
-	attempts := map[string]bool{} // ids of attempt entries
+	p := c.chain()
 	for _, en := range es {
-		parent := func() *string {
-			if en.Parent == "" {
+		out = p.add(out, en)
+	}
+	return out
+}
+
+// piChain converts e's log entries to pi's one at a time, in append order
+// (converter.entries, and the session files e writes: sessionfile.go).
+type piChain struct {
+	c        *converter
+	last     map[string]string // e entry id → id of the last pi entry made from it
+	attempts map[string]bool   // ids of attempt entries
+	root     string            // the parentId of a root entry ("": null)
+}
+
+func (c *converter) chain() *piChain {
+	return &piChain{c: c, last: map[string]string{}, attempts: map[string]bool{}}
+}
+
+// add appends to out, the pi entries converted so far, those of en; an
+// interruption changes the last of out (the answer it cut short).
+func (p *piChain) add(out []Entry, en session.Entry) []Entry {
+	c, last := p.c, p.last
+	parent := func() *string {
+		if en.Parent == "" {
+			if p.root == "" {
 				return nil
 			}
-			p := en.Parent
-			if l, ok := last[en.Parent]; ok {
-				p = l
-			}
-			return &p
+			r := p.root
+			return &r
 		}
-		base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(isoMillis)}
-		switch en.Type {
-		case session.EntryMessage:
-			var m model.Message
-			if json.Unmarshal(en.Message, &m) != nil {
-				continue
-			}
-			for i, msg := range c.logged(en, m) {
-				if _, ok := msg.(UserMessage); ok && c.system != nil && !c.sysDone {
-					// pi's system message comes before the first user message.
-					c.sysDone = true
+		pid := en.Parent
+		if l, ok := last[en.Parent]; ok {
+			pid = l
+		}
+		return &pid
+	}
+	base := Entry{ID: en.ID, ParentID: parent(), Timestamp: en.Time.UTC().Format(isoMillis)}
+	switch en.Type {
+	case session.EntryMessage:
+		var m model.Message
+		if json.Unmarshal(en.Message, &m) != nil {
+			return out
+		}
+		for i, msg := range c.logged(en, m) {
+			if _, ok := msg.(UserMessage); ok && c.system != nil && !c.sysDone {
+				// pi's system message comes before the first user message.
+				c.sysDone = true
+				if m, ok := c.system(en.Time.UnixMilli()); ok {
 					sys := base
-					sys.ID, sys.Type, sys.Message = en.ID+".system", "message", c.system(en.Time.UnixMilli())
+					sys.ID, sys.Type, sys.Message = en.ID+".system", "message", m
 					out = append(out, sys)
 					base.ParentID = &sys.ID
 				}
-				e := base
-				if i > 0 {
-					prev := out[len(out)-1].ID
-					e.ID, e.ParentID = fmt.Sprintf("%s.%d", en.ID, i), &prev
-				}
-				e.Type, e.Message = "message", msg
-				out = append(out, e)
-				last[en.ID] = e.ID
 			}
-			continue
-		case session.EntrySettings:
-			if info, ok := c.cat(en.Model); ok {
-				c.info = info
-			}
-			c.effort = en.Effort
 			e := base
-			e.Type, e.Provider, e.ModelID = "model_change", c.info.Provider, c.info.Name
-			t := base
-			t.ID, t.ParentID, t.Type, t.ThinkingLevel = en.ID+".1", &e.ID, "thinking_level_change", levelOf(en.Effort)
-			out = append(out, e, t)
-			last[en.ID] = t.ID
-			continue
-		case session.EntryCompaction:
-			base.Type, base.Summary, base.FirstKeptEntryID = "compaction", en.Summary, en.Kept
-			if en.Kept == "" {
-				base.FirstKeptEntryID = en.ID // retains nothing: its own id (session-format.md)
+			if i > 0 {
+				prev := out[len(out)-1].ID
+				e.ID, e.ParentID = fmt.Sprintf("%s.%d", en.ID, i), &prev
 			}
-			tok := en.Tokens
-			base.TokensBefore = &tok
-		case session.EntryName:
-			name := en.Name
-			base.Type, base.Name = "session_info", name
-		case session.EntryShell:
-			if en.Shell == nil {
-				continue
-			}
-			base.Type, base.Message = "message", bashMessage(en)
-		case session.EntryAttempt, session.EntryError:
-			// pi keeps a failed call's error message; it hides a retried
-			// attempt from the model's context with a context_edit after it.
-			base.Type, base.Message = "message", c.failed(en)
-			out = append(out, base)
-			last[en.ID] = base.ID
-			if en.Type == session.EntryAttempt {
-				attempts[en.ID] = true
-				edit := hideAttempt(en.ID, en.Time)
-				out = append(out, edit)
-				last[en.ID] = edit.ID
-			}
-			continue
-		case session.EntryInterrupted:
-			var lastMsg any
-			if n := len(out); n > 0 && en.Parent != "" && out[n-1].ID == last[en.Parent] {
-				lastMsg = out[n-1].Message
-			}
-			changed, added := c.interrupted(en, lastMsg, attempts[en.Parent])
-			switch {
-			case changed != nil:
-				out[len(out)-1].Message = changed
-			case added != nil:
-				base.Type, base.Message = "message", *added
-				out = append(out, base)
-				last[en.ID] = base.ID
-				continue
-			}
-			if p := parent(); p != nil {
-				last[en.ID] = *p
-			}
-			continue
-		default:
-			// title has no pi counterpart; keep the chain intact.
-			if p := parent(); p != nil {
-				last[en.ID] = *p
-			}
-			continue
+			e.Type, e.Message = "message", msg
+			out = append(out, e)
+			last[en.ID] = e.ID
 		}
+		return out
+	case session.EntrySettings:
+		if info, ok := c.cat(en.Model); ok {
+			c.info = info
+		}
+		c.effort = en.Effort
+		e := base
+		e.Type, e.Provider, e.ModelID = "model_change", c.info.Provider, c.info.Name
+		t := base
+		t.ID, t.ParentID, t.Type, t.ThinkingLevel = en.ID+".1", &e.ID, "thinking_level_change", levelOf(en.Effort)
+		last[en.ID] = t.ID
+		return append(out, e, t)
+	case session.EntryCompaction:
+		base.Type, base.Summary, base.FirstKeptEntryID = "compaction", en.Summary, en.Kept
+		if en.Kept == "" {
+			base.FirstKeptEntryID = en.ID // retains nothing: its own id (session-format.md)
+		}
+		tok := en.Tokens
+		base.TokensBefore = &tok
+		if c.system != nil { // pi's checkpoint: the compacted context's leading system message
+			if m, ok := c.system(en.Time.UnixMilli()); ok {
+				base.SystemMessage = &m
+			}
+		}
+	case session.EntryName:
+		name := en.Name
+		base.Type, base.Name = "session_info", name
+	case session.EntryShell:
+		if en.Shell == nil {
+			return out
+		}
+		base.Type, base.Message = "message", bashMessage(en)
+	case session.EntryAttempt, session.EntryError:
+		// pi keeps a failed call's error message; it hides a retried
+		// attempt from the model's context with a context_edit after it.
+		base.Type, base.Message = "message", c.failed(en)
 		out = append(out, base)
 		last[en.ID] = base.ID
+		if en.Type == session.EntryAttempt {
+			p.attempts[en.ID] = true
+			edit := hideAttempt(en.ID, en.Time)
+			out = append(out, edit)
+			last[en.ID] = edit.ID
+		}
+		return out
+	case session.EntryInterrupted:
+		var lastMsg any
+		if n := len(out); n > 0 && en.Parent != "" && out[n-1].ID == last[en.Parent] {
+			lastMsg = out[n-1].Message
+		}
+		changed, added := c.interrupted(en, lastMsg, p.attempts[en.Parent])
+		switch {
+		case changed != nil:
+			out[len(out)-1].Message = changed
+		case added != nil:
+			base.Type, base.Message = "message", *added
+			last[en.ID] = base.ID
+			return append(out, base)
+		}
+		if pid := parent(); pid != nil {
+			last[en.ID] = *pid
+		}
+		return out
+	default:
+		// title has no pi counterpart; keep the chain intact.
+		if pid := parent(); pid != nil {
+			last[en.ID] = *pid
+		}
+		return out
 	}
-	return out
+	last[en.ID] = base.ID
+	return append(out, base)
 }
 
 // tree arranges entries by parentId; entries whose parent is missing are roots.

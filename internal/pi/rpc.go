@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -41,6 +42,13 @@ type Env struct {
 // front is one e --mode rpc (or json) process: pi's commands in, pi's
 // records out, over one session at a time.
 type front struct {
+	// codecs are the session files' codecs by session id (fileCodec).
+	codecMu sync.Mutex
+	codecs  map[string]*fileCodec
+	// last is the current session, read without fr.mu by fileCodec, which
+	// runs while a new session is made.
+	last atomic.Pointer[session.Session]
+
 	env   Env
 	flags Flags
 	cfg   *Config
@@ -149,6 +157,7 @@ e's own:
   --sandbox off|workspace-write|read-only, --writable-root DIR (repeatable), --sandbox-network
                            confine bash and user commands (see e --help); $E_HOME/settings.json
                            sandbox, writable_roots, sandbox_network apply when no flag is given
+  --flavor pi|prime (e's own: prime-agent's flavour; also e run under the name prime-agent)
 Configuration: $PI_CODING_AGENT_DIR (default ~/.pi/agent): models.json, settings.json, sessions/.
 `
 
@@ -187,7 +196,7 @@ func start(f Flags, env Env) (*front, error) {
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
 		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
-		SetDuringTurn: true, ErrorText: providerError,
+		SetDuringTurn: true, KeyAtPrompt: true, ErrorText: providerError, Codec: fr.fileCodec,
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n"),
 		Sandbox:            f.Sandbox, WritableRoots: f.WritableRoots, SandboxNetwork: f.SandboxNetwork}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
@@ -326,6 +335,7 @@ func (fr *front) use(s *session.Session) {
 	s.SetAutoRetry(fr.autoRetry)
 	fr.mu.Lock()
 	fr.cur, fr.info, fr.level = s, info, Clamp(info, levelOf(in.Effort))
+	fr.last.Store(s)
 	// tr is read under trMu alone (translate), written under both.
 	fr.trMu.Lock()
 	fr.tr = &Translator{Info: info, ThinkingLevel: fr.level, MaxAttempts: fr.h.MaxAttempts(), Recorded: recorder{s, fr}}
@@ -530,7 +540,7 @@ func (fr *front) handle(line []byte) {
 			typ = "parse"
 		}
 		if strings.HasPrefix(err.Error(), "unknown command type") {
-			err = fmt.Errorf("Unknown command: %s", typ)
+			err = fr.unknownCommand(typ)
 		}
 		fr.respond(id, typ, nil, err)
 		return
@@ -813,6 +823,9 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 		return errors.New("Agent is already processing")
 	}
 	sess := fr.cur
+	if err := keyMissing(fr.h, fr.info.ID); err != nil {
+		return err
+	}
 	if err := fr.flushShell(); err != nil {
 		return err
 	}
@@ -822,6 +835,7 @@ func (fr *front) startRun(text string, parts []model.Part, blocks []Content, acc
 	fr.tr.Info, fr.tr.ThinkingLevel = fr.info, fr.level
 	if !asked(sess) {
 		fr.tr.BeginSystem(systemMessage(sess, fr.tr.ms()))
+		fr.fileSystem(sess)
 	}
 	fr.tr.Begin(text, blocks)
 	turn, err := sess.PromptParts(session.WithReadHook(fr.ctx, fr.deltas), text, parts, fr.sink)
@@ -873,7 +887,7 @@ func (fr *front) run(sess *session.Session, turn *session.Turn, done chan struct
 				// time; the turn's events wait for trMu: none has gone yet.
 				q := fr.queueLocked()
 				q.FollowUp = append(texts(next[1:]), q.FollowUp...)
-				fr.tr.After(q)
+				fr.tr.After(fr.queueEvent(q))
 			}
 			fr.trMu.Unlock()
 		}
@@ -964,7 +978,7 @@ func (fr *front) sink(ev agent.Event) {
 		q := fr.queueLocked()
 		fr.mu.Unlock()
 		fr.trMu.Lock()
-		fr.tr.After(q)
+		fr.tr.After(fr.queueEvent(q))
 		fr.trMu.Unlock()
 	}
 	fr.translate(func(t *Translator) []Event { return t.Feed(ev) })
@@ -1018,7 +1032,7 @@ func (fr *front) steer(c *command) (any, error) {
 	}
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return ResponseSteerData{Disposition: "queued"}, nil
 }
 
@@ -1033,7 +1047,7 @@ func (fr *front) followUp(c *command) (any, error) {
 	fr.followUps = append(fr.followUps, m)
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
 
@@ -1045,7 +1059,7 @@ func (fr *front) clearQueue(*command) (any, error) {
 	fr.steerHeld, fr.steerWait, fr.followUps = nil, nil, nil
 	q := fr.queueLocked()
 	fr.mu.Unlock()
-	fr.write(q)
+	fr.write(fr.queueEvent(q))
 	return map[string][]string{"steering": steering, "followUp": follow}, nil
 }
 
@@ -1123,7 +1137,7 @@ func (fr *front) newSession(c *command) (any, error) {
 	fr.mu.Unlock()
 	// pi starts a new session at the default thinking level, not the current one.
 	sp := spec{cwd: old.Cwd(), model: info.ID, effort: Effort(info, fr.defaultLevel(info)), parent: ptrOr(p.ParentSession)}
-	if p.SessionPath != nil { // prime-agent's: the file to save it in
+	if p.SessionPath != nil { // the prime-agent RPC guide's (not prime-agent's): the file to save it in
 		sp.file = abs(old.Cwd(), *p.SessionPath)
 		if _, err := os.Stat(sp.file); err == nil {
 			return nil, fmt.Errorf("new_session: sessionPath: %s exists (switch_session opens a session file)", sp.file)
@@ -1282,14 +1296,14 @@ func (fr *front) fork(c *command) (any, error) {
 	if err := c.decode(&p); err != nil {
 		return nil, err
 	}
-	// prime-agent's parentSession: the session file to fork, opened first
+	// the prime-agent RPC guide's parentSession (not prime-agent's): the session file to fork, opened first
 	// when it is not the current one.
 	if path := abs(fr.env.Cwd, p.ParentSession); p.ParentSession != "" && path != fr.session().Info().Path {
 		if err := fr.open(path); err != nil {
 			return nil, err
 		}
 	}
-	if !c.has("entryId") { // prime-agent's fork of the whole branch: a clone
+	if !c.has("entryId") { // the guide's fork of the whole branch: a clone
 		if _, err := fr.clone(c); err != nil {
 			return nil, err
 		}
@@ -1361,7 +1375,7 @@ func (fr *front) converterOf(sess *session.Session) *converter {
 		info, err := fr.h.Model(id)
 		return info, err == nil
 	}, h)
-	c.system = func(ts int64) SystemMessage { return systemMessage(sess, ts) }
+	c.system = func(ts int64) (SystemMessage, bool) { return systemMessage(sess, ts), true }
 	return c
 }
 
@@ -1489,7 +1503,7 @@ func (fr *front) contextOf(sess *session.Session) []any {
 
 // withSystem places pi's system message in a context's messages: before
 // the first user message, or first after a compaction (its checkpoint).
-func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
+func withSystem(msgs []any, system func(ts int64) (SystemMessage, bool)) []any {
 	for i, m := range msgs {
 		var ts int64
 		switch m := m.(type) {
@@ -1500,7 +1514,10 @@ func withSystem(msgs []any, system func(ts int64) SystemMessage) []any {
 		default:
 			continue
 		}
-		return slices.Insert(msgs, i, any(system(ts)))
+		if sys, ok := system(ts); ok {
+			return slices.Insert(msgs, i, any(sys))
+		}
+		return msgs
 	}
 	return msgs
 }
@@ -1573,10 +1590,17 @@ func (fr *front) getState(*command) (any, error) {
 	defer fr.mu.Unlock()
 	in := fr.cur.Info()
 	m := fr.piModel(fr.info)
-	return ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
+	st := ResponseGetStateData{Model: &m, ThinkingLevel: fr.level, IsStreaming: fr.running || fr.starting,
 		IsCompacting: fr.compacting != "", SteeringMode: fr.steeringMode, FollowUpMode: fr.followUpMode,
 		SessionFile: in.Path, SessionID: fr.cur.ID(), SessionName: in.Name, AutoCompactionEnabled: fr.autoCompact,
-		MessageCount: int64(messages), PendingMessageCount: int64(len(fr.steerHeld) + len(fr.steerWait) + len(fr.followUps))}, nil
+		MessageCount: int64(messages)}
+	q := fr.queueLocked()
+	if fr.flags.Flavor == "prime" {
+		st.SessionActions, st.Goal = new(sessionActions(q)), &GoalState{Status: "idle"}
+	} else {
+		st.PendingMessageCount = new(int64(len(q.Steering) + len(q.FollowUp)))
+	}
+	return st, nil
 }
 
 // available lists the models whose provider can be used now, as pi's
@@ -1647,7 +1671,7 @@ func (fr *front) setModel(c *command) (any, error) {
 		return nil, errors.New("set_model: model: give either provider and modelId, or model")
 	}
 	if c.has("model") {
-		// The older form (prime-agent, pi 0.73.1's guide): one pattern, as --model takes it.
+		// The older form (pi 0.73.1, the prime-agent RPC guide): one pattern, as --model takes it.
 		info, _, err = ResolveModel(fr.h.Models(), "", c.str("model"), usable)
 		if err != nil {
 			return nil, fmt.Errorf("Model not found: %s", c.str("model"))
@@ -2136,7 +2160,7 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 
 // uiResult is what the extension gets for a's answer to dialog method pm:
 // pi 1.6.0's value (select, input, editor), confirmed (confirm) or
-// cancelled, or prime-agent's result (a string, a boolean for confirm,
+// cancelled, or the prime-agent RPC guide's result (a string, a boolean for confirm,
 // null for a cancel). As pi's, a dialog answered with no value is
 // cancelled, and a confirm with neither is false.
 func uiResult(pm string, a gjson.Result) json.RawMessage {

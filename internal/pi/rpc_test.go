@@ -162,7 +162,7 @@ func TestCompactStopsCompact(t *testing.T) {
 
 // TestUIResult checks what an extension gets for a client's answer to a
 // dialog (Q6): pi 1.6.0's value, confirmed or cancelled, and the result
-// prime-agent's clients send (a string, a boolean for confirm, null for a
+// the prime-agent RPC guide's clients send (a string, a boolean for confirm, null for a
 // cancel); an answer with none of them is pi's cancel (false for confirm).
 func TestUIResult(t *testing.T) {
 	for _, tt := range []struct {

@@ -52,7 +52,8 @@ func TestSwitchSessionSpecial(t *testing.T) {
 	}
 }
 
-// Pi's config files, session files and templates are read through regfile:
+// Pi's config files and templates are read through regfile (session files
+// through the store's, TestSwitchSessionSpecial):
 // a FIFO or /dev/zero is an error or skipped, never read (Y1).
 func TestPiFilesSpecial(t *testing.T) {
 	dir := t.TempDir()
@@ -62,12 +63,6 @@ func TestPiFilesSpecial(t *testing.T) {
 	}
 	if err := readJSON(fifo, &struct{}{}); !errors.Is(err, regfile.ErrNotRegular) {
 		t.Errorf("readJSON(fifo) = %v, want ErrNotRegular", err)
-	}
-	if _, err := readPiSession("/dev/zero"); !errors.Is(err, regfile.ErrNotRegular) {
-		t.Errorf("readPiSession(/dev/zero) = %v, want ErrNotRegular", err)
-	}
-	if isPiSession(fifo) {
-		t.Error("isPiSession(fifo) = true")
 	}
 	if id, _ := readHeader(fifo); id != "" {
 		t.Errorf("readHeader(fifo) = %q", id)

@@ -237,6 +237,30 @@ type AgentMessage = any
 // QueueMode is a wire type. Schema: pi/defs.json#/$defs/queue_mode.
 type QueueMode = string
 
+// SessionActions is prime-agent's SessionActionSnapshot (rpc-types.ts,
+// session-action-store.ts): the queued steers and follow-ups. prime's optional active (its
+// running scheduler action) e has no counterpart of and never sends. Schema:
+// pi/defs.json#/$defs/session_actions.
+type SessionActions struct {
+	// steering and followUps together
+	QueuedCount int64    `json:"queuedCount"`
+	Steering    []string `json:"steering"`
+	FollowUps   []string `json:"followUps"`
+}
+
+// GoalState is prime-agent's GoalState (goals.ts). e has no goals: it sends prime's empty
+// state (active false, status idle, zero counts). Schema: pi/defs.json#/$defs/goal_state.
+type GoalState struct {
+	Active            bool            `json:"active"`
+	Status            GoalStateStatus `json:"status"`
+	TokensUsed        int64           `json:"tokensUsed"`
+	TimeUsedSeconds   float64         `json:"timeUsedSeconds"`
+	ContinuationsUsed int64           `json:"continuationsUsed"`
+}
+
+// GoalStateStatus is a wire type. Schema: pi/defs.json#/$defs/goal_state/properties/status.
+type GoalStateStatus = string
+
 // Model is a wire type. Schema: pi/defs.json#/$defs/model.
 type Model struct {
 	ID            string           `json:"id"`
@@ -298,9 +322,12 @@ type Entry struct {
 	Summary          string       `json:"summary,omitzero"`
 	FirstKeptEntryID string       `json:"firstKeptEntryId,omitzero"`
 	TokensBefore     *int64       `json:"tokensBefore,omitzero"`
-	Name             string       `json:"name,omitzero"`
-	TargetID         string       `json:"targetId,omitzero"`
-	Replacement      any          `json:"replacement,omitzero"`
+	// compaction: the system prompt and tools at the compaction, the compacted context's leading
+	// system message
+	SystemMessage *SystemMessage `json:"systemMessage,omitzero"`
+	Name          string         `json:"name,omitzero"`
+	TargetID      string         `json:"targetId,omitzero"`
+	Replacement   any            `json:"replacement,omitzero"`
 }
 
 // EntryType is a wire type. Schema: pi/defs.json#/$defs/entry/properties/type.
@@ -611,6 +638,15 @@ type AmeError struct {
 	Error  AssistantMessage `json:"error"`
 }
 
+// SessionActionUpdate is prime-agent's flavour (argv[0] prime-agent, --flavor prime): sent
+// in place of queue_update, with the same queues. Schema:
+// pi/event.json#/$defs/session_action_update.
+type SessionActionUpdate struct {
+	// Always "session_action_update".
+	Type    string         `json:"type"`
+	Actions SessionActions `json:"actions"`
+}
+
 // UIRequestSelect is a wire type. Schema: pi/extension_ui_request.json#/$defs/select.
 type UIRequestSelect struct {
 	// Always "extension_ui_request".
@@ -832,12 +868,15 @@ type ResponseGetState struct {
 	Type string `json:"type"`
 	ID   ID     `json:"id,omitzero"`
 	// Always "get_state".
-	Command string               `json:"command"`
-	Success bool                 `json:"success"`
-	Data    ResponseGetStateData `json:"data"`
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+	// The session's state: pi 1.6.0's has pendingMessageCount, prime-agent's flavour
+	// sessionActions and goal in its place.
+	Data ResponseGetStateData `json:"data"`
 }
 
-// ResponseGetStateData is a wire type. Schema:
+// ResponseGetStateData is the session's state: pi 1.6.0's has pendingMessageCount,
+// prime-agent's flavour sessionActions and goal in its place. Schema:
 // pi/response.json#/$defs/get_state/properties/data.
 type ResponseGetStateData struct {
 	Model                 *Model        `json:"model,omitzero"`
@@ -851,7 +890,12 @@ type ResponseGetStateData struct {
 	SessionName           string        `json:"sessionName,omitzero"`
 	AutoCompactionEnabled bool          `json:"autoCompactionEnabled"`
 	MessageCount          int64         `json:"messageCount"`
-	PendingMessageCount   int64         `json:"pendingMessageCount"`
+	// pi 1.6.0's (not prime-agent's): the queued steers and follow-ups
+	PendingMessageCount *int64 `json:"pendingMessageCount,omitzero"`
+	// prime-agent's flavour only
+	SessionActions *SessionActions `json:"sessionActions,omitzero"`
+	// prime-agent's flavour only
+	Goal *GoalState `json:"goal,omitzero"`
 }
 
 // ResponseGetMessages is a wire type. Schema: pi/response.json#/$defs/get_messages.
@@ -1366,9 +1410,9 @@ type CommandClearQueue struct {
 	ID   ID     `json:"id,omitzero"`
 }
 
-// CommandNewSession is start a fresh session. sessionPath (prime-agent's guide; pi 1.6.0 has
-// none) names the file the new session is saved in, which must not exist yet. Schema:
-// pi/command.json#/$defs/new_session.
+// CommandNewSession is start a fresh session. sessionPath (the third-party prime-agent RPC
+// guide's; neither pi 1.6.0 nor prime-agent has it) names the file the new session is saved
+// in, which must not exist yet. Schema: pi/command.json#/$defs/new_session.
 type CommandNewSession struct {
 	// Always "new_session".
 	Type          string  `json:"type"`
@@ -1393,9 +1437,9 @@ type CommandGetMessages struct {
 }
 
 // CommandSetModel is switch the model: provider and modelId (pi 1.6.0), or the older single
-// model (prime-agent's and pi 0.73.1's guides: an id, provider/id or pattern, as --model
-// takes it); one form or the other, checked by e (the error names the missing field).
-// Schema: pi/command.json#/$defs/set_model.
+// model (pi 0.73.1's and the third-party prime-agent RPC guide's: an id, provider/id or
+// pattern, as --model takes it); one form or the other, checked by e (the error names the
+// missing field). Schema: pi/command.json#/$defs/set_model.
 type CommandSetModel struct {
 	// Always "set_model".
 	Type     string `json:"type"`
@@ -1541,10 +1585,11 @@ type CommandSwitchSession struct {
 	SessionPath string `json:"sessionPath"`
 }
 
-// CommandFork is A new session with the history before a user message (entryId). As
-// prime-agent's guide has it, entryId may be left out (the whole active branch, as clone)
-// and parentSession may name the session file to fork (pi 1.6.0 forks the current session
-// and requires entryId). Schema: pi/command.json#/$defs/fork.
+// CommandFork is A new session with the history before a user message (entryId). As the
+// third-party prime-agent RPC guide has it (prime-agent's own fork takes entryId alone),
+// entryId may be left out (the whole active branch, as clone) and parentSession may name the
+// session file to fork (pi 1.6.0 forks the current session and requires entryId). Schema:
+// pi/command.json#/$defs/fork.
 type CommandFork struct {
 	// Always "fork".
 	Type          string `json:"type"`

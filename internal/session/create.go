@@ -14,6 +14,7 @@ import (
 	"github.com/e-agent/e/internal/mcp"
 	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/sandbox"
+	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -97,6 +98,7 @@ type creation struct {
 	header   *store.Header // of the resumed log
 	resumed  string        // the resumed log's path
 	log      *store.Log    // the resumed log, when opened for writing
+	logged   [2]string     // the resumed log's model and effort in force: a resume records a settings entry only when they change
 	entries  []store.Entry
 	warnings []string // what reading the resumed log repaired or skipped
 	model    string
@@ -188,13 +190,13 @@ func (h *Host) resume(c *creation) error {
 	}
 	c.resumed = path
 	if c.save {
-		c.log, c.header, c.entries, err = store.OpenWritable(path)
+		c.log, c.header, c.entries, err = store.OpenWritableWith(path, h.codec())
 		if err == nil {
 			c.warnings = c.log.Warnings()
 		}
 	} else {
 		var rr *store.ReadResult
-		if rr, err = store.Read(path); err == nil {
+		if rr, err = store.ReadWith(path, h.codec()); err == nil {
 			c.header, c.entries, c.warnings = &rr.Header, rr.Entries, rr.Warnings
 		}
 	}
@@ -232,6 +234,7 @@ func (h *Host) chooseModel(c *creation) error {
 				modelID, effort = en.Model, en.Effort
 			}
 		}
+		c.logged = [2]string{modelID, effort}
 		if h.opts.Model != "" {
 			modelID = h.opts.Model
 		}
@@ -250,7 +253,7 @@ func (h *Host) chooseModel(c *creation) error {
 		return wrap(CodeInvalidParams, "model", err)
 	}
 	modelID = info.ID // a bare name is recorded and reported as the full id
-	if _, err := cat.Provider(modelID); err != nil {
+	if _, err := cat.Provider(modelID); err != nil && !(h.opts.KeyAtPrompt && !keySet(cat, modelID)) {
 		return wrap(CodeInvalidParams, "model", err) // e.g. no API key: say so now, not at every prompt
 	}
 	if effort, err = cat.CheckEffort(modelID, effort); err != nil {
@@ -442,7 +445,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	case c.spec.Name != nil:
 		a.SetName(*c.spec.Name)
 	}
-	if c.header != nil && log != nil && (c.model != c.header.Model || c.effort != c.header.Effort) {
+	if c.header != nil && log != nil && (c.model != c.logged[0] || c.effort != c.logged[1]) {
 		if _, _, err := a.Set(&c.model, &c.effort); err != nil {
 			return fail(err)
 		}
@@ -457,15 +460,23 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 // e's layout), holding copies of history relinked into one chain.
 func (h *Host) newLog(dir, file string, hd store.Header, history []Entry) (*store.Log, error) {
 	if file != "" {
-		return store.CreateAt(file, hd)
+		return store.CreateWith(filepath.Dir(file), file, hd, h.codec())
 	}
 	if dir == "" {
 		dir = store.SessionsDir(h.env.Home, hd.Cwd)
 	}
 	if len(history) > 0 {
-		return store.ForkIn(dir, hd, history)
+		return store.ForkWith(dir, hd, history, h.codec())
 	}
-	return store.CreateIn(dir, hd)
+	return store.CreateWith(dir, "", hd, h.codec())
+}
+
+// codec is a new log's format: Options.Codec's, or nil for e's own.
+func (h *Host) codec() store.Codec {
+	if h.opts.Codec == nil {
+		return nil
+	}
+	return h.opts.Codec()
 }
 
 // relinked copies history into one chain, as store.ForkIn writes it.
@@ -508,3 +519,14 @@ func approval(cur agent.Approval, policy *string, timeout *time.Duration) (agent
 
 // errClosed is the error of a session used after Close.
 var errClosed = errors.New("is closed")
+
+// keySet reports whether model id's provider can be used now (its key is
+// set, or it needs none).
+func keySet(cat *model.Catalog, id string) bool {
+	for _, m := range cat.Models() {
+		if m.ID == id {
+			return m.Available != nil && *m.Available
+		}
+	}
+	return false
+}

@@ -64,6 +64,15 @@ type Options struct {
 	// turn runs, from the next turn on (pi's dialect;
 	// agent.Engine.SetDuringTurn).
 	SetDuringTurn bool
+	// KeyAtPrompt lets a session be created with a model whose provider's
+	// key is unset, as pi starts: the front end refuses the prompt (pi's
+	// dialect); false refuses the creation with code invalid_params.
+	KeyAtPrompt bool
+	// Codec, when set, makes each new log's format (pi's session files:
+	// spec/pi.md), and a resumed file it owns is read and continued in it;
+	// nil: e's own log format. It is called once per log: a codec keeps
+	// state between entries.
+	Codec func() store.Codec
 	// ErrorText words failed model calls (pi's dialect;
 	// agent.Engine.ErrorText); nil: e's own words.
 	ErrorText func(*model.Error) string
@@ -113,6 +122,7 @@ type (
 	Summary   = store.Summary // one saved session of session.list
 	Entry     = store.Entry   // one entry of a session's history
 	Header    = store.Header  // the first line of a session log
+	Codec     = store.Codec   // a session log format other than e's (Options.Codec)
 	Part      = model.Part    // one part of a message's content
 	// SandboxPolicy is the sandbox of a session's commands (W1).
 	SandboxPolicy = sandbox.Policy

@@ -555,7 +555,7 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	var log *store.Log
 	if s.path != "" {
 		h.Parent = s.path
-		if log, err = store.ForkIn(filepath.Dir(s.path), h, entries); err != nil {
+		if log, err = store.ForkWith(filepath.Dir(s.path), h, entries, s.h.codec()); err != nil {
 			for _, c := range servers {
 				c.Close()
 			}

@@ -38,6 +38,7 @@ type Log struct {
 	warnings []string
 	buf      bytes.Buffer
 	tmp      []byte // the branch member being encoded
+	codec    Codec  // the file's format when not e's (CreateWith)
 }
 
 // ReadResult is a parsed session log.
@@ -69,7 +70,10 @@ func CreateIn(dir string, h Header) (*Log, error) { return create(dir, "", h) }
 func CreateAt(path string, h Header) (*Log, error) { return create(filepath.Dir(path), path, h) }
 
 // create starts a log in dir, at path, or at dir/<h.ID>.jsonl when path is "".
-func create(dir, path string, h Header) (*Log, error) {
+func create(dir, path string, h Header) (*Log, error) { return createAs(dir, path, h, nil) }
+
+// createAs is create in codec c's format (nil: e's).
+func createAs(dir, path string, h Header, c Codec) (*Log, error) {
 	h.Type = TypeSession
 	h.Version = Version
 	if h.ID == "" {
@@ -102,7 +106,7 @@ func create(dir, path string, h Header) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create: %w", err)
 	}
-	l := &Log{f: f, path: path, header: h, sumOK: true}
+	l := &Log{f: f, path: path, header: h, sumOK: c == nil, codec: c}
 	fail := func(err error) (*Log, error) {
 		f.Close()
 		os.Remove(path)
@@ -113,11 +117,16 @@ func create(dir, path string, h Header) (*Log, error) {
 	} else if busy { // someone opened the new file before us
 		return fail(ErrLocked)
 	}
-	line, err := json.Marshal(h)
+	var line []byte
+	if c != nil {
+		line, err = c.Header(nil, h)
+	} else if line, err = json.Marshal(h); err == nil {
+		line = append(line, '\n')
+	}
 	if err != nil {
 		return fail(err)
 	}
-	n, err := f.Write(append(line, '\n'))
+	n, err := f.Write(line)
 	if err != nil {
 		return fail(err)
 	}
@@ -139,7 +148,11 @@ func create(dir, path string, h Header) (*Log, error) {
 // writer lock without waiting: if another writer holds it the error wraps
 // ErrLocked and names the holder's pid. A torn last line (a crash during a
 // write) is cut off and its bytes appended to <path>.torn; Warnings says so.
-func OpenWritable(path string) (*Log, *Header, []Entry, error) {
+func OpenWritable(path string) (*Log, *Header, []Entry, error) { return openWritable(path, nil) }
+
+// openWritable is OpenWritable of a file in codec c's format when c owns
+// it (nil: e's).
+func openWritable(path string, c Codec) (*Log, *Header, []Entry, error) {
 	f, _, err := regfile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("store: open: %w", err)
@@ -152,7 +165,7 @@ func OpenWritable(path string) (*Log, *Header, []Entry, error) {
 		}
 		return nil, nil, nil, fmt.Errorf("store: open %s: %w (%s)", path, ErrLocked, holder(path))
 	}
-	l, entries, err := openLocked(f, path)
+	l, entries, err := openLocked(f, path, c)
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err
@@ -162,10 +175,13 @@ func OpenWritable(path string) (*Log, *Header, []Entry, error) {
 }
 
 // openLocked reads and repairs the locked file f.
-func openLocked(f *os.File, path string) (*Log, []Entry, error) {
+func openLocked(f *os.File, path string, c Codec) (*Log, []Entry, error) {
 	data, err := readWhole(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if c != nil && c.Owns(firstLine(data)) {
+		return openCodec(f, path, data, c)
 	}
 	p, err := parse(path, data)
 	if err != nil {
@@ -484,6 +500,9 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	e.Summary, e.Name, e.Error = Redact(e.Summary), Redact(e.Name), Redact(e.Error)
 	l.buf.Reset()
 	l.buf.Grow(len(e.Message) + 1024) // a long message's line is not copied as it grows
+	if l.codec != nil {
+		return l.appendCodec(e)
+	}
 	enc := json.NewEncoder(&l.buf)
 	// Keep message bytes as the caller compacted them (no \u003c rewriting).
 	enc.SetEscapeHTML(false)
@@ -512,6 +531,25 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 	l.ids.add(e.ID)
 	l.last = e.ID
 	l.sum, l.sumOK = sum, sumOK
+	return e, nil
+}
+
+// appendCodec writes e in the codec's format; l.mu is held.
+func (l *Log) appendCodec(e Entry) (Entry, error) {
+	b, err := l.codec.Entry(l.buf.Bytes(), e)
+	if err != nil {
+		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+	}
+	n, err := l.f.Write(b)
+	if err != nil {
+		if n > 0 {
+			l.f.Truncate(l.size)
+		}
+		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+	}
+	l.size += int64(n)
+	l.ids.add(e.ID)
+	l.last = e.ID
 	return e, nil
 }
 
@@ -594,6 +632,9 @@ func (l *Log) Sync() error {
 	if l.f == nil {
 		return fmt.Errorf("store: sync %s: %w", l.path, os.ErrClosed)
 	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
@@ -616,7 +657,7 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return fmt.Errorf("store: close %s: %w", l.path, os.ErrClosed)
 	}
-	serr := l.f.Sync()
+	serr := errors.Join(l.flushLocked(), l.f.Sync())
 	// Remove the pid before unlocking: once unlocked, a new holder may write its own.
 	os.Remove(l.path + ".lock")
 	cerr := l.f.Close()
@@ -777,8 +818,11 @@ func Fork(home string, h Header, branch []Entry) (*Log, error) {
 }
 
 // ForkIn is Fork with the new log's folder given, as CreateIn.
-func ForkIn(dir string, h Header, branch []Entry) (*Log, error) {
-	l, err := CreateIn(dir, h)
+func ForkIn(dir string, h Header, branch []Entry) (*Log, error) { return forkIn(dir, h, branch, nil) }
+
+// forkIn is ForkIn in codec c's format (nil: e's).
+func forkIn(dir string, h Header, branch []Entry, c Codec) (*Log, error) {
+	l, err := createAs(dir, "", h, c)
 	if err != nil {
 		return nil, err
 	}

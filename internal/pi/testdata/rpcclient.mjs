@@ -299,6 +299,29 @@ await step("saved sessions and switch_session", async () => {
 	const r = await saved.switchSession(first);
 	check(r.cancelled === false && (await saved.getLastAssistantText()) === "saved one", "switched back");
 });
+// What pi 1.6.0's own rpc.test.ts reads of a saved session: pi's session
+// file (session-format.md), whose lines name a bash command, a name and a
+// compaction as pi writes them.
+await step("the session file is pi's", async () => {
+	const file = (await saved.getState()).sessionFile;
+	const unique = `file-${Date.now()}`;
+	await saved.bash(`echo ${unique}`);
+	await saved.setSessionName("my-test-session");
+	await saved.promptAndWait("/text said again");
+	await saved.compact();
+	const entries = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+	check(entries[0].type === "session" && typeof entries[0].timestamp === "string", JSON.stringify(entries[0]));
+	const roles = entries.filter((e) => e.type === "message").map((e) => e.message.role);
+	check(roles.includes("user") && roles.includes("assistant"), String(roles));
+	const bash = entries.filter((e) => e.type === "message" && e.message.role === "bashExecution");
+	check(bash.length === 1 && bash[0].message.output.includes(unique), JSON.stringify(bash));
+	const info = entries.filter((e) => e.type === "session_info");
+	check(info.length === 1 && info[0].name === "my-test-session", JSON.stringify(info));
+	const comp = entries.filter((e) => e.type === "compaction");
+	check(comp.length === 1 && typeof comp[0].summary === "string", JSON.stringify(comp));
+	const ids = new Set(entries.slice(1).map((e) => e.id));
+	check(entries.slice(1).every((e) => e.parentId === null || ids.has(e.parentId)), "every parentId names an entry");
+});
 await saved.stop();
 
 console.log(failures === 0 ? "PASS" : `FAIL ${failures}`);
