@@ -12,9 +12,9 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/mcp"
+	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/regfile"
 	"github.com/e-agent/e/internal/sandbox"
-	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
