@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/e-agent/e/internal/startpages"
 	"github.com/e-agent/e/server"
 )
 
@@ -43,5 +44,8 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return startFailed(opts.Log, stderr, "e rpc", err)
 	}
+	// Start-up is over: the pages only it touched need not stay mapped
+	// (beside the first request, which need not wait for it).
+	go startpages.Release()
 	return srv.Serve()
 }
