@@ -622,6 +622,10 @@ type SessionPromptParams struct {
 	Prompt string `json:"prompt"`
 	// PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
 	Images *[]string `json:"images,omitzero"`
+	// the caller's W3C Trace Context traceparent (00-TRACEID-PARENTID-FLAGS): the turn's
+	// OpenTelemetry span is its child, and provider requests carry a traceparent header of its
+	// trace (W1)
+	Traceparent *string `json:"traceparent,omitzero"`
 }
 
 // SessionPromptResult is the session.prompt result. M6: the turn result. Schema:

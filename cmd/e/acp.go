@@ -40,6 +40,7 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
+	defer startTracing(env.Getenv, stderr, "e acp")()
 	a, err := acp.New(context.Background(), opts, acp.Env{Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return startFailed(opts.Log, stderr, "e acp", err)

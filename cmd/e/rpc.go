@@ -39,6 +39,7 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
+	defer startTracing(env.Getenv, stderr, "e rpc")()
 	srv, err := server.New(context.Background(), opts, server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv})
 	if err != nil {

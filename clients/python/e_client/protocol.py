@@ -797,6 +797,11 @@ class SessionPromptParams(TypedDict):
     #: PNG, JPEG, GIF or WebP paths: at most 10 files, 20 MiB each, 40 MiB in all (I1)
     images: NotRequired[list[str] | None]
 
+    #: the caller's W3C Trace Context traceparent (00-TRACEID-PARENTID-FLAGS): the turn's
+    #: OpenTelemetry span is its child, and provider requests carry a traceparent header of its
+    #: trace (W1)
+    traceparent: NotRequired[str | None]
+
 
 class SessionSetParams(TypedDict):
     """
