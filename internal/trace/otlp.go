@@ -239,7 +239,7 @@ func anyValue(v attribute.Value) []byte {
 		b = protowire.AppendBytes(b, arr)
 	default:
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.Emit())
+		b = protowire.AppendString(b, v.String())
 	}
 	return b
 }
