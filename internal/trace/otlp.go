@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // exporter sends spans over OTLP/HTTP, protobuf-encoded (the protocol's
@@ -24,7 +24,7 @@ import (
 // variables name. It is e's own rather than the SDK's otlptracehttp:
 // that one links gRPC and its generated services (69 packages, 7 MB of
 // executable, milliseconds of package init in every e process, traced or
-// not); this one needs only protowire.
+// not); this one writes the few messages it needs by hand.
 type exporter struct {
 	url     string
 	header  http.Header
@@ -122,12 +122,12 @@ func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
 		var r []byte
 		if res != nil {
 			for _, kv := range res.Attributes() {
-				r = protowire.AppendTag(r, 1, protowire.BytesType)
-				r = protowire.AppendBytes(r, keyValue(kv))
+				r = appendTag(r, 1, wireBytes)
+				r = appendLen(r, keyValue(kv))
 			}
 		}
-		rs = protowire.AppendTag(rs, 1, protowire.BytesType)
-		rs = protowire.AppendBytes(rs, r)
+		rs = appendTag(rs, 1, wireBytes)
+		rs = appendLen(rs, r)
 		for k := i; k < j; {
 			scope := spans[k].InstrumentationScope()
 			l := k
@@ -135,19 +135,19 @@ func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
 			var sc []byte
 			sc = appendString(sc, 1, scope.Name)
 			sc = appendString(sc, 2, scope.Version)
-			ss = protowire.AppendTag(ss, 1, protowire.BytesType)
-			ss = protowire.AppendBytes(ss, sc)
+			ss = appendTag(ss, 1, wireBytes)
+			ss = appendLen(ss, sc)
 			for l < j && spans[l].InstrumentationScope() == scope {
-				ss = protowire.AppendTag(ss, 2, protowire.BytesType)
-				ss = protowire.AppendBytes(ss, span(spans[l]))
+				ss = appendTag(ss, 2, wireBytes)
+				ss = appendLen(ss, span(spans[l]))
 				l++
 			}
-			rs = protowire.AppendTag(rs, 2, protowire.BytesType)
-			rs = protowire.AppendBytes(rs, ss)
+			rs = appendTag(rs, 2, wireBytes)
+			rs = appendLen(rs, ss)
 			k = l
 		}
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, rs)
+		out = appendTag(out, 1, wireBytes)
+		out = appendLen(out, rs)
 		i = j
 	}
 	return out
@@ -168,40 +168,40 @@ func span(s sdktrace.ReadOnlySpan) []byte {
 	b = appendString(b, 5, s.Name())
 	// SpanKind: the SDK's values are OTLP's.
 	if k := s.SpanKind(); k > oteltrace.SpanKindUnspecified {
-		b = protowire.AppendTag(b, 6, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(k))
+		b = appendTag(b, 6, wireVarint)
+		b = appendVarint(b, uint64(k))
 	}
-	b = protowire.AppendTag(b, 7, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.StartTime().UnixNano()))
-	b = protowire.AppendTag(b, 8, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.EndTime().UnixNano()))
+	b = appendTag(b, 7, wireFixed64)
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.StartTime().UnixNano()))
+	b = appendTag(b, 8, wireFixed64)
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.EndTime().UnixNano()))
 	for _, kv := range s.Attributes() {
-		b = protowire.AppendTag(b, 9, protowire.BytesType)
-		b = protowire.AppendBytes(b, keyValue(kv))
+		b = appendTag(b, 9, wireBytes)
+		b = appendLen(b, keyValue(kv))
 	}
 	if n := s.DroppedAttributes(); n > 0 {
-		b = protowire.AppendTag(b, 10, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(n))
+		b = appendTag(b, 10, wireVarint)
+		b = appendVarint(b, uint64(n))
 	}
 	var st []byte
 	switch s.Status().Code {
 	case codes.Error:
 		st = appendString(st, 2, s.Status().Description)
-		st = protowire.AppendTag(st, 3, protowire.VarintType)
-		st = protowire.AppendVarint(st, 2) // STATUS_CODE_ERROR
+		st = appendTag(st, 3, wireVarint)
+		st = appendVarint(st, 2) // STATUS_CODE_ERROR
 	case codes.Ok:
-		st = protowire.AppendTag(st, 3, protowire.VarintType)
-		st = protowire.AppendVarint(st, 1) // STATUS_CODE_OK
+		st = appendTag(st, 3, wireVarint)
+		st = appendVarint(st, 1) // STATUS_CODE_OK
 	}
-	b = protowire.AppendTag(b, 15, protowire.BytesType)
-	b = protowire.AppendBytes(b, st)
+	b = appendTag(b, 15, wireBytes)
+	b = appendLen(b, st)
 	// flags: the W3C trace flags, and that the parent's remoteness is known.
 	flags := uint32(sc.TraceFlags()) | 0x100
 	if s.Parent().IsRemote() {
 		flags |= 0x200
 	}
-	b = protowire.AppendTag(b, 16, protowire.Fixed32Type)
-	b = protowire.AppendFixed32(b, flags)
+	b = appendTag(b, 16, wireFixed32)
+	b = binary.LittleEndian.AppendUint32(b, flags)
 	return b
 }
 
@@ -209,8 +209,8 @@ func span(s sdktrace.ReadOnlySpan) []byte {
 func keyValue(kv attribute.KeyValue) []byte {
 	var b []byte
 	b = appendString(b, 1, string(kv.Key))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	return protowire.AppendBytes(b, anyValue(kv.Value))
+	b = appendTag(b, 2, wireBytes)
+	return appendLen(b, anyValue(kv.Value))
 }
 
 // anyValue encodes an AnyValue.
@@ -218,41 +218,76 @@ func anyValue(v attribute.Value) []byte {
 	var b []byte
 	switch v.Type() {
 	case attribute.STRING:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.AsString())
+		b = appendTag(b, 1, wireBytes)
+		b = appendLenString(b, v.AsString())
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		b = appendTag(b, 2, wireVarint)
+		b = appendVarint(b, encodeBool(v.AsBool()))
 	case attribute.INT64:
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(v.AsInt64()))
+		b = appendTag(b, 3, wireVarint)
+		b = appendVarint(b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		b = appendTag(b, 4, wireFixed64)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRINGSLICE:
 		var arr []byte
 		for _, s := range v.AsStringSlice() {
-			arr = protowire.AppendTag(arr, 1, protowire.BytesType)
-			arr = protowire.AppendBytes(arr, anyValue(attribute.StringValue(s)))
+			arr = appendTag(arr, 1, wireBytes)
+			arr = appendLen(arr, anyValue(attribute.StringValue(s)))
 		}
-		b = protowire.AppendTag(b, 5, protowire.BytesType)
-		b = protowire.AppendBytes(b, arr)
+		b = appendTag(b, 5, wireBytes)
+		b = appendLen(b, arr)
 	default:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.String())
+		b = appendTag(b, 1, wireBytes)
+		b = appendLenString(b, v.String())
 	}
 	return b
 }
 
-func appendString(b []byte, num protowire.Number, s string) []byte {
+func appendString(b []byte, num uint64, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, num, wireBytes)
+	return appendLenString(b, s)
 }
 
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+func appendBytes(b []byte, num uint64, v []byte) []byte {
+	b = appendTag(b, num, wireBytes)
+	return appendLen(b, v)
+}
+
+// The protobuf wire format, as much of it as encodeRequest needs.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+func appendVarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func appendTag(b []byte, field uint64, wire uint64) []byte {
+	return appendVarint(b, field<<3|wire)
+}
+
+func appendLen(b, v []byte) []byte {
+	return append(appendVarint(b, uint64(len(v))), v...)
+}
+
+func appendLenString(b []byte, v string) []byte {
+	return append(appendVarint(b, uint64(len(v))), v...)
+}
+
+func encodeBool(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }
