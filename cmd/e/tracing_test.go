@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -185,5 +186,50 @@ func TestTraceparentWithoutTraces(t *testing.T) {
 				t.Errorf("provider traceparent headers (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// W1 over e rpc: session.prompt's traceparent is the turn's parent, and the
+// offline model's calls and the tool call are the turn's children.
+func TestTracesRPC(t *testing.T) {
+	rc := &receiver{}
+	otlp := httptest.NewServer(rc)
+	defer otlp.Close()
+	cmd := command(t)
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+otlp.URL+"/v1/traces", "OTEL_TRACES_EXPORTER=", "OTEL_EXPORTER_OTLP_ENDPOINT=")
+	r := startRPCWith(t, cmd, []string{"rpc", "--ne"})
+	r.send(`{"id":1,"method":"session.create","params":{}}`)
+	var created struct {
+		Result struct{ Session string } `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.until(`"id":1`)), &created); err != nil {
+		t.Fatal(err)
+	}
+	r.send(`{"id":2,"method":"session.prompt","params":{"session":"` + created.Result.Session + `","prompt":"/tool ls {\"path\":\".\"}\n/then\n/text done","traceparent":"` + callerTraceparent + `"}}`)
+	r.until(`"id":2,"result"`)
+	r.in.Close()
+	if code := r.wait(); code != 0 {
+		t.Fatalf("e rpc exited %d", code)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	names := map[string]string{"b7ad6b7169203331": "caller"}
+	for _, s := range rc.spans {
+		names[hex.EncodeToString(s.SpanId)] = s.Name
+	}
+	var got []string
+	for _, s := range rc.spans {
+		got = append(got, s.Name+" in "+hex.EncodeToString(s.TraceId)+" under "+names[hex.EncodeToString(s.ParentSpanId)])
+	}
+	slices.Sort(got)
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	want := []string{
+		"chat e/offline in " + trace + " under turn",
+		"chat e/offline in " + trace + " under turn",
+		"execute_tool ls in " + trace + " under turn",
+		"turn in " + trace + " under caller",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
 	}
 }
