@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -75,20 +74,29 @@ func Setup(getenv func(string) string, version string) (shutdown func(context.Co
 	}, nil
 }
 
-// traceparentRE is W3C Trace Context's traceparent: version 00 (or a
-// later one, read as 00), 32 and 16 lowercase hex digits, flags.
-var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$`)
-
 // ErrTraceparent is the error of a traceparent that is not W3C's.
 var ErrTraceparent = errors.New("not a W3C traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>)")
 
 // CheckTraceparent checks a caller's traceparent: W3C Trace Context's
-// format with a trace id and a parent id that are not all zeros.
+// version-flags form (version, 32 and 16 lowercase hex digits, flags; a
+// later version may add "-…"), version ff and all-zero ids excluded.
 func CheckTraceparent(tp string) error {
-	if !traceparentRE.MatchString(tp) || tp[:2] == "ff" || tp[3:35] == strings.Repeat("0", 32) || tp[36:52] == strings.Repeat("0", 16) {
+	ok := len(tp) >= 55 && (len(tp) == 55 || tp[55] == '-') && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
+		lowerHex(tp[:2]) && lowerHex(tp[3:35]) && lowerHex(tp[36:52]) && lowerHex(tp[53:55]) &&
+		tp[:2] != "ff" && tp[3:35] != strings.Repeat("0", 32) && tp[36:52] != strings.Repeat("0", 16)
+	if !ok {
 		return fmt.Errorf("trace: traceparent %q: %w", tp, ErrTraceparent)
 	}
 	return nil
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 type parentKey struct{}
