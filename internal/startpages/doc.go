@@ -11,4 +11,6 @@
 // read-only, file-backed pages from the process: they stay in the page
 // cache, shared, and the code a request runs maps its pages back with a
 // minor fault, so the idle server holds only what it uses (bench/idle-rss).
+// The price is those faults, once: about 3 ms for the first request on
+// the machine bench/README.md's figures come from.
 package startpages
