@@ -242,6 +242,9 @@ type kit struct {
 	// late tool.result gets an error.
 	nextCall       int
 	cancelledCalls map[int64]bool
+	// open holds the ids of the client's requests the kit has not answered
+	// yet, with their methods: a new request must not reuse one (F2).
+	open map[string]string
 }
 
 func (k *kit) tail() []string {
@@ -265,7 +268,7 @@ func runKit(ctx context.Context, s *Scenario, opts ClientOptions) (*kit, error) 
 	}
 	defer os.RemoveAll(dir)
 	k := &kit{s: s, scale: opts.TimeoutScale, lines: make(chan []byte, 64), bad: make(chan error, 1),
-		session: "kit-session-1", cancelled: map[int64]bool{}, cancelledCalls: map[int64]bool{}}
+		session: "kit-session-1", cancelled: map[int64]bool{}, cancelledCalls: map[int64]bool{}, open: map[string]string{}}
 	total := k.timeout(orDefault(s.TimeoutMS, 20000))
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
@@ -398,9 +401,13 @@ wait:
 				continue
 			}
 			req := parseRequest(line)
+			if err := k.opened("exit", req); err != nil {
+				return k, err
+			}
 			if k.late(req) {
 				continue
 			}
+			k.answered(req.ID)
 			k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":{}}`))
 			if req.Method == "shutdown" {
 				k.conn.Close()
@@ -564,7 +571,11 @@ func (k *kit) next(ctx context.Context, step string, exited <-chan struct{}) (*r
 			}
 			return nil, failf(step, "the client closed the server's stdin instead")
 		}
-		return parseRequest(line), nil
+		req := parseRequest(line)
+		if err := k.opened(step, req); err != nil {
+			return nil, err
+		}
+		return req, nil
 	case err := <-k.bad:
 		return nil, err
 	case <-exited:
@@ -585,12 +596,64 @@ func (k *kit) writeLine(b []byte) error {
 	return k.w.Flush()
 }
 
+// writeObj writes v as a line, U+2028 and U+2029 raw as e rpc writes them
+// (encoding/json escapes them), so that every kind of line carries them as
+// the server's do (F5).
 func (k *kit) writeObj(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return k.writeLine(b)
+	return k.writeLine(rawSeparators(b))
+}
+
+// rawSeparators turns the escapes \u2028 and \u2029 of encoded JSON back
+// into the characters; every other escape is kept.
+func rawSeparators(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u202`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		switch string(b[i:min(len(b), i+6)]) {
+		case `\u2028`:
+			out = append(out, "\u2028"...)
+			i += 5
+			continue
+		case `\u2029`:
+			out = append(out, "\u2029"...)
+			i += 5
+			continue
+		}
+		out = append(out, b[i], b[i+1]) // an escape: its second byte is never a new one's start
+		i++
+	}
+	return out
+}
+
+// opened records the client's new request as open, and fails the step
+// when its id is that of a request still waiting for its response: the
+// client could not tell the two responses apart.
+func (k *kit) opened(step string, req *request) error {
+	id := string(compact(req.ID))
+	if id == "null" {
+		return nil
+	}
+	if m, ok := k.open[id]; ok {
+		return failf(step, "the client reused id %s for %s while its %s with that id is still open (no response yet): "+
+			"each response echoes its request's id (F2), so give every open request its own id", id, req.Method, m)
+	}
+	k.open[id] = req.Method
+	return nil
+}
+
+// answered closes the request of this id: the kit wrote its response.
+func (k *kit) answered(id json.RawMessage) {
+	delete(k.open, string(compact(id)))
 }
 
 // stamped writes an event with the session and request stamps.
@@ -625,17 +688,28 @@ func (k *kit) step(ctx context.Context, i int, st Step, exited <-chan struct{}) 
 		}
 		switch {
 		case st.Error != "":
+			k.answered(req.ID)
 			line := map[string]any{"id": json.RawMessage(req.ID), "error": k.subst(st.Error)}
 			if st.Code != "" {
 				line["code"] = st.Code
 			}
 			err = k.writeObj(line)
 		case st.Reply != nil:
+			k.answered(req.ID)
 			err = k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":` + k.subst(string(compact(st.Reply))) + `}`))
 		}
 	case st.Raw != nil:
 		for _, l := range st.Raw {
-			if err = k.writeLine([]byte(k.subst(l))); err != nil {
+			line := []byte(k.subst(l))
+			var resp struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal(line, &resp) == nil && resp.ID != nil && (resp.Result != nil || resp.Error != nil) {
+				k.answered(resp.ID)
+			}
+			if err = k.writeLine(line); err != nil {
 				break
 			}
 		}
@@ -727,6 +801,7 @@ func (k *kit) writeResult(st Step) error {
 		res["final_output"] = strings.Repeat("x", st.FinalBytes)
 		res["output"] = res["final_output"]
 	}
+	k.answered(k.id)
 	return k.writeObj(map[string]any{"id": k.id, "result": res})
 }
 
@@ -775,6 +850,7 @@ func (k *kit) ask(ctx context.Context, name string, st Step, exited <-chan struc
 			return failf(name, "ask.reply result is %s; want the task's answer %s", gb, wb)
 		}
 	}
+	k.answered(req.ID)
 	return k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":{}}`))
 }
 
@@ -786,6 +862,7 @@ func (k *kit) lateReply(req *request) bool {
 		return false
 	}
 	delete(k.cancelled, int64(n))
+	k.answered(req.ID)
 	k.writeObj(map[string]any{"id": json.RawMessage(req.ID), "error": fmt.Sprintf("ask.reply: ask %d is not waiting (it timed out)", int64(n)), "code": "unknown_ask"})
 	return true
 }
@@ -847,6 +924,7 @@ func (k *kit) toolCalls(ctx context.Context, name string, st Step, exited <-chan
 		if got, wantC := req.Params["content"], k.s.Task.ToolResults[tool]; got != wantC {
 			return failf(name, "tool.result for call %d (%s) has content %v; want the task's %q", int64(n), tool, got, wantC)
 		}
+		k.answered(req.ID)
 		if err := k.writeLine([]byte(`{"id":` + string(req.ID) + `,"result":{}}`)); err != nil {
 			return err
 		}
@@ -862,6 +940,7 @@ func (k *kit) lateResult(req *request) bool {
 		return false
 	}
 	delete(k.cancelledCalls, int64(n))
+	k.answered(req.ID)
 	k.writeObj(map[string]any{"id": json.RawMessage(req.ID), "error": fmt.Sprintf("tool.result: params.call: call %d was already cancelled", int64(n)), "code": "unknown_call"})
 	return true
 }

@@ -100,6 +100,11 @@ func Record(ctx context.Context, o RecordOptions) (*os.ProcessState, error) {
 	if len(o.Server) == 0 || o.Out == "" {
 		return nil, fmt.Errorf("conformance: record needs a server command and an output file")
 	}
+	// The case's id is --out's base name: one the runner would refuse
+	// must fail now, before the session, not when the case is replayed.
+	if err := checkOutID(o.Out); err != nil {
+		return nil, err
+	}
 	// The session is only written at its end: a directory that cannot
 	// hold the file must fail now, not lose it.
 	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
@@ -1165,4 +1170,23 @@ func padded(line string) string {
 		return line
 	}
 	return fmt.Sprintf("#pad %d %s$pad%s", len(line), line[:at], line[at+best:])
+}
+
+// caseID is the pattern of a case's id (case.schema.json's id).
+var caseID = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
+
+// checkOutID refuses an --out whose base name, the recorded case's id, the
+// runner would reject, naming a valid one.
+func checkOutID(out string) error {
+	id := strings.TrimSuffix(filepath.Base(out), ".txtar")
+	if caseID.MatchString(id) {
+		return nil
+	}
+	valid := strings.Trim(regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(strings.ToLower(id), "-"), "-.")
+	hint := ""
+	if valid != "" {
+		hint = fmt.Sprintf("; try --out %s", filepath.Join(filepath.Dir(out), valid+".txtar"))
+	}
+	return fmt.Errorf("conformance: record: --out %s: the case id %q (the file's name) is one the runner refuses: "+
+		"an id is lowercase letters, digits, dots and hyphens, starting with a letter or digit (%s)%s", out, id, caseID, hint)
 }

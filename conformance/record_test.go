@@ -918,3 +918,37 @@ func TestRecordSystemPromptDate(t *testing.T) {
 		t.Errorf("%q matches a prompt that differs beyond its date", got)
 	}
 }
+
+// TestRecordOutID: an --out whose name the runner would refuse as a case id
+// fails before the server starts, naming a valid one.
+func TestRecordOutID(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      string // "" for no error
+	}{
+		{name: "valid", out: "dir/my-case.txtar"},
+		{name: "underscore", out: "dir/my_case.txtar", want: "try --out dir/my-case.txtar"},
+		{name: "capitals", out: "Big Case.txtar", want: "try --out big-case.txtar"},
+		{name: "nothing valid", out: "dir/__.txtar", want: `the case id "__" (the file's name) is one the runner refuses`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkOutID(tt.out)
+			if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("checkOutID(%q) = %v, want %q", tt.out, err, tt.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "server-ran")
+	_, err := Record(context.Background(), RecordOptions{
+		Server: []string{"/bin/sh", "-c", "touch " + marker}, Out: filepath.Join(dir, "my_case.txtar"),
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+	})
+	if err == nil || !strings.Contains(err.Error(), "my-case.txtar") {
+		t.Errorf("Record = %v, want an error naming my-case.txtar", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the server ran though the case's id is refused")
+	}
+}

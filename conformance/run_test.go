@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(2)
 	}
+	// Re-run as the client-side kit's relay (TestClientKit).
+	if len(os.Args) == 3 && os.Args[1] == "conformance-relay" {
+		os.Exit(Relay(os.Args[2], os.Stdin, os.Stdout))
+	}
 	// Re-run as the mutation proxy: conformance-proxy --mutant NAME -- CMD…
 	if len(os.Args) >= 5 && os.Args[1] == "conformance-proxy" && os.Args[2] == "--mutant" && os.Args[4] == "--" {
 		code, err := Proxy(context.Background(), os.Args[3], os.Args[5:], os.Stdin, os.Stdout)

@@ -22,6 +22,7 @@ import (
 type tapeEntry struct {
 	Request      any             `json:"-"`
 	Key          any             `json:"-"`
+	Headers      any             `json:"-"`
 	Reasoning    chunks          `json:"reasoning"`
 	Text         chunks          `json:"text"`
 	ToolCalls    []tapeCall      `json:"tool_calls"`
@@ -35,6 +36,7 @@ type tapeEntry struct {
 	Error        *tapeError      `json:"error"`
 	RawRequest   json.RawMessage `json:"request"`
 	RawKey       json.RawMessage `json:"key"`
+	RawHeaders   json.RawMessage `json:"headers"`
 }
 
 type tapeCall struct {
@@ -103,7 +105,7 @@ func parseTape(data []byte, out *[]tapeEntry) error {
 			name string
 			raw  json.RawMessage
 			into *any
-		}{{"request", e.RawRequest, &e.Request}, {"key", e.RawKey, &e.Key}} {
+		}{{"request", e.RawRequest, &e.Request}, {"key", e.RawKey, &e.Key}, {"headers", e.RawHeaders, &e.Headers}} {
 			if len(f.raw) == 0 {
 				continue
 			}
@@ -290,6 +292,21 @@ func (t *tapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mm := t.check(e.Request, req); mm != nil {
 		diverge("the request does not match the tape entry's expectation", mm)
 		return
+	}
+	if want, ok := e.Headers.(map[string]any); ok {
+		// The headers the entry names, lowercase, as the request carries
+		// them (absent: null).
+		got := map[string]any{}
+		for name := range want {
+			got[name] = nil
+			if v := r.Header.Values(name); len(v) > 0 {
+				got[name] = strings.Join(v, ", ")
+			}
+		}
+		if mm := t.check(want, got); mm != nil {
+			diverge("the request's headers do not match the tape entry's expectation", mm)
+			return
+		}
 	}
 	if !t.wait(r.Context(), time.Duration(e.DelayMS)*time.Millisecond) {
 		return

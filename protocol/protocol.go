@@ -762,6 +762,10 @@ type SessionPromptParams struct {
 	// this turn's budget, replacing the session's: at most this long a turn, in ms; running
 	// tools and model calls are stopped as by an interrupt (N1)
 	MaxDurationMS *int64 `json:"max_duration_ms,omitzero"`
+	// the caller's W3C Trace Context traceparent (00-TRACEID-PARENTID-FLAGS): the turn's
+	// OpenTelemetry span is its child, and provider requests carry a traceparent header of its
+	// trace (Z1)
+	Traceparent *string `json:"traceparent,omitzero"`
 }
 
 // SessionPromptResult is the session.prompt result. M6: the turn result. Schema:

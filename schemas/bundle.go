@@ -182,6 +182,20 @@ func Bundle() (map[string][]byte, error) {
 	for _, t := range sortedKeys(c.events) {
 		events = append(events, ref("events/"+t+".json"))
 	}
+	// A newer server's event types: a client skips them (P8), so a
+	// generated decoder (quicktype's Convert.toServerLine) must take them
+	// rather than throw. Its type is none of the known ones (nor the ask and
+	// notice lines'), so server_line's oneOf stays exclusive.
+	events = append(events, map[string]any{
+		"title":       "other event",
+		"description": "An event of a type these schemas do not know (a newer server's): a client skips it (P8).",
+		"type":        "object",
+		"required":    []any{"type"},
+		"properties": map[string]any{"type": map[string]any{
+			"type": "string",
+			"not":  map[string]any{"enum": anys(append(sortedKeys(c.events), "ask", "notice"))},
+		}},
+	})
 	lines := []any{map[string]any{"$ref": "event.json"}, ref("lines/ask.json"), ref("lines/notice.json"), ref("envelope/response.json"), ref("envelope/error.json")}
 	var requests []any
 	methods := map[string]any{}
@@ -278,4 +292,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/trace"
 	"github.com/e-agent/e/protocol"
 	"github.com/e-agent/e/schemas"
 )
@@ -258,6 +259,13 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 		images = *p.Images
 	}
 	ctx, sink := s.streamEvents(withRequest(s.ctx, r.id), ss.ID(), r.id)
+	if p.Traceparent != nil && *p.Traceparent != "" {
+		// The schema checks the form; an all-zero id is W3C's "invalid" too.
+		if err := trace.CheckTraceparent(*p.Traceparent); err != nil {
+			return nil, &session.Error{Code: session.CodeInvalidParams, Param: "traceparent", Err: err}
+		}
+		ctx = trace.WithParent(ctx, *p.Traceparent)
+	}
 	t, err := ss.PromptWith(ctx, p.Prompt, images, session.PromptOptions{OutputSchema: p.OutputSchema,
 		Budget: budget(p.MaxModelCalls, p.MaxTokens, p.MaxCostUSD, p.MaxDurationMS)}, sink)
 	if err != nil {

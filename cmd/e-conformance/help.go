@@ -73,7 +73,8 @@ usage:
   e-conformance record --out FILE [--model M] [--upstream URL] [--here] [--no-trust] [--like CASE] [--dialect D] -- CMD ARGS
 
 flags:
-  --out FILE            the case file to write, e.g. golden/new-case.txtar (required)
+  --out FILE            the case file to write, e.g. golden/new-case.txtar (required); its
+                        name is the case id: lowercase letters, digits, dots and hyphens
   --model M             the default model when there is no upstream (default e/offline)
   --upstream URL        an OpenAI-compatible base URL to forward model calls to
   --here                record in the current directory and $E_HOME as they are, model calls

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/e-agent/e/internal/acp"
+	"github.com/e-agent/e/internal/startpages"
 )
 
 // runACP is e acp: an Agent Client Protocol agent on stdin and stdout
@@ -39,9 +40,13 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
+	defer startTracing(env.Getenv, stderr, "e acp")()
 	a, err := acp.New(context.Background(), opts, acp.Env{Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return startFailed(opts.Log, stderr, "e acp", err)
 	}
+	// Start-up is over: the pages only it touched need not stay mapped
+	// (beside the first request, which need not wait for it).
+	go startpages.Release()
 	return a.Serve()
 }

@@ -83,6 +83,11 @@ const environmentHelp = `environment:
   NO_COLOR            e -p's status line is not dimmed (TERM=dumb: no escape sequences)
   GOGC                the Go collector's target; e uses 200 (less CPU, a little more memory)
                       unless it is set
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                      export OpenTelemetry traces (a span per turn, model call and tool call)
+                      over OTLP/HTTP; also OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, _HEADERS,
+                      _TIMEOUT, OTEL_TRACES_EXPORTER=none, OTEL_SERVICE_NAME (spec/operations.md)
+  TRACEPARENT         e -p: the caller's W3C trace, which the turn joins; providers get it
 `
 
 const settingsHelp = `settings:

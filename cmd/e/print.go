@@ -15,6 +15,7 @@ import (
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/internal/statusline"
+	"github.com/e-agent/e/internal/trace"
 )
 
 // printUI refuses every question at once (X5: e -p has no one to ask) and
@@ -142,6 +143,15 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
+	defer startTracing(env.Getenv, stderr, "e")()
+	// The caller's trace (Z1): TRACEPARENT, as other agents' CLIs take it.
+	if tp := env.Getenv("TRACEPARENT"); tp != "" {
+		if err := trace.CheckTraceparent(tp); err != nil {
+			fmt.Fprintf(stderr, "e: warning: TRACEPARENT ignored: %v\n", err)
+		} else {
+			ctx = trace.WithParent(ctx, tp)
+		}
+	}
 	host, err := session.Start(ctx, opts, env, printUI{stderr})
 	if err != nil {
 		logStartFailure(opts.Log, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/e-agent/e/internal/startpages"
 	"github.com/e-agent/e/server"
 )
 
@@ -38,10 +39,14 @@ func runRPC(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	defer closeLog()
+	defer startTracing(env.Getenv, stderr, "e rpc")()
 	srv, err := server.New(context.Background(), opts, server.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Cwd: env.Cwd, Home: env.Home, Getenv: env.Getenv})
 	if err != nil {
 		return startFailed(opts.Log, stderr, "e rpc", err)
 	}
+	// Start-up is over: the pages only it touched need not stay mapped
+	// (beside the first request, which need not wait for it).
+	go startpages.Release()
 	return srv.Serve()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
+	"github.com/e-agent/e/internal/trace"
 )
 
 // Options configure e acp: the process options every front end has. An
@@ -576,7 +577,7 @@ func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error, func()
 		}
 		a.send(s, func() []Update { return s.tr.Event(ev) })
 	}
-	turn, serr := s.PromptParts(a.ctx, text, images, sink)
+	turn, serr := s.PromptParts(withTraceparent(a.ctx, p.Meta), text, images, sink)
 	if serr != nil {
 		return nil, nil, fail(method, serr)
 	}
@@ -827,4 +828,20 @@ func (a *Agent) approve(ctx context.Context, id string, c agent.Call) agent.Deci
 		return agent.Decision{Reason: "rejected by the user"}
 	}
 	return agent.Decision{Reason: fmt.Sprintf("session/request_permission: unknown optionId %q", r.Outcome.OptionID)}
+}
+
+// withTraceparent returns ctx under the caller's trace when _meta carries
+// a valid W3C traceparent (Z1); any other _meta leaves ctx as it is, since
+// _meta is free-form extension data.
+func withTraceparent(ctx context.Context, meta json.RawMessage) context.Context {
+	var m struct {
+		Traceparent any `json:"traceparent"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return ctx
+	}
+	if tp, ok := m.Traceparent.(string); ok && trace.CheckTraceparent(tp) == nil {
+		return trace.WithParent(ctx, tp)
+	}
+	return ctx
 }

@@ -141,6 +141,9 @@ type SessionIDParams struct {
 type PromptParams struct {
 	SessionID string            `json:"sessionId"`
 	Prompt    []json.RawMessage `json:"prompt"`
+	// Meta is ACP's extension data; e reads its traceparent (W3C Trace
+	// Context), as other ACP agents do.
+	Meta json.RawMessage `json:"_meta"`
 }
 
 type PromptResult struct {

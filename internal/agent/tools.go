@@ -13,6 +13,7 @@ import (
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/internal/trace"
 )
 
 // pending is one tool call of a batch.
@@ -247,6 +248,11 @@ func (t *turn) end(p *pending, outcome, sum, content string) {
 		o.ToolCall(ToolCallRecord{Session: t.s.id, ID: p.call.ID, Name: p.part.Name, Category: p.call.Category,
 			Outcome: outcome, Summary: sum, Duration: took, Arguments: p.call.Arguments})
 	}
+	start := p.start
+	if start.IsZero() { // denied or stopped before it ran
+		start = time.Now()
+	}
+	trace.RecordToolCall(t.ctx, p.call.ID, p.part.Name, p.call.Category, outcome, sum, start)
 	p.result = model.Part{Type: model.PartToolResult, CallID: p.part.ID, Text: content, IsError: p.failed}
 	t.sinkMu.Lock()
 	t.res.Tools.Calls++

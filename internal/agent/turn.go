@@ -14,6 +14,7 @@ import (
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
+	"github.com/e-agent/e/internal/trace"
 )
 
 // maxSteps bounds the model calls of one turn, so a model that never stops
@@ -85,6 +86,7 @@ func (s *Session) Prompt(ctx context.Context, prompt string, images []model.Part
 // PromptWith is Prompt with a budget and an output schema (N1, J1).
 func (s *Session) PromptWith(ctx context.Context, prompt string, images []model.Part, opts TurnOptions, sink func(Event)) Result {
 	ctx = s.start(ctx)
+	ctx, span := trace.StartTurn(ctx, s.id)
 	t := &turn{s: s, ctx: ctx, sink: sink, opts: opts, began: time.Now()}
 	if ms := opts.Budget.MaxDurationMS; ms > 0 {
 		// Out of time, the turn stops as by an interrupt: a model call or
@@ -153,7 +155,9 @@ func (s *Session) PromptWith(ctx context.Context, prompt string, images []model.
 	if s.eng.Ext != nil {
 		s.eng.Ext.Notify("turn.end", map[string]any{"session": s.id, "aborted": aborted})
 	}
-	return t.result()
+	res := t.result()
+	span.EndTurn(res.Model, aborted, res.Error, t.usage.Input, t.usage.Output)
+	return res
 }
 
 func (t *turn) logPath() string {
@@ -612,9 +616,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			t.lastCall = store.ModelCall{Model: t.info.ID, Attempts: attempt + 1, DurationMS: rec.Duration.Milliseconds(),
 				FirstByteMS: rec.FirstByte.Milliseconds(), Usage: store.Usage(resp.Usage), CostUSD: rec.CostUSD,
 				ResponseID: resp.ResponseID, FinishReason: resp.FinishReason, ResponseModel: resp.ResponseModel}
-			if o := t.s.eng.Observer; o != nil {
-				o.ModelCall(rec)
-			}
+			t.observeCall(rec, began)
 			t.emit(UsageEvent{Usage: NewUsage(resp.Usage), ResponseID: resp.ResponseID, FinishReason: resp.FinishReason,
 				ResponseModel: resp.ResponseModel, Signatures: signatures(resp.Message)})
 			return resp, "", nil
@@ -626,9 +628,7 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			partial = resp.Message.Text()
 		}
 		if t.ctx.Err() != nil {
-			if o := t.s.eng.Observer; o != nil {
-				o.ModelCall(t.callRecord(show, "cancelled", attempt+1, began, start, first))
-			}
+			t.observeCall(t.callRecord(show, "cancelled", attempt+1, began, start, first), began)
 			if show {
 				t.cut = t.attemptCall(attempt, began, start, first, resp)
 			}
@@ -655,11 +655,9 @@ func (t *turn) stream(req *model.Request, show bool) (*model.Response, string, e
 			if show {
 				t.failedCall = t.attemptCall(attempt, began, start, first, resp)
 			}
-			if o := t.s.eng.Observer; o != nil {
-				rec := t.callRecord(show, "error", attempt+1, began, start, first)
-				rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()
-				o.ModelCall(rec)
-			}
+			rec := t.callRecord(show, "error", attempt+1, began, start, first)
+			rec.HTTPStatus, rec.RequestID, rec.Error = me.Status, me.RequestID, me.Error()
+			t.observeCall(rec, began)
 			return nil, partial, &modelError{err: me, text: t.errText(me), details: details(me, decision, attempt+1)}
 		}
 		if partial != "" {
@@ -769,6 +767,17 @@ func (t *turn) recordAttempt(call *store.ModelCall, reason string, resp *model.R
 // callRecord starts the observer's record of a model call: began is the
 // first attempt's start, start and first the last attempt's start and
 // first delta.
+// observeCall tells the operator log (Engine.Observer) and the trace about
+// a model call that began at began.
+func (t *turn) observeCall(rec ModelCallRecord, began time.Time) {
+	if o := t.s.eng.Observer; o != nil {
+		o.ModelCall(rec)
+	}
+	trace.RecordModelCall(t.ctx, trace.ModelCall{Provider: rec.Provider, Model: rec.Model, Status: rec.Status, Error: rec.Error,
+		RequestID: rec.RequestID, StopReason: rec.StopReason, HTTPStatus: rec.HTTPStatus, Attempts: rec.Attempts,
+		InputTokens: rec.Usage.Input, OutputTokens: rec.Usage.Output, CacheReadTokens: rec.Usage.CacheRead, Start: began})
+}
+
 func (t *turn) callRecord(show bool, status string, attempts int, began, start, first time.Time) ModelCallRecord {
 	r := ModelCallRecord{Session: t.s.id, Purpose: "turn", Provider: t.info.Provider, Model: t.info.ID, Status: status,
 		Attempts: attempts, Duration: time.Since(began)}

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/jsonscan"
+	"github.com/e-agent/e/internal/trace"
 )
 
 // Limits of the HTTP adapters.
@@ -115,6 +116,9 @@ func (p *httpProvider) start(ctx context.Context, model, path string, header htt
 	req.Header = header
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if tp := trace.Traceparent(ctx); tp != "" {
+		req.Header.Set("traceparent", tp) // W3C Trace Context
+	}
 	resp, err := p.client.Do(req)
 	c.reading.Store(0)
 	if err != nil {

@@ -962,6 +962,11 @@ class SessionPromptParams(TypedDict):
     #: tools and model calls are stopped as by an interrupt (N1)
     max_duration_ms: NotRequired[int | None]
 
+    #: the caller's W3C Trace Context traceparent (00-TRACEID-PARENTID-FLAGS): the turn's
+    #: OpenTelemetry span is its child, and provider requests carry a traceparent header of its
+    #: trace (Z1)
+    traceparent: NotRequired[str | None]
+
 
 class SessionRenameParams(TypedDict):
     """

@@ -1,4 +1,4 @@
-import { Client } from "../src/index.js";
+import { Client } from "@e-agent/client";
 
 const e = new Client({ command: ["e", "rpc"] });
 await e.hello();

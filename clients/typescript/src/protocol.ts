@@ -1060,6 +1060,12 @@ export interface SessionPromptParams {
    * tools and model calls are stopped as by an interrupt (N1)
    */
   max_duration_ms?: number | null;
+  /**
+   * the caller's W3C Trace Context traceparent (00-TRACEID-PARENTID-FLAGS): the turn's
+   * OpenTelemetry span is its child, and provider requests carry a traceparent header of its
+   * trace (Z1)
+   */
+  traceparent?: string | null;
 }
 
 /**
