@@ -41,14 +41,11 @@ func withRequest(ctx context.Context, id json.RawMessage) context.Context {
 
 // clientTools adds session.create's client tools to spec; they need a
 // client that answers questions: hello with ask:true, as asks do (X5).
-func (s *Server) clientTools(p protocol.SessionCreateParams, spec *session.Spec) error {
+func (s *Server) clientTools(r *request, p protocol.SessionCreateParams, spec *session.Spec) error {
 	if p.ClientTools == nil || len(*p.ClientTools) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	ok := s.greeted && s.ask
-	s.mu.Unlock()
-	if !ok {
+	if !r.asks {
 		return &session.Error{Code: session.CodeInvalidParams, Param: "client_tools",
 			Err: errors.New("client tools need hello with ask:true first, as asks do")}
 	}

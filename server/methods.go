@@ -139,7 +139,7 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		return nil, err
 	}
 	spec := createSpec(p)
-	if err := s.clientTools(p, &spec); err != nil {
+	if err := s.clientTools(r, p, &spec); err != nil {
 		return nil, err
 	}
 	ss, err := s.host.Create(s.ctx, spec)

@@ -213,6 +213,11 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 		return true
 	}
 	r := &request{id: id, method: method, params: params, param: "params."}
+	// What hello said counts as of this line, though the request may run
+	// after a later hello (H1 runs a create at once, beside the lines after it).
+	s.mu.Lock()
+	r.asks = s.greeted && s.ask
+	s.mu.Unlock()
 	// A request naming a session waits for that session's earlier requests
 	// only; any other runs at once (H1).
 	if ordered[method] {
@@ -255,6 +260,9 @@ type request struct {
 	method string // "oneshot" for a version-1 line
 	params []byte
 	param  string // how an error names a parameter: "params." or "" (one-shot)
+	// asks is whether the client had greeted with ask:true when this
+	// line was read (client tools need it, G1).
+	asks bool
 	// then, when set, runs once r's response is queued.
 	then func()
 	// turn is the turn r started, answered closed once r's response is written.
