@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ACP (e acp) is specified by its published JSON Schema, vendored in
+// conformance/acpschema. e speaks a part of it: acpTypes selects, for each
+// Go type of package acp, the ACP definition it stands for and the
+// properties e sends or reads, in the order e writes them. The generator
+// checks every selected property against the schema (it must exist there,
+// through allOf and the branches of a union, and its JSON type must fit the
+// Go type) and takes the docs from the schema, so a property ACP renames or
+// retypes fails go generate rather than the wire.
+
+// acpOut is the generated file, beside the hand-written behaviour over it.
+const acpOut = "internal/acp/wire_gen.go"
+
+// acpSchema is the vendored schema, from the repository root.
+const acpSchema = "conformance/acpschema/schema.json"
+
+type acpType struct {
+	name, def, doc string // doc: e's note, after the schema's description
+	fields         []acpField
+}
+
+// acpField is one selected property. Go defaults to piName(json); tag
+// defaults to json, with ",omitempty" when omit is set.
+type acpField struct {
+	json, typ string
+	omit      bool
+	goName    string
+	tag       string
+	note      string // e's note, after the schema's description
+}
+
+var acpTypes = []acpType{
+	{name: "Error", def: "Error", fields: []acpField{{json: "code", typ: "int"}, {json: "message", typ: "string"}}},
+	{name: "InitializeParams", def: "InitializeRequest", fields: []acpField{
+		{json: "protocolVersion", typ: "int"}, {json: "clientCapabilities", typ: "ClientCapabilities"}}},
+	{name: "ClientCapabilities", def: "ClientCapabilities", fields: []acpField{
+		{json: "fs", typ: "FileSystemCapabilities", goName: "FS"}, {json: "terminal", typ: "bool"}}},
+	{name: "FileSystemCapabilities", def: "FileSystemCapabilities", fields: []acpField{
+		{json: "readTextFile", typ: "bool"}, {json: "writeTextFile", typ: "bool"}}},
+	{name: "InitializeResult", def: "InitializeResponse", fields: []acpField{
+		{json: "protocolVersion", typ: "int"}, {json: "agentCapabilities", typ: "AgentCapabilities"},
+		{json: "authMethods", typ: "[]any"}, {json: "agentInfo", typ: "Implementation"}}},
+	{name: "AgentCapabilities", def: "AgentCapabilities", fields: []acpField{
+		{json: "loadSession", typ: "bool"}, {json: "promptCapabilities", typ: "PromptCapabilities"},
+		{json: "mcpCapabilities", typ: "MCPCapabilities", goName: "MCPCapabilities"},
+		{json: "sessionCapabilities", typ: "SessionCapabilities"}}},
+	{name: "PromptCapabilities", def: "PromptCapabilities", fields: []acpField{
+		{json: "image", typ: "bool"}, {json: "audio", typ: "bool"}, {json: "embeddedContext", typ: "bool"}}},
+	{name: "MCPCapabilities", def: "McpCapabilities", fields: []acpField{{json: "http", typ: "bool"}, {json: "sse", typ: "bool"}}},
+	{name: "Marker", def: "SessionListCapabilities", doc: `Marker is an empty object: "supported" in ACP's capability objects.`},
+	{name: "SessionCapabilities", def: "SessionCapabilities", fields: []acpField{
+		{json: "list", typ: "*Marker", omit: true}, {json: "resume", typ: "*Marker", omit: true}, {json: "close", typ: "*Marker", omit: true}}},
+	{name: "Implementation", def: "Implementation", fields: []acpField{
+		{json: "name", typ: "string"}, {json: "title", typ: "string", omit: true}, {json: "version", typ: "string"}}},
+	{name: "MCPServer", def: "McpServer", doc: "e speaks the stdio transport.", fields: []acpField{
+		{json: "type", typ: "string", omit: true, note: `"" (stdio), "http" or "sse".`},
+		{json: "name", typ: "string"}, {json: "command", typ: "string"}, {json: "args", typ: "[]string"},
+		{json: "env", typ: "[]EnvEntry"}, {json: "url", typ: "string", omit: true}}},
+	{name: "EnvEntry", def: "EnvVariable", fields: []acpField{{json: "name", typ: "string"}, {json: "value", typ: "string"}}},
+	{name: "NewSessionParams", def: "NewSessionRequest", fields: []acpField{
+		{json: "cwd", typ: "string"}, {json: "mcpServers", typ: "[]MCPServer", goName: "MCPServers"}}},
+	{name: "NewSessionResult", def: "NewSessionResponse", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "configOptions", typ: "[]ConfigOption"}}},
+	{name: "LoadSessionParams", def: "LoadSessionRequest", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "cwd", typ: "string"}, {json: "mcpServers", typ: "[]MCPServer", goName: "MCPServers"}}},
+	{name: "LoadSessionResult", def: "LoadSessionResponse", fields: []acpField{{json: "configOptions", typ: "[]ConfigOption"}}},
+	{name: "ListSessionsParams", def: "ListSessionsRequest", fields: []acpField{{json: "cwd", typ: "*string"}, {json: "cursor", typ: "*string"}}},
+	{name: "ListSessionsResult", def: "ListSessionsResponse", fields: []acpField{{json: "sessions", typ: "[]SessionInfo"}}},
+	{name: "SessionInfo", def: "SessionInfo", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "cwd", typ: "string"}, {json: "title", typ: "*string"},
+		{json: "updatedAt", typ: "string", omit: true}}},
+	{name: "SessionIDParams", def: "CloseSessionRequest", doc: "It is the params of every request that names only a session.", fields: []acpField{
+		{json: "sessionId", typ: "string"}}},
+	{name: "PromptParams", def: "PromptRequest", fields: []acpField{
+		{json: "sessionId", typ: "string"},
+		{json: "prompt", typ: "[]json.RawMessage", note: "Each block is read by its type."}}},
+	{name: "PromptResult", def: "PromptResponse", fields: []acpField{{json: "stopReason", typ: "string", note: "A Stop constant."}}},
+	{name: "SetConfigOptionParams", def: "SetSessionConfigOptionRequest", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "configId", typ: "string"}, {json: "value", typ: "json.RawMessage"}}},
+	{name: "SetConfigOptionResult", def: "SetSessionConfigOptionResponse", fields: []acpField{{json: "configOptions", typ: "[]ConfigOption"}}},
+	{name: "ConfigOption", def: "SessionConfigOption", doc: "e's options are all of type select.", fields: []acpField{
+		{json: "id", typ: "string"}, {json: "name", typ: "string"}, {json: "description", typ: "string", omit: true},
+		{json: "category", typ: "string", omit: true}, {json: "type", typ: "string", note: `"select".`},
+		{json: "currentValue", typ: "string"}, {json: "options", typ: "[]ConfigChoice"}}},
+	{name: "ConfigChoice", def: "SessionConfigSelectOption", fields: []acpField{
+		{json: "value", typ: "string"}, {json: "name", typ: "string"}, {json: "description", typ: "string", omit: true}}},
+	{name: "Notification", def: "SessionNotification", doc: "It is session/update's params.", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "update", typ: "Update"}}},
+	{name: "Update", def: "SessionUpdate", doc: "SessionUpdate names the kind of update and the fields that kind uses are set; " +
+		"it is empty in request_permission's toolCall. A tool call's content (ToolOutput) is written by MarshalJSON (wire.go).",
+		fields: []acpField{
+			{json: "sessionUpdate", typ: "string", omit: true},
+			{json: "content", typ: "*ContentBlock", omit: true, note: "Of the message and thought chunks."},
+			{json: "toolCallId", typ: "string", omit: true}, {json: "title", typ: "*string", omit: true},
+			{json: "kind", typ: "string", omit: true}, {json: "status", typ: "string", omit: true},
+			{json: "content", typ: "[]ToolCallContent", goName: "ToolOutput", tag: "-", note: "Of tool_call and tool_call_update."},
+			{json: "locations", typ: "[]Location", omit: true}, {json: "rawInput", typ: "json.RawMessage", omit: true},
+			{json: "rawOutput", typ: "any", omit: true},
+			{json: "used", typ: "*int64", omit: true}, {json: "size", typ: "*int64", omit: true}, {json: "cost", typ: "*Cost", omit: true},
+			{json: "configOptions", typ: "[]ConfigOption", omit: true}}},
+	{name: "ContentBlock", def: "ContentBlock", doc: "e sends text blocks.", fields: []acpField{{json: "type", typ: "string"}, {json: "text", typ: "string"}}},
+	{name: "ToolCallContent", def: "ToolCallContent", fields: []acpField{
+		{json: "type", typ: "string", note: `"content".`}, {json: "content", typ: "ContentBlock"}}},
+	{name: "Location", def: "ToolCallLocation", fields: []acpField{{json: "path", typ: "string"}}},
+	{name: "Cost", def: "Cost", fields: []acpField{{json: "amount", typ: "float64"}, {json: "currency", typ: "string"}}},
+	{name: "PermissionParams", def: "RequestPermissionRequest", doc: "It is session/request_permission's params.", fields: []acpField{
+		{json: "sessionId", typ: "string"}, {json: "toolCall", typ: "Update"}, {json: "options", typ: "[]PermissionOption"}}},
+	{name: "PermissionOption", def: "PermissionOption", fields: []acpField{
+		{json: "optionId", typ: "string"}, {json: "name", typ: "string"}, {json: "kind", typ: "string"}}},
+	{name: "PermissionResult", def: "RequestPermissionResponse", fields: []acpField{{json: "outcome", typ: "PermissionOutcome"}}},
+	{name: "PermissionOutcome", def: "RequestPermissionOutcome", fields: []acpField{
+		{json: "outcome", typ: "string", note: `"cancelled" or "selected".`}, {json: "optionId", typ: "string"}}},
+}
+
+// acpConsts are string unions of the schema written as Go constants, each
+// named prefix + the camel-cased value.
+var acpConsts = []struct{ def, prefix string }{{"StopReason", "Stop"}}
+
+// acpGoFile reads the vendored ACP schema under root and writes package
+// acp's wire types.
+func acpGoFile(root string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(root, acpSchema))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Defs map[string]map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", acpSchema, err)
+	}
+	var o out
+	o.p("// Code generated by go run ./internal/gen from %s. DO NOT EDIT.", acpSchema)
+	o.p("")
+	o.p("package acp")
+	o.p("")
+	o.p(`import "encoding/json"`)
+	o.p("")
+	for _, c := range acpConsts {
+		def, ok := doc.Defs[c.def]
+		if !ok {
+			return nil, fmt.Errorf("gen: acp: %s: no such definition in %s", c.def, acpSchema)
+		}
+		o.comment("", "// ", fmt.Sprintf("The %s values. Schema: #/$defs/%s.", c.def, c.def))
+		o.p("const (")
+		for _, v := range branches(def) {
+			s, ok := v["const"].(string)
+			if !ok {
+				return nil, fmt.Errorf("gen: acp: %s: a branch without a string const", c.def)
+			}
+			o.comment("\t", "// ", firstPara(v["description"]))
+			o.p("\t%s%s = %q", c.prefix, camel(s), s)
+		}
+		o.p(")")
+		o.p("")
+	}
+	for _, t := range acpTypes {
+		def, ok := doc.Defs[t.def]
+		if !ok {
+			return nil, fmt.Errorf("gen: acp: %s: no definition %s in %s", t.name, t.def, acpSchema)
+		}
+		props := map[string][]map[string]any{}
+		collectProps(doc.Defs, def, props, map[string]bool{})
+		d := strings.TrimSpace(t.name + " is ACP's " + t.def + ". " + firstPara(def["description"]) + " " + t.doc)
+		if strings.HasPrefix(t.doc, t.name+" ") {
+			d = t.doc + " Schema: ACP's " + t.def + "."
+		}
+		o.comment("", "// ", d)
+		o.p("type %s struct {", t.name)
+		for _, f := range t.fields {
+			ps, ok := props[f.json]
+			if !ok {
+				return nil, fmt.Errorf("gen: acp: %s.%s: ACP's %s has no such property", t.name, f.json, t.def)
+			}
+			if err := acpFits(doc.Defs, ps, f.typ); err != nil {
+				return nil, fmt.Errorf("gen: acp: %s.%s: %w", t.name, f.json, err)
+			}
+			var pd string
+			for _, p := range ps {
+				if pd = firstPara(p["description"]); pd != "" {
+					break
+				}
+			}
+			o.comment("\t", "// ", strings.TrimSpace(pd+" "+f.note))
+			name := f.goName
+			if name == "" {
+				name = piName(f.json)
+			}
+			tag := f.tag
+			if tag == "" {
+				tag = f.json
+				if f.omit {
+					tag += ",omitempty"
+				}
+			}
+			o.p("\t%s %s `json:%s`", name, f.typ, strconv.Quote(tag))
+		}
+		o.p("}")
+		o.p("")
+	}
+	return []byte(o.String()), nil
+}
+
+// branches are the alternatives of a union (oneOf or anyOf).
+func branches(s map[string]any) []map[string]any {
+	var r []map[string]any
+	for _, k := range []string{"oneOf", "anyOf"} {
+		l, _ := s[k].([]any)
+		for _, v := range l {
+			if m, ok := v.(map[string]any); ok {
+				r = append(r, m)
+			}
+		}
+	}
+	return r
+}
+
+// collectProps gathers the properties of s by name, through $ref, allOf
+// and the branches of a union: a union's properties are those of any branch.
+func collectProps(defs map[string]map[string]any, s map[string]any, into map[string][]map[string]any, seen map[string]bool) {
+	if ref, ok := s["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/$defs/")
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		collectProps(defs, defs[name], into, seen)
+	}
+	if ps, ok := s["properties"].(map[string]any); ok {
+		for k, v := range ps {
+			if m, ok := v.(map[string]any); ok {
+				into[k] = append(into[k], m)
+			}
+		}
+	}
+	all, _ := s["allOf"].([]any)
+	for _, v := range all {
+		if m, ok := v.(map[string]any); ok {
+			collectProps(defs, m, into, seen)
+		}
+	}
+	for _, b := range branches(s) {
+		collectProps(defs, b, into, seen)
+	}
+}
+
+// jsonTypes are the JSON types a schema admits, through $ref, allOf and
+// unions; const strings count as string. Empty means any.
+func jsonTypes(defs map[string]map[string]any, s map[string]any, into map[string]bool, seen map[string]bool) {
+	switch t := s["type"].(type) {
+	case string:
+		into[t] = true
+	case []any:
+		for _, v := range t {
+			if str, ok := v.(string); ok {
+				into[str] = true
+			}
+		}
+	}
+	if _, ok := s["const"].(string); ok {
+		into["string"] = true
+	}
+	if _, ok := s["properties"]; ok {
+		into["object"] = true
+	}
+	if ref, ok := s["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/$defs/")
+		if !seen[name] {
+			seen[name] = true
+			jsonTypes(defs, defs[name], into, seen)
+		}
+	}
+	all, _ := s["allOf"].([]any)
+	for _, v := range all {
+		if m, ok := v.(map[string]any); ok {
+			jsonTypes(defs, m, into, seen)
+		}
+	}
+	for _, b := range branches(s) {
+		jsonTypes(defs, b, into, seen)
+	}
+}
+
+// acpFits reports a Go type that cannot hold the property's JSON: a
+// property of several branches fits when one branch's type fits.
+func acpFits(defs map[string]map[string]any, ps []map[string]any, goType string) error {
+	want := strings.TrimPrefix(goType, "*")
+	switch {
+	case want == "any" || want == "json.RawMessage":
+		return nil
+	case strings.HasPrefix(want, "[]"):
+		want = "array"
+	case want == "string":
+	case want == "int" || want == "int64":
+		want = "integer"
+	case want == "float64":
+		want = "number"
+	case want == "bool":
+		want = "boolean"
+	default:
+		want = "object"
+	}
+	var seenTypes []string
+	for _, p := range ps {
+		types := map[string]bool{}
+		jsonTypes(defs, p, types, map[string]bool{})
+		if len(types) == 0 || types[want] || (want == "number" && types["integer"]) {
+			return nil
+		}
+		for t := range types {
+			seenTypes = append(seenTypes, t)
+		}
+	}
+	return fmt.Errorf("Go type %s does not fit the schema's %v", goType, seenTypes)
+}
+
+// firstPara is a description's first paragraph on one line.
+func firstPara(v any) string {
+	s, _ := v.(string)
+	s, _, _ = strings.Cut(s, "\n\n")
+	return strings.Join(strings.Fields(s), " ")
+}
