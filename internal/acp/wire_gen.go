@@ -21,6 +21,61 @@ const (
 	StopCancelled = "cancelled"
 )
 
+// message is any JSON-RPC 2.0 message as read: a request (id and method), a notification
+// (method, no id) or a response (id, result or error). Schema: the Client branch of ACP's
+// root.
+type message struct {
+	JSONRPC string `json:"jsonrpc"`
+	// The request id used to correlate the matching response.
+	ID json.RawMessage `json:"id,omitempty"`
+	// The method name to invoke.
+	Method string `json:"method,omitempty"`
+	// Method-specific request parameters.
+	Params json.RawMessage `json:"params,omitempty"`
+	// Method-specific response data.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Method-specific error data.
+	Error *Error `json:"error,omitempty"`
+}
+
+// errorReply is a response carrying an error. Schema: the Agent branch of ACP's root.
+type errorReply struct {
+	JSONRPC string `json:"jsonrpc"`
+	// The request id used to correlate the matching response.
+	ID json.RawMessage `json:"id"`
+	// Method-specific error data.
+	Error *Error `json:"error"`
+}
+
+// resultReply is a response carrying a result. Schema: the Agent branch of ACP's root.
+type resultReply struct {
+	JSONRPC string `json:"jsonrpc"`
+	// The request id used to correlate the matching response.
+	ID json.RawMessage `json:"id"`
+	// Method-specific response data.
+	Result any `json:"result"`
+}
+
+// outNotification is a notification e sends. Schema: the Agent branch of ACP's root.
+type outNotification struct {
+	JSONRPC string `json:"jsonrpc"`
+	// The method name to invoke.
+	Method string `json:"method"`
+	// Method-specific request parameters.
+	Params any `json:"params"`
+}
+
+// outRequest is a request e sends the client. Schema: the Agent branch of ACP's root.
+type outRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	// The request id used to correlate the matching response.
+	ID json.RawMessage `json:"id"`
+	// The method name to invoke.
+	Method string `json:"method"`
+	// Method-specific request parameters.
+	Params any `json:"params"`
+}
+
 // Error is ACP's Error. JSON-RPC error object.
 type Error struct {
 	// A number indicating the error type that occurred. This must be an integer as defined in
@@ -332,6 +387,37 @@ type Update struct {
 	Cost *Cost `json:"cost,omitempty"`
 	// The full set of configuration options and their current values.
 	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+}
+
+// PromptBlock is a block of a prompt as read, of any type e takes (text, image,
+// resource_link, resource); the type says which fields are set. Schema: ACP's ContentBlock.
+type PromptBlock struct {
+	Type string `json:"type"`
+	// Text payload carried by this content block.
+	Text *string `json:"text"`
+	// Base64-encoded media payload.
+	Data string `json:"data"`
+	// MIME type describing the encoded media payload.
+	MimeType string `json:"mimeType"`
+	// URI associated with this resource or media payload.
+	URI string `json:"uri"`
+	// Human-readable name shown for this protocol object.
+	Name string `json:"name"`
+	// Embedded resource payload, either text or binary data.
+	Resource *PromptResource `json:"resource"`
+}
+
+// PromptResource is ACP's EmbeddedResourceResource. Resource content that can be embedded in
+// a message.
+type PromptResource struct {
+	// URI associated with this resource or media payload.
+	URI string `json:"uri"`
+	// Text payload carried by this content block.
+	Text *string `json:"text"`
+	// Base64-encoded bytes for a binary resource payload.
+	Blob *string `json:"blob"`
+	// MIME type describing the encoded media payload.
+	MimeType string `json:"mimeType"`
 }
 
 // ContentBlock is ACP's ContentBlock. Content blocks represent displayable information in

@@ -89,3 +89,47 @@ func TestPiFieldType(t *testing.T) {
 		}
 	}
 }
+
+// TestACPChecks checks that the ACP generator refuses a selected property
+// the schema lacks or types otherwise, and finds one through allOf and a
+// union's branches or on the root's branch.
+func TestACPChecks(t *testing.T) {
+	doc := acpDoc{
+		Defs: map[string]map[string]any{
+			"Base": {"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			"Union": {"oneOf": []any{
+				map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"const": "a"}},
+					"allOf": []any{map[string]any{"$ref": "#/$defs/Base"}}},
+				map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": []any{"integer", "null"}}}},
+			}},
+		},
+		AnyOf: []map[string]any{{"title": "Agent", "properties": map[string]any{"jsonrpc": map[string]any{"type": "string"}}}},
+	}
+	tests := []struct {
+		name    string
+		typ     acpType
+		wantErr string // "" for success
+	}{
+		{name: "union and allOf", typ: acpType{name: "U", def: "Union", fields: []acpField{
+			{json: "kind", typ: "string"}, {json: "name", typ: "string"}, {json: "size", typ: "*int64", omit: true}}}},
+		{name: "root branch", typ: acpType{name: "M", def: "#Agent", fields: []acpField{{json: "jsonrpc", typ: "string"}}}},
+		{name: "property ACP lacks", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "sizes", typ: "int"}}},
+			wantErr: "U.sizes: ACP's Union has no such property"},
+		{name: "type that does not fit", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "size", typ: "string"}}},
+			wantErr: "U.size: Go type string does not fit"},
+		{name: "definition ACP lacks", typ: acpType{name: "X", def: "Gone"}, wantErr: "X: no definition Gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := acpEmit(doc, []acpType{tt.typ}, nil)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("acpEmit: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("acpEmit error = %v, want one containing %q", err, tt.wantErr)
+			case tt.wantErr == "" && !strings.Contains(string(src), "type "+tt.typ.name+" struct"):
+				t.Errorf("acpEmit output lacks type %s:\n%s", tt.typ.name, src)
+			}
+		})
+	}
+}
