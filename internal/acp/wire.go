@@ -1,12 +1,10 @@
 package acp
 
-import "encoding/json"
-
 // The ACP v1 shapes e sends and reads are generated into wire_gen.go from
 // ACP's published schema (conformance/acpschema, vendored from
 // agentclientprotocol) by internal/gen; only the fields e uses are declared
-// and unknown fields are ignored on input. This file holds the behaviour
-// over them.
+// and unknown fields are ignored on input. This file holds e's constants and
+// Error's methods.
 
 // ProtocolVersion is the latest (and only) ACP version e speaks.
 const ProtocolVersion = 1
@@ -25,16 +23,3 @@ const (
 func (e *Error) Error() string { return e.Message }
 
 func errorf(code int, msg string) *Error { return &Error{Code: code, Message: msg} }
-
-// MarshalJSON writes a tool call's content under "content", where the
-// message chunks keep their single content block.
-func (u Update) MarshalJSON() ([]byte, error) {
-	type plain Update
-	if u.ToolOutput == nil {
-		return json.Marshal(plain(u))
-	}
-	return json.Marshal(struct {
-		plain
-		Content []ToolCallContent `json:"content"`
-	}{plain(u), u.ToolOutput})
-}

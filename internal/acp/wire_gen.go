@@ -356,8 +356,7 @@ type Notification struct {
 
 // Update is ACP's SessionUpdate. Different types of updates that can be sent during session
 // processing. SessionUpdate names the kind of update and the fields that kind uses are set;
-// it is empty in request_permission's toolCall. A tool call's content (ToolOutput) is
-// written by MarshalJSON (wire.go).
+// it is empty in request_permission's toolCall.
 type Update struct {
 	SessionUpdate string `json:"sessionUpdate,omitempty"`
 	// A single item of content Of the message and thought chunks.
@@ -387,6 +386,18 @@ type Update struct {
 	Cost *Cost `json:"cost,omitempty"`
 	// The full set of configuration options and their current values.
 	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+}
+
+// MarshalJSON writes ToolOutput under "content" when it is set.
+func (v Update) MarshalJSON() ([]byte, error) {
+	type plain Update
+	if v.ToolOutput == nil {
+		return json.Marshal(plain(v))
+	}
+	return json.Marshal(struct {
+		plain
+		ToolOutput []ToolCallContent `json:"content"`
+	}{plain(v), v.ToolOutput})
 }
 
 // PromptBlock is a block of a prompt as read, of any type e takes (text, image,

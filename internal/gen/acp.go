@@ -29,14 +29,18 @@ type acpType struct {
 	fields         []acpField
 }
 
-// acpField is one selected property. Go defaults to piName(json); tag
-// defaults to json, with ",omitempty" when omit is set.
+// acpField is one selected property. Its Go name defaults to piName(json);
+// its tag is json, with ",omitempty" when omit is set.
 type acpField struct {
 	json, typ string
 	omit      bool
 	goName    string
-	tag       string
 	note      string // e's note, after the schema's description
+	// alt: this field is a second Go field for a property of a union
+	// whose branches type it differently (a tool call's content list, a
+	// chunk's one block); a generated MarshalJSON writes it under json
+	// when it is not nil.
+	alt bool
 }
 
 // A def starting with "#" names a branch of the schema's root, by its
@@ -113,13 +117,13 @@ var acpTypes = []acpType{
 	{name: "Notification", def: "SessionNotification", doc: "It is session/update's params.", fields: []acpField{
 		{json: "sessionId", typ: "string"}, {json: "update", typ: "Update"}}},
 	{name: "Update", def: "SessionUpdate", doc: "SessionUpdate names the kind of update and the fields that kind uses are set; " +
-		"it is empty in request_permission's toolCall. A tool call's content (ToolOutput) is written by MarshalJSON (wire.go).",
+		"it is empty in request_permission's toolCall.",
 		fields: []acpField{
 			{json: "sessionUpdate", typ: "string", omit: true},
 			{json: "content", typ: "*ContentBlock", omit: true, note: "Of the message and thought chunks."},
 			{json: "toolCallId", typ: "string", omit: true}, {json: "title", typ: "*string", omit: true},
 			{json: "kind", typ: "string", omit: true}, {json: "status", typ: "string", omit: true},
-			{json: "content", typ: "[]ToolCallContent", goName: "ToolOutput", tag: "-", note: "Of tool_call and tool_call_update."},
+			{json: "content", typ: "[]ToolCallContent", goName: "ToolOutput", alt: true, note: "Of tool_call and tool_call_update."},
 			{json: "locations", typ: "[]Location", omit: true}, {json: "rawInput", typ: "json.RawMessage", omit: true},
 			{json: "rawOutput", typ: "any", omit: true},
 			{json: "used", typ: "*int64", omit: true}, {json: "size", typ: "*int64", omit: true}, {json: "cost", typ: "*Cost", omit: true},
@@ -249,17 +253,22 @@ func acpEmit(doc acpDoc, types []acpType, consts []acpConst) ([]byte, error) {
 			if name == "" {
 				name = piName(f.json)
 			}
-			tag := f.tag
-			if tag == "" {
-				tag = f.json
-				if f.omit {
-					tag += ",omitempty"
-				}
+			tag := f.json
+			switch {
+			case f.alt:
+				tag = "-"
+			case f.omit:
+				tag += ",omitempty"
 			}
 			o.p("\t%s %s `json:%s`", name, f.typ, strconv.Quote(tag))
 		}
 		o.p("}")
 		o.p("")
+		for _, f := range t.fields {
+			if f.alt {
+				acpAltMarshal(&o, t.name, f)
+			}
+		}
 	}
 	return []byte(o.String()), nil
 }
@@ -382,4 +391,22 @@ func firstPara(v any) string {
 	s, _ := v.(string)
 	s, _, _ = strings.Cut(s, "\n\n")
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// acpAltMarshal writes the MarshalJSON of a type with an alt field: the
+// field, when set, goes out under its property's name in place of the
+// other field of that name.
+func acpAltMarshal(o *out, typ string, f acpField) {
+	o.p("// MarshalJSON writes %s under %q when it is set.", f.goName, f.json)
+	o.p("func (v %s) MarshalJSON() ([]byte, error) {", typ)
+	o.p("\ttype plain %s", typ)
+	o.p("\tif v.%s == nil {", f.goName)
+	o.p("\t\treturn json.Marshal(plain(v))")
+	o.p("\t}")
+	o.p("\treturn json.Marshal(struct {")
+	o.p("\t\tplain")
+	o.p("\t\t%s %s `json:%q`", f.goName, f.typ, f.json)
+	o.p("\t}{plain(v), v.%s})", f.goName)
+	o.p("}")
+	o.p("")
 }
