@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,7 +27,10 @@ const acpSchema = "conformance/acpschema/schema.json"
 
 type acpType struct {
 	name, def, doc string // doc: e's note, after the schema's description
-	fields         []acpField
+	// also are further definitions this Go type stands for, where e uses one
+	// type for several of ACP's shapes.
+	also   []string
+	fields []acpField
 }
 
 // acpField is one selected property. Its Go name defaults to piName(json);
@@ -77,7 +81,7 @@ var acpTypes = []acpType{
 	{name: "PromptCapabilities", def: "PromptCapabilities", fields: []acpField{
 		{json: "image", typ: "bool"}, {json: "audio", typ: "bool"}, {json: "embeddedContext", typ: "bool"}}},
 	{name: "MCPCapabilities", def: "McpCapabilities", fields: []acpField{{json: "http", typ: "bool"}, {json: "sse", typ: "bool"}}},
-	{name: "Marker", def: "SessionListCapabilities", doc: `Marker is an empty object: "supported" in ACP's capability objects.`},
+	{name: "Marker", def: "SessionListCapabilities", also: []string{"SessionResumeCapabilities", "SessionCloseCapabilities"}, doc: `Marker is an empty object: "supported" in ACP's capability objects.`},
 	{name: "SessionCapabilities", def: "SessionCapabilities", fields: []acpField{
 		{json: "list", typ: "*Marker", omit: true}, {json: "resume", typ: "*Marker", omit: true}, {json: "close", typ: "*Marker", omit: true}}},
 	{name: "Implementation", def: "Implementation", fields: []acpField{
@@ -116,7 +120,7 @@ var acpTypes = []acpType{
 		{json: "value", typ: "string"}, {json: "name", typ: "string"}, {json: "description", typ: "string", omit: true}}},
 	{name: "Notification", def: "SessionNotification", doc: "It is session/update's params.", fields: []acpField{
 		{json: "sessionId", typ: "string"}, {json: "update", typ: "Update"}}},
-	{name: "Update", def: "SessionUpdate", doc: "SessionUpdate names the kind of update and the fields that kind uses are set; " +
+	{name: "Update", def: "SessionUpdate", also: []string{"ToolCallUpdate"}, doc: "SessionUpdate names the kind of update and the fields that kind uses are set; " +
 		"it is empty in request_permission's toolCall.",
 		fields: []acpField{
 			{json: "sessionUpdate", typ: "string", omit: true},
@@ -164,7 +168,7 @@ func acpGoFile(root string) ([]byte, error) {
 	}
 	var doc acpDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("gen: acp: %s: %w", acpSchema, err)
+		return nil, fmt.Errorf("acp: %s: %w", acpSchema, err)
 	}
 	return acpEmit(doc, acpTypes, acpConsts)
 }
@@ -202,14 +206,14 @@ func acpEmit(doc acpDoc, types []acpType, consts []acpConst) ([]byte, error) {
 	for _, c := range consts {
 		def, ok := doc.Defs[c.def]
 		if !ok {
-			return nil, fmt.Errorf("gen: acp: %s: no such definition in %s", c.def, acpSchema)
+			return nil, fmt.Errorf("acp: %s: no such definition in %s", c.def, acpSchema)
 		}
 		o.comment("", "// ", fmt.Sprintf("The %s values. Schema: #/$defs/%s.", c.def, c.def))
 		o.p("const (")
 		for _, v := range branches(def) {
 			s, ok := v["const"].(string)
 			if !ok {
-				return nil, fmt.Errorf("gen: acp: %s: a branch without a string const", c.def)
+				return nil, fmt.Errorf("acp: %s: a branch without a string const", c.def)
 			}
 			o.comment("\t", "// ", firstPara(v["description"]))
 			o.p("\t%s%s = %q", c.prefix, camel(s), s)
@@ -220,7 +224,7 @@ func acpEmit(doc acpDoc, types []acpType, consts []acpConst) ([]byte, error) {
 	for _, t := range types {
 		def, ok := doc.def(t.def)
 		if !ok {
-			return nil, fmt.Errorf("gen: acp: %s: no definition %s in %s", t.name, t.def, acpSchema)
+			return nil, fmt.Errorf("acp: %s: no definition %s in %s", t.name, t.def, acpSchema)
 		}
 		props := map[string][]map[string]any{}
 		collectProps(doc.Defs, def, props, map[string]bool{})
@@ -237,10 +241,13 @@ func acpEmit(doc acpDoc, types []acpType, consts []acpConst) ([]byte, error) {
 		for _, f := range t.fields {
 			ps, ok := props[f.json]
 			if !ok {
-				return nil, fmt.Errorf("gen: acp: %s.%s: ACP's %s has no such property", t.name, f.json, t.def)
+				return nil, fmt.Errorf("acp: %s.%s: ACP's %s has no such property", t.name, f.json, t.def)
 			}
 			if err := acpFits(doc.Defs, ps, f.typ); err != nil {
-				return nil, fmt.Errorf("gen: acp: %s.%s: %w", t.name, f.json, err)
+				return nil, fmt.Errorf("acp: %s.%s: %w", t.name, f.json, err)
+			}
+			if err := acpRefers(doc.Defs, ps, f.typ, types); err != nil {
+				return nil, fmt.Errorf("acp: %s.%s: %w", t.name, f.json, err)
 			}
 			var pd string
 			for _, p := range ps {
@@ -384,6 +391,53 @@ func acpFits(defs map[string]map[string]any, ps []map[string]any, goType string)
 		}
 	}
 	return fmt.Errorf("Go type %s does not fit the schema's %v", goType, seenTypes)
+}
+
+// acpRefers reports a property whose Go type is one of types but whose
+// schema refers (through allOf, unions and items) to none of the
+// definitions that type stands for: ACP moved the property to another shape.
+func acpRefers(defs map[string]map[string]any, ps []map[string]any, goType string, types []acpType) error {
+	name := strings.TrimLeft(goType, "*[]")
+	i := slices.IndexFunc(types, func(t acpType) bool { return t.name == name })
+	if i < 0 {
+		return nil
+	}
+	stands := append([]string{types[i].def}, types[i].also...)
+	refs := map[string]bool{}
+	for _, p := range ps {
+		refsOf(defs, p, refs)
+	}
+	for _, d := range stands {
+		if refs[d] {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s stands for %v, and the schema's property refers to none of them", name, stands)
+}
+
+// refsOf gathers the definitions s refers to through $ref, allOf, unions
+// and array items, not through its properties.
+func refsOf(defs map[string]map[string]any, s map[string]any, into map[string]bool) {
+	if ref, ok := s["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/$defs/")
+		if into[name] {
+			return
+		}
+		into[name] = true
+		refsOf(defs, defs[name], into)
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		refsOf(defs, items, into)
+	}
+	all, _ := s["allOf"].([]any)
+	for _, v := range all {
+		if m, ok := v.(map[string]any); ok {
+			refsOf(defs, m, into)
+		}
+	}
+	for _, b := range branches(s) {
+		refsOf(defs, b, into)
+	}
 }
 
 // firstPara is a description's first paragraph on one line.

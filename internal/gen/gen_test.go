@@ -91,12 +91,14 @@ func TestPiFieldType(t *testing.T) {
 }
 
 // TestACPChecks checks that the ACP generator refuses a selected property
-// the schema lacks or types otherwise, and finds one through allOf and a
-// union's branches or on the root's branch.
+// the schema lacks, types otherwise or refers to another definition, and
+// finds one through allOf and a union's branches or on the root's branch.
 func TestACPChecks(t *testing.T) {
 	doc := acpDoc{
 		Defs: map[string]map[string]any{
 			"Base": {"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			"Other": {"type": "object", "properties": map[string]any{"base": map[string]any{"type": "array",
+				"items": map[string]any{"$ref": "#/$defs/Base"}}}},
 			"Union": {"oneOf": []any{
 				map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"const": "a"}},
 					"allOf": []any{map[string]any{"$ref": "#/$defs/Base"}}},
@@ -108,7 +110,8 @@ func TestACPChecks(t *testing.T) {
 	tests := []struct {
 		name    string
 		typ     acpType
-		wantErr string // "" for success
+		more    []acpType // further types typ's fields may name
+		wantErr string    // "" for success
 	}{
 		{name: "union and allOf", typ: acpType{name: "U", def: "Union", fields: []acpField{
 			{json: "kind", typ: "string"}, {json: "name", typ: "string"}, {json: "size", typ: "*int64", omit: true}}}},
@@ -118,10 +121,14 @@ func TestACPChecks(t *testing.T) {
 		{name: "type that does not fit", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "size", typ: "string"}}},
 			wantErr: "U.size: Go type string does not fit"},
 		{name: "definition ACP lacks", typ: acpType{name: "X", def: "Gone"}, wantErr: "X: no definition Gone"},
+		{name: "items of the type's definition", typ: acpType{name: "O", def: "Other", fields: []acpField{{json: "base", typ: "[]B"}}},
+			more: []acpType{{name: "B", def: "Base"}}},
+		{name: "items of another definition", typ: acpType{name: "O", def: "Other", fields: []acpField{{json: "base", typ: "[]U"}}},
+			more: []acpType{{name: "U", def: "Union"}}, wantErr: "O.base: U stands for [Union]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, err := acpEmit(doc, []acpType{tt.typ}, nil)
+			src, err := acpEmit(doc, append([]acpType{tt.typ}, tt.more...), nil)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("acpEmit: %v", err)
