@@ -390,7 +390,7 @@ func acpFits(defs map[string]map[string]any, ps []map[string]any, goType string)
 			seenTypes = append(seenTypes, t)
 		}
 	}
-	return fmt.Errorf("Go type %s does not fit the schema's %v", goType, seenTypes)
+	return fmt.Errorf("its Go type %s does not fit the schema's %v", goType, seenTypes)
 }
 
 // acpRefers reports a property whose Go type is one of types but whose

@@ -119,7 +119,7 @@ func TestACPChecks(t *testing.T) {
 		{name: "property ACP lacks", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "sizes", typ: "int"}}},
 			wantErr: "U.sizes: ACP's Union has no such property"},
 		{name: "type that does not fit", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "size", typ: "string"}}},
-			wantErr: "U.size: Go type string does not fit"},
+			wantErr: "U.size: its Go type string does not fit"},
 		{name: "definition ACP lacks", typ: acpType{name: "X", def: "Gone"}, wantErr: "X: no definition Gone"},
 		{name: "items of the type's definition", typ: acpType{name: "O", def: "Other", fields: []acpField{{json: "base", typ: "[]B"}}},
 			more: []acpType{{name: "B", def: "Base"}}},
