@@ -3,22 +3,11 @@ package acp
 // The ACP v1 shapes e sends and reads are generated into wire_gen.go from
 // ACP's published schema (conformance/acpschema, vendored from
 // agentclientprotocol) by internal/gen; only the fields e uses are declared
-// and unknown fields are ignored on input. This file holds e's constants and
-// Error's methods.
+// and unknown fields are ignored on input. This file holds the version e speaks
+// and Error's methods.
 
 // ProtocolVersion is the latest (and only) ACP version e speaks.
 const ProtocolVersion = 1
-
-// JSON-RPC and ACP error codes.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternal       = -32603
-	CodeAuthRequired   = -32000
-	CodeNotFound       = -32002
-)
 
 func (e *Error) Error() string { return e.Message }
 

@@ -21,6 +21,30 @@ const (
 	StopCancelled = "cancelled"
 )
 
+// The ErrorCode values. Schema: #/$defs/ErrorCode.
+const (
+	// Parse error: Invalid JSON was received by the server. An error occurred on the server
+	// while parsing the JSON text.
+	CodeParseError = -32700
+	// Invalid request: The JSON sent is not a valid Request object.
+	CodeInvalidRequest = -32600
+	// Method not found: The method does not exist or is not available.
+	CodeMethodNotFound = -32601
+	// Invalid params: Invalid method parameter(s).
+	CodeInvalidParams = -32602
+	// Internal error: Internal JSON-RPC error. Reserved for implementation-defined server
+	// errors.
+	CodeInternal = -32603
+	// Request cancelled: Execution of the method was aborted either due to a cancellation
+	// request from the caller or because of resource constraints or shutdown.
+	CodeRequestCancelled = -32800
+	// Authentication required: Authentication is required before this operation can be
+	// performed.
+	CodeAuthRequired = -32000
+	// Resource not found: A given resource, such as a file, was not found.
+	CodeNotFound = -32002
+)
+
 // message is any JSON-RPC 2.0 message as read: a request (id and method), a notification
 // (method, no id) or a response (id, result or error). Schema: the Client branch of ACP's
 // root.

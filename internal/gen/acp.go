@@ -153,11 +153,20 @@ var acpTypes = []acpType{
 		{json: "outcome", typ: "string", note: `"cancelled" or "selected".`}, {json: "optionId", typ: "string"}}},
 }
 
-// acpConsts are string unions of the schema written as Go constants, each
-// named prefix + the camel-cased value.
-var acpConsts = []acpConst{{"StopReason", "Stop"}}
+// acpConsts are unions of constants in the schema written as Go constants,
+// each named prefix + its title (or, untitled, its value) camel-cased; a
+// branch without a constant (ErrorCode's "Other") is left out.
+var acpConsts = []acpConst{
+	{def: "StopReason", prefix: "Stop"},
+	{def: "ErrorCode", prefix: "Code", names: map[string]string{
+		// e's names, older than the generator.
+		"Internal error": "CodeInternal", "Authentication required": "CodeAuthRequired", "Resource not found": "CodeNotFound"}},
+}
 
-type acpConst struct{ def, prefix string }
+type acpConst struct {
+	def, prefix string
+	names       map[string]string // Go names by title, where e's differ
+}
 
 // acpGoFile reads the vendored ACP schema under root and writes package
 // acp's wire types.
@@ -211,12 +220,27 @@ func acpEmit(doc acpDoc, types []acpType, consts []acpConst) ([]byte, error) {
 		o.comment("", "// ", fmt.Sprintf("The %s values. Schema: #/$defs/%s.", c.def, c.def))
 		o.p("const (")
 		for _, v := range branches(def) {
-			s, ok := v["const"].(string)
-			if !ok {
-				return nil, fmt.Errorf("acp: %s: a branch without a string const", c.def)
+			var value, key string
+			switch x := v["const"].(type) {
+			case string:
+				value, key = strconv.Quote(x), x
+			case float64:
+				value, key = strconv.FormatFloat(x, 'f', -1, 64), ""
+			default:
+				continue
 			}
-			o.comment("\t", "// ", firstPara(v["description"]))
-			o.p("\t%s%s = %q", c.prefix, camel(s), s)
+			if title, ok := v["title"].(string); ok {
+				key = title
+			}
+			if key == "" {
+				return nil, fmt.Errorf("acp: %s: a constant %s without a title", c.def, value)
+			}
+			name, ok := c.names[key]
+			if !ok {
+				name = c.prefix + camel(strings.ToLower(strings.ReplaceAll(key, " ", "_")))
+			}
+			o.comment("\t", "// ", strings.ReplaceAll(firstPara(v["description"]), "**", ""))
+			o.p("\t%s = %s", name, value)
 		}
 		o.p(")")
 		o.p("")

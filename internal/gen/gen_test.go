@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestFresh fails when a generated file differs from what the generator
@@ -138,5 +140,33 @@ func TestACPChecks(t *testing.T) {
 				t.Errorf("acpEmit output lacks type %s:\n%s", tt.typ.name, src)
 			}
 		})
+	}
+}
+
+// TestACPConsts checks the names and values of constants from a union of
+// constants: by title, by value, by e's name, the untitled non-constant left out.
+func TestACPConsts(t *testing.T) {
+	doc := acpDoc{Defs: map[string]map[string]any{
+		"Reason": {"oneOf": []any{map[string]any{"const": "end_turn"}}},
+		"Code": {"anyOf": []any{
+			map[string]any{"title": "Parse error", "const": -32700.0},
+			map[string]any{"title": "Resource not found", "const": -32002.0},
+			map[string]any{"title": "Other", "type": "integer"},
+		}},
+	}}
+	src, err := acpEmit(doc, nil, []acpConst{{def: "Reason", prefix: "Stop"},
+		{def: "Code", prefix: "Code", names: map[string]string{"Resource not found": "CodeNotFound"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, " = ") {
+			got = append(got, strings.TrimSpace(l))
+		}
+	}
+	want := []string{`StopEndTurn = "end_turn"`, "CodeParseError = -32700", "CodeNotFound = -32002"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("constants (-want +got):\n%s", diff)
 	}
 }
