@@ -15,9 +15,11 @@ import (
 // Go type of package acp, the ACP definition it stands for and the
 // properties e sends or reads, in the order e writes them. The generator
 // checks every selected property against the schema (it must exist there,
-// through allOf and the branches of a union, and its JSON type must fit the
-// Go type) and takes the docs from the schema, so a property ACP renames or
-// retypes fails go generate rather than the wire.
+// through allOf and the branches of a union; its JSON type must fit the Go
+// type; a Go type of the table must be a definition the property refers to)
+// and takes the docs from the schema, so a property ACP renames, retypes or
+// moves fails go generate rather than the wire. acpConsts writes the
+// schema's unions of constants (stop reasons, error codes) as Go constants.
 
 // acpOut is the generated file, beside the hand-written behaviour over it.
 const acpOut = "internal/acp/wire_gen.go"
