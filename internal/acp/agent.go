@@ -632,20 +632,7 @@ func promptContent(method string, blocks []json.RawMessage) (string, []session.P
 		b.WriteString(s)
 	}
 	for i, raw := range blocks {
-		var c struct {
-			Type     string  `json:"type"`
-			Text     *string `json:"text"`
-			Data     string  `json:"data"`
-			MimeType string  `json:"mimeType"`
-			URI      string  `json:"uri"`
-			Name     string  `json:"name"`
-			Resource *struct {
-				URI      string  `json:"uri"`
-				Text     *string `json:"text"`
-				Blob     *string `json:"blob"`
-				MimeType string  `json:"mimeType"`
-			} `json:"resource"`
-		}
+		var c PromptBlock
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return "", nil, invalid(method, "prompt[%d]: %v", i, err)
 		}

@@ -11,17 +11,6 @@ import (
 	"github.com/e-agent/e/internal/jsonl"
 )
 
-// message is any JSON-RPC 2.0 message as read: a request (id and method),
-// a notification (method, no id) or a response (id, result or error).
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
-}
-
 // Conn is one JSON-RPC 2.0 peer on a line stream: it writes responses and
 // notifications, and sends requests of its own (session/request_permission)
 // whose responses the reader hands back with deliver.
@@ -52,30 +41,18 @@ func (c *Conn) reply(id json.RawMessage, result any, err *Error) {
 		id = json.RawMessage("null")
 	}
 	if err != nil {
-		c.write(struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   *Error          `json:"error"`
-		}{"2.0", id, err})
+		c.write(errorReply{"2.0", id, err})
 		return
 	}
 	if result == nil {
 		result = struct{}{}
 	}
-	c.write(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{"2.0", id, result})
+	c.write(resultReply{"2.0", id, result})
 }
 
 // notify writes a notification.
 func (c *Conn) notify(method string, params any) {
-	c.write(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", method, params})
+	c.write(outNotification{"2.0", method, params})
 }
 
 // call sends a request to the client and waits for its response or ctx.
@@ -91,12 +68,7 @@ func (c *Conn) call(ctx context.Context, method string, params any) (json.RawMes
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	c.write(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  any             `json:"params"`
-	}{"2.0", json.RawMessage(id), method, params})
+	c.write(outRequest{"2.0", json.RawMessage(id), method, params})
 	select {
 	case m := <-ch:
 		if m.Error != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestFresh fails when a generated file differs from what the generator
@@ -87,5 +89,84 @@ func TestPiFieldType(t *testing.T) {
 		if got := piFieldType(&c.f); got != c.want {
 			t.Errorf("piFieldType(%+v) = %q, want %q", c.f, got, c.want)
 		}
+	}
+}
+
+// TestACPChecks checks that the ACP generator refuses a selected property
+// the schema lacks, types otherwise or refers to another definition, and
+// finds one through allOf and a union's branches or on the root's branch.
+func TestACPChecks(t *testing.T) {
+	doc := acpDoc{
+		Defs: map[string]map[string]any{
+			"Base": {"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			"Other": {"type": "object", "properties": map[string]any{"base": map[string]any{"type": "array",
+				"items": map[string]any{"$ref": "#/$defs/Base"}}}},
+			"Union": {"oneOf": []any{
+				map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"const": "a"}},
+					"allOf": []any{map[string]any{"$ref": "#/$defs/Base"}}},
+				map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": []any{"integer", "null"}}}},
+			}},
+		},
+		AnyOf: []map[string]any{{"title": "Agent", "properties": map[string]any{"jsonrpc": map[string]any{"type": "string"}}}},
+	}
+	tests := []struct {
+		name    string
+		typ     acpType
+		more    []acpType // further types typ's fields may name
+		wantErr string    // "" for success
+	}{
+		{name: "union and allOf", typ: acpType{name: "U", def: "Union", fields: []acpField{
+			{json: "kind", typ: "string"}, {json: "name", typ: "string"}, {json: "size", typ: "*int64", omit: true}}}},
+		{name: "root branch", typ: acpType{name: "M", def: "#Agent", fields: []acpField{{json: "jsonrpc", typ: "string"}}}},
+		{name: "property ACP lacks", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "sizes", typ: "int"}}},
+			wantErr: "U.sizes: ACP's Union has no such property"},
+		{name: "type that does not fit", typ: acpType{name: "U", def: "Union", fields: []acpField{{json: "size", typ: "string"}}},
+			wantErr: "U.size: its Go type string does not fit"},
+		{name: "definition ACP lacks", typ: acpType{name: "X", def: "Gone"}, wantErr: "X: no definition Gone"},
+		{name: "items of the type's definition", typ: acpType{name: "O", def: "Other", fields: []acpField{{json: "base", typ: "[]B"}}},
+			more: []acpType{{name: "B", def: "Base"}}},
+		{name: "items of another definition", typ: acpType{name: "O", def: "Other", fields: []acpField{{json: "base", typ: "[]U"}}},
+			more: []acpType{{name: "U", def: "Union"}}, wantErr: "O.base: U stands for [Union]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := acpEmit(doc, append([]acpType{tt.typ}, tt.more...), nil)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("acpEmit: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("acpEmit error = %v, want one containing %q", err, tt.wantErr)
+			case tt.wantErr == "" && !strings.Contains(string(src), "type "+tt.typ.name+" struct"):
+				t.Errorf("acpEmit output lacks type %s:\n%s", tt.typ.name, src)
+			}
+		})
+	}
+}
+
+// TestACPConsts checks the names and values of constants from a union of
+// constants: by title, by value, by e's name, the untitled non-constant left out.
+func TestACPConsts(t *testing.T) {
+	doc := acpDoc{Defs: map[string]map[string]any{
+		"Reason": {"oneOf": []any{map[string]any{"const": "end_turn"}}},
+		"Code": {"anyOf": []any{
+			map[string]any{"title": "Parse error", "const": -32700.0},
+			map[string]any{"title": "Resource not found", "const": -32002.0},
+			map[string]any{"title": "Other", "type": "integer"},
+		}},
+	}}
+	src, err := acpEmit(doc, nil, []acpConst{{def: "Reason", prefix: "Stop"},
+		{def: "Code", prefix: "Code", names: map[string]string{"Resource not found": "CodeNotFound"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, " = ") {
+			got = append(got, strings.TrimSpace(l))
+		}
+	}
+	want := []string{`StopEndTurn = "end_turn"`, "CodeParseError = -32700", "CodeNotFound = -32002"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("constants (-want +got):\n%s", diff)
 	}
 }

@@ -11,6 +11,8 @@
 //	clients/typescript/src/protocol.ts         TypeScript declarations
 //	clients/python/e_client/protocol.py        Python TypedDicts and Literals
 //	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
+//	internal/acp/wire_gen.go                   ACP's wire types, the part e speaks of the
+//	                                           vendored conformance/acpschema (acp.go)
 //	server/dispatch_gen.go                     e rpc's handler table, hello's method list and
 //	                                           each method's session parameter, from the
 //	                                           methods' "x-e" facts (dispatch.go)
@@ -94,6 +96,13 @@ func generate(root string) (map[string][]byte, error) {
 	}
 	if files[piOut], err = format.Source(pm.piGoFile()); err != nil {
 		return nil, fmt.Errorf("gofmt of the pi Go output: %w", err)
+	}
+	acpSrc, err := acpGoFile(root)
+	if err != nil {
+		return nil, err
+	}
+	if files[acpOut], err = format.Source(acpSrc); err != nil {
+		return nil, fmt.Errorf("gofmt of the acp Go output: %w", err)
 	}
 	return files, nil
 }
