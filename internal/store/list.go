@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -184,7 +183,7 @@ func listDir(dir string) ([]Summary, error) {
 						continue // removed while listing
 					}
 					f.size, f.mtime, f.have = size, mtime, true
-					f.c = summarize(r, filepath.Join(dir, f.name), size, &buf)
+					f.c = summarize(r, size, &buf)
 					r.Close()
 					f.c.Size, f.c.MtimeNS = size, mtime
 				}
@@ -214,21 +213,6 @@ func listDir(dir string) ([]Summary, error) {
 func isLogName(name string) bool {
 	stem, ok := strings.CutSuffix(name, ".jsonl")
 	return ok && validID(stem)
-}
-
-// summarize returns the summary of the log at path, open as f, of size
-// bytes, using buf as summarizeTail does.
-func summarize(f io.ReaderAt, path string, size int64, buf *[]byte) cached {
-	if c, ok := summarizeTail(f, size, buf); ok {
-		return c
-	}
-	r, err := Read(path)
-	if err != nil {
-		return cached{Invalid: true}
-	}
-	b := Branch(r.Entries)
-	m, t := Count(b)
-	return cached{Title: Title(b), Name: Name(r.Header, b), Messages: m, Turns: t, Cwd: r.Header.Cwd}
 }
 
 func writeCache(dir string, c *listCache) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,64 @@ func TestSlug(t *testing.T) {
 	}
 	if s := store.Slug("/" + strings.Repeat("x", 500)); len(s) > 200 {
 		t.Errorf("Slug of a long path is %d bytes", len(s))
+	}
+}
+
+// H1, M4: a stale log of 1 GiB (sparse: a header, a hole, maybe a last
+// entry without the branch summary) is listed from its head and a bounded
+// tail, without reading it whole: the listing allocates a few MiB, not
+// the file, and shows the header's cwd and name, the title its first user
+// message gives, and no counts (spec/persistence.md §7).
+func TestListHugeStaleLog(t *testing.T) {
+	const size = 1 << 30
+	header := `{"type":"session","version":1,"id":"big","cwd":"/w","created":"2026-01-01T00:00:00Z","model":"m","effort":"e","name":"label"}` + "\n"
+	first := `{"type":"message","id":"00000001","parent":"","time":"2026-01-01T00:00:00Z","message":{"role":"user","content":"fix  the bug"}}` + "\n"
+	last := "\n" + `{"type":"message","id":"00000002","parent":"00000001","time":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"done"}}` + "\n"
+	tests := []struct {
+		name       string
+		head, tail string
+		want       store.Summary
+	}{
+		{name: "header and a hole", head: header, want: store.Summary{Name: "label", Cwd: "/w"}},
+		{name: "entries without a branch summary", head: header + first, tail: last, want: store.Summary{Title: "fix the bug", Name: "label", Cwd: "/w"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := filepath.Join(home, "sessions", store.Slug("/w"))
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "big.jsonl")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(tt.head)
+			if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte(tt.tail), size-int64(len(tt.tail))); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			fi, _ := os.Stat(path)
+			tt.want.Path, tt.want.Modified = path, fi.ModTime().UTC()
+			for _, round := range []string{"cold", "cached"} {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				got, err := store.List(home, "/w", false)
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]store.Summary{tt.want}, got); diff != "" {
+					t.Errorf("%s: List (-want +got):\n%s", round, diff)
+				}
+				if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+					t.Errorf("%s: List of a 1 GiB log allocated %d MiB, want at most 64", round, alloc>>20)
+				}
+			}
+		})
 	}
 }
