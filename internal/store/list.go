@@ -64,6 +64,10 @@ func Slug(cwd string) string {
 // while the log's size and mtime are unchanged. It is disposable.
 const cacheName = ".list-cache.json"
 
+// maxCache bounds the cache a listing reads (H1): 400,000 summaries; a
+// bigger file is rebuilt, not read.
+const maxCache = 64 << 20
+
 type listCache struct {
 	Version int               `json:"version"`
 	Files   map[string]cached `json:"files"`
@@ -129,7 +133,7 @@ func listDir(dir string) ([]Summary, error) {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
 	var old listCache
-	if b, err := regfile.ReadFile(filepath.Join(dir, cacheName), MaxLogBytes); err == nil {
+	if b, err := regfile.ReadFile(filepath.Join(dir, cacheName), maxCache); err == nil {
 		// A bad cache is rebuilt, never an error.
 		if json.Unmarshal(b, &old) != nil || old.Version != 1 {
 			old = listCache{}
