@@ -334,10 +334,21 @@ func clip(s string, n int) string {
 // peek returns a message's role and its first text part; ok is false when
 // the message has no text part.
 func peek(m json.RawMessage) (role, text string, ok bool) {
-	if role, text, ok, sure := peekScan(m); sure {
+	if role, text, ok, sure := peekScan(m, true); sure {
 		return role, text, ok
 	}
 	return peekJSON(m)
+}
+
+// userText reports whether m is a user message with a text part, as peek
+// would, without copying the text: a listing's scan asks it of every
+// message of a log.
+func userText(m json.RawMessage) bool {
+	role, _, ok, sure := peekScan(m, false)
+	if !sure {
+		role, _, ok = peekJSON(m)
+	}
+	return ok && role == "user"
 }
 
 // peekJSON is peek by encoding/json, for any message.
@@ -372,8 +383,9 @@ var (
 )
 
 // peekScan is peek without reflection for the messages e writes; sure is
-// false for any other, which peek decodes with encoding/json.
-func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
+// false for any other, which peek decodes with encoding/json. txt is ""
+// unless withText.
+func peekScan(m json.RawMessage, withText bool) (role, txt string, ok, sure bool) {
 	msg := [...]jsonscan.Member{{Key: "role"}, {Key: "content"}}
 	if !jsonscan.Object(m, messageFields, msg[:]) || !jsonscan.IsString(msg[0].Val) {
 		return "", "", false, false
@@ -382,7 +394,10 @@ func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
 	c := msg[1].Val
 	switch {
 	case jsonscan.IsString(c):
-		return role, text(c), true, true
+		if withText {
+			txt = text(c)
+		}
+		return role, txt, true, true
 	case len(c) == 0 || c[0] != '[':
 		return "", "", false, false
 	}
@@ -395,7 +410,7 @@ func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
 		}
 		if text(part[0].Val) == "text" {
 			t := ""
-			if part[1].Val != nil {
+			if part[1].Val != nil && withText {
 				t = text(part[1].Val)
 			}
 			return role, t, true, true

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -166,5 +167,48 @@ func TestListHugeStaleLog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// H1, M4: a 40 MB log without the branch summary (as an older e wrote it)
+// is scanned line by line for its counts: the listing allocates a small
+// part of the file, not a copy of it.
+func TestListScansOldLog(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", store.Slug("/w"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":1,"id":"old","cwd":"/w","created":"2026-01-01T00:00:00Z","model":"m","effort":"e"}` + "\n")
+	text := strings.Repeat("output line ", 330)
+	const n = 10000
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&b, `{"type":"message","id":"%08x","parent":"%08x","time":"2026-01-01T00:00:00Z","message":{"role":%q,"content":"%d %s"}}`+"\n", i+1, i, role, i, text)
+	}
+	path := filepath.Join(dir, "old.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(b.Len())
+	b.Reset()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := store.List(home, "/w", false)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("List: %v, %v", got, err)
+	}
+	if got[0].Messages != n || got[0].Turns != n/2 || !strings.HasPrefix(got[0].Title, "0 output line") {
+		t.Errorf("summary %+v, want %d messages, %d turns, title from the first prompt", got[0], n, n/2)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d MiB log: %d KiB allocated", size>>20, alloc>>10)
+	if alloc > uint64(size/4) {
+		t.Errorf("List allocated %d KiB for a %d KiB log, want at most a quarter", alloc>>10, size>>10)
 	}
 }

@@ -90,7 +90,7 @@ func summarizeScan(f io.ReaderAt, size int64) cached {
 			switch e.Type {
 			case TypeMessage:
 				n.kind = kindMessage
-				if role, _, ok := peek(e.Message); ok && role == "user" {
+				if userText(e.Message) {
 					n.kind = kindUserText
 				}
 			case TypeTitle:

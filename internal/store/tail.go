@@ -26,7 +26,7 @@ func (s *branchSum) add(e Entry, at int64) {
 	switch e.Type {
 	case TypeMessage:
 		s.Messages++
-		if role, _, ok := peek(e.Message); ok && role == "user" {
+		if userText(e.Message) {
 			s.Turns++
 			if s.Title == 0 {
 				s.Title = at
