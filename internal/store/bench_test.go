@@ -219,10 +219,10 @@ func BenchmarkAppendLong(b *testing.B) {
 }
 
 // bigLog writes a log of rounds rounds, each a prompt, a tool call, its
-// result of about 4 KB and an answer (about 4.4 KB a round: 9,400 rounds
-// are the 41 MB log of issue 29), and returns its header and branch as a
-// resumed session holds them.
-func bigLog(b *testing.B, rounds int) (store.Header, []store.Entry) {
+// result of about 4 KB and an answer (about 5.4 KB a round: 9,400 rounds
+// make 48 MiB, beyond the 41 MB log of issue 29), and returns its header and branch as a
+// resumed session holds them, and its size.
+func bigLog(b *testing.B, rounds int) (store.Header, []store.Entry, int64) {
 	b.Helper()
 	l, err := store.CreateIn(b.TempDir(), store.Header{Cwd: "/work/bench", Model: "m", Effort: "e"})
 	if err != nil {
@@ -246,18 +246,19 @@ func bigLog(b *testing.B, rounds int) (store.Header, []store.Entry) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if fi, err := os.Stat(l.Path()); err == nil {
-		b.ReportMetric(float64(fi.Size())/(1<<20), "MiB-file")
+	fi, err := os.Stat(l.Path())
+	if err != nil {
+		b.Fatal(err)
 	}
-	return *h, store.Branch(es)
+	return *h, store.Branch(es), fi.Size()
 }
 
-// H1: session.export and session.fork of a 41 MB log: the bytes they
+// H1: session.export and session.fork of a 48 MiB log: the bytes they
 // allocate and the most heap they hold beyond the session's own entries
 // (peak-MiB, sampled by the GC's figures after the op), which stays far
 // below the log's size when they stream.
 func BenchmarkHeavyReads(b *testing.B) {
-	h, branch := bigLog(b, 9400)
+	h, branch, size := bigLog(b, 9400)
 	dir := b.TempDir()
 	ops := []struct {
 		name string
@@ -287,6 +288,7 @@ func BenchmarkHeavyReads(b *testing.B) {
 				o.op(b)
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+			b.ReportMetric(float64(size)/(1<<20), "MiB-file")
 		})
 	}
 }
