@@ -1,12 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/e-agent/e/internal/session"
 	"github.com/tidwall/gjson"
 )
 
@@ -80,4 +83,29 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n)/1024, "KiB/session")
+}
+
+// H1: the session.entries answer of a 41 MB log (37,600 entries of 1.1 KB):
+// encoded whole by json.Marshal and copied into the line (as before), or
+// in pieces (SessionEntriesResult.parts), which the writer copies once.
+func BenchmarkEntriesAnswer(b *testing.B) {
+	msg := json.RawMessage(`{"role":"tool","content":[{"type":"tool_result","call_id":"c1","text":"` + strings.Repeat("main.go:12: hello ", 60) + `"}]}`)
+	r := SessionEntriesResult{Entries: make([]session.Entry, 37600)}
+	for i := range r.Entries {
+		r.Entries[i] = session.Entry{Type: "message", ID: fmt.Sprintf("%08x", i), Parent: fmt.Sprintf("%08x", i-1), Time: time.Unix(1e9, 0).UTC(), Message: msg}
+	}
+	id := []byte(`"1"`)
+	b.Run("marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, _ := json.Marshal(r)
+			_ = concat(`{"id":`, id, `,"result":`, res, `}`)
+		}
+	})
+	b.Run("parts", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = r.parts(id)
+		}
+	})
 }

@@ -336,6 +336,8 @@ func (s *Server) reply(r *request, result any, err error) {
 				return append(appendResult(b, res.Result, res.finalJSON), '}')
 			})
 		}
+	} else if res, ok := result.(SessionEntriesResult); ok && err == nil {
+		_ = s.out.AppendShared(context.Background(), res.parts(r.id)...)
 	} else if err == nil {
 		var b []byte
 		if b, err = json.Marshal(result); err == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/agent"
 	"github.com/e-agent/e/internal/jsonenc"
@@ -27,6 +28,51 @@ import (
 type SessionEntriesResult struct {
 	Entries []session.Entry `json:"entries"`
 	Leaf    *string         `json:"leaf"`
+}
+
+// entriesChunk is the size of the pieces a session.entries answer is
+// encoded in.
+const entriesChunk = 1 << 20
+
+// parts encodes the response of request id answered with r as
+// encoding/json writes it, in pieces of about entriesChunk bytes, for
+// AppendShared: a big log's entries are encoded once, outside the
+// writer's lock, not built whole by json.Marshal and copied twice (H1).
+func (r SessionEntriesResult) parts(id []byte) [][]byte {
+	head := append(append([]byte(`{"id":`), bytes.ToValidUTF8(id, []byte("\uFFFD"))...), `,"result":{"entries":[`...)
+	out := [][]byte{head}
+	// left estimates the bytes still to encode, so that a small answer
+	// gets a small piece.
+	left := 32
+	for _, e := range r.Entries {
+		left += len(e.Message) + 160
+	}
+	chunk := make([]byte, 0, min(left, entriesChunk+entriesChunk/8))
+	valid := func(b []byte) []byte {
+		if utf8.Valid(b) {
+			return b
+		}
+		return bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	for i, e := range r.Entries {
+		if i > 0 {
+			chunk = append(chunk, ',')
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			// An entry is plain data: a failure is a programming error.
+			panic("server: marshal entry: " + err.Error())
+		}
+		chunk = append(chunk, b...)
+		if len(chunk) >= entriesChunk {
+			out = append(out, valid(chunk))
+			left = max(0, left-len(chunk))
+			chunk = make([]byte, 0, min(left, entriesChunk+entriesChunk/8))
+		}
+	}
+	leaf, _ := json.Marshal(r.Leaf)
+	chunk = append(append(append(chunk, `],"leaf":`...), leaf...), "}}"...)
+	return append(out, valid(chunk))
 }
 
 // rfc3339 is t as encoding/json writes a time.Time.

@@ -171,3 +171,35 @@ func TestLongResultShared(t *testing.T) {
 		t.Errorf("response line of %d bytes differs from encoding/json's %d", len(resp), len(want))
 	}
 }
+
+// H1: a session.entries response is written in pieces, encoded entry by
+// entry, and its bytes are those json.Marshal of the whole result writes
+// (HTML escaping, a message over a piece's size, invalid UTF-8, no leaf).
+func TestEntriesParts(t *testing.T) {
+	big := `{"role":"user","content":"` + strings.Repeat("x", entriesChunk+100) + `"}`
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	leaf := "e3"
+	tests := []struct {
+		name string
+		r    SessionEntriesResult
+	}{
+		{name: "none", r: SessionEntriesResult{Entries: []session.Entry{}}},
+		{name: "some", r: SessionEntriesResult{Leaf: &leaf, Entries: []session.Entry{
+			{Type: store.TypeMessage, ID: "e1", Time: at, Message: json.RawMessage(`{"role":"user","content":"<a> & \u2028"}`)},
+			{Type: store.TypeMessage, ID: "e2", Parent: "e1", Time: at, Message: json.RawMessage(big)},
+			{Type: store.TypeName, ID: "e3", Parent: "e2", Time: at, Name: "bad \xff utf-8"},
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"id":7,"result":` + string(b) + `}`
+			if got := string(bytes.Join(tt.r.parts([]byte("7")), nil)); got != want {
+				t.Errorf("parts joined:\n%.300s\nwant\n%.300s", got, want)
+			}
+		})
+	}
+}

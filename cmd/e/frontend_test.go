@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,94 @@ func fifo(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// H1, M4: a stale 1 GiB log (sparse: a header, a hole and an entry without
+// the branch summary) in the sessions folder is listed from its head and
+// a bounded tail, in e rpc and ACP, while another session's requests and
+// hello are answered; EOF then exits 0.
+func TestHugeStaleLogListed(t *testing.T) {
+	const size = 1 << 30
+	tests := []struct {
+		name   string
+		args   []string
+		create string // a session of its own, id "c"; {{dir}} is e's cwd
+		list   string // id "list"
+		after  string // id "after"
+		want   string // in the list's answer
+	}{
+		{name: "e rpc", args: []string{"rpc", "--ne"}, create: `{"id":"c","method":"session.create"}`,
+			list: `{"id":"list","method":"session.list","params":{"all":true}}`, after: `{"id":"after","method":"hello"}`,
+			want: `"title":"fix the bug"`},
+		{name: "acp", args: []string{"acp", "--ne", "--no-save"}, create: `{"jsonrpc":"2.0","id":"c","method":"session/new","params":{"cwd":"{{dir}}","mcpServers":[]}}`,
+			list: `{"jsonrpc":"2.0","id":"list","method":"session/list","params":{"cwd":"/w"}}`, after: `{"jsonrpc":"2.0","id":"after","method":"initialize","params":{"protocolVersion":1}}`,
+			want: `"title":"fix the bug"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := command(t)
+			var home string
+			for _, kv := range cmd.Env {
+				if v, ok := strings.CutPrefix(kv, "E_HOME="); ok {
+					home = v
+				}
+			}
+			dir := filepath.Join(home, "sessions", "--w--")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Create(filepath.Join(dir, "big.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(`{"type":"session","version":1,"id":"big","cwd":"/w","created":"2026-01-01T00:00:00Z","model":"m","effort":"e"}` + "\n" +
+				`{"type":"message","id":"00000001","parent":"","time":"2026-01-01T00:00:00Z","message":{"role":"user","content":"fix the bug"}}` + "\n")
+			last := "\n" + `{"type":"message","id":"00000002","parent":"00000001","time":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"done"}}` + "\n"
+			if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte(last), size-int64(len(last))); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			r := startRPCWith(t, cmd, tt.args)
+			// answers reads lines (any dialect's) up to the answers to ids.
+			answers := func(ids ...string) map[string]string {
+				got := map[string]string{}
+				for len(got) < len(ids) {
+					select {
+					case l, ok := <-r.lines:
+						if !ok {
+							t.Fatalf("stdout closed before the answers to %v", ids)
+						}
+						for _, id := range ids {
+							if strings.Contains(l, `"id":"`+id+`"`) {
+								got[id] = l
+							}
+						}
+					case <-time.After(20 * time.Second): // a failsafe, not a synchronisation
+						t.Fatalf("answers %v, want %v", got, ids)
+					}
+				}
+				return got
+			}
+			r.send(strings.ReplaceAll(tt.create, "{{dir}}", cmd.Dir))
+			if c := answers("c")["c"]; strings.Contains(c, `"error"`) {
+				t.Fatalf("create: %s", c)
+			}
+			r.send(tt.list)
+			r.send(tt.after)
+			got := answers("list", "after")
+			if !strings.Contains(got["list"], tt.want) || strings.Contains(got["list"], `"error"`) {
+				t.Errorf("list answer %s, want %s in it", got["list"], tt.want)
+			}
+			if strings.Contains(got["after"], `"error"`) {
+				t.Errorf("answer %s", got["after"])
+			}
+			r.in.Close()
+			if code := r.wait(); code != 0 {
+				t.Errorf("exit %d, want 0", code)
+			}
+		})
+	}
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +216,112 @@ func BenchmarkAppendLong(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msg)), "ns/byte")
 		})
 	}
+}
+
+// bigLog writes a log of rounds rounds, each a prompt, a tool call, its
+// result of about 4 KB and an answer (about 5.4 KB a round: 9,400 rounds
+// make 48 MiB, beyond the 41 MB log of issue 29), and returns its header and branch as a
+// resumed session holds them, and its size.
+func bigLog(b *testing.B, rounds int) (store.Header, []store.Entry, int64) {
+	b.Helper()
+	l, err := store.CreateIn(b.TempDir(), store.Header{Cwd: "/work/bench", Model: "m", Effort: "e"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := strings.Repeat("main.go:12: func main() { fmt.Println(\"hello\") }\n", 80)
+	for i := range rounds {
+		id := fmt.Sprintf("call_%d", i)
+		call, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_call", "id": id, "name": "bash",
+			"arguments": map[string]string{"command": fmt.Sprintf("grep -n main file%d.go", i)}}}})
+		result, _ := json.Marshal(map[string]any{"role": "tool", "content": []any{map[string]any{"type": "tool_result", "call_id": id, "text": out}}})
+		err := l.Append(store.Entry{Type: store.TypeMessage, Message: userMsg(fmt.Sprintf("look at file %d", i))},
+			store.Entry{Type: store.TypeMessage, Message: call}, store.Entry{Type: store.TypeMessage, Message: result},
+			store.Entry{Type: store.TypeMessage, Message: assistantMsg(fmt.Sprintf("file %d prints **hello**, see `main`", i))})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	l.Close()
+	h, es, err := store.ReadOnly(l.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(l.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return *h, store.Branch(es), fi.Size()
+}
+
+// H1: session.export and session.fork of a 48 MiB log: the bytes they
+// allocate and the most heap they hold beyond the session's own entries
+// (peak-MiB, sampled by the GC's figures after the op), which stays far
+// below the log's size when they stream.
+func BenchmarkHeavyReads(b *testing.B) {
+	h, branch, size := bigLog(b, 9400)
+	dir := b.TempDir()
+	ops := []struct {
+		name string
+		op   func(b *testing.B)
+	}{
+		{"export", func(b *testing.B) {
+			if err := store.ExportHTML(io.Discard, "t", h, branch); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"fork", func(b *testing.B) {
+			hf := h
+			hf.ID = store.NewID()
+			l, err := store.ForkIn(dir, hf, branch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Close()
+			os.Remove(l.Path())
+		}},
+	}
+	for _, o := range ops {
+		b.Run(o.name, func(b *testing.B) {
+			b.ReportAllocs()
+			peak := peakHeap(func() { o.op(b) })
+			for b.Loop() {
+				o.op(b)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+			b.ReportMetric(float64(size)/(1<<20), "MiB-file")
+		})
+	}
+}
+
+// peakHeap runs f once with the GC made eager and returns the most live
+// heap it saw above what was live before: a bound on what f holds at once.
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	old := debug.SetGCPercent(1)
+	defer debug.SetGCPercent(old)
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > before.HeapAlloc && m.HeapAlloc-before.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc - before.HeapAlloc)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	return peak.Load()
 }

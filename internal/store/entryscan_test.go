@@ -74,7 +74,7 @@ func FuzzPeek(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, m string) {
-		role, text, ok, sure := peekScan(json.RawMessage(m))
+		role, text, ok, sure := peekScan(json.RawMessage(m), true)
 		if !sure {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,7 +35,11 @@ func DefaultExportPath(logPath, cwd, sessionID string) string {
 // renderer.
 func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 	page := exportPage{Title: Redact(title), Header: h, CSS: codeCSS()}
-	x := &exporter{results: toolResults(branch), owner: -1}
+	results := toolResults(branch)
+	// Two passes, so that the page holds one item at a time, never the
+	// whole branch rendered (H1): this one counts what the header shows,
+	// rendering nothing; the template's range renders each item in turn.
+	x := &exporter{branch: branch, results: results, owner: -1, dry: true}
 	models := map[string]bool{}
 	var cost float64
 	priced := false
@@ -66,7 +71,14 @@ func ExportHTML(w io.Writer, title string, h Header, branch []Entry) error {
 				}
 			}
 		}
-		page.Items = append(page.Items, it)
+	}
+	page.Items = func(yield func(item) bool) {
+		x := &exporter{branch: branch, results: results, owner: -1}
+		for i, e := range branch {
+			if it, ok := x.item(i, e); ok && !yield(it) {
+				return
+			}
+		}
 	}
 	if priced {
 		page.Cost = fmt.Sprintf("$%.4f", cost)
@@ -142,7 +154,7 @@ type exportPage struct {
 	Prompts, Calls, Tools, Failures int
 	Usage                           Usage
 	Cost                            string // "" when no call had a price
-	Items                           []item
+	Items                           iter.Seq[item]
 }
 
 // item is one entry as shown.
@@ -219,8 +231,11 @@ const (
 	foldChars = 1500
 )
 
+// result is where a call's result is: the branch index of its tool
+// message, whose text the exporter decodes when it shows the call, so
+// that no copy of every result is held at once.
 type result struct {
-	text   string
+	entry  int
 	failed bool
 	run    *ToolRun
 }
@@ -241,10 +256,10 @@ func toolResults(branch []Entry) map[callKey]result {
 	out := map[callKey]result{}
 	owner, calls := -1, map[string]bool{}
 	for i, e := range branch {
-		m, ok := decodeMessage(e)
-		if !ok {
+		if e.Type != TypeMessage {
 			continue
 		}
+		m := decodeShape(e)
 		if m.Role == "assistant" {
 			owner, calls = i, map[string]bool{}
 			for _, p := range m.Parts {
@@ -261,7 +276,7 @@ func toolResults(branch []Entry) map[callKey]result {
 			if p.Type != "tool_result" || !calls[p.CallID] {
 				continue
 			}
-			r := result{text: Redact(p.Text), failed: p.IsError}
+			r := result{entry: i, failed: p.IsError}
 			for i := range e.Runs {
 				if e.Runs[i].CallID == p.CallID {
 					r.run = &e.Runs[i]
@@ -276,7 +291,13 @@ func toolResults(branch []Entry) map[callKey]result {
 
 // exporter turns entries into items, pairing tool calls with results.
 type exporter struct {
+	branch  []Entry
 	results map[callKey]result
+	// dry counts without rendering: texts, markdown and arguments are left out.
+	dry bool
+	// msg is the tool message last decoded for its results, at branch index at.
+	msg rawMessage
+	at  int
 	// owner is the branch index of the last assistant message, whose calls
 	// the results that follow it answer; shown the results already paired.
 	owner int
@@ -354,10 +375,47 @@ func decodeMessage(e Entry) (rawMessage, bool) {
 	return m, true
 }
 
+// decodeShape is decodeMessage without the parts' texts, arguments and
+// data, all a count needs: decoding them is most of an export's work.
+func decodeShape(e Entry) rawMessage {
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(e.Message, &msg) != nil {
+		return rawMessage{}
+	}
+	m := rawMessage{Role: msg.Role}
+	if len(msg.Content) > 0 && msg.Content[0] == '"' {
+		m.Parts = []rawPart{{Type: "text"}}
+		return m
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		CallID  string `json:"call_id"`
+		IsError bool   `json:"is_error"`
+	}
+	json.Unmarshal(msg.Content, &parts)
+	m.Parts = make([]rawPart, len(parts))
+	for i, p := range parts {
+		m.Parts[i] = rawPart{Type: p.Type, ID: p.ID, CallID: p.CallID, IsError: p.IsError}
+	}
+	return m
+}
+
 var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
 
 func (x *exporter) message(i int, e Entry) (item, bool) {
-	m, _ := decodeMessage(e)
+	var m rawMessage
+	switch {
+	case x.dry:
+		m = decodeShape(e)
+	case x.at == i && x.msg.Parts != nil: // a tool message resultText decoded
+		m = x.msg
+	default:
+		m, _ = decodeMessage(e)
+	}
 	it := item{Kind: "message", Role: m.Role, Time: e.Time, Call: e.Call}
 	if m.Role == "assistant" {
 		x.owner, x.shown = i, map[callKey]bool{}
@@ -365,13 +423,18 @@ func (x *exporter) message(i int, e Entry) (item, bool) {
 	for _, p := range m.Parts {
 		switch p.Type {
 		case "text":
-			if m.Role == "assistant" {
+			if x.dry {
+				it.Parts = append(it.Parts, part{Type: "text"})
+			} else if m.Role == "assistant" {
 				it.Parts = append(it.Parts, part{Type: "markdown", HTML: renderMarkdown(Redact(p.Text))})
 			} else {
 				it.Parts = append(it.Parts, part{Type: "text", Text: Redact(p.Text)})
 			}
 		case "reasoning":
-			it.Parts = append(it.Parts, part{Type: "reasoning", Text: Redact(p.Text)})
+			if !x.dry {
+				p.Text = Redact(p.Text)
+			}
+			it.Parts = append(it.Parts, part{Type: "reasoning", Text: p.Text})
 		case "tool_call":
 			it.Parts = append(it.Parts, part{Type: "tool", Tool: x.tool(callKey{i, p.ID}, p.Name, p.Arguments)})
 		case "tool_result":
@@ -381,7 +444,10 @@ func (x *exporter) message(i int, e Entry) (item, bool) {
 				delete(x.shown, k)
 				continue
 			}
-			it.Parts = append(it.Parts, part{Type: "tool", Tool: orphan(Redact(p.Text), p.IsError)})
+			if !x.dry {
+				p.Text = Redact(p.Text)
+			}
+			it.Parts = append(it.Parts, part{Type: "tool", Tool: orphan(p.Text, p.IsError)})
 		case "image":
 			pt := part{Type: "image", Text: p.MediaType}
 			switch p.MediaType {
@@ -401,7 +467,10 @@ func (x *exporter) message(i int, e Entry) (item, bool) {
 }
 
 func (x *exporter) tool(k callKey, name string, args json.RawMessage) *toolView {
-	v := &toolView{Name: name, Args: formatArgs(name, args)}
+	v := &toolView{Name: name}
+	if !x.dry {
+		v.Args = formatArgs(name, args)
+	}
 	if name == "edit" {
 		v.Args, v.Diff = editDiff(v.Args)
 	}
@@ -410,13 +479,31 @@ func (x *exporter) tool(k callKey, name string, args json.RawMessage) *toolView 
 		return v
 	}
 	x.shown[k] = true
-	v.Have, v.Result, v.Failed = true, r.text, r.failed
+	v.Have, v.Failed = true, r.failed
+	if !x.dry {
+		v.Result = x.resultText(r.entry, k.id)
+	}
 	if r.run != nil {
 		v.Outcome = r.run.Outcome
 		v.Time = duration(r.run.DurationMS)
 	}
-	v.Lines, v.Long = fold(r.text)
+	v.Lines, v.Long = fold(v.Result)
 	return v
+}
+
+// resultText is the redacted text of the first result for call id in the
+// tool message at branch index i (toolResults pairs that one).
+func (x *exporter) resultText(i int, id string) string {
+	if x.msg.Parts == nil || x.at != i {
+		x.msg, _ = decodeMessage(x.branch[i])
+		x.at = i
+	}
+	for _, p := range x.msg.Parts {
+		if p.Type == "tool_result" && p.CallID == id {
+			return Redact(p.Text)
+		}
+	}
+	return ""
 }
 
 // shellItem shows a user's shell command (session.shell, pi's bash) as a

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,6 +63,10 @@ func Slug(cwd string) string {
 // cacheName is the per-directory listing cache: a summary per log, valid
 // while the log's size and mtime are unchanged. It is disposable.
 const cacheName = ".list-cache.json"
+
+// maxCache bounds the cache a listing reads (H1): 400,000 summaries; a
+// bigger file is rebuilt, not read.
+const maxCache = 64 << 20
 
 type listCache struct {
 	Version int               `json:"version"`
@@ -130,7 +133,7 @@ func listDir(dir string) ([]Summary, error) {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
 	var old listCache
-	if b, err := regfile.ReadFile(filepath.Join(dir, cacheName), MaxLogBytes); err == nil {
+	if b, err := regfile.ReadFile(filepath.Join(dir, cacheName), maxCache); err == nil {
 		// A bad cache is rebuilt, never an error.
 		if json.Unmarshal(b, &old) != nil || old.Version != 1 {
 			old = listCache{}
@@ -184,7 +187,7 @@ func listDir(dir string) ([]Summary, error) {
 						continue // removed while listing
 					}
 					f.size, f.mtime, f.have = size, mtime, true
-					f.c = summarize(r, filepath.Join(dir, f.name), size, &buf)
+					f.c = summarize(r, size, &buf)
 					r.Close()
 					f.c.Size, f.c.MtimeNS = size, mtime
 				}
@@ -214,21 +217,6 @@ func listDir(dir string) ([]Summary, error) {
 func isLogName(name string) bool {
 	stem, ok := strings.CutSuffix(name, ".jsonl")
 	return ok && validID(stem)
-}
-
-// summarize returns the summary of the log at path, open as f, of size
-// bytes, using buf as summarizeTail does.
-func summarize(f io.ReaderAt, path string, size int64, buf *[]byte) cached {
-	if c, ok := summarizeTail(f, size, buf); ok {
-		return c
-	}
-	r, err := Read(path)
-	if err != nil {
-		return cached{Invalid: true}
-	}
-	b := Branch(r.Entries)
-	m, t := Count(b)
-	return cached{Title: Title(b), Name: Name(r.Header, b), Messages: m, Turns: t, Cwd: r.Header.Cwd}
 }
 
 func writeCache(dir string, c *listCache) {
@@ -346,10 +334,21 @@ func clip(s string, n int) string {
 // peek returns a message's role and its first text part; ok is false when
 // the message has no text part.
 func peek(m json.RawMessage) (role, text string, ok bool) {
-	if role, text, ok, sure := peekScan(m); sure {
+	if role, text, ok, sure := peekScan(m, true); sure {
 		return role, text, ok
 	}
 	return peekJSON(m)
+}
+
+// userText reports whether m is a user message with a text part, as peek
+// would, without copying the text: a listing's scan asks it of every
+// message of a log.
+func userText(m json.RawMessage) bool {
+	role, _, ok, sure := peekScan(m, false)
+	if !sure {
+		role, _, ok = peekJSON(m)
+	}
+	return ok && role == "user"
 }
 
 // peekJSON is peek by encoding/json, for any message.
@@ -384,8 +383,9 @@ var (
 )
 
 // peekScan is peek without reflection for the messages e writes; sure is
-// false for any other, which peek decodes with encoding/json.
-func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
+// false for any other, which peek decodes with encoding/json. txt is ""
+// unless withText.
+func peekScan(m json.RawMessage, withText bool) (role, txt string, ok, sure bool) {
 	msg := [...]jsonscan.Member{{Key: "role"}, {Key: "content"}}
 	if !jsonscan.Object(m, messageFields, msg[:]) || !jsonscan.IsString(msg[0].Val) {
 		return "", "", false, false
@@ -394,7 +394,10 @@ func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
 	c := msg[1].Val
 	switch {
 	case jsonscan.IsString(c):
-		return role, text(c), true, true
+		if withText {
+			txt = text(c)
+		}
+		return role, txt, true, true
 	case len(c) == 0 || c[0] != '[':
 		return "", "", false, false
 	}
@@ -407,7 +410,7 @@ func peekScan(m json.RawMessage) (role, txt string, ok, sure bool) {
 		}
 		if text(part[0].Val) == "text" {
 			t := ""
-			if part[1].Val != nil {
+			if part[1].Val != nil && withText {
 				t = text(part[1].Val)
 			}
 			return role, t, true, true

@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,109 @@ func TestSlug(t *testing.T) {
 	}
 	if s := store.Slug("/" + strings.Repeat("x", 500)); len(s) > 200 {
 		t.Errorf("Slug of a long path is %d bytes", len(s))
+	}
+}
+
+// H1, M4: a stale log of 1 GiB (sparse: a header, a hole, maybe a last
+// entry without the branch summary) is listed from its head and a bounded
+// tail, without reading it whole: the listing allocates a few MiB, not
+// the file, and shows the header's cwd and name, the title its first user
+// message gives, and no counts (spec/persistence.md §7).
+func TestListHugeStaleLog(t *testing.T) {
+	const size = 1 << 30
+	header := `{"type":"session","version":1,"id":"big","cwd":"/w","created":"2026-01-01T00:00:00Z","model":"m","effort":"e","name":"label"}` + "\n"
+	first := `{"type":"message","id":"00000001","parent":"","time":"2026-01-01T00:00:00Z","message":{"role":"user","content":"fix  the bug"}}` + "\n"
+	last := "\n" + `{"type":"message","id":"00000002","parent":"00000001","time":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"done"}}` + "\n"
+	tests := []struct {
+		name       string
+		head, tail string
+		want       store.Summary
+	}{
+		{name: "header and a hole", head: header, want: store.Summary{Name: "label", Cwd: "/w"}},
+		{name: "entries without a branch summary", head: header + first, tail: last, want: store.Summary{Title: "fix the bug", Name: "label", Cwd: "/w"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := filepath.Join(home, "sessions", store.Slug("/w"))
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "big.jsonl")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(tt.head)
+			if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte(tt.tail), size-int64(len(tt.tail))); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			fi, _ := os.Stat(path)
+			tt.want.Path, tt.want.Modified = path, fi.ModTime().UTC()
+			for _, round := range []string{"cold", "cached"} {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				got, err := store.List(home, "/w", false)
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]store.Summary{tt.want}, got); diff != "" {
+					t.Errorf("%s: List (-want +got):\n%s", round, diff)
+				}
+				alloc := after.TotalAlloc - before.TotalAlloc
+				t.Logf("%s: %d KiB allocated", round, alloc>>10)
+				if alloc > 64<<20 {
+					t.Errorf("%s: List of a 1 GiB log allocated %d MiB, want at most 64", round, alloc>>20)
+				}
+			}
+		})
+	}
+}
+
+// H1, M4: a 40 MB log without the branch summary (as an older e wrote it)
+// is scanned line by line for its counts: the listing allocates a small
+// part of the file, not a copy of it.
+func TestListScansOldLog(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", store.Slug("/w"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":1,"id":"old","cwd":"/w","created":"2026-01-01T00:00:00Z","model":"m","effort":"e"}` + "\n")
+	text := strings.Repeat("output line ", 330)
+	const n = 10000
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&b, `{"type":"message","id":"%08x","parent":"%08x","time":"2026-01-01T00:00:00Z","message":{"role":%q,"content":"%d %s"}}`+"\n", i+1, i, role, i, text)
+	}
+	path := filepath.Join(dir, "old.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(b.Len())
+	b.Reset()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := store.List(home, "/w", false)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("List: %v, %v", got, err)
+	}
+	if got[0].Messages != n || got[0].Turns != n/2 || !strings.HasPrefix(got[0].Title, "0 output line") {
+		t.Errorf("summary %+v, want %d messages, %d turns, title from the first prompt", got[0], n, n/2)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d MiB log: %d KiB allocated", size>>20, alloc>>10)
+	if alloc > uint64(size/4) {
+		t.Errorf("List allocated %d KiB for a %d KiB log, want at most a quarter", alloc>>10, size>>10)
 	}
 }

@@ -759,21 +759,36 @@ func Branch(entries []Entry) []Entry {
 	if linear(entries) {
 		return slices.Clip(entries)
 	}
+	rev := branchRev(len(entries), func(i int) string { return entries[i].ID }, func(i int) string { return entries[i].Parent })
+	out := make([]Entry, len(rev))
+	for k, i := range rev {
+		out[len(rev)-1-k] = entries[i]
+	}
+	return out
+}
+
+// branchRev returns the indices of the branch of n entries, given by
+// their ids and parents, that ends at the last, newest first: Branch's
+// walk, shared with a listing's scan, which keeps no Entry.
+func branchRev(n int, id, parent func(int) string) []int {
+	if n == 0 {
+		return nil
+	}
 	// last[id] is the latest index of id; prev[i] the index of the
-	// occurrence of entries[i].ID before i, or -1.
-	last := make(map[string]int, len(entries))
-	prev := make([]int, len(entries))
-	for i, e := range entries {
+	// occurrence of id(i) before i, or -1.
+	last := make(map[string]int, n)
+	prev := make([]int, n)
+	for i := range n {
 		prev[i] = -1
-		if j, dup := last[e.ID]; dup {
+		if j, dup := last[id(i)]; dup {
 			prev[i] = j
 		}
-		last[e.ID] = i
+		last[id(i)] = i
 	}
 	var rev []int
-	for i := len(entries) - 1; ; {
+	for i := n - 1; ; {
 		rev = append(rev, i)
-		p := entries[i].Parent
+		p := parent(i)
 		if p == "" {
 			break
 		}
@@ -790,11 +805,7 @@ func Branch(entries []Entry) []Entry {
 		}
 		i = j
 	}
-	out := make([]Entry, len(rev))
-	for k, i := range rev {
-		out[len(rev)-1-k] = entries[i]
-	}
-	return out
+	return rev
 }
 
 // linear reports whether each entry after the first has the one before it

@@ -26,7 +26,7 @@ func (s *branchSum) add(e Entry, at int64) {
 	switch e.Type {
 	case TypeMessage:
 		s.Messages++
-		if role, _, ok := peek(e.Message); ok && role == "user" {
+		if userText(e.Message) {
 			s.Turns++
 			if s.Title == 0 {
 				s.Title = at
@@ -92,7 +92,8 @@ const headTail = 64 << 10
 // listed (what is appended since is for the next listing), from its
 // header and its last entry's branch member, and the one or two lines that member points at;
 // false when the log has no such member (written before e kept it, or by
-// a writer that branched), which the caller then reads whole. buf is
+// a writer that branched) or a last line longer than maxTail, which the
+// caller then scans (summarize). buf is
 // reused from one log to the next; nothing returned points into it.
 func summarizeTail(f io.ReaderAt, size int64, buf *[]byte) (cached, bool) {
 	n := int(min(size, 2*headTail))
@@ -129,7 +130,7 @@ func summarizeTail(f io.ReaderAt, size int64, buf *[]byte) (cached, bool) {
 			// No entry after the header.
 			return cached{Cwd: h.Cwd, Name: h.Name}, true
 		}
-		if ok || at >= 0 || from == 0 {
+		if ok || at >= 0 || from == 0 || n >= maxTail {
 			break
 		}
 	}
@@ -226,8 +227,9 @@ func entryAt(f io.ReaderAt, head []byte, off, size int64) (Entry, bool) {
 			if line, _, ok = lineAt(b, 1); ok {
 				break
 			}
-			if int64(len(b)) == size-off+1 {
-				return e, false
+			if int64(len(b)) == size-off+1 { // the last line, without LF
+				line = bytes.TrimSuffix(b[1:], []byte{'\r'})
+				break
 			}
 		}
 	}
