@@ -922,6 +922,15 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	// The call's own headers go on (a traceparent, a beta flag: a case may
+	// expect them), but for its credentials, replaced by the upstream's.
+	for k, vs := range r.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Authorization", "X-Api-Key", "Content-Length", "Connection", "Accept-Encoding":
+			continue
+		}
+		req.Header[k] = vs
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+rc.key)
 	// The entry's place is the call's: a stream may still be copied here

@@ -363,10 +363,10 @@ type Result struct {
 	Session *string `json:"session"`
 	// the session log's path, null when memory-only
 	Path       *string    `json:"path"`
-	StopReason StopReason `json:"stop_reason"`
+	StopReason StopReason `json:"stop_reason,omitzero"`
 	// the final answer as the JSON value of the prompt's output_schema (J2); null without one,
 	// and whenever stop_reason is not completed
-	StructuredOutput json.RawMessage `json:"structured_output"`
+	StructuredOutput json.RawMessage `json:"structured_output,omitzero"`
 	// the sandbox the turn's commands ran in (W5)
 	Sandbox SandboxPolicy `json:"sandbox,omitzero"`
 }

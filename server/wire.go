@@ -136,6 +136,11 @@ func turnResult(r agent.Result) protocol.Result {
 		Error: r.Error, Warnings: r.Warnings, Usage: usage(r.Usage), CostUSD: r.CostUSD,
 		Tools: protocol.ToolCounts{Calls: int64(r.Tools.Calls), Failures: int64(r.Tools.Failures)}, Session: r.Session, Path: r.Path,
 		StopReason: protocol.StopReason(r.StopReason), StructuredOutput: r.StructuredOutput}
+	if out.StructuredOutput == nil {
+		// Optional in the schema (an older server has none), but e always
+		// says it: null unless the turn completed with a valid value (J2).
+		out.StructuredOutput = json.RawMessage("null")
+	}
 	if sb := r.Sandbox; sb != nil {
 		out.Sandbox = protocol.SandboxPolicy{Mode: protocol.SandboxMode(sb.Mode), WritableRoots: sb.WritableRoots, Network: sb.Network}
 	}

@@ -167,7 +167,10 @@ func TestExtensionGoneAfterExit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := startWithExtensions(t)
-			create(r) // the extension is up once e serves
+			// A turn's first model call waits for the handshakes (H3): the
+			// extension is up once its answer came.
+			prompt(r, "p", create(r), "/text up")
+			r.until(`"id":"p"`)
 			pid := childPID(t, r.cmd.Process.Pid, "guard")
 			tt.stop(r)
 			if code := r.wait(); code != tt.wantCode {

@@ -401,11 +401,11 @@ class Result(TypedDict):
     #: the session log's path, null when memory-only
     path: str | None
 
-    stop_reason: StopReason
+    stop_reason: NotRequired[StopReason]
 
     #: the final answer as the JSON value of the prompt's output_schema (J2); null without one,
     #: and whenever stop_reason is not completed
-    structured_output: Any
+    structured_output: NotRequired[Any]
 
     #: the sandbox the turn's commands ran in (W5)
     sandbox: NotRequired[SandboxPolicy]

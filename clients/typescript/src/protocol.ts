@@ -459,12 +459,12 @@ export interface Result {
    * the session log's path, null when memory-only
    */
   path: string | null;
-  stop_reason: StopReason;
+  stop_reason?: StopReason;
   /**
    * the final answer as the JSON value of the prompt's output_schema (J2); null without one,
    * and whenever stop_reason is not completed
    */
-  structured_output: unknown;
+  structured_output?: unknown;
   /**
    * the sandbox the turn's commands ran in (W5)
    */
