@@ -31,7 +31,7 @@ var eventFates = map[string]fate{
 	protocol.EventTypeWarning: {what: "pi has no warning line: the front writes it to stderr (sink)"},
 	protocol.EventTypeErrorDetails: {what: "pi's messages have no field for a provider's error body; " +
 		"errorMessage carries the error's text"},
-	protocol.EventTypeSessionName: {what: "pi names a session only by set_session_name; get_state reports the name"},
+	protocol.EventTypeSessionName: {what: "pi has no line for a title e gives a session; pi's clients name one by set_session_name"},
 	protocol.EventTypeSlept:       {what: "the sleep call's tool_execution_end says it ended"},
 	protocol.EventTypeSleepStopped: {what: "the sleep call's tool_execution_end says it ended; " +
 		"a steer's own message follows"},
