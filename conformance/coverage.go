@@ -85,7 +85,7 @@ func coveredSchemas() []string {
 	for _, m := range schemas.Methods() {
 		out = append(out, m+".params", m+".result")
 	}
-	for _, t := range eventTypes() {
+	for _, t := range schemas.Events() {
 		out = append(out, "events/"+t)
 	}
 	return append(out, "oneshot/request", "oneshot/answer", "lines/ask", "lines/notice", "lines/result")
@@ -179,7 +179,7 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 			covered = append(covered, pc)
 		}
 	}
-	for _, t := range eventTypes() {
+	for _, t := range schemas.Events() {
 		add("events/"+t, "")
 	}
 	for _, s := range coveredSchemas() {

@@ -190,7 +190,7 @@ func buildMutants() []*Mutant {
 			return [][]byte{l[:half], l[half:]}
 		}})
 
-	events := eventTypes()
+	events := schemas.Events()
 	lineTypes := append(append([]string{}, events...), "ask", "notice", "tool_call", "tool_call_cancelled")
 	for _, t := range lineTypes {
 		add(dropLines("drop-event/"+t, nil, func(o map[string]any) bool { return lineType(o) == t }))
@@ -592,15 +592,6 @@ func fieldPaths(n snode, depth int) []string {
 		}
 	}
 	return out
-}
-
-func eventTypes() []string {
-	b, _ := schemas.Schema("index")
-	var idx struct {
-		Events map[string]string `json:"events"`
-	}
-	json.Unmarshal(b, &idx)
-	return sortedKeys(idx.Events)
 }
 
 // wellFormedOnLive reports whether a request is one the server must

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -151,6 +152,11 @@ func compile(name string) (*node, error) {
 
 // Methods returns the names of the e rpc methods, sorted.
 func Methods() []string { return slices.Clone(theCatalog().methods) }
+
+// Events returns the event types of schemas/events, sorted: the set every
+// dialect's translator maps (internal/pi, internal/acp) and tests read
+// instead of keeping their own list.
+func Events() []string { return slices.Sorted(maps.Keys(theCatalog().events)) }
 
 // Schema returns one schema file by name ("session.create.params",
 // "events/text", "result", "store/header"), or the index of all schemas

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -86,16 +87,23 @@ func TestSchemasCompile(t *testing.T) {
 }
 
 func TestEveryEventType(t *testing.T) { // P8
-	want := []string{"turn_start", "text", "reasoning", "tool_batch", "tool_start", "tool_output", "tool_end",
-		"compacting", "compacted", "usage", "warning", "error", "error_details", "retry", "recovered",
-		"session_name", "steered", "slept", "sleep_stopped", "discarded", "turn_end", "shell_output"}
-	for _, typ := range want {
-		if !theCatalog().events[typ] {
-			t.Errorf("no schema for event %q", typ)
+	// Events is the set dialects and tests read; each type it names has
+	// its schema, and every schema of events/ is in it.
+	got := Events()
+	if len(got) == 0 {
+		t.Fatal("Events() is empty")
+	}
+	for _, typ := range got {
+		if _, ok := Schema("events/" + typ); !ok {
+			t.Errorf("Events() names %q, which has no schema", typ)
 		}
 	}
-	if len(theCatalog().events) != len(want) {
-		t.Errorf("%d event schemas, want %d", len(theCatalog().events), len(want))
+	entries, err := fs.ReadDir(files, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(got) {
+		t.Errorf("%d files in events/, Events() has %d: %v", len(entries), len(got), got)
 	}
 }
 

@@ -150,7 +150,10 @@ func TestRequiredMatchesStructs(t *testing.T) {
 	}
 }
 
-// events returns one representative value of every event type (P8).
+// events returns representative values of the event types, the hard cases
+// of their encoders (P8). It need not name every type: the golden cases
+// do, as TestGoldenCoverage requires a case for each property of each
+// event of schemas/events and replays them against strict validation.
 func events() []agent.Event {
 	usage := agent.NewUsage(model.Usage{Input: 1200, Output: 80, CacheRead: 10, CacheWrite5m: 2, CacheWrite1h: 1})
 	return []agent.Event{
@@ -194,9 +197,7 @@ func errorDetails(status *int) agent.ErrorDetails {
 // TestEventsValidate: every event marshals to a line its schema accepts,
 // bare as e -p --json prints it and stamped as e rpc does (S2, S3).
 func TestEventsValidate(t *testing.T) {
-	seen := map[string]bool{}
 	for _, ev := range events() {
-		seen[ev.EventType()] = true
 		t.Run(ev.EventType(), func(t *testing.T) {
 			line, err := agent.Marshal(ev)
 			if err != nil {
@@ -213,18 +214,6 @@ func TestEventsValidate(t *testing.T) {
 				t.Errorf("%s validated as stamped", line)
 			}
 		})
-	}
-	var index struct {
-		Events map[string]string `json:"events"`
-	}
-	b, _ := schemas.Schema("index")
-	if err := json.Unmarshal(b, &index); err != nil {
-		t.Fatal(err)
-	}
-	for typ := range index.Events {
-		if !seen[typ] {
-			t.Errorf("event %q has a schema but no Go value here", typ)
-		}
 	}
 }
 

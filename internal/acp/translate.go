@@ -79,8 +79,9 @@ func (t *Translator) Call(c agent.Call) Update {
 	return u
 }
 
-// Event returns the updates ev stands for; most events of e's that ACP has
-// no kind for (turn_start, retry, compacting, …) give none.
+// Event returns the updates ev stands for; the events of e's that ACP has
+// no kind for (turn_start, retry, compacting, …) give none, each for the
+// reason eventFates gives.
 func (t *Translator) Event(ev agent.Event) []Update {
 	switch ev := ev.(type) {
 	case *agent.Text:

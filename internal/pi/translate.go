@@ -190,7 +190,8 @@ func (t *Translator) openRun() []Event {
 	return []Event{AgentStart{Type: "agent_start"}}
 }
 
-// Feed translates one event of e's turn.
+// Feed translates one event of e's turn; eventFates says why the types it
+// has no case for send nothing.
 func (t *Translator) Feed(ev agent.Event) []Event {
 	var out []Event
 	emit := func(evs ...Event) { out = append(out, evs...) }
