@@ -7,12 +7,14 @@
 package eventfate
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/e-agent/e/schemas"
 )
@@ -107,13 +109,20 @@ func switchCases(file, fn string) (map[string]bool, error) {
 // agentEventTypes maps internal/agent's event types to their EventType
 // method's value, read from the source.
 func agentEventTypes() (map[string]string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, filepath.Join("..", "agent"), nil, 0)
-	if err != nil {
-		return nil, fmt.Errorf("eventfate: %w", err)
+	files, err := filepath.Glob(filepath.Join("..", "agent", "*.go"))
+	if err != nil || len(files) == 0 {
+		return nil, errors.New("eventfate: no Go files in ../agent (run from a package directory of internal)")
 	}
+	fset := token.NewFileSet()
 	out := map[string]string{}
-	for _, f := range pkgs["agent"].Files {
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			return nil, fmt.Errorf("eventfate: %w", err)
+		}
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Recv == nil || fd.Name.Name != "EventType" || len(fd.Body.List) != 1 {
