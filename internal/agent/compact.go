@@ -62,7 +62,7 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 		th = 0.8
 	}
 	limit := th * float64(t.info.ContextWindow)
-	if r := t.s.eng.ReserveTokens; r > 0 {
+	if r := t.s.eng.Behaviour.ReserveTokens; r > 0 {
 		limit = float64(int64(t.info.ContextWindow) - r)
 	}
 	t.s.mu.Lock()
@@ -98,7 +98,7 @@ func (t *turn) compactTurn(turnStart string, force bool) (bool, error) {
 }
 
 // ErrNothingToCompact: a compaction that keeps the newest messages
-// (Engine.KeepRecentTokens) found nothing older to summarise.
+// (Behaviour.KeepRecentTokens) found nothing older to summarise.
 var ErrNothingToCompact = errors.New("agent: compaction: nothing to compact (session too small)")
 
 // tooLong reports whether a model error says the request exceeded the
@@ -148,7 +148,7 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 	}
 	var prefix []model.Message
 	history := old
-	if j := t.s.turnStart(len(old)); j >= 0 && t.s.eng.KeepRecentTokens > 0 {
+	if j := t.s.turnStart(len(old)); j >= 0 && t.s.eng.Behaviour.KeepRecentTokens > 0 {
 		history, prefix = old[:j], t.s.messages(j, len(old))
 	}
 	msgs := t.s.history(history)
@@ -173,7 +173,7 @@ func (t *turn) compact(reason, focus, keep string, before int64) (CompactResult,
 		}
 		sum, usage = sum+splitTurn+text, usage.Add(u)
 	}
-	if t.s.eng.PiSummary {
+	if t.s.eng.Behaviour.SummaryFileLists {
 		sum += fileLists(FileOps(old))
 	}
 	if err := t.s.append(store.Entry{Type: store.TypeCompaction, Summary: sum, Kept: keep, Tokens: before}); err != nil {
@@ -203,7 +203,7 @@ func (t *turn) summarise(instr, focus string, msgs []model.Message) (string, mod
 		}
 		return "", model.Usage{}, fmt.Errorf("agent: compaction: %w", err)
 	}
-	if t.s.eng.PiSummary {
+	if t.s.eng.Behaviour.SummaryFileLists {
 		return resp.Message.Text(), resp.Usage, nil // pi keeps the text as it came
 	}
 	return strings.TrimSpace(resp.Message.Text()), resp.Usage, nil
@@ -269,7 +269,7 @@ func (s *Session) CompactDue() bool {
 func (s *Session) dueLocked() bool {
 	info, err := s.eng.Catalog.Lookup(s.modelID)
 	_, last := s.lastContext()
-	return err == nil && !s.noAutoCompact && info.ContextWindow > 0 && last > int64(info.ContextWindow)-s.eng.ReserveTokens
+	return err == nil && !s.noAutoCompact && info.ContextWindow > 0 && last > int64(info.ContextWindow)-s.eng.Behaviour.ReserveTokens
 }
 
 // piContext measures msgs, the history of s.entries, as pi 1.6.0 does
@@ -277,7 +277,7 @@ func (s *Session) dueLocked() bool {
 // call counted it, and the estimate of what came after it. ok is false
 // without pi's rule or such an answer. s.mu is held.
 func (s *Session) piContext(msgs []model.Message) (n int64, ok bool) {
-	if s.eng.ReserveTokens <= 0 {
+	if s.eng.Behaviour.ReserveTokens <= 0 {
 		return 0, false
 	}
 	i, used := s.lastContext()
@@ -334,7 +334,7 @@ func (s *Session) compactNow(ctx context.Context, reason, focus string, sink fun
 	}
 	t.info, t.prov, t.effort = info, prov, effort
 	keep := ""
-	if n := s.eng.KeepRecentTokens; n > 0 {
+	if n := s.eng.Behaviour.KeepRecentTokens; n > 0 {
 		s.mu.Lock()
 		keep = s.recentCut(n)
 		s.mu.Unlock()

@@ -257,7 +257,7 @@ func TestSteerDuringCompactDiscarded(t *testing.T) {
 	}
 }
 
-// Q4: with Engine.KeepRecentTokens (pi's compaction.keepRecentTokens), a
+// Q4: with Behaviour.KeepRecentTokens (pi's compaction.keepRecentTokens), a
 // manual compaction keeps the newest messages worth that many tokens, cut
 // at a user or assistant message as pi cuts, and fails when the history
 // is smaller than that.
@@ -277,7 +277,7 @@ func TestCompactKeepRecent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
-			eng.KeepRecentTokens = tc.keep
+			eng.Behaviour.KeepRecentTokens = tc.keep
 			s := twoTurns(t, eng)
 			rec := &recorder{}
 			_, err := s.Compact(t.Context(), "", rec.sink)
@@ -314,7 +314,7 @@ func TestCompactOver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
-			eng.KeepRecentTokens, eng.ReserveTokens = tc.keep, tc.reserve
+			eng.Behaviour.KeepRecentTokens, eng.Behaviour.ReserveTokens = tc.keep, tc.reserve
 			s := testSession(t, eng, nil)
 			prompt(t, s, "/text one")
 			prompt(t, s, "/text two\n/usage 20000 5 0 0 0")
@@ -363,7 +363,7 @@ func TestCompactInTurnPiMeasure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
-			eng.ReserveTokens = tc.reserve
+			eng.Behaviour.ReserveTokens = tc.reserve
 			s := testSession(t, eng, nil)
 			prompt(t, s, "/text one\n/usage 20000 5 0 0 0")
 			prompt(t, s, "/text two")
@@ -433,14 +433,14 @@ func TestFileOps(t *testing.T) {
 	}
 }
 
-// TestCompactPiSummary checks Engine.PiSummary (pi's dialect): the
+// TestCompactSummaryFileLists checks Behaviour.SummaryFileLists (pi's dialect): the
 // summary ends with the lists of the files the summarised history read,
 // and a session without it keeps the model's summary as it came.
-func TestCompactPiSummary(t *testing.T) {
+func TestCompactSummaryFileLists(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
 			eng := testEngine(t)
-			eng.PiSummary = on
+			eng.Behaviour.SummaryFileLists = on
 			s := testSession(t, eng, nil)
 			if err := os.WriteFile(filepath.Join(s.Cwd(), "a.txt"), []byte("alpha\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -478,7 +478,7 @@ func TestCompactSplitTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := testEngine(t)
-			eng.KeepRecentTokens = tc.keep
+			eng.Behaviour.KeepRecentTokens = tc.keep
 			s := twoTurns(t, eng)
 			rec := &recorder{}
 			res, err := s.Compact(t.Context(), "", rec.sink)
@@ -504,10 +504,10 @@ func TestCompactSplitTurn(t *testing.T) {
 	}
 }
 
-// TestCompactPiSummaryText: with Engine.PiSummary the summary is the
+// TestCompactSummaryFileListsText: with Behaviour.SummaryFileLists the summary is the
 // model's text as it came, white space around it included, as pi's
 // compaction keeps it; e's own trims it.
-func TestCompactPiSummaryText(t *testing.T) {
+func TestCompactSummaryFileListsText(t *testing.T) {
 	const text = "  The summary.\n\n"
 	for _, tc := range []struct {
 		pi   bool
@@ -522,7 +522,7 @@ func TestCompactPiSummaryText(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng := testEngine(t)
-			eng.Catalog, eng.PiSummary = cat, tc.pi
+			eng.Catalog, eng.Behaviour.SummaryFileLists = cat, tc.pi
 			s := testSession(t, eng, func(o *Options) { o.Model, o.Effort, o.Tools = "local/m", "", nil })
 			prompt(t, s, "hello")
 			if err := s.Begin(); err != nil {

@@ -54,9 +54,19 @@ type Engine struct {
 	// SystemPrompt replaces e's own text at the head of the system prompt
 	// ("" keeps it); AppendSystemPrompt is added at its end.
 	SystemPrompt, AppendSystemPrompt string
+	// Behaviour holds the choices a front end makes for its dialect (pi's
+	// today: internal/pi fills it); the zero value is e's own.
+	Behaviour Behaviour
+	Observer  Observer // nil: no operator log
+}
+
+// Behaviour is how sessions act where dialects differ. Each field says
+// what it changes; its zero value keeps e's own behaviour (e rpc, e -p,
+// e acp), and the pi dialect (e --mode rpc) sets them all today.
+type Behaviour struct {
 	// ImagePlaceholder, when set, lets a model without image input take
 	// images: the history keeps them, and each model call sends this text
-	// for each one instead (pi's behaviour); unset, such images are refused.
+	// for each one instead (pi's dialect); unset, such images are refused.
 	ImagePlaceholder string
 	// KeepRecentTokens, when above 0, makes a manual compaction keep the
 	// newest messages worth about that many tokens after its summary,
@@ -67,26 +77,25 @@ type Engine struct {
 	// as pi sets it (its compaction.reserveTokens): a context above the
 	// model's window less ReserveTokens, in place of CompactThreshold.
 	ReserveTokens int64
-	// PiSummary makes a compaction's summary as pi's: the model's text as
-	// it wrote it (not trimmed), ending with the lists of the files the
+	// SummaryFileLists makes a compaction's summary the model's text as it
+	// wrote it (not trimmed), ending with the lists of the files the
 	// summarised history read and modified (FileOps), so the model keeps
-	// knowing them.
-	PiSummary bool
-	// PiOutput makes bash, the model's tool and a user's command, keep
-	// pi's part of a long output (its last 2000 lines or 50 KB) in place of
-	// the last 64 KiB, with the whole of it in a temp file that the result
-	// names (tool.Env.PiOutput).
-	PiOutput bool
-	// SetDuringTurn lets Set change the model or effort while a turn runs:
-	// the change is recorded at once and applies from the next turn, as
-	// pi's set_model and set_thinking_level do; else Set is refused then
+	// knowing them (pi's dialect).
+	SummaryFileLists bool
+	// SpillOutput makes bash, the model's tool and a user's command, keep
+	// the last 2000 lines or 50 KB of a long output in place of the last
+	// 64 KiB, with the whole of it in a temp file that the result names
+	// (pi's dialect; tool.Env.PiOutput).
+	SpillOutput bool
+	// SetWhileRunning lets Set change the model or effort while a turn
+	// runs: the change is recorded at once and applies from the next turn
+	// (pi's set_model and set_thinking_level); else Set is refused then
 	// (ErrBusy: e rpc's session.set).
-	SetDuringTurn bool
+	SetWhileRunning bool
 	// ErrorText, when set, words a failed model call in the turn's error,
 	// its retries' reasons and the log (pi's dialect words it as pi's
 	// providers do); nil: the error's own text. error_details keep it.
 	ErrorText func(*model.Error) string
-	Observer  Observer // nil: no operator log
 }
 
 // Options describe a new session.
@@ -164,7 +173,7 @@ type Session struct {
 	stopSleep map[int]context.CancelFunc
 	done      chan struct{} // closed when the running turn ends
 	// runModel and runEffort are the model and effort as Begin found them:
-	// the run keeps them though Engine.SetDuringTurn lets Set change the
+	// the run keeps them though Behaviour.SetWhileRunning lets Set change the
 	// session's before the run's goroutine reads them.
 	runModel, runEffort string
 
@@ -260,7 +269,7 @@ func (s *Session) Sandbox() sandbox.Policy { return s.sandbox }
 
 // toolEnv is what the session's commands and tools run against.
 func (s *Session) toolEnv() tool.Env {
-	return tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.PiOutput, Sandbox: s.sandbox, TempDir: s.tempDir}
+	return tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.Behaviour.SpillOutput, Sandbox: s.sandbox, TempDir: s.tempDir}
 }
 
 // Entries returns a copy of the history.
@@ -322,7 +331,7 @@ func (s *Session) Rename(name string) error {
 func (s *Session) Set(modelID, effort *string) (string, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running && !s.eng.SetDuringTurn {
+	if s.running && !s.eng.Behaviour.SetWhileRunning {
 		return "", "", fmt.Errorf("session %s %w", s.id, ErrBusy)
 	}
 	m, ef := s.modelID, s.effort

@@ -82,12 +82,12 @@ func TestSetAppliesToNextTurn(t *testing.T) {
 	}
 }
 
-// With Engine.SetDuringTurn, a Set after Begin but before the run's
+// With Behaviour.SetWhileRunning, a Set after Begin but before the run's
 // goroutine has read the settings (pi's set_thinking_level right after
 // prompt) is for the next run: the run keeps what Begin found.
 func TestSetAfterBegin(t *testing.T) {
 	eng := testEngine(t)
-	eng.SetDuringTurn = true
+	eng.Behaviour.SetWhileRunning = true
 	s := testSession(t, eng, nil)
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)

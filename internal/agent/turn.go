@@ -215,7 +215,7 @@ func (t *turn) run(prompt string, images []model.Part) (aborted bool, err error)
 	for _, w := range pending {
 		t.warn(w)
 	}
-	if len(images) > 0 && !info.ImageInput && s.eng.ImagePlaceholder == "" {
+	if len(images) > 0 && !info.ImageInput && s.eng.Behaviour.ImagePlaceholder == "" {
 		return false, fmt.Errorf("agent: model %s does not accept images", modelID)
 	}
 	prov, err := s.eng.Catalog.Provider(modelID)
@@ -426,7 +426,7 @@ type mcpTool struct {
 }
 
 func (t *turn) request(system string, msgs []model.Message, tools []model.ToolDef) *model.Request {
-	if p := t.s.eng.ImagePlaceholder; p != "" && !t.info.ImageInput {
+	if p := t.s.eng.Behaviour.ImagePlaceholder; p != "" && !t.info.ImageInput {
 		msgs = withoutImages(msgs, p)
 	}
 	return &model.Request{Model: t.info.Name, System: system, Messages: msgs, Tools: tools, Effort: t.effort}
@@ -803,9 +803,9 @@ type modelError struct {
 
 func (e *modelError) Error() string { return e.text }
 
-// errText words the failed model call me (Engine.ErrorText).
+// errText words the failed model call me (Behaviour.ErrorText).
 func (t *turn) errText(me *model.Error) string {
-	if f := t.s.eng.ErrorText; f != nil {
+	if f := t.s.eng.Behaviour.ErrorText; f != nil {
 		return f(me)
 	}
 	return me.Error()

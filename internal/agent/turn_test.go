@@ -589,12 +589,12 @@ func TestEntryMetadata(t *testing.T) {
 	}
 }
 
-// TestErrorText checks Engine.ErrorText (pi's dialect): it words a failed
+// TestErrorText checks Behaviour.ErrorText (pi's dialect): it words a failed
 // model call in the retry's reason, the attempt entry, the turn's error
 // and its error entry, while error_details keep e's words.
 func TestErrorText(t *testing.T) {
 	eng := testEngine(t)
-	eng.ErrorText = func(me *model.Error) string { return fmt.Sprintf("%d says %s", me.Status, me.Message) }
+	eng.Behaviour.ErrorText = func(me *model.Error) string { return fmt.Sprintf("%d says %s", me.Status, me.Message) }
 	s := testSession(t, eng, nil)
 	_, rec := prompt(t, s, "/error retryable overloaded\n/text back")
 	if r := ofType[Retry](rec); len(r) != 1 || r[0].Reason != "503 says overloaded" {

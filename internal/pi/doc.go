@@ -2,7 +2,7 @@
 // protocol and e --mode json its one-shot JSON event stream, with pi's
 // command line and configuration directory, over e's engine and sessions
 // (spec/pi.md), which it saves as pi's session files (sessionfile.go, the
-// session layer's Options.Codec). Translator turns e's events into pi's;
+// session layer's Behaviour.Codec). Translator turns e's events into pi's;
 // the command dispatcher in rpc.go serves pi's commands, and prime.go
 // prime-agent's flavour of them; backend.go is the one place that makes
 // sessions. The wire shapes are schemas/pi; the structs of its messages and

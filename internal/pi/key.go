@@ -8,7 +8,7 @@ import (
 )
 
 // As pi's, e starts with a model whose provider's key is unset
-// (session.Options.KeyAtPrompt) and refuses each prompt instead, with pi's
+// (session.Behaviour.KeyCheckAtPrompt) and refuses each prompt instead, with pi's
 // first sentence ("No API key found for PROVIDER."), so that a client's
 // start succeeds and its first prompt says what is wrong.
 

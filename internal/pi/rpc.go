@@ -195,15 +195,16 @@ func start(f Flags, env Env) (*front, error) {
 		return nil, err
 	}
 	opts := session.Options{NoExtensions: f.NoExtensions, Providers: cfg.Providers, Version: env.Version,
-		ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens, ReserveTokens: reserveTokens, PiSummary: true, PiOutput: true,
-		SetDuringTurn: true, KeyAtPrompt: true, ErrorText: providerError, Codec: fr.fileCodec,
+		Behaviour: session.Behaviour{Behaviour: agent.Behaviour{ImagePlaceholder: imageOmitted, KeepRecentTokens: keepRecentTokens,
+			ReserveTokens: reserveTokens, SummaryFileLists: true, SpillOutput: true, SetWhileRunning: true, ErrorText: providerError},
+			KeyCheckAtPrompt: true, Codec: fr.fileCodec},
 		AppendSystemPrompt: strings.Join(f.AppendPrompts, "\n\n"),
 		Sandbox:            f.Sandbox, WritableRoots: f.WritableRoots, SandboxNetwork: f.SandboxNetwork}
 	if n := cfg.Settings.Compaction.KeepRecentTokens; n != nil && *n > 0 {
-		opts.KeepRecentTokens = *n
+		opts.Behaviour.KeepRecentTokens = *n
 	}
 	if n := cfg.Settings.Compaction.ReserveTokens; n != nil && *n > 0 {
-		opts.ReserveTokens = *n
+		opts.Behaviour.ReserveTokens = *n
 	}
 	if n := cfg.Settings.Retry.MaxRetries; n != nil && *n >= 0 {
 		opts.MaxAttempts = *n + 1
@@ -1929,7 +1930,7 @@ func (fr *front) bash(c *command) {
 		defer cancel()
 		// The updates stream all of the output; the result and the history
 		// keep pi's part of it and name a file with the whole
-		// (session.Options.PiOutput).
+		// (session.Behaviour.SpillOutput).
 		r, err := sess.RunShell(ctx, spec, func(ev agent.Event) {
 			if o, ok := ev.(agent.ShellOutput); ok {
 				fr.write(BashExecutionUpdate{Type: "bash_execution_update", ID: id, Delta: o.Delta})

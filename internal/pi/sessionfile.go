@@ -13,7 +13,7 @@ import (
 
 // The sessions e --mode rpc and e --mode json save are pi 1.6.0 session
 // files (session-format.md), written by fileCodec as each entry is
-// appended (the session layer's Options.Codec; e rpc keeps e's own log
+// appended (the session layer's Behaviour.Codec; e rpc keeps e's own log
 // format) and read back by it when the session is resumed, so that pi
 // resumes what e wrote and e goes on with what pi wrote, in the same file.
 // The lines are those get_entries shows (piChain): a header, then a
@@ -58,7 +58,7 @@ func (fc *fileCodec) systemAt(ts int64) (SystemMessage, bool) {
 	return m, true
 }
 
-// fileCodec is the session layer's Options.Codec: the codec of a new log,
+// fileCodec is the session layer's Behaviour.Codec: the codec of a new log,
 // with the catalog of the host, made by then. The front keeps each by its
 // session's id, to give it the session's system message (fileSystem).
 func (fr *front) fileCodec() session.Codec {

@@ -253,7 +253,7 @@ func (h *Host) chooseModel(c *creation) error {
 		return wrap(CodeInvalidParams, "model", err)
 	}
 	modelID = info.ID // a bare name is recorded and reported as the full id
-	if _, err := cat.Provider(modelID); err != nil && !(h.opts.KeyAtPrompt && !keySet(cat, modelID)) {
+	if _, err := cat.Provider(modelID); err != nil && !(h.opts.Behaviour.KeyCheckAtPrompt && !keySet(cat, modelID)) {
 		return wrap(CodeInvalidParams, "model", err) // e.g. no API key: say so now, not at every prompt
 	}
 	if effort, err = cat.CheckEffort(modelID, effort); err != nil {
@@ -471,12 +471,12 @@ func (h *Host) newLog(dir, file string, hd store.Header, history []Entry) (*stor
 	return store.CreateWith(dir, "", hd, h.codec())
 }
 
-// codec is a new log's format: Options.Codec's, or nil for e's own.
+// codec is a new log's format: Behaviour.Codec, or nil for e's own.
 func (h *Host) codec() store.Codec {
-	if h.opts.Codec == nil {
+	if h.opts.Behaviour.Codec == nil {
 		return nil
 	}
-	return h.opts.Codec()
+	return h.opts.Behaviour.Codec()
 }
 
 // relinked copies history into one chain, as store.ForkIn writes it.

@@ -40,42 +40,10 @@ type Options struct {
 	// prompt, and settings' system_prompt; AppendSystemPrompt
 	// (--append-system-prompt) is added after settings' append_system_prompt.
 	SystemPrompt, AppendSystemPrompt string
-	// ImagePlaceholder lets a model without image input take images: the
-	// history keeps them and each model call sends this text for each one
-	// (pi's dialect); "" refuses them with code unsupported.
-	ImagePlaceholder string
-	// KeepRecentTokens, when above 0, makes a manual compaction keep the
-	// newest messages worth about that many tokens (pi's dialect: its
-	// compaction.keepRecentTokens); 0 summarises the whole history.
-	KeepRecentTokens int64
-	// ReserveTokens, when above 0, sets automatic compaction's threshold as
-	// pi's compaction.reserveTokens does: a context above the model's
-	// window less it (agent.Engine.ReserveTokens).
-	ReserveTokens int64
-	// PiSummary makes each compaction's summary as pi's: the model's text
-	// untrimmed, then pi's lists of the files the summarised history read
-	// and modified (pi's dialect; agent.Engine.PiSummary).
-	PiSummary bool
-	// PiOutput makes bash, the model's and the user's, keep pi's part of
-	// a long output and name a file with the whole (pi's dialect;
-	// agent.Engine.PiOutput).
-	PiOutput bool
-	// SetDuringTurn lets Session.Set change the model or effort while a
-	// turn runs, from the next turn on (pi's dialect;
-	// agent.Engine.SetDuringTurn).
-	SetDuringTurn bool
-	// KeyAtPrompt lets a session be created with a model whose provider's
-	// key is unset, as pi starts: the front end refuses the prompt (pi's
-	// dialect); false refuses the creation with code invalid_params.
-	KeyAtPrompt bool
-	// Codec, when set, makes each new log's format (pi's session files:
-	// spec/pi.md), and a resumed file it owns is read and continued in it;
-	// nil: e's own log format. It is called once per log: a codec keeps
-	// state between entries.
-	Codec func() store.Codec
-	// ErrorText words failed model calls (pi's dialect;
-	// agent.Engine.ErrorText); nil: e's own words.
-	ErrorText func(*model.Error) string
+	// Behaviour is how sessions act where dialects differ (one value for
+	// all of them); the zero value is e's own, and internal/pi sets it for
+	// e --mode rpc.
+	Behaviour Behaviour
 	// Log is the operator log (--log, E_LOG); nil logs nothing. LogContent
 	// (--log-content) adds prompt text and tool arguments to it.
 	Log        *slog.Logger
@@ -91,6 +59,25 @@ type Options struct {
 	SandboxNetwork bool
 
 	Version, Channel, Commit string
+}
+
+// Behaviour is how sessions act where dialects differ: the agent's
+// choices (agent.Behaviour: images without image input, compaction's
+// rules and summary, long outputs, Set during a turn, error words) and the
+// session layer's own. Each field's zero value keeps e's own behaviour
+// (e rpc, e -p, e acp); the pi dialect (e --mode rpc) sets them today.
+type Behaviour struct {
+	agent.Behaviour
+	// KeyCheckAtPrompt lets a session be created with a model whose
+	// provider's key is unset, the front end refusing each prompt instead
+	// (pi's dialect: pi starts so); false refuses the creation with code
+	// invalid_params.
+	KeyCheckAtPrompt bool
+	// Codec, when set, makes each new log's format (pi's session files:
+	// spec/pi.md), and a resumed file it owns is read and continued in it;
+	// nil: e's own log format. It is called once per log: a codec keeps
+	// state between entries.
+	Codec func() store.Codec
 }
 
 // Env is where the process runs.
@@ -122,7 +109,7 @@ type (
 	Summary   = store.Summary // one saved session of session.list
 	Entry     = store.Entry   // one entry of a session's history
 	Header    = store.Header  // the first line of a session log
-	Codec     = store.Codec   // a session log format other than e's (Options.Codec)
+	Codec     = store.Codec   // a session log format other than e's (Behaviour.Codec)
 	Part      = model.Part    // one part of a message's content
 	// SandboxPolicy is the sandbox of a session's commands (W1).
 	SandboxPolicy = sandbox.Policy
@@ -237,9 +224,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			RetryBase:   opts.RetryBase, RetryMax: opts.RetryMax,
 			SystemPrompt:       cmp.Or(opts.SystemPrompt, settings.SystemPrompt),
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
-			ImagePlaceholder:   opts.ImagePlaceholder, KeepRecentTokens: opts.KeepRecentTokens,
-			ReserveTokens: opts.ReserveTokens, PiSummary: opts.PiSummary, PiOutput: opts.PiOutput,
-			SetDuringTurn: opts.SetDuringTurn, ErrorText: opts.ErrorText,
+			Behaviour:          opts.Behaviour.Behaviour,
 		}}
 	if a, ok := ui.(Approver); ok {
 		h.engine.Approver = a

@@ -213,7 +213,7 @@ func (s *Session) Compact(ctx context.Context, focus string, sink func(agent.Eve
 }
 
 // CompactOver compacts between turns when the last answer's context is
-// over pi's threshold (agent.Session.CompactOver; Options.ReserveTokens),
+// over pi's threshold (agent.Session.CompactOver; Behaviour.ReserveTokens),
 // and otherwise ends at once with no event; like Prompt, it returns at once.
 func (s *Session) CompactOver(ctx context.Context, sink func(agent.Event)) (*Turn, error) {
 	return s.compact(ctx, sink, func(ctx context.Context) (agent.CompactResult, error) {
@@ -266,8 +266,8 @@ func (s *Session) loadImages(paths []string) ([]model.Part, error) {
 }
 
 func (s *Session) acceptsImages() error {
-	if s.h.engine.ImagePlaceholder != "" {
-		return nil // the model gets the placeholder instead (Options.ImagePlaceholder)
+	if s.h.engine.Behaviour.ImagePlaceholder != "" {
+		return nil // the model gets the placeholder instead (Behaviour.ImagePlaceholder)
 	}
 	if info, _ := s.h.engine.Catalog.Lookup(s.a.Info().Model); !info.ImageInput {
 		return paramErr(CodeUnsupported, "images", "model %s does not accept images", info.ID)

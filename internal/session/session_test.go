@@ -444,10 +444,10 @@ func TestGitSummaryIsCurrent(t *testing.T) {
 }
 
 // A model or effort change while a turn runs is refused (e rpc's
-// session.set: turn_running), unless Options.SetDuringTurn (pi's
+// session.set: turn_running), unless Behaviour.SetWhileRunning (pi's
 // set_thinking_level): then it is recorded at once, the running turn
 // keeps the effort it started with, and the next turn has the new one.
-func TestSetDuringTurn(t *testing.T) {
+func TestSetWhileRunning(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		allowed bool
@@ -456,7 +456,7 @@ func TestSetDuringTurn(t *testing.T) {
 		{name: "pi", allowed: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startHost(t, Options{NoTools: true, SetDuringTurn: tt.allowed})
+			h := startHost(t, Options{NoTools: true, Behaviour: Behaviour{Behaviour: agent.Behaviour{SetWhileRunning: tt.allowed}}})
 			s := create(t, h, Spec{})
 			t1 := held(t, s, 0, newEvents())
 			high := "high"
