@@ -26,7 +26,10 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	sandbox.Main() // e started as the launcher of a sandboxed command never returns
+	if err := sandbox.Main(); err != nil { // e was the launcher of a sandboxed command, which could not start
+		fmt.Fprintln(os.Stderr, "e:", err)
+		os.Exit(sandbox.ExitLaunch)
+	}
 	if os.Getenv("GOGC") == "" {
 		// A streaming turn's garbage is short-lived event buffers: collecting
 		// at 3x the live heap rather than 2x halves the collections, whose

@@ -446,11 +446,23 @@ func (fr *front) serve() int {
 		}
 		close(stop)
 	}
-	if end.Reason == lineserver.Signalled {
-		go func() { <-fr.loop.Signals(); os.Exit(end.Code()) }() // a second signal exits at once
-	}
 	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
-		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
+		done := make(chan int, 1)
+		go func() {
+			done <- lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
+		}()
+		var second <-chan os.Signal // nil: only a signal's teardown is cut short
+		if end.Reason == lineserver.Signalled {
+			second = fr.loop.Signals()
+		}
+		select {
+		case code := <-done:
+			return code
+		case <-second:
+			// A second signal exits at once: serve returns the first's
+			// status, and e's main exits with it while the teardown runs.
+			return end.Code()
+		}
 	}
 	fr.shutdown()
 	return fr.loop.Close(end.Code())

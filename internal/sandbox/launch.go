@@ -72,13 +72,19 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	return nil
 }
 
+// ExitLaunch is the launcher's exit status when its command cannot start
+// (a shell's 126: found but not runnable).
+const ExitLaunch = 126
+
 // Main is the launcher: when e was started as one (Command), it confines
-// itself and execs the command, and never returns; otherwise it returns at
-// once. Every binary that starts sandboxed commands calls it first thing:
-// e's main, and the tests' mains of packages that run them.
-func Main() {
+// itself and execs the command, and returns only when it cannot, with an
+// error saying why, which the caller writes to stderr before it exits with
+// ExitLaunch; otherwise it returns nil at once. Every binary that starts
+// sandboxed commands calls it first thing: e's main, and the tests' mains
+// of packages that run them. It does not exit itself: only mains do.
+func Main() error {
 	if len(os.Args) < 5 || os.Args[1] != launchArg {
-		return
+		return nil
 	}
 	// The rules bind this thread and what it execs; the exec is made from it.
 	runtime.LockOSThread()
@@ -90,8 +96,7 @@ func Main() {
 	if err == nil {
 		err = unix.Exec(os.Args[3], os.Args[4:], os.Environ())
 	}
-	fmt.Fprintf(os.Stderr, "e: sandbox: cannot start %s: %v\n", os.Args[3], err)
-	os.Exit(126)
+	return fmt.Errorf("sandbox: cannot start %s: %w", os.Args[3], err)
 }
 
 // confine applies cfg to the launcher, before it execs the command: the

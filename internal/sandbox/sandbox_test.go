@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,7 +16,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	Main()
+	if err := Main(); err != nil {
+		fmt.Fprintln(os.Stderr, "e:", err)
+		os.Exit(ExitLaunch)
+	}
 	os.Exit(m.Run())
 }
 
@@ -92,7 +96,8 @@ func TestNarrowLink(t *testing.T) {
 }
 
 // TestLauncherByHand: the launcher started without its namespaces (by
-// hand) refuses to touch the mounts, which are then the host's.
+// hand) refuses to touch the mounts, which are then the host's, and
+// exits with ExitLaunch, saying which command it could not start.
 func TestLauncherByHand(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -101,8 +106,10 @@ func TestLauncherByHand(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(exe, launchArg, `{"writable":["`+dir+`"]}`, "/bin/true", "true")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not in namespaces of its own") {
-		t.Errorf("launcher by hand: %v %q", err, out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitLaunch || !strings.HasPrefix(string(out), "e: sandbox: cannot start /bin/true: mounts: ") ||
+		!strings.Contains(string(out), "not in namespaces of its own") {
+		t.Errorf("launcher by hand: %v %q, want exit status %d and why", err, out, ExitLaunch)
 	}
 }
 

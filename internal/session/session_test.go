@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 // TestMain fails the package when goroutines outlive the tests. The test
 // binary is also an MCP server for the tests (mcptest).
 func TestMain(m *testing.M) {
-	sandbox.Main()
+	if err := sandbox.Main(); err != nil {
+		fmt.Fprintln(os.Stderr, "e:", err)
+		os.Exit(sandbox.ExitLaunch)
+	}
 	mcptest.MaybeServe()
 	os.Exit(leakcheck.Main(m))
 }

@@ -15,7 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
+	if err := sandbox.Main(); err != nil {
+		fmt.Fprintln(os.Stderr, "e:", err)
+		os.Exit(sandbox.ExitLaunch)
+	}
 	if os.Getenv(subreaperHelperEnv) != "" {
 		os.Exit(subreaperHelper())
 	}
