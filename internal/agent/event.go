@@ -72,9 +72,9 @@ type (
 	ToolOutput struct {
 		ID    int    `json:"id"`
 		Delta string `json:"delta"`
-		// Pi is bash's output so far as pi's bash tool reports it in an
-		// update (tool.Env.PiUpdate), for the pi dialect. Not on e's wire.
-		Pi *tool.PiSnapshot `json:"-"`
+		// Snapshot is bash's output so far as pi's bash tool reports it in an
+		// update (tool.Env.SpillUpdate), for the pi dialect. Not on e's wire.
+		Snapshot *tool.OutputSnapshot `json:"-"`
 	}
 	ToolEnd struct {
 		ID      int    `json:"id"`

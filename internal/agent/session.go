@@ -85,7 +85,7 @@ type Behaviour struct {
 	// SpillOutput makes bash, the model's tool and a user's command, keep
 	// the last 2000 lines or 50 KB of a long output in place of the last
 	// 64 KiB, with the whole of it in a temp file that the result names
-	// (pi's dialect; tool.Env.PiOutput).
+	// (pi's dialect; tool.Env.SpillOutput).
 	SpillOutput bool
 	// SetWhileRunning lets Set change the model or effort while a turn
 	// runs: the change is recorded at once and applies from the next turn
@@ -269,7 +269,7 @@ func (s *Session) Sandbox() sandbox.Policy { return s.sandbox }
 
 // toolEnv is what the session's commands and tools run against.
 func (s *Session) toolEnv() tool.Env {
-	return tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, PiOutput: s.eng.Behaviour.SpillOutput, Sandbox: s.sandbox, TempDir: s.tempDir}
+	return tool.Env{Cwd: s.cwd, Procs: s.eng.Procs, SpillOutput: s.eng.Behaviour.SpillOutput, Sandbox: s.sandbox, TempDir: s.tempDir}
 }
 
 // Entries returns a copy of the history.

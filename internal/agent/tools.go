@@ -205,14 +205,14 @@ func (t *turn) runOne(p *pending) {
 			s.mu.Unlock()
 		}()
 	}
-	var snap *tool.PiSnapshot // the update PiUpdate gave for the chunk Output gets next
+	var snap *tool.OutputSnapshot // the update SpillUpdate gave for the chunk Output gets next
 	env := s.toolEnv()
 	env.Started = started
 	env.Output = func(chunk string) {
-		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk, Pi: snap})
+		t.emit(ToolOutput{ID: p.call.ID, Delta: chunk, Snapshot: snap})
 		snap = nil
 	}
-	env.PiUpdate = func(u tool.PiSnapshot) { snap = &u }
+	env.SpillUpdate = func(u tool.OutputSnapshot) { snap = &u }
 	r := tool.Run(ctx, &env, p.part.Name, p.part.Arguments)
 	outcome := "completed"
 	switch {

@@ -376,7 +376,7 @@ func tree(es []Entry) []TreeNode {
 var bashStatus = regexp.MustCompile(`(?:^|\n)\[(exit (\d+)|killed by SIG[A-Z0-9]+|stopped: the command was killed|timed out after (\d+) ms: the command was killed)\]$`)
 
 // piNote matches the note that ends a cut output in pi's words
-// (tool.Env.PiOutput), which has no newline after it.
+// (tool.Env.SpillOutput), which has no newline after it.
 var piNote = regexp.MustCompile(`\n\n\[Showing [^\n]*\. Full output: [^\n]*\]$`)
 
 // bashText words e's bash tool content as pi's bash tool does: the output

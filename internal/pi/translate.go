@@ -262,9 +262,9 @@ func (t *Translator) Feed(ev agent.Event) []Event {
 			// bash's output as pi's bash tool reports it (its kept tail,
 			// the details once cut), else the output so far.
 			var res ToolResult
-			if ev.Pi != nil {
-				res.Content = []Content{{Type: "text", Text: ev.Pi.Content}}
-				if d := bashDetails(ev.Pi.Details); d != nil {
+			if ev.Snapshot != nil {
+				res.Content = []Content{{Type: "text", Text: ev.Snapshot.Content}}
+				if d := bashDetails(ev.Snapshot.Details); d != nil {
 					res.Details = d
 				}
 			} else {

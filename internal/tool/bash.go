@@ -412,15 +412,15 @@ func randomHex() string {
 // piLog returns env with its Output also feeding a new outputLog, and that
 // log, when env asks for pi's output; else env and nil.
 func piLog(env *Env) (*Env, *outputLog) {
-	if !env.PiOutput {
+	if !env.SpillOutput {
 		return env, nil
 	}
 	log := &outputLog{prefix: "pi-bash"}
 	e := *env
 	e.Output = func(chunk string) {
 		log.write(chunk)
-		if env.PiUpdate != nil {
-			env.PiUpdate(log.snapshot())
+		if env.SpillUpdate != nil {
+			env.SpillUpdate(log.snapshot())
 		}
 		if env.Output != nil {
 			env.Output(chunk)
@@ -521,13 +521,13 @@ func denied(p sandbox.Policy, out string) string {
 
 // ShellResult is how a user's shell command ended (Shell).
 type ShellResult struct {
-	Output    string // the last 64 KiB of stdout and stderr, combined (the bash tool under PiOutput: all of it, its head and tail past 1 MiB)
+	Output    string // the last 64 KiB of stdout and stderr, combined (the bash tool under SpillOutput: all of it, its head and tail past 1 MiB)
 	Truncated bool   // some output was dropped
 	ExitCode  *int   // nil when it did not exit by itself: stopped, timed out, killed by a signal
 	Stopped   bool   // ctx ended first: the command was killed
 	TimedOut  bool   // it ran past its timeout and was killed
 	// FullOutputPath names the file with the whole output when Output is
-	// a part of it (Env.PiOutput).
+	// a part of it (Env.SpillOutput).
 	FullOutputPath string
 }
 

@@ -16,7 +16,7 @@ import (
 // pi's bash (its tool and its user commands) keeps the last 2000 lines or
 // 50 KB of a command's output, whichever limit is hit first (its tools'
 // truncate.ts), and writes the whole of a longer output to a temp file that
-// the result names. Env.PiOutput asks for that (e --mode rpc) in place of
+// the result names. Env.SpillOutput asks for that (e --mode rpc) in place of
 // e's last 64 KiB.
 const (
 	piMaxLines = 2000
@@ -154,9 +154,9 @@ func (o *outputLog) create() {
 	}
 }
 
-// PiSnapshot is a bash output so far as pi's bash tool reports it in an
+// OutputSnapshot is a bash output so far as pi's bash tool reports it in an
 // update: the kept part and, once the output is cut, the details.
-type PiSnapshot struct {
+type OutputSnapshot struct {
 	Content string
 	Details json.RawMessage // nil while the output is within pi's limits
 }
@@ -194,13 +194,13 @@ func (o *outputLog) details(t truncation, path string) json.RawMessage {
 
 // snapshot is the output so far as pi's update reports it. Within pi's
 // limits that is all of it, as is.
-func (o *outputLog) snapshot() PiSnapshot {
+func (o *outputLog) snapshot() OutputSnapshot {
 	if o.f == nil {
-		return PiSnapshot{Content: string(o.buf)}
+		return OutputSnapshot{Content: string(o.buf)}
 	}
 	t := truncateTail(string(o.buf))
 	t.TotalLines = o.totalLines()
-	return PiSnapshot{Content: t.Content, Details: o.details(t, o.path)}
+	return OutputSnapshot{Content: t.Content, Details: o.details(t, o.path)}
 }
 
 // piStructuredMax is how much of an output pi's bash tool gives as its

@@ -109,16 +109,16 @@ func TestOutputLog(t *testing.T) {
 	}
 }
 
-// TestBashPiOutput checks bash with Env.PiOutput (e --mode rpc, Q2, Q4):
+// TestBashSpillOutput checks bash with Env.SpillOutput (e --mode rpc, Q2, Q4):
 // the model's tool and a user's command keep pi's part of a long output,
 // the tool's content ends with pi's note naming the file with all of it
 // (before e's status line), a user's command's result names the file;
 // output within the limits is as without it.
-func TestBashPiOutput(t *testing.T) {
+func TestBashSpillOutput(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
 	s := newSession(t)
-	s.env.PiOutput = true
+	s.env.SpillOutput = true
 	kept := strings.TrimSuffix(numbered(2, 2001), "\n")
 	fileRE := `/pi-bash-[0-9a-f]{16}\.log`
 	t.Run("tool", func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestPiNote(t *testing.T) {
 	}
 }
 
-// A user's command output under PiOutput is sanitised as pi's bash
+// A user's command output under SpillOutput is sanitised as pi's bash
 // executor does, also across chunk boundaries.
 func TestSanitizer(t *testing.T) {
 	tests := []struct {
@@ -214,10 +214,10 @@ func TestBashPiDetails(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
 	s := newSession(t)
-	s.env.PiOutput = true
-	var last PiSnapshot
+	s.env.SpillOutput = true
+	var last OutputSnapshot
 	updates, detailed := 0, 0
-	s.env.PiUpdate = func(u PiSnapshot) {
+	s.env.SpillUpdate = func(u OutputSnapshot) {
 		last = u
 		updates++
 		if u.Details != nil {

@@ -33,15 +33,15 @@ type Env struct {
 	// a stop after it always finds the command running and kills it). A
 	// call that a stop ends before it began does not call it.
 	Started func()
-	// PiOutput makes bash keep pi's part of a long output (the last 2000
+	// SpillOutput makes bash keep pi's part of a long output (the last 2000
 	// lines or 50 KB, whichever limit is hit first) in place of e's last
 	// 64 KiB, with the whole of it in a new temp file that the result
 	// names, in pi's words (e --mode rpc).
-	PiOutput bool
-	// PiUpdate, with PiOutput, receives bash's output so far as pi's bash
+	SpillOutput bool
+	// SpillUpdate, with SpillOutput, receives bash's output so far as pi's bash
 	// tool reports it in an update (its tail and, once cut, its
 	// details), right before each chunk goes to Output.
-	PiUpdate func(PiSnapshot)
+	SpillUpdate func(OutputSnapshot)
 	// Sandbox confines bash's commands (W1, W3); the zero value is off.
 	// TempDir is the session's private temp dir, their TMPDIR when
 	// sandboxed. write and edit, confined to Cwd already, write nothing
@@ -68,7 +68,7 @@ type Result struct {
 	// result as data beside Content (the pi dialect's structuredContent).
 	Shell *ShellResult
 	// Details are pi's details of a bash result whose output was cut
-	// (PiOutput, a command that exited by itself): {truncation,
+	// (SpillOutput, a command that exited by itself): {truncation,
 	// fullOutputPath} in pi's shape, nil otherwise.
 	Details json.RawMessage
 
