@@ -28,7 +28,7 @@ func KillTree(pid int, marker string) {
 		}
 		time.Sleep(time.Millisecond) // SIGKILL takes effect asynchronously
 	}
-	reapAdopted()
+	ReapAdopted()
 }
 
 type stat struct {
@@ -87,9 +87,10 @@ func tree(root int, marker []byte) []int {
 	return out
 }
 
-// reapAdopted waits for the children of this process that exited and that
-// it did not start through [Start]: orphans it adopted as subreaper.
-func reapAdopted() {
+// ReapAdopted waits for the children of this process that exited and that
+// it did not start through [Start]: orphans it adopted as subreaper, so
+// they do not stay zombies; its own children are left to their cmd.Wait.
+func ReapAdopted() {
 	names, err := readNames("/proc")
 	if err != nil {
 		return

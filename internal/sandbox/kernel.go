@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // minABI is the oldest Landlock ABI the sandbox accepts: ABI 3 is the first
@@ -62,10 +60,7 @@ func probe(limit string) Support {
 		s.Landlock = v
 	}
 	s.UserNS = userNamespaces()
-	if err := unix.Prctl(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil {
-		_, err := os.Stat("/proc/sys/kernel/seccomp/actions_avail")
-		s.Seccomp = err == nil
-	}
+	s.Seccomp = seccompAvailable()
 	for _, kv := range strings.Split(limit, ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
 		n, err := strconv.Atoi(v)
@@ -98,14 +93,6 @@ func probe(limit string) Support {
 	s.Network = s.UserNS
 	s.Missing = strings.Join(missing, "; ")
 	return s
-}
-
-func landlockABI() (int, error) {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(v), nil
 }
 
 // userNamespaces reports whether e may create a user namespace: the

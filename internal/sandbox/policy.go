@@ -212,3 +212,11 @@ func TempDir() (string, error) {
 	}
 	return realOr(dir), nil
 }
+
+// ExitLaunch is the launcher's exit status when its command cannot start
+// (a shell's 126: found but not runnable).
+const ExitLaunch = 126
+
+// launchArg, as e's first argument, makes e the launcher of one sandboxed
+// command (Main). It is not a command of e's: nobody types it.
+const launchArg = "__sandbox-exec"

@@ -110,7 +110,7 @@ wait:
 		}
 	}
 	p.reap(killed, groups)
-	reapAdopted()
+	reaper.ReapAdopted()
 }
 
 // errNotStarted: ctx ended before the command could start.
@@ -311,29 +311,6 @@ func (p *Procs) scan(match func(call string) bool, adoptedSince uint64) []int {
 		}
 	}
 	return pids
-}
-
-// reapAdopted waits for the adopted orphans of e that have exited by
-// themselves, so they do not stay zombies; e's own children are left to
-// their cmd.Wait.
-func reapAdopted() {
-	names, err := readDirNames("/proc")
-	if err != nil {
-		return
-	}
-	self := os.Getpid()
-	reaper.Classify(func(own func(int) bool) {
-		for _, name := range names {
-			pid, err := strconv.Atoi(name)
-			if err != nil {
-				continue
-			}
-			if st, ok := readStat(pid); ok && st.ppid == self && st.state == 'Z' && !own(pid) {
-				var ws syscall.WaitStatus
-				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-			}
-		}
-	})
 }
 
 const (
@@ -650,7 +627,7 @@ func execBash(ctx context.Context, env *Env, command string, timeout time.Durati
 	} else {
 		env.Procs.finished(pid)
 	}
-	reapAdopted()
+	reaper.ReapAdopted()
 
 	// The output ends when the last writer closes the pipe; a background job
 	// that did not redirect its output would hold it open forever.

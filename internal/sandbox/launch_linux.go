@@ -15,10 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// launchArg, as e's first argument, makes e the launcher of one sandboxed
-// command (Main). It is not a command of e's: nobody types it.
-const launchArg = "__sandbox-exec"
-
 // launch is what the launcher applies to itself before exec'ing the command.
 type launch struct {
 	Writable []string `json:"writable"` // directories it may write beneath, temp dir included
@@ -71,10 +67,6 @@ func Command(cmd *exec.Cmd, p Policy, cwd, tmp string) error {
 	cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	return nil
 }
-
-// ExitLaunch is the launcher's exit status when its command cannot start
-// (a shell's 126: found but not runnable).
-const ExitLaunch = 126
 
 // Main is the launcher: when e was started as one (Command), it confines
 // itself and execs the command, and returns only when it cannot, with an
