@@ -75,8 +75,9 @@ var sessionParam = map[string]string{
 	"session.unsteer":   "session",
 }
 
-// ordered is every method served before the next line is read (x-e
-// ordered): later requests depend on its effect.
+// ordered is every method served before the next line is read, when its
+// session is idle (x-e ordered): later requests depend on its effect.
 var ordered = map[string]bool{
-	"hello": true,
+	"hello":             true,
+	"session.interrupt": true,
 }

@@ -220,17 +220,18 @@ func (s *Server) handle(n int, line []byte) (shutdown bool) {
 	s.mu.Unlock()
 	// A request naming a session waits for that session's earlier requests
 	// only; any other runs at once (H1).
-	if ordered[method] {
-		// hello's ask decides how the lines after it are served (a create's
-		// client tools): it takes effect before the next line is read.
-		s.dispatch(r, h)
-		return false
-	}
 	key := ""
 	if name, ok := sessionParam[method]; ok {
 		key = gjson.GetBytes(params, name).String() // a string: the schema says so
 	}
-	if !s.work.Go(key, func() { s.dispatch(r, h) }) {
+	run := s.work.Go
+	if ordered[method] {
+		// hello's ask decides how the lines after it are served (a create's
+		// client tools), an interrupt what the client's next answer does:
+		// each takes effect before the next line is read.
+		run = s.work.Now
+	}
+	if !run(key, func() { s.dispatch(r, h) }) {
 		s.reply(r, nil, errShuttingDown)
 	}
 	return false

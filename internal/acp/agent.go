@@ -192,7 +192,9 @@ func (a *Agent) handle(line []byte) {
 	}
 	if isNotification {
 		if m.Method == "session/cancel" {
-			a.requests.Go(key, func() { a.cancelTurn(params) })
+			// In effect before the next line is read: the client answers
+			// the permission request it cancels right after (K5).
+			a.requests.Now(key, func() { a.cancelTurn(params) })
 		}
 		return // unknown notifications are ignored (ACP extensibility)
 	}

@@ -22,9 +22,12 @@ type facts struct {
 	// Loop is set for a request the loop serves itself (shutdown): no
 	// handler.
 	Loop bool `json:"loop"`
-	// Ordered is set for a request every later line depends on (hello: its
-	// ask decides whether a create may take client tools): it is served
-	// before the next line is read. It must never wait on anything.
+	// Ordered is set for a request later lines depend on (hello: its ask
+	// decides whether a create may take client tools; an interrupt: the
+	// client's answer to the question it interrupts comes next): it is
+	// served before the next line is read, unless its session's earlier
+	// requests still run, when it keeps its place after them. It must
+	// never wait on anything.
 	Ordered bool `json:"ordered"`
 }
 
@@ -109,8 +112,8 @@ func dispatchFile(ms []method) []byte {
 		}
 	}
 	b.WriteString("}\n\n")
-	b.WriteString("// ordered is every method served before the next line is read (x-e\n")
-	b.WriteString("// ordered): later requests depend on its effect.\n")
+	b.WriteString("// ordered is every method served before the next line is read, when its\n")
+	b.WriteString("// session is idle (x-e ordered): later requests depend on its effect.\n")
 	b.WriteString("var ordered = map[string]bool{\n")
 	for _, m := range ms {
 		if m.Ordered {

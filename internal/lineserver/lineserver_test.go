@@ -229,6 +229,63 @@ func TestQueuesQuery(t *testing.T) {
 	}
 }
 
+// H1, K5: Now runs on the caller when its key is idle (its effect comes
+// before the caller's next line), and keeps its place behind running work.
+func TestQueuesNow(t *testing.T) {
+	tests := []struct {
+		name string
+		busy bool // work of the key runs when Now is called
+	}{
+		{name: "idle key: on the caller"},
+		{name: "busy key: after its work", busy: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q Queues
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var got []string
+			add := func(s string) {
+				mu.Lock()
+				got = append(got, s)
+				mu.Unlock()
+			}
+			want := []string{"now"}
+			if tt.busy {
+				q.Go("k", func() { <-release; add("running") })
+				want = []string{"running", "now"}
+			}
+			inline := false
+			if !q.Now("k", func() {
+				mu.Lock()
+				inline = true
+				mu.Unlock()
+				add("now")
+			}) {
+				t.Fatal("Now refused work before Close")
+			}
+			mu.Lock()
+			ranHere := inline
+			mu.Unlock()
+			if ranHere != !tt.busy {
+				t.Errorf("ran on the caller: %v, want %v", ranHere, !tt.busy)
+			}
+			q.Go("k", func() { add("after") })
+			want = append(want, "after")
+			close(release)
+			if !q.Close(time.Minute) {
+				t.Fatal("Close: work still running")
+			}
+			if q.Now("k", func() { add("late") }) {
+				t.Error("Now after Close ran work")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // H2: a teardown that does not end in time gives way to the ending's code.
 func TestWithin(t *testing.T) {
 	if got := Within(time.Minute, 143, func() int { return 1 }); got != 1 {

@@ -61,26 +61,73 @@ func (q *Queues) add(key string, w work) bool {
 		k.waiting = append(k.waiting, w)
 		return true
 	}
+	k = q.open(key)
+	q.wg.Go(func() {
+		w.f()
+		q.next(key, k)
+	})
+	return true
+}
+
+// Now is Go for quick work that must take effect before the caller reads
+// its next line (an interrupt, before the client's answer to the question
+// it interrupts): when nothing of key runs or waits, f runs here, on the
+// caller's goroutine; else it keeps its place in key's queue.
+func (q *Queues) Now(key string, f func()) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	if k, running := q.keys[key]; running {
+		k.waiting = append(k.waiting, work{f: f})
+		q.mu.Unlock()
+		return true
+	}
+	var k *queue
+	if key != "" {
+		k = q.open(key)
+	}
+	q.wg.Add(1)
+	q.mu.Unlock()
+	defer q.wg.Done()
+	f()
+	if k != nil {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if len(k.waiting) == 0 {
+			delete(q.keys, key)
+		} else { // queued meanwhile by another goroutine: not run here
+			q.wg.Go(func() { q.next(key, k) })
+		}
+	}
+	return true
+}
+
+// open marks key as running; q.mu is held.
+func (q *Queues) open(key string) *queue {
 	if q.keys == nil {
 		q.keys = map[string]*queue{}
 	}
-	k = &queue{}
+	k := &queue{}
 	q.keys[key] = k
-	q.wg.Go(func() {
-		for {
-			w.f()
-			q.mu.Lock()
-			if len(k.waiting) == 0 {
-				delete(q.keys, key)
-				q.mu.Unlock()
-				return
-			}
-			w = k.waiting[0]
-			k.waiting = k.waiting[1:]
+	return k
+}
+
+// next runs key's waiting work in order, then marks key idle.
+func (q *Queues) next(key string, k *queue) {
+	for {
+		q.mu.Lock()
+		if len(k.waiting) == 0 {
+			delete(q.keys, key)
 			q.mu.Unlock()
+			return
 		}
-	})
-	return true
+		w := k.waiting[0]
+		k.waiting = k.waiting[1:]
+		q.mu.Unlock()
+		w.f()
+	}
 }
 
 // Blocking marks the start of a blocking section of key's running work,

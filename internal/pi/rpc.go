@@ -568,9 +568,12 @@ func (fr *front) handle(line []byte) {
 	c := &command{id: id, typ: typ, line: line}
 	run := func() { h(fr, c) }
 	var ok bool
-	if queries[typ] {
+	switch {
+	case queries[typ]:
 		ok = fr.requests.GoQuery(piKey, run)
-	} else {
+	case stops[typ]:
+		ok = fr.requests.Now(piKey, run)
+	default:
 		ok = fr.requests.Go(piKey, run)
 	}
 	if !ok {
@@ -580,6 +583,11 @@ func (fr *front) handle(line []byte) {
 
 // piKey is the key of every command's queue: a pi process has one session.
 const piKey = "session"
+
+// stops are the commands that stop work: in effect before the next line is
+// read (the client's answer to a dialog the abort ends comes next), unless
+// earlier commands still run, after which they keep their place.
+var stops = map[string]bool{"abort": true, "abort_bash": true}
 
 // queries only read the process's state.
 var queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
@@ -1085,8 +1093,8 @@ func (fr *front) abort(c *command) {
 	fr.mu.Lock()
 	compacted := fr.compactDone
 	fr.mu.Unlock()
+	sess.Stop()
 	fr.async(func() {
-		sess.Stop()
 		settled()
 		if compacted != nil {
 			<-compacted // as pi's abort, which waits until the stopped compact has ended
