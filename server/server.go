@@ -113,9 +113,9 @@ func (s *Server) Serve() int {
 	})
 	switch end.Reason {
 	case lineserver.Signalled:
-		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return s.signalled(end.Code()) })
+		return lineserver.Within(end.Left(), end.Code(), func() int { return s.signalled(end) })
 	case lineserver.Gone:
-		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { s.stop(); return s.loop.Close(end.Code()) })
+		return lineserver.Within(end.Left(), end.Code(), func() int { s.stop(); return s.loop.Close(end.Code()) })
 	case lineserver.Stopped:
 		s.stop()
 		s.writeRaw([]byte(`{"id":` + shutdownID(shutdown) + `,"result":{}}`))
@@ -135,16 +135,17 @@ func shutdownID(line []byte) string {
 	return id.Raw
 }
 
-// signalled kills every bash process group first, then extensions (D2).
-// A handler still running after lineserver.HandlerGrace is left behind.
-func (s *Server) signalled(code int) int {
+// signalled kills every bash process group first, then extensions (D2),
+// before it waits for the handlers still running: one stuck is left behind.
+func (s *Server) signalled(end lineserver.Ending) int {
 	s.cancel()
-	s.work.Close(lineserver.HandlerGrace)
-	if s.host.Kill(lineserver.SignalGrace) {
+	ok := s.host.Kill(end.Grace())
+	ok = s.work.Close(min(lineserver.HandlerGrace, end.Grace())) && ok
+	if ok {
 		s.stopReplies()
-		return s.loop.Close(code) // flush: no turn writes any more
+		return s.loop.Close(end.Code()) // flush: no turn writes any more
 	}
-	return code
+	return end.Code()
 }
 
 // stop ends every running turn and closes every session (D1), once the

@@ -114,7 +114,7 @@ func (a *Agent) Serve() int {
 		return false
 	})
 	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
-		return lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { return a.end(end) })
+		return lineserver.Within(end.Left(), end.Code(), func() int { return a.end(end) })
 	}
 	return a.end(end)
 }
@@ -122,22 +122,23 @@ func (a *Agent) Serve() int {
 // end stops what runs after the loop ended and returns the exit status.
 func (a *Agent) end(end lineserver.Ending) int {
 	if end.Reason == lineserver.Signalled {
+		// Turns and bash process groups stop at once, before the requests
+		// still running are waited for; turns get a grace to answer, then
+		// e exits whether or not they did.
 		a.cancel()
+		a.conn.cancelAll()
+		ok := a.host.Kill(end.Grace())
+		if !a.requests.Close(min(lineserver.HandlerGrace, end.Grace())) || !ok {
+			return end.Code()
+		}
+		a.work.Wait()
+		return a.loop.Close(end.Code())
 	}
 	// The requests read run (at EOF, before the sessions stop); one stuck
 	// is left behind after its grace (H2).
 	a.requests.Close(lineserver.HandlerGrace)
 	a.cancel()
 	a.conn.cancelAll()
-	if end.Reason == lineserver.Signalled {
-		// Turns and bash process groups stop at once; turns get a grace to
-		// answer, then e exits whether or not they did.
-		if !a.host.Kill(lineserver.SignalGrace) {
-			return end.Code()
-		}
-		a.work.Wait()
-		return a.loop.Close(end.Code())
-	}
 	// Every turn stops (each still gets its response written), the sessions
 	// close, tool processes and extensions stop.
 	a.host.Shutdown()

@@ -23,9 +23,15 @@ import (
 	"github.com/e-agent/e/internal/jsonl"
 )
 
-// SignalGrace is how long turns get, after a signal has stopped
-// them, to write their last events and responses (D2).
-const SignalGrace = 2 * time.Second
+// ExitLimit is how long a front end's teardown may take after a signal or
+// a dead stdout, from the moment the loop saw it: whatever a handler or a
+// turn is doing, the process exits within H2's 2 s (the rest is margin for
+// the exit itself).
+const ExitLimit = 1800 * time.Millisecond
+
+// killMargin is what a teardown keeps of ExitLimit for its steps after the
+// turns' grace: extensions killed, stdout flushed.
+const killMargin = 300 * time.Millisecond
 
 // Reason is why Run returned.
 type Reason int
@@ -43,7 +49,21 @@ type Ending struct {
 	Reason Reason
 	Err    error     // EOF: a read error other than io.EOF, else nil; TooLong: the *jsonl.TooLongError
 	Signal os.Signal // Signalled
+	At     time.Time // Signalled, Gone: when the loop saw it
 }
+
+// Left is the time left of the teardown's ExitLimit: the bound to give
+// lineserver.Within.
+func (e Ending) Left() time.Duration {
+	if e.At.IsZero() {
+		return ExitLimit
+	}
+	return time.Until(e.At.Add(ExitLimit))
+}
+
+// Grace is how long turns stopped by the ending get to write their last
+// events and responses (D2): what is left of ExitLimit but its margin.
+func (e Ending) Grace() time.Duration { return max(e.Left()-killMargin, 0) }
 
 // Code is the exit status the ending calls for: 0 for EOF and Stopped, 1
 // for an oversized record, a read error and a gone client, 128+N for
@@ -129,8 +149,8 @@ func (l *Loop) Out() *jsonl.Writer { return l.out }
 func (l *Loop) Signals() <-chan os.Signal { return l.sigs }
 
 // HandlerGrace is how long an ending waits for the handler still running
-// (stuck, say, in the open of a FIFO) before it ends anyway, so that the
-// front end's own grace (SignalGrace) still fits in H2's 2 s.
+// (stuck, say, in the open of a FIFO) before it ends anyway; after a signal
+// the wait counts in ExitLimit.
 const HandlerGrace = time.Second
 
 // maxQueued bounds the records read ahead of a handler still running.
@@ -251,9 +271,9 @@ func (l *Loop) Run(ctx context.Context, handle func(n int, record []byte) (stop 
 			fmt.Fprintf(l.stderr, "%s: a request still running after %v; ending without its answer\n", l.name, HandlerGrace)
 			return *ending
 		case <-l.out.Failed():
-			return settle(Ending{Reason: Gone})
+			return settle(Ending{Reason: Gone, At: time.Now()})
 		case sig := <-l.sigs:
-			return settle(Ending{Reason: Signalled, Signal: sig})
+			return settle(Ending{Reason: Signalled, Signal: sig, At: time.Now()})
 		}
 	}
 }
@@ -288,10 +308,6 @@ func (l *Loop) Close(code int) int {
 	}
 	return code
 }
-
-// TeardownLimit bounds a front end's teardown after a signal or a dead
-// stdout: the running handler's grace, then the turns'.
-const TeardownLimit = HandlerGrace + SignalGrace
 
 // Within runs teardown and returns the exit status it returns, or code
 // when it has not returned within limit: a teardown that waits on a

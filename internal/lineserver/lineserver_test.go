@@ -300,3 +300,33 @@ func TestWithin(t *testing.T) {
 		t.Errorf("a stuck teardown: %d, want the ending's 143", got)
 	}
 }
+
+// H2: a teardown's time counts from the ending, handler's grace included,
+// so that the exit comes within 2 s of the signal.
+func TestEndingLeft(t *testing.T) {
+	tests := []struct {
+		name      string
+		at        time.Time
+		wantLeft  bool // time is left
+		wantGrace bool // turns get a grace
+	}{
+		{name: "no time of ending", wantLeft: true, wantGrace: true},
+		{name: "just now", at: time.Now(), wantLeft: true, wantGrace: true},
+		{name: "within the margin", at: time.Now().Add(-ExitLimit + killMargin/2), wantLeft: true},
+		{name: "past the limit", at: time.Now().Add(-ExitLimit)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Ending{Reason: Signalled, At: tt.at}
+			if got := e.Left() > 0; got != tt.wantLeft {
+				t.Errorf("Left() = %v, want time left: %v", e.Left(), tt.wantLeft)
+			}
+			if got := e.Grace() > 0; got != tt.wantGrace {
+				t.Errorf("Grace() = %v, want a grace: %v", e.Grace(), tt.wantGrace)
+			}
+			if e.Left() > ExitLimit || e.Grace() > ExitLimit-killMargin {
+				t.Errorf("Left() = %v, Grace() = %v: more than ExitLimit %v", e.Left(), e.Grace(), ExitLimit)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ type Queues struct {
 
 // StuckAfter is how long the running work of a key may block in a system
 // call (Blocking) before the key's queries pass it.
-const StuckAfter = 100 * time.Millisecond
+const StuckAfter = 25 * time.Millisecond
 
 // queue is one key's work: what waits, and the running work's blocking
 // section.

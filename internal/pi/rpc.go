@@ -426,8 +426,13 @@ func (fr *front) serve() int {
 		return false
 	})
 	// The commands read run first; one stuck is left behind after its
-	// grace (H2).
-	fr.requests.Close(lineserver.HandlerGrace)
+	// grace (H2), which counts in the teardown's after a signal.
+	grace := lineserver.HandlerGrace
+	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
+		fr.stopAll()
+		grace = min(grace, end.Grace())
+	}
+	fr.requests.Close(grace)
 	switch end.Reason {
 	case lineserver.EOF:
 		finished := make(chan struct{})
@@ -439,17 +444,17 @@ func (fr *front) serve() int {
 		select {
 		case <-finished:
 		case sig := <-fr.loop.Signals():
-			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig}
+			end = lineserver.Ending{Reason: lineserver.Signalled, Signal: sig, At: time.Now()}
 		case why := <-fr.loop.WatchClient(stop):
 			fmt.Fprintf(fr.env.Stderr, "e --mode rpc: the client is gone (%s); stopping\n", why)
-			end = lineserver.Ending{Reason: lineserver.Gone}
+			end = lineserver.Ending{Reason: lineserver.Gone, At: time.Now()}
 		}
 		close(stop)
 	}
 	if end.Reason == lineserver.Signalled || end.Reason == lineserver.Gone {
 		done := make(chan int, 1)
 		go func() {
-			done <- lineserver.Within(lineserver.TeardownLimit, end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
+			done <- lineserver.Within(end.Left(), end.Code(), func() int { fr.shutdown(); return fr.loop.Close(end.Code()) })
 		}()
 		var second <-chan os.Signal // nil: only a signal's teardown is cut short
 		if end.Reason == lineserver.Signalled {
@@ -471,6 +476,20 @@ func (fr *front) serve() int {
 // shutdown stops the run and every command, closes the session and
 // flushes the output.
 func (fr *front) shutdown() {
+	cur := fr.stopAll()
+	fr.uiCancelAll()
+	fr.work.Wait()
+	if cur != nil {
+		cur.Close(context.Background())
+	}
+	fr.stop()
+	fr.h.Shutdown() // tool processes and extensions
+	fr.out.Close()
+}
+
+// stopAll stops the run and every bash command and returns the current
+// session.
+func (fr *front) stopAll() *session.Session {
 	fr.mu.Lock()
 	cur := fr.cur
 	cancels := slices.Collect(maps.Values(fr.bashCancels))
@@ -481,14 +500,7 @@ func (fr *front) shutdown() {
 	if cur != nil {
 		cur.Stop()
 	}
-	fr.uiCancelAll()
-	fr.work.Wait()
-	if cur != nil {
-		cur.Close(context.Background())
-	}
-	fr.stop()
-	fr.h.Shutdown() // tool processes and extensions
-	fr.out.Close()
+	return cur
 }
 
 // reply is a command's response.
