@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
+	"github.com/e-agent/e/internal/lineserver"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/protocol"
 )
@@ -18,12 +18,8 @@ import (
 // clientCalls is the server's book of client tool calls: the pending ones
 // and those that ended, so a late tool.result is told which it is.
 type clientCalls struct {
-	s *Server
-
-	mu      sync.Mutex
-	last    int64
-	pending map[int64]chan toolAnswer
-	ended   map[int64]string // "answered" or "cancelled"
+	s     *Server
+	calls lineserver.Calls[toolAnswer]
 }
 
 type toolAnswer struct {
@@ -66,55 +62,32 @@ func (s *Server) clientTools(r *request, p protocol.SessionCreateParams, spec *s
 // CallTool writes the tool_call line and waits for its tool.result; when
 // ctx ends first the client gets a tool_call_cancelled line.
 func (c *clientCalls) CallTool(ctx context.Context, tc session.ToolCall) (string, bool, error) {
-	ch := make(chan toolAnswer, 1)
-	c.mu.Lock()
-	if c.pending == nil {
-		c.pending, c.ended = map[int64]chan toolAnswer{}, map[int64]string{}
-	}
-	c.last++
-	n := c.last
-	c.pending[n] = ch
-	c.mu.Unlock()
-
+	call := c.calls.Open()
 	req, _ := ctx.Value(requestKey{}).(json.RawMessage)
-	c.s.writeJSON(protocol.ToolCallLine{Type: "tool_call", Call: n, Session: protocol.SessionID(tc.Session), Request: req,
+	c.s.writeJSON(protocol.ToolCallLine{Type: "tool_call", Call: call.N, Session: protocol.SessionID(tc.Session), Request: req,
 		ID: int64(tc.ID), Name: tc.Name, Arguments: tc.Arguments})
-	select {
-	case a := <-ch:
-		return a.content, a.isError, nil
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	if _, ok := c.pending[n]; !ok {
-		c.mu.Unlock()
-		a := <-ch // the answer won the race
+	if a, ok := call.Wait(ctx); ok {
 		return a.content, a.isError, nil
 	}
-	delete(c.pending, n)
-	c.ended[n] = "cancelled"
-	c.mu.Unlock()
 	reason := protocol.ToolCallCancelledLineReasonInterrupted
 	if errors.Is(context.Cause(ctx), session.ErrClientToolTimeout) {
 		reason = protocol.ToolCallCancelledLineReasonTimeout
 	}
-	c.s.writeJSON(protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: n, Session: protocol.SessionID(tc.Session), Reason: reason})
+	c.s.writeJSON(protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: call.N, Session: protocol.SessionID(tc.Session), Reason: reason})
 	return "", false, ctx.Err()
 }
 
 // answer routes a tool.result to its pending call.
 func (c *clientCalls) answer(n int64, a toolAnswer) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch, ok := c.pending[n]
-	if !ok {
-		if how, ended := c.ended[n]; ended {
-			return fmt.Errorf("call %d was already %s", n, how)
-		}
+	err := c.calls.Answer(n, a)
+	switch {
+	case errors.Is(err, lineserver.ErrUnknownCall):
 		return fmt.Errorf("no tool call %d was made", n)
+	case errors.Is(err, lineserver.ErrAnswered):
+		return fmt.Errorf("call %d was already answered", n)
+	case err != nil:
+		return fmt.Errorf("call %d was already cancelled", n)
 	}
-	delete(c.pending, n)
-	c.ended[n] = "answered"
-	ch <- a
 	return nil
 }
 

@@ -6,25 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/e-agent/e/internal/jsonl"
+	"github.com/e-agent/e/internal/lineserver"
 )
 
 // Conn is one JSON-RPC 2.0 peer on a line stream: it writes responses and
 // notifications, and sends requests of its own (session/request_permission)
 // whose responses the reader hands back with deliver.
 type Conn struct {
-	out *jsonl.Writer
-
-	mu      sync.Mutex
-	next    int64
-	pending map[string]chan message
+	out   *jsonl.Writer
+	calls lineserver.Calls[message]
 }
 
-func newConn(out *jsonl.Writer) *Conn {
-	return &Conn{out: out, pending: map[string]chan message{}}
-}
+func newConn(out *jsonl.Writer) *Conn { return &Conn{out: out} }
 
 func (c *Conn) write(v any) {
 	b, err := json.Marshal(v)
@@ -57,48 +52,27 @@ func (c *Conn) notify(method string, params any) {
 
 // call sends a request to the client and waits for its response or ctx.
 func (c *Conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	c.mu.Lock()
-	c.next++
-	id := strconv.FormatInt(c.next, 10)
-	ch := make(chan message, 1)
-	c.pending[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	c.write(outRequest{"2.0", json.RawMessage(id), method, params})
-	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, fmt.Errorf("%s: the client answered with error %d: %s", method, m.Error.Code, m.Error.Message)
-		}
-		return m.Result, nil
-	case <-ctx.Done():
+	call := c.calls.Open()
+	c.write(outRequest{"2.0", json.RawMessage(strconv.FormatInt(call.N, 10)), method, params})
+	m, ok := call.Wait(ctx)
+	switch {
+	case !ok:
 		return nil, ctx.Err()
+	case m.Error != nil:
+		return nil, fmt.Errorf("%s: the client answered with error %d: %s", method, m.Error.Code, m.Error.Message)
 	}
+	return m.Result, nil
 }
 
 // deliver hands a response to the call waiting for it; a response nobody
 // waits for (late, or never asked) is dropped.
 func (c *Conn) deliver(m message) {
-	id := string(bytes.TrimSpace(m.ID))
-	c.mu.Lock()
-	ch, ok := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
-	if ok {
-		ch <- m
+	if n, err := strconv.ParseInt(string(bytes.TrimSpace(m.ID)), 10, 64); err == nil {
+		_ = c.calls.Answer(n, m)
 	}
 }
 
 // cancelAll ends every call waiting for the client, which has gone.
 func (c *Conn) cancelAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, ch := range c.pending {
-		delete(c.pending, id)
-		ch <- message{Error: &Error{Code: CodeInternal, Message: "the connection closed"}}
-	}
+	c.calls.CancelAll(message{Error: &Error{Code: CodeInternal, Message: "the connection closed"}})
 }

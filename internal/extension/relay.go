@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/e-agent/e/internal/lineserver"
 )
 
 // Ask is the line e rpc writes for a relayed question (X2), or for e's own
@@ -33,17 +34,12 @@ type Relay struct {
 	// reason when one is known (the cause of the asker's context), else "".
 	Cancelled func(a Ask, why string)
 
-	mu      sync.Mutex
-	last    int64
-	pending map[int64]chan json.RawMessage
-	closed  map[int64]bool // finished asks: true answered, false cancelled
+	calls lineserver.Calls[json.RawMessage]
 }
 
 // NewRelay returns a Relay that writes ask lines with emit. emit is called
 // without locks held and must not block for long.
-func NewRelay(emit func(Ask)) *Relay {
-	return &Relay{emit: emit, pending: make(map[int64]chan json.RawMessage), closed: make(map[int64]bool)}
-}
+func NewRelay(emit func(Ask)) *Relay { return &Relay{emit: emit} }
 
 // Ask emits an ask line and waits for its Reply. When ctx ends first the
 // ask is cancelled and the result is {"cancelled":true}.
@@ -59,71 +55,38 @@ func (r *Relay) Send(ctx context.Context, a Ask) json.RawMessage {
 	if len(a.Params) == 0 {
 		a.Params = json.RawMessage(`{}`)
 	}
-	ch := make(chan json.RawMessage, 1)
-	r.mu.Lock()
-	r.last++
-	n := r.last
-	r.pending[n] = ch
-	r.mu.Unlock()
-
-	a.Type, a.Ask = "ask", n
+	call := r.calls.Open()
+	a.Type, a.Ask = "ask", call.N
 	r.emit(a)
-	select {
-	case res := <-ch:
+	res, ok := call.Wait(ctx)
+	if ok {
 		return res
-	case <-ctx.Done():
-		r.mu.Lock()
-		if _, ok := r.pending[n]; !ok {
-			r.mu.Unlock()
-			return <-ch // the reply won the race
-		}
-		delete(r.pending, n)
-		r.closed[n] = false
-		r.mu.Unlock()
-		if r.Cancelled != nil {
-			why := "" // nobody waits any more: the extension or the call
-			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-				why = cause.Error()
-			}
-			r.Cancelled(a, why)
-		}
-		return cancelled
 	}
+	if r.Cancelled != nil {
+		why := "" // nobody waits any more: the extension or the call
+		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			why = cause.Error()
+		}
+		r.Cancelled(a, why)
+	}
+	return cancelled
 }
 
 // Reply answers ask n (M15). A nil or null result cancels it: the extension
 // gets {"cancelled":true} (X3).
 func (r *Relay) Reply(n int64, result json.RawMessage) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ch, ok := r.pending[n]
-	if !ok {
-		answered, finished := r.closed[n]
-		switch {
-		case !finished:
-			return fmt.Errorf("unknown ask %d", n)
-		case answered:
-			return fmt.Errorf("ask %d was already answered", n)
-		default:
-			return fmt.Errorf("ask %d was cancelled", n)
-		}
-	}
 	if len(result) == 0 || string(result) == "null" {
 		result = cancelled
 	}
-	delete(r.pending, n)
-	r.closed[n] = true
-	ch <- result
+	err := r.calls.Answer(n, result)
+	switch {
+	case errors.Is(err, lineserver.ErrUnknownCall):
+		return fmt.Errorf("unknown ask %d", n)
+	case err != nil:
+		return fmt.Errorf("ask %d %w", n, err)
+	}
 	return nil
 }
 
 // CancelAll cancels every pending ask, for example when the client goes.
-func (r *Relay) CancelAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for n, ch := range r.pending {
-		delete(r.pending, n)
-		r.closed[n] = false
-		ch <- cancelled
-	}
-}
+func (r *Relay) CancelAll() { r.calls.CancelAll(cancelled) }

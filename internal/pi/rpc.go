@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,9 +108,8 @@ type front struct {
 	tr          *Translator
 	trMu        sync.Mutex
 
-	uiMu   sync.Mutex
-	uiNext int
-	uiWait map[string]chan json.RawMessage
+	dialogs lineserver.Calls[json.RawMessage] // extension_ui_requests waiting, ids "ui-N"
+	notices atomic.Int64                      // notify requests, ids "notify-N"
 }
 
 // Main runs e --mode rpc or e --mode json with pi's flags and returns the
@@ -180,7 +180,7 @@ func start(f Flags, env Env) (*front, error) {
 	}
 	getenv := cfg.Getenv(env.Getenv)
 	ctx, stop := context.WithCancel(context.Background())
-	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop, uiWait: map[string]chan json.RawMessage{},
+	fr := &front{env: env, flags: f, cfg: cfg, ctx: ctx, stop: stop,
 		bashCancels:  map[int]func(){},
 		steeringMode: cmpOr(cfg.Settings.SteeringMode, "one-at-a-time"),
 		followUpMode: cmpOr(cfg.Settings.FollowUpMode, "one-at-a-time"),
@@ -2146,17 +2146,8 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 		return nil, session.ErrNoUI
 	}
 	p := gjson.ParseBytes(params)
-	fr.uiMu.Lock()
-	fr.uiNext++
-	id := fmt.Sprintf("ui-%d", fr.uiNext)
-	ch := make(chan json.RawMessage, 1)
-	fr.uiWait[id] = ch
-	fr.uiMu.Unlock()
-	defer func() {
-		fr.uiMu.Lock()
-		delete(fr.uiWait, id)
-		fr.uiMu.Unlock()
-	}()
+	call := fr.dialogs.Open()
+	id := fmt.Sprintf("ui-%d", call.N)
 	const typ = "extension_ui_request"
 	title := p.Get("title").String()
 	var timeout *int64
@@ -2183,12 +2174,10 @@ func (u ui) Ask(ctx context.Context, ext, method string, params json.RawMessage)
 	case "editor": // pi's editor has no timeout
 		fr.write(UIRequestEditor{Type: typ, ID: id, Method: pm, Title: title, Prefill: p.Get("text").String()})
 	}
-	select {
-	case ans := <-ch:
+	if ans, ok := call.Wait(ctx); ok {
 		return uiResult(pm, gjson.ParseBytes(ans)), nil
-	case <-ctx.Done():
-		return json.RawMessage(`{"cancelled":true}`), nil
 	}
+	return json.RawMessage(`{"cancelled":true}`), nil
 }
 
 // uiResult is what the extension gets for a's answer to dialog method pm:
@@ -2229,10 +2218,7 @@ func (u ui) Notice(n session.Notice) {
 		u.fr.write(ExtensionError{Type: "extension_error", ExtensionPath: n.Extension, Event: "extension", Error: n.Message})
 		return
 	}
-	u.fr.uiMu.Lock()
-	u.fr.uiNext++
-	id := fmt.Sprintf("ui-%d", u.fr.uiNext)
-	u.fr.uiMu.Unlock()
+	id := fmt.Sprintf("notify-%d", u.fr.notices.Add(1))
 	u.fr.write(UIRequestNotify{Type: "extension_ui_request", ID: id, Method: "notify", Message: n.Message,
 		NotifyType: cmpOr(n.Level, "info")})
 }
@@ -2242,21 +2228,11 @@ func (fr *front) uiAnswer(line []byte) {
 		fr.respond(nil, "extension_ui_response", nil, err)
 		return
 	}
+	// An answer to no dialog that waits (late, or never asked) is dropped, as pi's.
 	id := gjson.GetBytes(line, "id").String()
-	fr.uiMu.Lock()
-	ch := fr.uiWait[id]
-	delete(fr.uiWait, id)
-	fr.uiMu.Unlock()
-	if ch != nil {
-		ch <- bytes.Clone(line)
+	if n, err := strconv.ParseInt(strings.TrimPrefix(id, "ui-"), 10, 64); err == nil && strings.HasPrefix(id, "ui-") {
+		_ = fr.dialogs.Answer(n, bytes.Clone(line))
 	}
 }
 
-func (fr *front) uiCancelAll() {
-	fr.uiMu.Lock()
-	defer fr.uiMu.Unlock()
-	for id, ch := range fr.uiWait {
-		ch <- json.RawMessage(`{"cancelled":true}`)
-		delete(fr.uiWait, id)
-	}
-}
+func (fr *front) uiCancelAll() { fr.dialogs.CancelAll(json.RawMessage(`{"cancelled":true}`)) }
