@@ -107,9 +107,12 @@ type shape struct {
 // struct's always-emitted fields, and every field the struct has is a
 // property of the schema. Params, results and lines of e rpc are the
 // generated types of package protocol (internal/gen TestFresh keeps them
-// current), so only the hand-written types are checked here: the agent's
-// events and turn result, which e -p prints too, the ask line and the
-// session.entries result.
+// current), so only the other types are checked here: the agent's events,
+// turn result and their shared shapes, which e -p prints too (generated
+// as well, but in the engine's Go: the embedded model.Usage and the
+// always-sent optional fields come from internal/gen/agent.go's tables,
+// which this proves), and the hand-written ask line and session.entries
+// result.
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
 		{schema: "session.entries.result", value: SessionEntriesResult{}},
@@ -138,8 +141,12 @@ func TestRequiredMatchesStructs(t *testing.T) {
 				if _, ok := properties[f.name]; !ok {
 					t.Errorf("field %q is not a property of the schema", f.name)
 				}
-				if f.always && !slices.Contains(s.added, f.name) {
+				added := slices.Contains(s.added, f.name)
+				if f.always && !added {
 					want = append(want, f.name)
+				}
+				if added && !f.always {
+					t.Errorf("field %q is left out when empty, but e always sends it", f.name)
 				}
 			}
 			slices.Sort(want)
