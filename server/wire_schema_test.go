@@ -123,6 +123,7 @@ func TestRequiredMatchesStructs(t *testing.T) {
 		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
 		{schema: "defs", def: "tool_counts", value: agent.ToolCounts{}},
 		{schema: "defs", def: "call", value: agent.Call{}},
+		{schema: "lines/ask", def: "approve", value: agent.ApproveParams{}},
 		{schema: "defs", def: "part", value: model.Part{}},
 		{schema: "defs", def: "message", value: model.Message{}},
 	}
@@ -361,8 +362,8 @@ func TestLinesValidate(t *testing.T) {
 		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
 			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
 		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
-			Params: mustJSON(t, ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
-				Category: "execute", Target: "ls"}, TimeoutMS: ptr(int64(50))})}), schemas.ValidateLine},
+			Params: mustJSON(t, agent.ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
+				Category: "execute", Target: "ls"}, TimeoutMS: 50})}), schemas.ValidateLine},
 		{"tool_call (G1)", mustJSON(t, protocol.ToolCallLine{Type: "tool_call", Call: 1, Session: "s1", Request: json.RawMessage(`"p"`), ID: 3,
 			Name: "ticket", Arguments: json.RawMessage(`{"id":7}`)}), schemas.ValidateLine},
 		{"tool_call_cancelled (G2)", mustJSON(t, protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: 1, Session: "s1",

@@ -71,6 +71,14 @@ type Usage struct {
 	PromptTokens int64 `json:"prompt_tokens"`
 }
 
+// ApproveParams is the params of a tool.approve ask: the call as in tool_batch, plus
+// timeout_ms when the question is bounded. Schema: lines/ask.json#/$defs/approve.
+type ApproveParams struct {
+	Call
+	// after this long the ask is cancelled (a notice says so) and the call denied
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
 // Result is the result of one turn: the session.prompt response (M6), the flat v1 one-shot
 // answer beside its id (O1), and the last line of e -p --json (P7). Schema: result.json.
 type Result struct {

@@ -23,9 +23,17 @@ import (
 // agentOut is the generated file, beside the hand-written engine.
 const agentOut = "internal/agent/event_gen.go"
 
-// agentDefs are the shared shapes of defs.json the events and the result
-// use, generated under their camel-case names.
-var agentDefs = []string{"call", "error_details", "tool_counts", "usage"}
+// agentShapes are the shapes besides the events and the result, by their
+// schema's path and the Go name: those of defs.json the events and the
+// result use, and the params of e's tool.approve ask (a call and its
+// timeout), which the engine's approval asks a front end to send.
+var agentShapes = []struct{ path, name string }{
+	{"defs.json#/$defs/call", "Call"},
+	{"defs.json#/$defs/error_details", "ErrorDetails"},
+	{"defs.json#/$defs/tool_counts", "ToolCounts"},
+	{"defs.json#/$defs/usage", "Usage"},
+	{"lines/ask.json#/$defs/approve", "ApproveParams"},
+}
 
 // agentFieldNames are Go field names where the property's camel case
 // reads worse than the engine's name.
@@ -54,14 +62,16 @@ var agentPointers = map[string]bool{"text": true, "reasoning": true}
 // marshals to.
 type agentEmbed struct {
 	goType string
-	props  []string // "" for all the properties of the agentDefs shape goType
+	props  []string // nil for all the properties of the agentShapes shape goType
 }
 
-// agentEmbeds: a usage is model.Usage plus the derived prompt_tokens, and
-// the usage event is a usage plus the answer's ids.
+// agentEmbeds: a usage is model.Usage plus the derived prompt_tokens, the
+// usage event is a usage plus the answer's ids, an approval's params are
+// the call plus a timeout.
 var agentEmbeds = map[string]agentEmbed{
-	"Usage":      {goType: "model.Usage", props: []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "reasoning_tokens"}},
-	"UsageEvent": {goType: "Usage"},
+	"Usage":         {goType: "model.Usage", props: []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "reasoning_tokens"}},
+	"UsageEvent":    {goType: "Usage"},
+	"ApproveParams": {goType: "Call"},
 }
 
 // agentExtra is a field not on e's wire.
@@ -114,13 +124,14 @@ type agentType struct {
 func agentTypeList(m *model) ([]agentType, error) {
 	var out []agentType
 	names := map[string]bool{}
-	for _, k := range agentDefs {
-		d := m.byKey[base+"defs.json#/$defs/"+k]
-		if d == nil {
-			return nil, fmt.Errorf("agent: defs.json has no $defs/%s", k)
+	for _, sh := range agentShapes {
+		file, frag, _ := strings.Cut(sh.path, "#")
+		t, err := m.ref(base+file, "#"+frag)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %s: %w", sh.path, err)
 		}
-		out = append(out, agentType{name: camel(k), d: d})
-		names[camel(k)] = true
+		out = append(out, agentType{name: sh.name, d: t.decl})
+		names[sh.name] = true
 	}
 	res := m.byKey[base+"result.json"]
 	if res == nil {
@@ -137,7 +148,9 @@ func agentTypeList(m *model) ([]agentType, error) {
 	return out, nil
 }
 
-// agentGoFile writes package agent's event and result structs.
+// agentGoFile writes package agent's event and result structs. It may
+// declare shapes in m that no schema refers to (agentShapes): m must be a
+// model of its own, not the one of package protocol.
 func agentGoFile(m *model) ([]byte, error) {
 	types, err := agentTypeList(m)
 	if err != nil {
@@ -320,7 +333,7 @@ func agentGoType(t texpr, prop string, byDecl map[*decl]string) (string, error) 
 		case byDecl[t.decl] != "":
 			s = byDecl[t.decl]
 		default:
-			return "", fmt.Errorf("%s has no Go type here: add it to agentDefs or agentTypes", t.decl.source)
+			return "", fmt.Errorf("%s has no Go type here: add it to agentShapes or agentTypes", t.decl.source)
 		}
 	default:
 		return "", fmt.Errorf("a type of kind %d has no Go type here: add it to agentTypes", t.kind)
@@ -335,6 +348,9 @@ func agentGoType(t texpr, prop string, byDecl map[*decl]string) (string, error) 
 func agentDoc(t agentType) string {
 	d := t.d
 	doc := t.name + " is " + sentence(d.desc)
+	if d.desc == "" {
+		doc = t.name + " is a wire shape."
+	}
 	if t.event != "" {
 		doc = t.name + " is the " + d.title
 		if d.desc != "" {

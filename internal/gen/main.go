@@ -82,7 +82,11 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("gofmt of the Go output: %w", err)
 	}
 	files["protocol/protocol.go"] = goSrc
-	agentSrc, err := agentGoFile(m)
+	am, err := load(filepath.Join(root, "schemas"), files)
+	if err != nil {
+		return nil, err
+	}
+	agentSrc, err := agentGoFile(am)
 	if err != nil {
 		return nil, err
 	}
