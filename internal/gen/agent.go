@@ -162,6 +162,7 @@ func agentGoFile(m *model) ([]byte, error) {
 	}
 	var body out
 	used := map[string]bool{} // the packages the Go types name
+	seen := map[string]bool{} // the properties generated, as Type.property
 	use := func(goType string) string {
 		if pkg, _, ok := strings.Cut(strings.TrimLeft(goType, "*[]"), "."); ok {
 			used[pkg] = true
@@ -169,7 +170,7 @@ func agentGoFile(m *model) ([]byte, error) {
 		return goType
 	}
 	for _, t := range types {
-		fields, err := agentFields(t, types, byDecl, use)
+		fields, err := agentFields(t, types, byDecl, use, seen)
 		if err != nil {
 			return nil, err
 		}
@@ -193,6 +194,11 @@ func agentGoFile(m *model) ([]byte, error) {
 	for name := range agentExtras {
 		if declOf(types, name) == nil {
 			return nil, fmt.Errorf("agent: agentExtras names %s, which is no generated type", name)
+		}
+	}
+	for _, key := range append(sortedKeys(agentTypes), sortedKeys(agentAlwaysSent)...) {
+		if !seen[key] {
+			return nil, fmt.Errorf("agent: agentTypes or agentAlwaysSent names %s, which is no generated field", key)
 		}
 	}
 	var o out
@@ -230,7 +236,7 @@ func agentGoFile(m *model) ([]byte, error) {
 
 // agentFields returns the field lines of t's struct: the embeds, the
 // properties they do not cover, the fields not on the wire.
-func agentFields(t agentType, types []agentType, byDecl map[*decl]string, use func(string) string) (string, error) {
+func agentFields(t agentType, types []agentType, byDecl map[*decl]string, use func(string) string, seen map[string]bool) (string, error) {
 	var body out
 	covered := map[string]bool{}
 	if e, ok := agentEmbeds[t.name]; ok {
@@ -254,6 +260,7 @@ func agentFields(t agentType, types []agentType, byDecl map[*decl]string, use fu
 			continue
 		}
 		key := t.name + "." + f.json
+		seen[key] = true
 		goType := agentTypes[key]
 		if goType == "" {
 			var err error

@@ -219,6 +219,9 @@ func TestAgentFields(t *testing.T) {
 				addProp(s, "policy", map[string]any{"$ref": "../defs.json#/$defs/sandbox_policy"}, false)
 			},
 			wantErr: "Slept.policy: defs.json#/$defs/sandbox_policy has no Go type here"},
+		{name: "Go type of a property gone", file: "result.json", typ: "Result",
+			edit:    func(s map[string]any) { delete(s["properties"].(map[string]any), "sandbox") },
+			wantErr: "names Result.sandbox, which is no generated field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
