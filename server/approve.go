@@ -18,12 +18,6 @@ const approveMethod = "tool.approve"
 // and answered (ask.reply) like extension asks.
 type approver struct{ s *Server }
 
-// ApproveParams are the params of a tool.approve ask line.
-type ApproveParams struct {
-	agent.Call
-	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
-}
-
 // ApproveReply is the result an ask.reply gives a tool.approve ask.
 type ApproveReply struct {
 	Decision  string `json:"decision"` // allow, allow_session, reject
@@ -38,12 +32,7 @@ func (a approver) Approve(ctx context.Context, session string, c agent.Call, tim
 	if !ok {
 		return agent.Decision{Reason: "no client to ask: approvals need hello with ask:true"}
 	}
-	p := ApproveParams{Call: c}
-	if timeout > 0 {
-		ms := timeout.Milliseconds()
-		p.TimeoutMS = &ms
-	}
-	params, _ := json.Marshal(p)
+	params, _ := json.Marshal(agent.ApproveParams{Call: c, TimeoutMS: timeout.Milliseconds()})
 	res := a.s.relay.Send(ctx, extension.Ask{Session: session, Method: approveMethod, Params: params})
 	var r ApproveReply
 	_ = json.Unmarshal(res, &r) // anything else is not an answer: the call is denied below

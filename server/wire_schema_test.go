@@ -107,9 +107,12 @@ type shape struct {
 // struct's always-emitted fields, and every field the struct has is a
 // property of the schema. Params, results and lines of e rpc are the
 // generated types of package protocol (internal/gen TestFresh keeps them
-// current), so only the hand-written types are checked here: the agent's
-// events and turn result, which e -p prints too, the ask line and the
-// session.entries result.
+// current), so only the other types are checked here: the agent's events,
+// turn result and their shared shapes, which e -p prints too (generated
+// as well, but in the engine's Go: the embedded model.Usage and the
+// always-sent optional fields come from internal/gen/agent.go's tables,
+// which this proves), and the hand-written ask line and session.entries
+// result.
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
 		{schema: "session.entries.result", value: SessionEntriesResult{}},
@@ -120,6 +123,7 @@ func TestRequiredMatchesStructs(t *testing.T) {
 		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
 		{schema: "defs", def: "tool_counts", value: agent.ToolCounts{}},
 		{schema: "defs", def: "call", value: agent.Call{}},
+		{schema: "lines/ask", def: "approve", value: agent.ApproveParams{}},
 		{schema: "defs", def: "part", value: model.Part{}},
 		{schema: "defs", def: "message", value: model.Message{}},
 	}
@@ -138,8 +142,12 @@ func TestRequiredMatchesStructs(t *testing.T) {
 				if _, ok := properties[f.name]; !ok {
 					t.Errorf("field %q is not a property of the schema", f.name)
 				}
-				if f.always && !slices.Contains(s.added, f.name) {
+				added := slices.Contains(s.added, f.name)
+				if f.always && !added {
 					want = append(want, f.name)
+				}
+				if added && !f.always {
+					t.Errorf("field %q is left out when empty, but e always sends it", f.name)
 				}
 			}
 			slices.Sort(want)
@@ -354,8 +362,8 @@ func TestLinesValidate(t *testing.T) {
 		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
 			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
 		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
-			Params: mustJSON(t, ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
-				Category: "execute", Target: "ls"}, TimeoutMS: ptr(int64(50))})}), schemas.ValidateLine},
+			Params: mustJSON(t, agent.ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
+				Category: "execute", Target: "ls"}, TimeoutMS: 50})}), schemas.ValidateLine},
 		{"tool_call (G1)", mustJSON(t, protocol.ToolCallLine{Type: "tool_call", Call: 1, Session: "s1", Request: json.RawMessage(`"p"`), ID: 3,
 			Name: "ticket", Arguments: json.RawMessage(`{"id":7}`)}), schemas.ValidateLine},
 		{"tool_call_cancelled (G2)", mustJSON(t, protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: 1, Session: "s1",

@@ -21,12 +21,14 @@ const (
 	StopInvalidOutput = "invalid_output"
 )
 
-// Budget limits one turn (N1); a zero field is no limit.
+// Budget limits one turn (N1); a zero field is no limit. It is no wire
+// shape: e rpc's params, settings and e -p's flags each carry the four
+// limits their own way.
 type Budget struct {
-	MaxModelCalls int64   `json:"max_model_calls,omitempty"`
-	MaxTokens     int64   `json:"max_tokens,omitempty"` // every token of every model call, compaction included
-	MaxCostUSD    float64 `json:"max_cost_usd,omitempty"`
-	MaxDurationMS int64   `json:"max_duration_ms,omitempty"`
+	MaxModelCalls int64
+	MaxTokens     int64 // every token of every model call, compaction included
+	MaxCostUSD    float64
+	MaxDurationMS int64
 }
 
 // Over returns b with each limit over set in place of b's: a prompt's

@@ -11,14 +11,6 @@ import (
 	"github.com/e-agent/e/internal/tool"
 )
 
-// ShellOutput is a streamed chunk of the output of a shell command the
-// user runs into the session (session.shell).
-type ShellOutput struct {
-	Delta string `json:"delta"`
-}
-
-func (ShellOutput) EventType() string { return "shell_output" }
-
 // Shell runs a user's shell command in the session's cwd and records it
 // in the history as a shell entry, which the next model call sees as a
 // user message unless exclude is set. Like Prompt and Compact it ends the

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,4 +175,137 @@ func TestACPConsts(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("constants (-want +got):\n%s", diff)
 	}
+}
+
+// TestAgentFields checks that package agent's generated structs follow
+// the event schemas: a property an event gains becomes a field with its
+// JSON name (TestFresh then fails until go generate ./... is run), a new
+// event file becomes a type with its EventType, and a property the
+// generator cannot type stops it instead of being left out.
+func TestAgentFields(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string               // the schema file under schemas/ to write
+		edit    func(map[string]any) // what to change in it (a new file starts empty)
+		typ     string               // the generated type to look at
+		want    string               // one of its fields: name, type, tag
+		wantErr string               // "" for success
+	}{
+		{name: "required property", file: "events/slept.json", typ: "Slept",
+			edit: func(s map[string]any) { addProp(s, "wake_reason", map[string]any{"type": "string"}, true) },
+			want: "WakeReason string `json:\"wake_reason\"`"},
+		{name: "optional integer", file: "events/retry.json", typ: "Retry",
+			edit: func(s map[string]any) { addProp(s, "jitter_ms", map[string]any{"type": "integer"}, false) },
+			want: "JitterMS int64 `json:\"jitter_ms,omitempty\"`"},
+		{name: "nullable shared shape", file: "events/error.json", typ: "Error",
+			edit: func(s map[string]any) {
+				addProp(s, "details", map[string]any{"anyOf": []any{map[string]any{"type": "null"}, map[string]any{"$ref": "../defs.json#/$defs/error_details"}}}, true)
+			},
+			want: "Details *ErrorDetails `json:\"details\"`"},
+		{name: "new event", file: "events/nap.json", typ: "Nap",
+			edit: func(s map[string]any) {
+				s["title"], s["type"] = "nap event", "object"
+				addProp(s, "type", map[string]any{"const": "nap"}, true)
+				addProp(s, "id", map[string]any{"type": "integer"}, true)
+			},
+			want: "ID int `json:\"id\"`"},
+		{name: "property a usage embed lacks", file: "events/usage.json", typ: "UsageEvent",
+			edit: func(s map[string]any) {
+				delete(s["properties"].(map[string]any), "prompt_tokens")
+			},
+			wantErr: "UsageEvent embeds Usage for prompt_tokens, which events/usage.json lacks"},
+		{name: "shape with no Go type", file: "events/slept.json", typ: "Slept",
+			edit: func(s map[string]any) {
+				addProp(s, "policy", map[string]any{"$ref": "../defs.json#/$defs/sandbox_policy"}, false)
+			},
+			wantErr: "Slept.policy: defs.json#/$defs/sandbox_policy has no Go type here"},
+		{name: "Go type of a property gone", file: "result.json", typ: "Result",
+			edit:    func(s map[string]any) { delete(s["properties"].(map[string]any), "sandbox") },
+			wantErr: "names Result.sandbox, which is no generated field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fresh, err := toolSchemas()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := map[string]any{}
+			if b, err := os.ReadFile(filepath.Join("../../schemas", tt.file)); err == nil {
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.edit(s)
+			if fresh["schemas/"+tt.file], err = json.Marshal(s); err != nil {
+				t.Fatal(err)
+			}
+			m, err := load("../../schemas", fresh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := agentGoFile(m)
+			switch {
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("agentGoFile error = %v, want one containing %q", err, tt.wantErr)
+			case tt.wantErr != "":
+				return
+			case err != nil:
+				t.Fatalf("agentGoFile: %v", err)
+			}
+			fields, methods := goStruct(t, src, tt.typ)
+			if !slices.Contains(fields, tt.want) {
+				t.Errorf("type %s has fields %q, want one %q", tt.typ, fields, tt.want)
+			}
+			if !slices.Contains(methods, "EventType") {
+				t.Errorf("type %s has methods %q, want EventType", tt.typ, methods)
+			}
+		})
+	}
+}
+
+// addProp adds the property name to the object schema s.
+func addProp(s map[string]any, name string, p map[string]any, required bool) {
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		s["properties"] = props
+	}
+	props[name] = p
+	if required {
+		s["required"] = append(list(s["required"]), name)
+	}
+}
+
+// goStruct returns the fields ("Name Type `tag`") and methods of the
+// struct type name in the Go source src.
+func goStruct(t *testing.T, src []byte, name string) (fields, methods []string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "event_gen.go", src, 0)
+	if err != nil {
+		t.Fatalf("the generated source does not parse: %v", err)
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				ts, ok := spec.(*ast.TypeSpec)
+				if !ok || ts.Name.Name != name {
+					continue
+				}
+				for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+					for _, n := range fl.Names {
+						fields = append(fields, n.Name+" "+types.ExprString(fl.Type)+" "+fl.Tag.Value)
+					}
+				}
+			}
+		case *ast.FuncDecl:
+			if d.Recv != nil && strings.TrimPrefix(types.ExprString(d.Recv.List[0].Type), "*") == name {
+				methods = append(methods, d.Name.Name)
+			}
+		}
+	}
+	if fields == nil {
+		t.Fatalf("no struct type %s with fields in:\n%s", name, src)
+	}
+	return fields, methods
 }

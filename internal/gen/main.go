@@ -10,6 +10,7 @@
 //	protocol/protocol.go                       Go structs, package protocol
 //	clients/typescript/src/protocol.ts         TypeScript declarations
 //	clients/python/e_client/protocol.py        Python TypedDicts and Literals
+//	internal/agent/event_gen.go                the engine's events and turn result (agent.go)
 //	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
 //	internal/acp/wire_gen.go                   ACP's wire types, the part e speaks of the
 //	                                           vendored conformance/acpschema (acp.go)
@@ -81,6 +82,17 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("gofmt of the Go output: %w", err)
 	}
 	files["protocol/protocol.go"] = goSrc
+	am, err := load(filepath.Join(root, "schemas"), files)
+	if err != nil {
+		return nil, err
+	}
+	agentSrc, err := agentGoFile(am)
+	if err != nil {
+		return nil, err
+	}
+	if files[agentOut], err = format.Source(agentSrc); err != nil {
+		return nil, fmt.Errorf("gofmt of the agent Go output: %w", err)
+	}
 	files["clients/typescript/src/protocol.ts"] = m.tsFile()
 	files["clients/python/e_client/protocol.py"] = m.pyFile()
 	ms, err := loadMethods(filepath.Join(root, "schemas"))
@@ -237,6 +249,7 @@ func load(dir string, fresh map[string][]byte) (*model, error) {
 			}
 		}
 		slices.Sort(rels)
+		rels = slices.Compact(rels) // a fresh file on disk too
 		for _, rel := range rels {
 			if rel == "index.json" || rel == "tools/"+builtinFile {
 				continue
