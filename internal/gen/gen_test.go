@@ -86,7 +86,7 @@ func TestPiFieldType(t *testing.T) {
 		{field{t: texpr{kind: kObject}}, "json.RawMessage"},
 		{field{t: texpr{kind: kGo, goType: "[]Content"}}, "[]Content"},
 	} {
-		if got := piFieldType(&c.f); got != c.want {
+		if got := piFieldType(&c.f, false); got != c.want {
 			t.Errorf("piFieldType(%+v) = %q, want %q", c.f, got, c.want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -66,7 +65,7 @@ func TestSessionsOnTheHost(t *testing.T) {
 	if want := fr.b.dir(work); filepath.Dir(first.Path()) != want {
 		t.Errorf("saved in %s, want pi's folder %s", filepath.Dir(first.Path()), want)
 	}
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
 	second := fr.session()
@@ -89,18 +88,17 @@ func TestStatsCoverTheSession(t *testing.T) {
 	<-fr.runDone
 	path := fr.session().Path()
 	stats := func() ResponseGetSessionStatsData {
-		st, err := fr.stats(nil)
+		st, err := fr.getSessionStats(CommandGetSessionStats{Type: "get_session_stats"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.(ResponseGetSessionStatsData)
 	}
 	before := stats()
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
-	line := []byte(`{"type":"switch_session","sessionPath":` + strconv.Quote(path) + `}`)
-	if _, err := fr.switchSession(&command{typ: "switch_session", line: line}); err != nil {
+	if _, err := fr.switchSession(CommandSwitchSession{Type: "switch_session", SessionPath: path}); err != nil {
 		t.Fatal(err)
 	}
 	after := stats()
@@ -155,14 +153,14 @@ func TestNewSessionWaitsForCompaction(t *testing.T) {
 		}
 		<-fr.runDone
 	}
-	fr.compact(&command{typ: "compact", line: []byte(`{"type":"compact"}`)})
+	fr.compact(&command{typ: "compact"}, CommandCompact{Type: "compact"})
 	fr.mu.Lock()
 	compacting := fr.compacting
 	fr.mu.Unlock()
 	if compacting == "" {
 		t.Fatal("compact did not start a compaction")
 	}
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
 	fr.mu.Lock()
@@ -249,7 +247,7 @@ func TestStartFlags(t *testing.T) {
 // message yet (pi has not written its file), in pi's words.
 func TestCloneUnsaved(t *testing.T) {
 	fr := newFront(t)
-	clone := &command{typ: "clone", line: []byte(`{"type":"clone"}`)}
+	clone := CommandClone{Type: "clone"}
 	want := "This session has not been saved yet. Send a message before cloning or forking it."
 	if _, err := fr.clone(clone); err == nil || err.Error() != want {
 		t.Fatalf("clone of a new session: %v, want %q", err, want)
