@@ -260,3 +260,40 @@ func TestCloneUnsaved(t *testing.T) {
 		t.Errorf("clone after a message: %v", err)
 	}
 }
+
+// TestEmptyFieldGiven checks that a command's optional field given as ""
+// counts as given, as pi's: set_model's provider "" is a model not found,
+// not a missing provider; fork's entryId "" an invalid entry, not a clone.
+// Its command's generated struct tells the two apart (pointers).
+func TestEmptyFieldGiven(t *testing.T) {
+	fr := newFront(t)
+	tests := []struct {
+		name, line, want string
+	}{
+		{name: "set_model provider", line: `{"type":"set_model","provider":"","modelId":"x"}`, want: "Model not found: /x"},
+		{name: "set_model provider left out", line: `{"type":"set_model","modelId":"x"}`, want: "set_model: provider: required"},
+		{name: "set_model modelId", line: `{"type":"set_model","provider":"e","modelId":""}`, want: "Model not found: e/"},
+		{name: "fork entryId", line: `{"type":"fork","entryId":""}`, want: "Invalid entry ID for forking"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			c := &command{typ: strings.Fields(tt.name)[0], line: []byte(tt.line)}
+			switch c.typ {
+			case "set_model":
+				var p CommandSetModel
+				if err = c.decode(&p); err == nil {
+					_, err = fr.setModel(p)
+				}
+			case "fork":
+				var p CommandFork
+				if err = c.decode(&p); err == nil {
+					_, err = fr.fork(p)
+				}
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("%s = %v, want %q", tt.line, err, tt.want)
+			}
+		})
+	}
+}
