@@ -188,14 +188,16 @@ func (a *Agent) handle(line []byte) {
 	// A message naming a session waits for that session's earlier ones
 	// only; any other runs at once (H1).
 	key := ""
-	if k := gjson.GetBytes(params, "sessionId"); k.Type == gjson.String {
-		key = k.String()
+	if name := sessionParam[m.Method]; name != "" {
+		if k := gjson.GetBytes(params, name); k.Type == gjson.String {
+			key = k.String()
+		}
 	}
 	if isNotification {
-		if m.Method == "session/cancel" {
+		if n := notifications[m.Method]; n != nil {
 			// In effect before the next line is read: the client answers
-			// the permission request it cancels right after (K5).
-			a.requests.Now(key, func() { a.cancelTurn(params) })
+			// the permission request session/cancel cancels right after (K5).
+			a.requests.Now(key, func() { n(a, params) })
 		}
 		return // unknown notifications are ignored (ACP extensibility)
 	}
@@ -247,26 +249,45 @@ func (a *Agent) goWork(f func()) {
 // what to do once that answer is written (nil: nothing).
 type handler func(a *Agent, params json.RawMessage) (result any, later func() (any, *Error, func()), err *Error)
 
-var methods map[string]handler
-
-func init() {
-	methods = map[string]handler{
-		"initialize":                now((*Agent).initialize),
-		"authenticate":              now(func(*Agent, json.RawMessage) (any, *Error) { return struct{}{}, nil }),
-		"session/new":               now((*Agent).newSession),
-		"session/load":              now((*Agent).loadSession),
-		"session/resume":            now((*Agent).resumeSession),
-		"session/list":              now((*Agent).listSessions),
-		"session/close":             (*Agent).closeSession,
-		"session/prompt":            (*Agent).prompt,
-		"session/set_config_option": now((*Agent).setConfigOption),
+// answer adapts the handler of a request answered at once, given its
+// params decoded into P (dispatch_gen.go's methods).
+func answer[P any](method string, f func(*Agent, P) (any, *Error)) handler {
+	return func(a *Agent, params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
+		p, err := decode[P](method, params)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := f(a, p)
+		return res, nil, err
 	}
 }
 
-func now(f func(*Agent, json.RawMessage) (any, *Error)) handler {
-	return func(a *Agent, p json.RawMessage) (any, func() (any, *Error, func()), *Error) {
-		res, err := f(a, p)
+// answerLater adapts the handler of a request that may answer later.
+func answerLater[P any](method string, f func(*Agent, P) (any, func() (any, *Error, func()), *Error)) handler {
+	return func(a *Agent, params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
+		p, err := decode[P](method, params)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f(a, p)
+	}
+}
+
+// answerBare adapts the handler of a request whose params e does not read.
+func answerBare(f func(*Agent) (any, *Error)) handler {
+	return func(a *Agent, _ json.RawMessage) (any, func() (any, *Error, func()), *Error) {
+		res, err := f(a)
 		return res, nil, err
+	}
+}
+
+// notified adapts the handler of a notification: params a request would
+// refuse are ignored (a notification has no answer).
+func notified[P any](method string, f func(*Agent, P)) func(*Agent, json.RawMessage) {
+	return func(a *Agent, params json.RawMessage) {
+		if p, err := decode[P](method, params); err == nil {
+			f(a, p)
+		}
 	}
 }
 
@@ -283,11 +304,7 @@ func invalid(method, format string, args ...any) *Error {
 	return errorf(CodeInvalidParams, method+": "+fmt.Sprintf(format, args...))
 }
 
-func (a *Agent) initialize(params json.RawMessage) (any, *Error) {
-	p, err := decode[InitializeParams]("initialize", params)
-	if err != nil {
-		return nil, err
-	}
+func (a *Agent) initialize(p InitializeParams) (any, *Error) {
 	a.mu.Lock()
 	a.client = p.ClientCapabilities
 	a.mu.Unlock()
@@ -366,12 +383,12 @@ func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {
 	return ss, nil
 }
 
-func (a *Agent) newSession(params json.RawMessage) (any, *Error) {
+// authenticate answers {}: e needs no authentication of its own (a
+// provider's key comes from its environment).
+func (a *Agent) authenticate() (any, *Error) { return struct{}{}, nil }
+
+func (a *Agent) sessionNew(p NewSessionParams) (any, *Error) {
 	const method = "session/new"
-	p, err := decode[NewSessionParams](method, params)
-	if err != nil {
-		return nil, err
-	}
 	servers, err := checkSetup(method, p.Cwd, p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -419,21 +436,17 @@ func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
 	return a.create(method, session.Spec{Cwd: p.Cwd, Resume: path, MCP: servers})
 }
 
-func (a *Agent) loadSession(params json.RawMessage) (any, *Error) {
-	return a.reopen("session/load", params, true)
+func (a *Agent) sessionLoad(p LoadSessionParams) (any, *Error) {
+	return a.reopen("session/load", p, true)
 }
 
-func (a *Agent) resumeSession(params json.RawMessage) (any, *Error) {
-	return a.reopen("session/resume", params, false)
+func (a *Agent) sessionResume(p LoadSessionParams) (any, *Error) {
+	return a.reopen("session/resume", p, false)
 }
 
 // reopen serves session/load (replay: the history is sent first, so the
 // client knows it is complete when the response comes) and session/resume.
-func (a *Agent) reopen(method string, params json.RawMessage, replay bool) (any, *Error) {
-	p, err := decode[LoadSessionParams](method, params)
-	if err != nil {
-		return nil, err
-	}
+func (a *Agent) reopen(method string, p LoadSessionParams, replay bool) (any, *Error) {
 	s, err := a.open(method, p)
 	if err != nil {
 		return nil, err
@@ -455,12 +468,8 @@ func (a *Agent) send(s *acpSession, translate func() []Update) {
 	}
 }
 
-func (a *Agent) listSessions(params json.RawMessage) (any, *Error) {
+func (a *Agent) sessionList(p ListSessionsParams) (any, *Error) {
 	const method = "session/list"
-	p, err := decode[ListSessionsParams](method, params)
-	if err != nil {
-		return nil, err
-	}
 	cwd, all := "", true
 	if p.Cwd != nil {
 		if !filepath.IsAbs(*p.Cwd) {
@@ -504,14 +513,10 @@ func (a *Agent) session(method, id string) (*acpSession, *Error) {
 	return s, nil
 }
 
-// closeSession interrupts the session's turn (its prompt answers
+// sessionClose interrupts the session's turn (its prompt answers
 // cancelled first) and closes it.
-func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
+func (a *Agent) sessionClose(p SessionIDParams) (any, func() (any, *Error, func()), *Error) {
 	const method = "session/close"
-	p, err := decode[SessionIDParams](method, params)
-	if err != nil {
-		return nil, nil, err
-	}
 	s, err := a.session(method, p.SessionID)
 	if err != nil {
 		return nil, nil, err
@@ -536,14 +541,10 @@ func (a *Agent) closeSession(params json.RawMessage) (any, func() (any, *Error, 
 	}, nil
 }
 
-// cancelTurn serves session/cancel: the running prompt stops and answers
-// cancelled. An unknown session or an idle one is ignored (a notification
-// has no answer).
-func (a *Agent) cancelTurn(params json.RawMessage) {
-	p, err := decode[SessionIDParams]("session/cancel", params)
-	if err != nil {
-		return
-	}
+// sessionCancel serves session/cancel: the running prompt stops and
+// answers cancelled. An unknown session or an idle one is ignored (a
+// notification has no answer).
+func (a *Agent) sessionCancel(p SessionIDParams) {
 	a.mu.Lock()
 	s, ok := a.sessions[p.SessionID]
 	a.mu.Unlock()
@@ -552,12 +553,8 @@ func (a *Agent) cancelTurn(params json.RawMessage) {
 	}
 }
 
-func (a *Agent) prompt(params json.RawMessage) (any, func() (any, *Error, func()), *Error) {
+func (a *Agent) sessionPrompt(p PromptParams) (any, func() (any, *Error, func()), *Error) {
 	const method = "session/prompt"
-	p, err := decode[PromptParams](method, params)
-	if err != nil {
-		return nil, nil, err
-	}
 	s, err := a.session(method, p.SessionID)
 	if err != nil {
 		return nil, nil, err
@@ -736,12 +733,8 @@ func (a *Agent) configOptions(s *acpSession) []ConfigOption {
 	return append(opts, ap)
 }
 
-func (a *Agent) setConfigOption(params json.RawMessage) (any, *Error) {
+func (a *Agent) sessionSetConfigOption(p SetConfigOptionParams) (any, *Error) {
 	const method = "session/set_config_option"
-	p, err := decode[SetConfigOptionParams](method, params)
-	if err != nil {
-		return nil, err
-	}
 	s, err := a.session(method, p.SessionID)
 	if err != nil {
 		return nil, err

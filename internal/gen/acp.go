@@ -97,7 +97,7 @@ var acpTypes = []acpType{
 		{json: "cwd", typ: "string"}, {json: "mcpServers", typ: "[]MCPServer", goName: "MCPServers"}}},
 	{name: "NewSessionResult", def: "NewSessionResponse", fields: []acpField{
 		{json: "sessionId", typ: "string"}, {json: "configOptions", typ: "[]ConfigOption"}}},
-	{name: "LoadSessionParams", def: "LoadSessionRequest", fields: []acpField{
+	{name: "LoadSessionParams", def: "LoadSessionRequest", also: []string{"ResumeSessionRequest"}, fields: []acpField{
 		{json: "sessionId", typ: "string"}, {json: "cwd", typ: "string"}, {json: "mcpServers", typ: "[]MCPServer", goName: "MCPServers"}}},
 	{name: "LoadSessionResult", def: "LoadSessionResponse", fields: []acpField{{json: "configOptions", typ: "[]ConfigOption"}}},
 	{name: "ListSessionsParams", def: "ListSessionsRequest", fields: []acpField{{json: "cwd", typ: "*string"}, {json: "cursor", typ: "*string"}}},
@@ -105,7 +105,7 @@ var acpTypes = []acpType{
 	{name: "SessionInfo", def: "SessionInfo", fields: []acpField{
 		{json: "sessionId", typ: "string"}, {json: "cwd", typ: "string"}, {json: "title", typ: "*string"},
 		{json: "updatedAt", typ: "string", omit: true}}},
-	{name: "SessionIDParams", def: "CloseSessionRequest", doc: "It is the params of every request that names only a session.", fields: []acpField{
+	{name: "SessionIDParams", def: "CloseSessionRequest", also: []string{"CancelNotification"}, doc: "It is the params of every request that names only a session.", fields: []acpField{
 		{json: "sessionId", typ: "string"}}},
 	{name: "PromptParams", def: "PromptRequest", fields: []acpField{
 		{json: "sessionId", typ: "string"},
@@ -171,18 +171,17 @@ type acpConst struct {
 	names       map[string]string // Go names by title, where e's differ
 }
 
-// acpGoFile reads the vendored ACP schema under root and writes package
-// acp's wire types.
-func acpGoFile(root string) ([]byte, error) {
+// loadACP reads the vendored ACP schema under root.
+func loadACP(root string) (acpDoc, error) {
+	var doc acpDoc
 	b, err := os.ReadFile(filepath.Join(root, acpSchema))
 	if err != nil {
-		return nil, err
+		return doc, err
 	}
-	var doc acpDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("acp: %s: %w", acpSchema, err)
+		return doc, fmt.Errorf("acp: %s: %w", acpSchema, err)
 	}
-	return acpEmit(doc, acpTypes, acpConsts)
+	return doc, nil
 }
 
 // acpDoc is the part of ACP's schema the generator reads.
@@ -490,4 +489,133 @@ func acpAltMarshal(o *out, typ string, f acpField) {
 	o.p("\t}{plain(v), v.%s})", f.goName)
 	o.p("}")
 	o.p("")
+}
+
+// acpDispatchOut is e acp's generated dispatch, beside its hand-written
+// handlers (internal/acp/agent.go).
+const acpDispatchOut = "internal/acp/dispatch_gen.go"
+
+// acpMethod is one method of ACP's client (a request or a notification to
+// the agent) that e acp serves, and the facts of its dispatch.
+type acpMethod struct {
+	// method is ACP's name: a definition of the schema has it as its
+	// x-method, on the agent's side (x-side).
+	method string
+	// params is the Go type of acpTypes the params decode into: the
+	// type stands for the method's definition. "" for a method whose
+	// params e reads none of (authenticate).
+	params string
+	// session names the param naming the session the message belongs
+	// to: its messages run in order, apart from other sessions' (H1).
+	session string
+	// notification is set for a notification: no answer; it is served
+	// before the next line is read (session/cancel: the client's answer
+	// to the permission request it cancels comes next, K5).
+	notification bool
+	// later is set for a request answered once what it started has
+	// ended (a prompt's turn, a close's), from its own goroutine.
+	later bool
+}
+
+// acpMethods are the methods e acp serves: a method added here does not
+// build until its handler (*Agent).<method in camelCase> exists
+// (session/set_config_option: sessionSetConfigOption).
+var acpMethods = []acpMethod{
+	{method: "initialize", params: "InitializeParams"},
+	{method: "authenticate"}, // e needs none: every method answers {}
+	{method: "session/new", params: "NewSessionParams"},
+	{method: "session/load", params: "LoadSessionParams", session: "sessionId"},
+	{method: "session/resume", params: "LoadSessionParams", session: "sessionId"},
+	{method: "session/list", params: "ListSessionsParams"},
+	{method: "session/close", params: "SessionIDParams", session: "sessionId", later: true},
+	{method: "session/prompt", params: "PromptParams", session: "sessionId", later: true},
+	{method: "session/set_config_option", params: "SetConfigOptionParams", session: "sessionId"},
+	{method: "session/cancel", params: "SessionIDParams", session: "sessionId", notification: true},
+}
+
+// acpDispatch checks each method against doc (ACP's client sends it, as a
+// request or a notification, the agent serves it, its params type stands
+// for its definition, its session param is one of the definition's
+// properties) and writes package acp's dispatch tables.
+func acpDispatch(doc acpDoc, types []acpType, ms []acpMethod) ([]byte, error) {
+	sent := map[bool]map[string]bool{} // by notification: the definitions the client sends
+	for notification, def := range map[bool]string{false: "ClientRequest", true: "ClientNotification"} {
+		props, _ := doc.Defs[def]["properties"].(map[string]any)
+		params, _ := props["params"].(map[string]any)
+		sent[notification] = map[string]bool{}
+		if params != nil {
+			refsOf(doc.Defs, params, sent[notification])
+		}
+	}
+	kind := map[bool]string{false: "request", true: "notification"}
+	var o out
+	o.p("// Code generated by go run ./internal/gen from %s and internal/gen's acpMethods. DO NOT EDIT.", acpSchema)
+	o.p("")
+	o.p("package acp")
+	o.p("")
+	o.p(`import "encoding/json"`)
+	o.p("")
+	o.p("// methods has one handler per request e acp serves (internal/gen's acpMethods):")
+	o.p("// its params decoded into the Go type of its ACP definition and handed to")
+	o.p("// (*Agent).<method in camelCase> (session/new: sessionNew), which answers at once")
+	o.p("// (answer) or once what it started has ended (answerLater).")
+	o.p("var methods = map[string]handler{")
+	var notes, sessions out
+	for _, m := range ms {
+		var def string
+		for _, name := range sortedKeys(doc.Defs) {
+			d := doc.Defs[name]
+			if d["x-method"] == m.method && d["x-side"] == "agent" && sent[m.notification][name] {
+				def = name
+			}
+		}
+		if def == "" {
+			return nil, fmt.Errorf("acp: method %s: ACP's client sends no %s of that x-method to the agent", m.method, kind[m.notification])
+		}
+		if m.session != "" {
+			props := map[string][]map[string]any{}
+			collectProps(doc.Defs, doc.Defs[def], props, map[string]bool{})
+			if _, ok := props[m.session]; !ok {
+				return nil, fmt.Errorf("acp: method %s: session param %s: ACP's %s has no such property", m.method, m.session, def)
+			}
+			sessions.p("\t%q: %q,", m.method, m.session)
+		}
+		if m.params != "" {
+			i := slices.IndexFunc(types, func(t acpType) bool { return t.name == m.params })
+			if i < 0 {
+				return nil, fmt.Errorf("acp: method %s: params type %s is not in acpTypes", m.method, m.params)
+			}
+			if stands := append([]string{types[i].def}, types[i].also...); !slices.Contains(stands, def) {
+				return nil, fmt.Errorf("acp: method %s: params type %s stands for %v, not ACP's %s", m.method, m.params, stands, def)
+			}
+		}
+		h := "(*Agent)." + lowerCamel(m.method)
+		switch {
+		case m.notification && m.params == "":
+			return nil, fmt.Errorf("acp: method %s: a notification needs its params type", m.method)
+		case m.notification:
+			notes.p("\t%q: notified[%s](%q, %s),", m.method, m.params, m.method, h)
+		case m.params == "":
+			o.p("\t%q: answerBare(%s),", m.method, h)
+		case m.later:
+			o.p("\t%q: answerLater[%s](%q, %s),", m.method, m.params, m.method, h)
+		default:
+			o.p("\t%q: answer[%s](%q, %s),", m.method, m.params, m.method, h)
+		}
+	}
+	o.p("}")
+	o.p("")
+	o.p("// notifications has one handler per notification e acp serves, its params")
+	o.p("// decoded as a request's; it is served before the next line is read")
+	o.p("// (lineserver.Queues.Now): the client's answer to what it cancels comes next.")
+	o.p("var notifications = map[string]func(*Agent, json.RawMessage){")
+	o.WriteString(notes.String())
+	o.p("}")
+	o.p("")
+	o.p("// sessionParam names, per method, the param naming the session whose earlier")
+	o.p("// messages it waits for (H1); a method not here waits for none.")
+	o.p("var sessionParam = map[string]string{")
+	o.WriteString(sessions.String())
+	o.p("}")
+	return []byte(o.String()), nil
 }

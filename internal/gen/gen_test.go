@@ -72,28 +72,32 @@ func TestPiName(t *testing.T) {
 
 // TestPiFieldType checks which optional fields of pi's shapes are pointers:
 // a number, flag or object whose zero is sent (no default), not a string,
-// an array or a field with a default.
+// an array or a field with a default; in a command a string too (a field
+// given as "" is told from one left out: set_model).
 func TestPiFieldType(t *testing.T) {
 	obj := &decl{name: "Usage", fields: []*field{}}
 	for _, c := range []struct {
-		f    field
-		want string
+		f     field
+		input bool // a command's field
+		want  string
 	}{
-		{field{t: texpr{kind: kInt}}, "*int64"},
-		{field{t: texpr{kind: kInt}, required: true}, "int64"},
-		{field{t: texpr{kind: kInt}, hasDefault: true}, "int64"},
-		{field{t: texpr{kind: kBool}}, "*bool"},
-		{field{t: texpr{kind: kNumber}}, "*float64"},
-		{field{t: texpr{kind: kString}}, "string"},
-		{field{t: texpr{kind: kArray, elem: &texpr{kind: kString}}}, "[]string"},
-		{field{t: texpr{kind: kNamed, decl: obj}}, "*Usage"},
-		{field{t: texpr{kind: kInt, nullable: true}}, "*int64"},
-		{field{t: texpr{kind: kAny}}, "any"},
-		{field{t: texpr{kind: kObject}}, "json.RawMessage"},
-		{field{t: texpr{kind: kGo, goType: "[]Content"}}, "[]Content"},
+		{field{t: texpr{kind: kInt}}, false, "*int64"},
+		{field{t: texpr{kind: kInt}, required: true}, false, "int64"},
+		{field{t: texpr{kind: kInt}, hasDefault: true}, false, "int64"},
+		{field{t: texpr{kind: kBool}}, false, "*bool"},
+		{field{t: texpr{kind: kNumber}}, false, "*float64"},
+		{field{t: texpr{kind: kString}}, false, "string"},
+		{field{t: texpr{kind: kString}}, true, "*string"},
+		{field{t: texpr{kind: kString}, required: true}, true, "string"},
+		{field{t: texpr{kind: kArray, elem: &texpr{kind: kString}}}, false, "[]string"},
+		{field{t: texpr{kind: kNamed, decl: obj}}, false, "*Usage"},
+		{field{t: texpr{kind: kInt, nullable: true}}, false, "*int64"},
+		{field{t: texpr{kind: kAny}}, false, "any"},
+		{field{t: texpr{kind: kObject}}, false, "json.RawMessage"},
+		{field{t: texpr{kind: kGo, goType: "[]Content"}}, false, "[]Content"},
 	} {
-		if got := piFieldType(&c.f); got != c.want {
-			t.Errorf("piFieldType(%+v) = %q, want %q", c.f, got, c.want)
+		if got := piFieldType(&c.f, c.input); got != c.want {
+			t.Errorf("piFieldType(%+v, input %v) = %q, want %q", c.f, c.input, got, c.want)
 		}
 	}
 }

@@ -17,6 +17,12 @@
 //	server/dispatch_gen.go                     e rpc's handler table, hello's method list and
 //	                                           each method's session parameter, from the
 //	                                           methods' "x-e" facts (dispatch.go)
+//	internal/pi/dispatch_gen.go                pi's command table (each command decoded into
+//	                                           its struct for its typed handler) and query and
+//	                                           stop sets, from the commands' "x-e" facts (pi.go)
+//	internal/acp/dispatch_gen.go               ACP's method and notification tables and each
+//	                                           method's session param, from acpMethods, checked
+//	                                           against the vendored schema's x-method (acp.go)
 //
 // Run it with go generate ./... (the directive is in protocol/doc.go); CI
 // fails when regenerating changes any of these files.
@@ -109,12 +115,30 @@ func generate(root string) (map[string][]byte, error) {
 	if files[piOut], err = format.Source(pm.piGoFile()); err != nil {
 		return nil, fmt.Errorf("gofmt of the pi Go output: %w", err)
 	}
-	acpSrc, err := acpGoFile(root)
+	cs, err := loadPiCommands(filepath.Join(root, "schemas"))
+	if err != nil {
+		return nil, err
+	}
+	if files[piDispatchOut], err = format.Source(piDispatchFile(cs)); err != nil {
+		return nil, fmt.Errorf("gofmt of the pi dispatch output: %w", err)
+	}
+	doc, err := loadACP(root)
+	if err != nil {
+		return nil, err
+	}
+	acpSrc, err := acpEmit(doc, acpTypes, acpConsts)
 	if err != nil {
 		return nil, err
 	}
 	if files[acpOut], err = format.Source(acpSrc); err != nil {
 		return nil, fmt.Errorf("gofmt of the acp Go output: %w", err)
+	}
+	acpSrc, err = acpDispatch(doc, acpTypes, acpMethods)
+	if err != nil {
+		return nil, err
+	}
+	if files[acpDispatchOut], err = format.Source(acpSrc); err != nil {
+		return nil, fmt.Errorf("gofmt of the acp dispatch output: %w", err)
 	}
 	return files, nil
 }

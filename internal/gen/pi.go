@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,7 +102,7 @@ func (m *model) piGoFile() []byte {
 				if !f.required {
 					tag += ",omitzero"
 				}
-				body.p("\t%s %s `json:%q`", piName(f.json), piFieldType(f), tag)
+				body.p("\t%s %s `json:%q`", piName(f.json), piFieldType(f, strings.HasPrefix(d.source, "pi/command.json")), tag)
 			}
 			body.p("}")
 		}
@@ -121,8 +123,10 @@ func (m *model) piGoFile() []byte {
 
 // piFieldType is a field's Go type. An optional number, flag or object
 // without a default is a pointer: nil leaves it out, a zero is sent. An
-// optional string or array leaves out its zero ("" or nil), as pi does.
-func piFieldType(f *field) string {
+// optional string or array leaves out its zero ("" or nil), as pi does,
+// except in a command (input): there a string is a pointer too, so that a
+// handler tells a field given as "" from one left out.
+func piFieldType(f *field, input bool) string {
 	s := piGoType(f.t)
 	if f.required || f.hasDefault || f.t.nullable {
 		return s
@@ -130,6 +134,10 @@ func piFieldType(f *field) string {
 	switch f.t.kind {
 	case kInt, kNumber, kBool:
 		return "*" + s
+	case kString:
+		if input {
+			return "*" + s
+		}
 	case kNamed:
 		if f.t.decl.alias == nil && !f.t.decl.isEnum {
 			return "*" + s
@@ -197,4 +205,122 @@ func piName(k string) string {
 		}
 	}
 	return b.String()
+}
+
+// piDispatchOut is pi's generated dispatch, beside its hand-written
+// handlers (internal/pi/rpc.go).
+const piDispatchOut = "internal/pi/dispatch_gen.go"
+
+// piFacts is what a command's schema (a $defs entry of pi/command.json)
+// says of its dispatch, in its "x-e" keyword, which every command must have
+// (an empty one for none of these): a new command's author decides.
+type piFacts struct {
+	// Query is set for a command that only reads the process's state: it
+	// passes a command stuck opening a file (H1).
+	Query bool `json:"query"`
+	// Stop is set for a command that stops work: in effect before the
+	// next line is read (the client's answer to a dialog it ends comes
+	// next), unless earlier commands still run.
+	Stop bool `json:"stop"`
+	// Responds is set for a command whose handler writes its response
+	// itself (once a run settled, a compaction ended, a command exited);
+	// any other's handler returns the response's data or error.
+	Responds bool `json:"responds"`
+}
+
+// piCommand is one command of pi's dialect and its facts.
+type piCommand struct {
+	typ string
+	piFacts
+}
+
+// loadPiCommands reads every command's facts from pi/command.json under
+// dir (schemas/), in type order.
+func loadPiCommands(dir string) ([]piCommand, error) {
+	const file = "pi/command.json"
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, err
+	}
+	return piCommands(file, b)
+}
+
+// piCommands reads the commands' facts from the schema b of file.
+func piCommands(file string, b []byte) ([]piCommand, error) {
+	var doc struct {
+		Defs map[string]struct {
+			XE *json.RawMessage `json:"x-e"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var out []piCommand
+	for _, typ := range sortedKeys(doc.Defs) {
+		xe := doc.Defs[typ].XE
+		if xe == nil {
+			return nil, fmt.Errorf(`%s: $defs/%s: no "x-e" facts (query, stop, responds; {} for none): every command says how it is dispatched`, file, typ)
+		}
+		c := piCommand{typ: typ}
+		d := json.NewDecoder(bytes.NewReader(*xe))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&c.piFacts); err != nil {
+			return nil, fmt.Errorf("%s: $defs/%s: x-e: %w", file, typ, err)
+		}
+		if c.Query && (c.Stop || c.Responds) {
+			return nil, fmt.Errorf("%s: $defs/%s: x-e: a query neither stops work nor responds itself", file, typ)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// lowerCamel is the Go name of a pi command's or an ACP method's
+// handler: get_state → getState, export_html → exportHtml (its struct is
+// CommandExportHtml), session/set_config_option → sessionSetConfigOption.
+func lowerCamel(name string) string {
+	c := camel(name)
+	return strings.ToLower(c[:1]) + c[1:]
+}
+
+// piDispatchFile is internal/pi/dispatch_gen.go: the command table and
+// the query and stop sets.
+func piDispatchFile(cs []piCommand) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// %s\n\npackage pi\n\n", header)
+	b.WriteString("// commands has one entry per command of schemas/pi/command.json: the line,\n")
+	b.WriteString("// which the command's schema accepted, decoded into the command's generated\n")
+	b.WriteString("// struct and handed to (*front).<type in camelCase> (get_state: getState),\n")
+	b.WriteString("// so a command added to the schemas does not build until its handler\n")
+	b.WriteString("// exists. A handler returns its response's data or error (answer), or,\n")
+	b.WriteString("// for a command with x-e responds, writes its response itself (answerLater).\n")
+	b.WriteString("var commands = map[string]func(*front, *command){\n")
+	for _, c := range cs {
+		adapt := "answer"
+		if c.Responds {
+			adapt = "answerLater"
+		}
+		fmt.Fprintf(&b, "\t%q: %s[Command%s]((*front).%s),\n", c.typ, adapt, camel(c.typ), lowerCamel(c.typ))
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// queries only read the process's state (x-e query): they pass a command\n")
+	b.WriteString("// stuck opening a file (H1).\n")
+	b.WriteString("var queries = map[string]bool{\n")
+	for _, c := range cs {
+		if c.Query {
+			fmt.Fprintf(&b, "\t%q: true,\n", c.typ)
+		}
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// stops are the commands that stop work (x-e stop): in effect before the\n")
+	b.WriteString("// next line is read (the client's answer to a dialog the abort ends comes\n")
+	b.WriteString("// next), unless earlier commands still run, after which they keep their place.\n")
+	b.WriteString("var stops = map[string]bool{\n")
+	for _, c := range cs {
+		if c.Stop {
+			fmt.Fprintf(&b, "\t%q: true,\n", c.typ)
+		}
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
 }

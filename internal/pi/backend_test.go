@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -66,7 +65,7 @@ func TestSessionsOnTheHost(t *testing.T) {
 	if want := fr.b.dir(work); filepath.Dir(first.Path()) != want {
 		t.Errorf("saved in %s, want pi's folder %s", filepath.Dir(first.Path()), want)
 	}
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
 	second := fr.session()
@@ -89,18 +88,17 @@ func TestStatsCoverTheSession(t *testing.T) {
 	<-fr.runDone
 	path := fr.session().Path()
 	stats := func() ResponseGetSessionStatsData {
-		st, err := fr.stats(nil)
+		st, err := fr.getSessionStats(CommandGetSessionStats{Type: "get_session_stats"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.(ResponseGetSessionStatsData)
 	}
 	before := stats()
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
-	line := []byte(`{"type":"switch_session","sessionPath":` + strconv.Quote(path) + `}`)
-	if _, err := fr.switchSession(&command{typ: "switch_session", line: line}); err != nil {
+	if _, err := fr.switchSession(CommandSwitchSession{Type: "switch_session", SessionPath: path}); err != nil {
 		t.Fatal(err)
 	}
 	after := stats()
@@ -155,14 +153,14 @@ func TestNewSessionWaitsForCompaction(t *testing.T) {
 		}
 		<-fr.runDone
 	}
-	fr.compact(&command{typ: "compact", line: []byte(`{"type":"compact"}`)})
+	fr.compact(&command{typ: "compact"}, CommandCompact{Type: "compact"})
 	fr.mu.Lock()
 	compacting := fr.compacting
 	fr.mu.Unlock()
 	if compacting == "" {
 		t.Fatal("compact did not start a compaction")
 	}
-	if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+	if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 		t.Fatal(err)
 	}
 	fr.mu.Lock()
@@ -249,7 +247,7 @@ func TestStartFlags(t *testing.T) {
 // message yet (pi has not written its file), in pi's words.
 func TestCloneUnsaved(t *testing.T) {
 	fr := newFront(t)
-	clone := &command{typ: "clone", line: []byte(`{"type":"clone"}`)}
+	clone := CommandClone{Type: "clone"}
 	want := "This session has not been saved yet. Send a message before cloning or forking it."
 	if _, err := fr.clone(clone); err == nil || err.Error() != want {
 		t.Fatalf("clone of a new session: %v, want %q", err, want)
@@ -260,5 +258,42 @@ func TestCloneUnsaved(t *testing.T) {
 	<-fr.runDone
 	if _, err := fr.clone(clone); err != nil {
 		t.Errorf("clone after a message: %v", err)
+	}
+}
+
+// TestEmptyFieldGiven checks that a command's optional field given as ""
+// counts as given, as pi's: set_model's provider "" is a model not found,
+// not a missing provider; fork's entryId "" an invalid entry, not a clone.
+// Its command's generated struct tells the two apart (pointers).
+func TestEmptyFieldGiven(t *testing.T) {
+	fr := newFront(t)
+	tests := []struct {
+		name, line, want string
+	}{
+		{name: "set_model provider", line: `{"type":"set_model","provider":"","modelId":"x"}`, want: "Model not found: /x"},
+		{name: "set_model provider left out", line: `{"type":"set_model","modelId":"x"}`, want: "set_model: provider: required"},
+		{name: "set_model modelId", line: `{"type":"set_model","provider":"e","modelId":""}`, want: "Model not found: e/"},
+		{name: "fork entryId", line: `{"type":"fork","entryId":""}`, want: "Invalid entry ID for forking"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			c := &command{typ: strings.Fields(tt.name)[0], line: []byte(tt.line)}
+			switch c.typ {
+			case "set_model":
+				var p CommandSetModel
+				if err = c.decode(&p); err == nil {
+					_, err = fr.setModel(p)
+				}
+			case "fork":
+				var p CommandFork
+				if err = c.decode(&p); err == nil {
+					_, err = fr.fork(p)
+				}
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("%s = %v, want %q", tt.line, err, tt.want)
+			}
+		})
 	}
 }

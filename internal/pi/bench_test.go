@@ -65,7 +65,7 @@ func BenchmarkPiTurn(b *testing.B) {
 				fr.mu.Unlock()
 				<-done
 				// A new session each turn, so every request is the same size.
-				if _, err := fr.newSession(&command{typ: "new_session", line: []byte(`{"type":"new_session"}`)}); err != nil {
+				if _, err := fr.newSession(CommandNewSession{Type: "new_session"}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -596,14 +596,6 @@ func (fr *front) handle(line []byte) {
 // piKey is the key of every command's queue: a pi process has one session.
 const piKey = "session"
 
-// stops are the commands that stop work: in effect before the next line is
-// read (the client's answer to a dialog the abort ends comes next), unless
-// earlier commands still run, after which they keep their place.
-var stops = map[string]bool{"abort": true, "abort_bash": true}
-
-// queries only read the process's state.
-var queries = map[string]bool{"get_state": true, "get_available_models": true, "get_available_thinking_levels": true, "get_commands": true}
-
 // blocking marks the start of the running command's open of a file the
 // client named, which may never return (a FIFO): once it has lasted
 // lineserver.StuckAfter, queries pass the command, seeing the state from
@@ -617,8 +609,6 @@ type command struct {
 	line []byte
 }
 
-func (c *command) str(field string) string { return gjson.GetBytes(c.line, field).String() }
-
 // decode reads the command's line, which its schema accepted, into v: the
 // generated struct of its type (CommandX).
 func (c *command) decode(v any) error {
@@ -627,9 +617,33 @@ func (c *command) decode(v any) error {
 	}
 	return nil
 }
-func (c *command) has(field string) bool {
-	v := gjson.GetBytes(c.line, field)
-	return v.Exists() && v.Type != gjson.Null
+
+// answer adapts the handler of a command whose response is the data or
+// error the handler returns, given the command decoded into P
+// (dispatch_gen.go's commands).
+func answer[P any](h func(*front, P) (any, error)) func(*front, *command) {
+	return func(fr *front, c *command) {
+		var p P
+		if err := c.decode(&p); err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		data, err := h(fr, p)
+		fr.respond(c.id, c.typ, data, err)
+	}
+}
+
+// answerLater adapts the handler of a command that writes its response
+// itself (x-e responds), at once or once what it started has ended.
+func answerLater[P any](h func(*front, *command, P)) func(*front, *command) {
+	return func(fr *front, c *command) {
+		var p P
+		if err := c.decode(&p); err != nil {
+			fr.respond(c.id, c.typ, nil, err)
+			return
+		}
+		h(fr, c, p)
+	}
 }
 
 // async runs f in a goroutine that shutdown waits for.
@@ -641,55 +655,9 @@ func (fr *front) async(f func()) {
 	}()
 }
 
-var commands map[string]func(*front, *command)
-
-func init() {
-	simple := func(f func(*front, *command) (any, error)) func(*front, *command) {
-		return func(fr *front, c *command) {
-			data, err := f(fr, c)
-			fr.respond(c.id, c.typ, data, err)
-		}
-	}
-	commands = map[string]func(*front, *command){
-		"prompt":                        (*front).prompt,
-		"steer":                         simple((*front).steer),
-		"follow_up":                     simple((*front).followUp),
-		"abort":                         (*front).abort,
-		"clear_queue":                   simple((*front).clearQueue),
-		"new_session":                   simple((*front).newSession),
-		"get_state":                     simple((*front).getState),
-		"get_messages":                  simple((*front).getMessages),
-		"set_model":                     simple((*front).setModel),
-		"cycle_model":                   simple((*front).cycleModel),
-		"get_available_models":          simple((*front).availableModels),
-		"set_thinking_level":            simple((*front).setThinking),
-		"cycle_thinking_level":          simple((*front).cycleThinking),
-		"get_available_thinking_levels": simple((*front).availableLevels),
-		"set_steering_mode":             simple(func(fr *front, c *command) (any, error) { return fr.setMode(&fr.steeringMode, c) }),
-		"set_follow_up_mode":            simple(func(fr *front, c *command) (any, error) { return fr.setMode(&fr.followUpMode, c) }),
-		"compact":                       (*front).compact,
-		"set_auto_compaction":           simple((*front).setAutoCompaction),
-		"set_auto_retry":                simple((*front).setAutoRetry),
-		"abort_retry":                   (*front).abortRetry,
-		"bash":                          (*front).bash,
-		"abort_bash":                    simple((*front).abortBash),
-		"get_session_stats":             simple((*front).stats),
-		"export_html":                   simple((*front).exportHTML),
-		"switch_session":                simple((*front).switchSession),
-		"fork":                          simple((*front).fork),
-		"clone":                         simple((*front).clone),
-		"get_fork_messages":             simple((*front).forkMessages),
-		"get_entries":                   simple((*front).getEntries),
-		"get_tree":                      simple((*front).getTree),
-		"get_last_assistant_text":       simple((*front).lastAssistantText),
-		"set_session_name":              simple((*front).setName),
-		"get_commands":                  simple((*front).getCommands),
-	}
-}
-
 // getCommands lists the prompt templates (e has no extension commands or
 // skills), as pi describes a template command.
-func (fr *front) getCommands(*command) (any, error) {
+func (fr *front) getCommands(CommandGetCommands) (any, error) {
 	cmds := []ResponseGetCommandsDataCommandsItem{}
 	for _, t := range fr.templates {
 		cmds = append(cmds, ResponseGetCommandsDataCommandsItem{Name: t.Name, Description: t.Description, Source: "prompt",
@@ -759,18 +727,13 @@ func (fr *front) passSteer(m queued) error {
 	return nil
 }
 
-func (fr *front) prompt(c *command) {
-	var p CommandPrompt
-	if err := c.decode(&p); err != nil {
-		fr.respond(c.id, c.typ, nil, err)
-		return
-	}
-	text := Expand(p.Message, fr.templates)
-	parts, blocks, err := images(c.typ, p.Images)
+func (fr *front) prompt(c *command, p CommandPrompt) {
+	m, err := fr.message(p.Type, p.Message, p.Images)
 	if err != nil {
 		fr.respond(c.id, c.typ, nil, err)
 		return
 	}
+	text, parts, blocks := m.text, m.parts, m.blocks
 	fr.mu.Lock()
 	running, sess := fr.running || fr.starting, fr.cur
 	compacting := fr.compacting
@@ -795,9 +758,9 @@ func (fr *front) prompt(c *command) {
 	if running {
 		switch ptrOr(p.StreamingBehavior) {
 		case "steer":
-			_, err = fr.steer(c)
+			_, err = fr.queueSteer(m)
 		case "followUp":
-			_, err = fr.followUp(c)
+			_, err = fr.queueFollowUp(m)
 		default:
 			err = errors.New("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")
 		}
@@ -1035,21 +998,23 @@ func (fr *front) queueLocked() QueueUpdate {
 	return QueueUpdate{Type: "queue_update", Steering: texts(fr.steerHeld, fr.steerWait), FollowUp: texts(fr.followUps)}
 }
 
-// message reads the message and images of a steer, follow_up or prompt.
-func (fr *front) message(c *command) (queued, error) {
-	var p CommandSteer // follow_up's and prompt's have the same message and images
-	if err := c.decode(&p); err != nil {
-		return queued{}, err
-	}
-	parts, blocks, err := images(c.typ, p.Images)
-	return queued{text: Expand(p.Message, fr.templates), parts: parts, blocks: blocks}, err
+// message reads the message and images of a steer, follow_up or prompt
+// (typ).
+func (fr *front) message(typ, text string, ims *[]ImageContent) (queued, error) {
+	parts, blocks, err := images(typ, ims)
+	return queued{text: Expand(text, fr.templates), parts: parts, blocks: blocks}, err
 }
 
-func (fr *front) steer(c *command) (any, error) {
-	m, err := fr.message(c)
+func (fr *front) steer(p CommandSteer) (any, error) {
+	m, err := fr.message(p.Type, p.Message, p.Images)
 	if err != nil {
 		return nil, err
 	}
+	return fr.queueSteer(m)
+}
+
+// queueSteer passes m to the running turn, or holds it for the next.
+func (fr *front) queueSteer(m queued) (any, error) {
 	fr.mu.Lock()
 	switch {
 	case !fr.running:
@@ -1069,11 +1034,16 @@ func (fr *front) steer(c *command) (any, error) {
 	return ResponseSteerData{Disposition: "queued"}, nil
 }
 
-func (fr *front) followUp(c *command) (any, error) {
-	m, err := fr.message(c)
+func (fr *front) followUp(p CommandFollowUp) (any, error) {
+	m, err := fr.message(p.Type, p.Message, p.Images)
 	if err != nil {
 		return nil, err
 	}
+	return fr.queueFollowUp(m)
+}
+
+// queueFollowUp queues m for when a run would stop.
+func (fr *front) queueFollowUp(m queued) (any, error) {
 	// As pi's, it always queues, also while idle or compacting: it goes
 	// when a run would stop, this one's or the next prompt's.
 	fr.mu.Lock()
@@ -1084,7 +1054,7 @@ func (fr *front) followUp(c *command) (any, error) {
 	return ResponseFollowUpData{Disposition: "queued"}, nil
 }
 
-func (fr *front) clearQueue(*command) (any, error) {
+func (fr *front) clearQueue(CommandClearQueue) (any, error) {
 	fr.mu.Lock()
 	fr.cur.WithdrawSteers()
 	steering := texts(fr.steerHeld, fr.steerWait)
@@ -1100,7 +1070,7 @@ func (fr *front) clearQueue(*command) (any, error) {
 // prompt's compaction before its run, as pi's, it stops the compaction
 // and the run as soon as it starts, and answers once that run settled;
 // during a compact command, it stops it and answers once it has ended.
-func (fr *front) abort(c *command) {
+func (fr *front) abort(c *command, _ CommandAbort) {
 	sess, settled := fr.stopRun()
 	fr.mu.Lock()
 	compacted := fr.compactDone
@@ -1158,11 +1128,7 @@ func (fr *front) idle() {
 	settled()
 }
 
-func (fr *front) newSession(c *command) (any, error) {
-	var p CommandNewSession
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) newSession(p CommandNewSession) (any, error) {
 	fr.idle()
 	fr.mu.Lock()
 	old := fr.cur
@@ -1213,11 +1179,7 @@ func (fr *front) replace(old, m *session.Session) {
 	old.Close(context.Background())
 }
 
-func (fr *front) switchSession(c *command) (any, error) {
-	var p CommandSwitchSession
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) switchSession(p CommandSwitchSession) (any, error) {
 	if err := fr.open(abs(fr.env.Cwd, p.SessionPath)); err != nil {
 		return nil, err
 	}
@@ -1324,25 +1286,21 @@ func (fr *front) forkAt(id string) (*session.Session, error) {
 	return m, nil
 }
 
-func (fr *front) fork(c *command) (any, error) {
-	var p CommandFork
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) fork(p CommandFork) (any, error) {
 	// the prime-agent RPC guide's parentSession (not prime-agent's): the session file to fork, opened first
 	// when it is not the current one.
-	if path := abs(fr.env.Cwd, p.ParentSession); p.ParentSession != "" && path != fr.session().Info().Path {
+	if path := abs(fr.env.Cwd, ptrOr(p.ParentSession)); ptrOr(p.ParentSession) != "" && path != fr.session().Info().Path {
 		if err := fr.open(path); err != nil {
 			return nil, err
 		}
 	}
-	if !c.has("entryId") { // the guide's fork of the whole branch: a clone
-		if _, err := fr.clone(c); err != nil {
+	if p.EntryID == nil { // the guide's fork of the whole branch: a clone
+		if _, err := fr.clone(CommandClone{Type: "clone"}); err != nil {
 			return nil, err
 		}
 		return map[string]any{"text": "", "cancelled": false}, nil
 	}
-	id := p.EntryID
+	id := *p.EntryID
 	text, ok := "", false
 	for _, fm := range fr.userEntries() {
 		if fm.EntryID == id {
@@ -1360,7 +1318,7 @@ func (fr *front) fork(c *command) (any, error) {
 	return map[string]any{"text": text, "cancelled": false}, nil
 }
 
-func (fr *front) clone(*command) (any, error) {
+func (fr *front) clone(CommandClone) (any, error) {
 	// pi writes a session's file with its first answer and cannot clone a
 	// saved session before (one in memory it can).
 	if fr.b.sessionsDir != "" && !slices.ContainsFunc(session.Branch(fr.session().Entries()), func(e session.Entry) bool {
@@ -1388,7 +1346,7 @@ func (fr *front) userEntries() []ResponseGetForkMessagesDataMessagesItem {
 	return out
 }
 
-func (fr *front) forkMessages(*command) (any, error) {
+func (fr *front) getForkMessages(CommandGetForkMessages) (any, error) {
 	return ResponseGetForkMessagesData{Messages: fr.userEntries()}, nil
 }
 
@@ -1444,11 +1402,7 @@ func (fr *front) entries() []Entry {
 	return append([]Entry{mc, tl}, es...)
 }
 
-func (fr *front) getEntries(c *command) (any, error) {
-	var p CommandGetEntries
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) getEntries(p CommandGetEntries) (any, error) {
 	all := fr.entries()
 	var leaf *string
 	if len(all) > 0 {
@@ -1466,7 +1420,7 @@ func (fr *front) getEntries(c *command) (any, error) {
 	return ResponseGetEntriesData{Entries: append([]Entry{}, out...), LeafID: leaf}, nil
 }
 
-func (fr *front) getTree(*command) (any, error) {
+func (fr *front) getTree(CommandGetTree) (any, error) {
 	all := fr.entries()
 	var leaf *string
 	if len(all) > 0 {
@@ -1555,7 +1509,7 @@ func withSystem(msgs []any, system func(ts int64) (SystemMessage, bool)) []any {
 	return msgs
 }
 
-func (fr *front) getMessages(*command) (any, error) {
+func (fr *front) getMessages(CommandGetMessages) (any, error) {
 	return ResponseGetMessagesData{Messages: fr.contextMessages()}, nil
 }
 
@@ -1565,7 +1519,7 @@ func jsTrim(s string) string {
 	return strings.TrimFunc(s, func(r rune) bool { return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r)) })
 }
 
-func (fr *front) lastAssistantText(*command) (any, error) {
+func (fr *front) getLastAssistantText(CommandGetLastAssistantText) (any, error) {
 	var out ResponseGetLastAssistantTextData // none: pi's text is undefined, so its data is {}
 	msgs := fr.contextMessages()
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -1617,7 +1571,7 @@ func (fr *front) piModel(info model.Info) Model {
 		ContextWindow: int64(info.ContextWindow), MaxTokens: int64(maxTokens), Cost: cost}
 }
 
-func (fr *front) getState(*command) (any, error) {
+func (fr *front) getState(CommandGetState) (any, error) {
 	messages := len(fr.contextMessages()) // pi's: the agent's messages, bash commands included
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
@@ -1662,7 +1616,7 @@ func (fr *front) available() []model.Info {
 	return out
 }
 
-func (fr *front) availableModels(*command) (any, error) {
+func (fr *front) getAvailableModels(CommandGetAvailableModels) (any, error) {
 	ms := []Model{}
 	for _, m := range fr.available() {
 		ms = append(ms, fr.piModel(m))
@@ -1687,12 +1641,12 @@ func (fr *front) switchModel(info model.Info, level string) error {
 	return nil
 }
 
-// setModel reads its fields by name, not into CommandSetModel: a field
-// given as "" must count as given (the error names the missing one).
-func (fr *front) setModel(c *command) (any, error) {
+// setModel tells a field given as "" from one left out: it counts as
+// given (the error names the missing one).
+func (fr *front) setModel(p CommandSetModel) (any, error) {
 	var info model.Info
 	var err error
-	switch form := [3]bool{c.has("provider"), c.has("modelId"), c.has("model")}; form {
+	switch form := [3]bool{p.Provider != nil, p.ModelID != nil, p.Model != nil}; form {
 	case [3]bool{true, true, false}, [3]bool{false, false, true}:
 	case [3]bool{true, false, false}:
 		return nil, errors.New("set_model: modelId: required")
@@ -1703,14 +1657,14 @@ func (fr *front) setModel(c *command) (any, error) {
 	default:
 		return nil, errors.New("set_model: model: give either provider and modelId, or model")
 	}
-	if c.has("model") {
+	if p.Model != nil {
 		// The older form (pi 0.73.1, the prime-agent RPC guide): one pattern, as --model takes it.
-		info, _, err = ResolveModel(fr.h.Models(), "", c.str("model"), usable)
+		info, _, err = ResolveModel(fr.h.Models(), "", *p.Model, usable)
 		if err != nil {
-			return nil, fmt.Errorf("Model not found: %s", c.str("model"))
+			return nil, fmt.Errorf("Model not found: %s", *p.Model)
 		}
-	} else if info, err = fr.h.Model(c.str("provider") + "/" + c.str("modelId")); err != nil {
-		return nil, fmt.Errorf("Model not found: %s/%s", c.str("provider"), c.str("modelId"))
+	} else if info, err = fr.h.Model(*p.Provider + "/" + *p.ModelID); err != nil {
+		return nil, fmt.Errorf("Model not found: %s/%s", *p.Provider, *p.ModelID)
 	}
 	fr.mu.Lock()
 	level := fr.level
@@ -1721,7 +1675,7 @@ func (fr *front) setModel(c *command) (any, error) {
 	return fr.piModel(info), nil
 }
 
-func (fr *front) cycleModel(*command) (any, error) {
+func (fr *front) cycleModel(CommandCycleModel) (any, error) {
 	ms := fr.available()
 	if len(ms) < 2 {
 		return nil, nil
@@ -1740,18 +1694,14 @@ func (fr *front) cycleModel(*command) (any, error) {
 	return ResponseCycleModelData{Model: fr.piModel(next), ThinkingLevel: level, IsScoped: false}, nil
 }
 
-func (fr *front) setThinking(c *command) (any, error) {
-	var p CommandSetThinkingLevel
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) setThinkingLevel(p CommandSetThinkingLevel) (any, error) {
 	fr.mu.Lock()
 	info := fr.info
 	fr.mu.Unlock()
 	return noData{}, fr.switchModel(info, p.Level)
 }
 
-func (fr *front) cycleThinking(*command) (any, error) {
+func (fr *front) cycleThinkingLevel(CommandCycleThinkingLevel) (any, error) {
 	fr.mu.Lock()
 	info, level := fr.info, fr.level
 	fr.mu.Unlock()
@@ -1766,28 +1716,28 @@ func (fr *front) cycleThinking(*command) (any, error) {
 	return ResponseCycleThinkingLevelData{Level: next}, nil
 }
 
-func (fr *front) availableLevels(*command) (any, error) {
+func (fr *front) getAvailableThinkingLevels(CommandGetAvailableThinkingLevels) (any, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	return ResponseGetAvailableThinkingLevelsData{Levels: AvailableLevels(fr.info)}, nil
 }
 
-func (fr *front) setMode(mode *string, c *command) (any, error) {
-	var p CommandSetSteeringMode // set_follow_up_mode's mode is the same
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) setSteeringMode(p CommandSetSteeringMode) (any, error) {
+	return fr.setMode(&fr.steeringMode, p.Mode)
+}
+
+func (fr *front) setFollowUpMode(p CommandSetFollowUpMode) (any, error) {
+	return fr.setMode(&fr.followUpMode, p.Mode)
+}
+
+func (fr *front) setMode(field *string, mode QueueMode) (any, error) {
 	fr.mu.Lock()
-	*mode = p.Mode
+	*field = mode
 	fr.mu.Unlock()
 	return noData{}, nil
 }
 
-func (fr *front) setAutoCompaction(c *command) (any, error) {
-	var p CommandSetAutoCompaction
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) setAutoCompaction(p CommandSetAutoCompaction) (any, error) {
 	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoCompact = on
@@ -1796,11 +1746,7 @@ func (fr *front) setAutoCompaction(c *command) (any, error) {
 	return noData{}, nil
 }
 
-func (fr *front) setAutoRetry(c *command) (any, error) {
-	var p CommandSetAutoRetry
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) setAutoRetry(p CommandSetAutoRetry) (any, error) {
 	on := p.Enabled
 	fr.mu.Lock()
 	fr.autoRetry = on
@@ -1813,7 +1759,7 @@ func (fr *front) setAutoRetry(c *command) (any, error) {
 // call, as pi's: the run ends with that failure, not aborted, or, when
 // something is queued (pi then continues the run), the retry starts at
 // once. auto_retry_end goes out before the response, as pi's.
-func (fr *front) abortRetry(c *command) {
+func (fr *front) abortRetry(c *command, _ CommandAbortRetry) {
 	fr.mu.Lock()
 	sess, queued := fr.cur, len(fr.steerHeld)+len(fr.steerWait)+len(fr.followUps) > 0
 	fr.mu.Unlock()
@@ -1828,12 +1774,7 @@ func (fr *front) abortRetry(c *command) {
 	fr.respond(c.id, c.typ, noData{}, nil)
 }
 
-func (fr *front) compact(c *command) {
-	var p CommandCompact
-	if err := c.decode(&p); err != nil {
-		fr.respond(c.id, c.typ, nil, err)
-		return
-	}
+func (fr *front) compact(c *command, p CommandCompact) {
 	fr.mu.Lock()
 	busy := fr.running || fr.starting || fr.compacting != ""
 	fr.compactNext = fr.compacting == compactManual
@@ -1940,12 +1881,7 @@ func (fr *front) cancelled() {
 // recorded in the history as a shell entry (pi's bashExecution message,
 // excluded output kept and marked); while a run or a compaction goes on,
 // once that has ended.
-func (fr *front) bash(c *command) {
-	var p CommandBash
-	if err := c.decode(&p); err != nil {
-		fr.respond(c.id, c.typ, nil, err)
-		return
-	}
+func (fr *front) bash(c *command, p CommandBash) {
 	spec := session.ShellSpec{Command: p.Command, Exclude: ptrOr(p.ExcludeFromContext)}
 	var id ID
 	if c.id != nil {
@@ -2010,7 +1946,7 @@ func (fr *front) flushShell() error {
 }
 
 // abortBash stops every running bash command, as pi's does.
-func (fr *front) abortBash(*command) (any, error) {
+func (fr *front) abortBash(CommandAbortBash) (any, error) {
 	fr.mu.Lock()
 	cancels := slices.Collect(maps.Values(fr.bashCancels))
 	fr.mu.Unlock()
@@ -2020,11 +1956,11 @@ func (fr *front) abortBash(*command) (any, error) {
 	return noData{}, nil
 }
 
-// stats is get_session_stats over the whole session, as pi counts it:
+// getSessionStats is get_session_stats over the whole session, as pi counts it:
 // every entry of every branch, resumed and forked history included (its
 // usage is what the log's model calls recorded); the context usage is the
 // last answer's after the latest compaction of the active branch.
-func (fr *front) stats(*command) (any, error) {
+func (fr *front) getSessionStats(CommandGetSessionStats) (any, error) {
 	sess := fr.session()
 	es := sess.Entries()
 	var users, assistants, calls, results, total int
@@ -2095,11 +2031,7 @@ func contextTokens(branch []session.Entry) (int64, bool) {
 	return 0, true
 }
 
-func (fr *front) exportHTML(c *command) (any, error) {
-	var p CommandExportHtml
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) exportHtml(p CommandExportHtml) (any, error) {
 	path := ""
 	if p.OutputPath != nil {
 		path = *p.OutputPath
@@ -2116,11 +2048,7 @@ func (fr *front) exportHTML(c *command) (any, error) {
 	return ResponseExportHtmlData{Path: path}, nil
 }
 
-func (fr *front) setName(c *command) (any, error) {
-	var p CommandSetSessionName
-	if err := c.decode(&p); err != nil {
-		return nil, err
-	}
+func (fr *front) setSessionName(p CommandSetSessionName) (any, error) {
 	name := jsTrim(p.Name) // as pi's, which trims it and refuses a blank one
 	if name == "" {
 		return nil, errors.New("Session name cannot be empty")

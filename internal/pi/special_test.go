@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,8 +39,7 @@ func TestSwitchSessionSpecial(t *testing.T) {
 			if err := tt.make(path); err != nil {
 				t.Fatal(err)
 			}
-			line := []byte(`{"type":"switch_session","sessionPath":` + strconv.Quote(path) + `}`)
-			_, err := fr.switchSession(&command{typ: "switch_session", line: line})
+			_, err := fr.switchSession(CommandSwitchSession{Type: "switch_session", SessionPath: path})
 			if !errors.Is(err, regfile.ErrNotRegular) || !strings.Contains(err.Error(), path+": "+tt.kind) {
 				t.Fatalf("switch_session = %v; want one naming %s as %s", err, path, tt.kind)
 			}

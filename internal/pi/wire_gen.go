@@ -1442,11 +1442,11 @@ type CommandGetMessages struct {
 // missing field). Schema: pi/command.json#/$defs/set_model.
 type CommandSetModel struct {
 	// Always "set_model".
-	Type     string `json:"type"`
-	ID       ID     `json:"id,omitzero"`
-	Provider string `json:"provider,omitzero"`
-	ModelID  string `json:"modelId,omitzero"`
-	Model    string `json:"model,omitzero"`
+	Type     string  `json:"type"`
+	ID       ID      `json:"id,omitzero"`
+	Provider *string `json:"provider,omitzero"`
+	ModelID  *string `json:"modelId,omitzero"`
+	Model    *string `json:"model,omitzero"`
 }
 
 // CommandCycleModel is switch to the next available model. Schema:
@@ -1592,10 +1592,10 @@ type CommandSwitchSession struct {
 // pi/command.json#/$defs/fork.
 type CommandFork struct {
 	// Always "fork".
-	Type          string `json:"type"`
-	ID            ID     `json:"id,omitzero"`
-	EntryID       string `json:"entryId,omitzero"`
-	ParentSession string `json:"parentSession,omitzero"`
+	Type          string  `json:"type"`
+	ID            ID      `json:"id,omitzero"`
+	EntryID       *string `json:"entryId,omitzero"`
+	ParentSession *string `json:"parentSession,omitzero"`
 }
 
 // CommandClone is A new session with the whole active branch. Schema:
