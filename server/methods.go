@@ -139,6 +139,7 @@ func (s *Server) sessionCreate(r *request) (any, error) {
 		return nil, err
 	}
 	spec := createSpec(p)
+	spec.UI = ui{s}
 	if err := s.clientTools(r, p, &spec); err != nil {
 		return nil, err
 	}
@@ -514,8 +515,10 @@ func (s *Server) oneShot(id json.RawMessage, line []byte) {
 		s.reply(r, nil, err)
 		return
 	}
-	ss, err := s.host.Create(s.ctx, createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
-		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save}))
+	spec := createSpec(protocol.SessionCreateParams{Cwd: o.Cwd, Model: o.Model, Effort: o.Effort,
+		ToolMode: o.ToolMode, Resume: o.Resume, Name: o.Name, Tools: o.Tools, Save: o.Save})
+	spec.UI = ui{s}
+	ss, err := s.host.Create(s.ctx, spec)
 	if err != nil {
 		s.reply(r, nil, err)
 		return

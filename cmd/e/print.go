@@ -152,13 +152,14 @@ func runPrint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			ctx = trace.WithParent(ctx, tp)
 		}
 	}
-	host, err := session.Start(ctx, opts, env, printUI{stderr})
+	ui := printUI{stderr} // the process's and the session's: e -p has one of each
+	host, err := session.Start(ctx, opts, env, ui)
 	if err != nil {
 		logStartFailure(opts.Log, err)
 		return fail(err)
 	}
 	defer host.Shutdown()
-	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave, Resume: resume})
+	sess, err := host.Create(ctx, session.Spec{Save: !f.noSave, Resume: resume, UI: ui})
 	if err != nil {
 		return fail(err)
 	}

@@ -49,14 +49,20 @@ type Agent struct {
 	// requests runs each request off the loop, serially per session (H1).
 	requests lineserver.Queues
 
-	mu       sync.Mutex
-	client   ClientCapabilities
-	sessions map[string]*acpSession
+	mu     sync.Mutex
+	client ClientCapabilities
 }
 
-// acpSession is an open session with what its updates need.
+// acpSession is an open session with what its updates need. It is made
+// on each lookup: the host keeps the sessions (Host.Get), and each keeps
+// its updates (session.Spec.Front), so e acp needs no session map.
 type acpSession struct {
 	*session.Session
+	*updates
+}
+
+// updates is ACP's state of one session.
+type updates struct {
 	mu   sync.Mutex // tr and cost, between a turn and set_config_option
 	tr   Translator
 	cost float64 // the session's cost so far, when the model has prices
@@ -93,8 +99,7 @@ func New(ctx context.Context, opts Options, env Env) (*Agent, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	loop := lineserver.New("e acp", env.Stdin, env.Stdout, env.Stderr)
-	a := &Agent{opts: opts, env: env, loop: loop, conn: newConn(loop.Out()), ctx: ctx, cancel: cancel,
-		sessions: map[string]*acpSession{}}
+	a := &Agent{opts: opts, env: env, loop: loop, conn: newConn(loop.Out()), ctx: ctx, cancel: cancel}
 	h, err := session.Start(ctx, opts, env.Env, client{a})
 	if err != nil {
 		cancel()
@@ -371,16 +376,30 @@ func fail(method string, err error) *Error {
 
 func (a *Agent) create(method string, spec session.Spec) (*acpSession, *Error) {
 	spec.Save = true // ignored under --no-save
+	u := &updates{}
+	spec.UI, spec.Front = client{a}, u
 	s, err := a.host.Create(a.ctx, spec)
 	if err != nil {
 		return nil, fail(method, err)
 	}
 	info, _ := a.host.Model(s.Info().Model)
-	ss := &acpSession{Session: s, tr: Translator{Cwd: s.Cwd(), ContextWindow: int64(info.ContextWindow)}}
-	a.mu.Lock()
-	a.sessions[s.ID()] = ss
-	a.mu.Unlock()
-	return ss, nil
+	u.mu.Lock()
+	u.tr = Translator{Cwd: s.Cwd(), ContextWindow: int64(info.ContextWindow)}
+	u.mu.Unlock()
+	return &acpSession{s, u}, nil
+}
+
+// lookup returns the open session id, if this connection has it.
+func (a *Agent) lookup(id string) (*acpSession, bool) {
+	s, err := a.host.Get(id)
+	if err != nil {
+		return nil, false
+	}
+	u, ok := s.Front().(*updates)
+	if !ok {
+		return nil, false
+	}
+	return &acpSession{s, u}, true
 }
 
 // authenticate answers {}: e needs no authentication of its own (a
@@ -423,10 +442,7 @@ func (a *Agent) open(method string, p LoadSessionParams) (*acpSession, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	s, ok := a.sessions[p.SessionID]
-	a.mu.Unlock()
-	if ok {
+	if s, ok := a.lookup(p.SessionID); ok {
 		return s, nil
 	}
 	path, err := a.find(method, p.SessionID)
@@ -504,9 +520,7 @@ func (a *Agent) session(method, id string) (*acpSession, *Error) {
 	if id == "" {
 		return nil, invalid(method, "sessionId: required")
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sessions[id]
+	s, ok := a.lookup(id)
 	if !ok {
 		return nil, errorf(CodeNotFound, fmt.Sprintf("%s: unknown session %q", method, id))
 	}
@@ -521,9 +535,7 @@ func (a *Agent) sessionClose(p SessionIDParams) (any, func() (any, *Error, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	a.mu.Lock()
-	delete(a.sessions, p.SessionID)
-	a.mu.Unlock()
+	s.Detach() // unknown from now on; Close below finishes
 	s.mu.Lock()
 	prompted := s.answered
 	s.mu.Unlock()
@@ -545,10 +557,7 @@ func (a *Agent) sessionClose(p SessionIDParams) (any, func() (any, *Error, func(
 // answers cancelled. An unknown session or an idle one is ignored (a
 // notification has no answer).
 func (a *Agent) sessionCancel(p SessionIDParams) {
-	a.mu.Lock()
-	s, ok := a.sessions[p.SessionID]
-	a.mu.Unlock()
-	if ok {
+	if s, ok := a.lookup(p.SessionID); ok {
 		s.Stop() // the prompt answers when its turn has ended
 	}
 }
@@ -783,11 +792,9 @@ var permissionOptions = []PermissionOption{
 // approve asks the client with session/request_permission. fs/* and
 // terminal/* are never called: e's tools run here.
 func (a *Agent) approve(ctx context.Context, id string, c agent.Call) agent.Decision {
-	a.mu.Lock()
-	s := a.sessions[id]
-	a.mu.Unlock()
+	s, ok := a.lookup(id)
 	tc := Translator{}
-	if s != nil {
+	if ok {
 		tc.Cwd = s.Cwd()
 	}
 	call := tc.Call(c)

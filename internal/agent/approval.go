@@ -107,7 +107,7 @@ func (t *turn) approve(c Call) (outcome, reason string) {
 	if t.ctx.Err() != nil {
 		return "interrupted", "interrupted before it was approved"
 	}
-	if s.eng.Approver == nil {
+	if s.approver == nil {
 		return "denied", fmt.Sprintf("approval policy %q needs a client to approve %s calls and none can be asked", policy, c.Category)
 	}
 	ctx := t.ctx
@@ -116,7 +116,7 @@ func (t *turn) approve(c Call) (outcome, reason string) {
 		ctx, cancel = context.WithTimeout(ctx, a.Timeout)
 		defer cancel()
 	}
-	d := s.eng.Approver.Approve(ctx, s.id, c, a.Timeout)
+	d := s.approver.Approve(ctx, s.id, c, a.Timeout)
 	switch {
 	case t.ctx.Err() != nil && !d.Allow:
 		return "interrupted", "interrupted while waiting for approval"

@@ -75,8 +75,7 @@ func TestApproval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := testEngine(t)
 			a := &scripted{answers: tt.answers}
-			eng.Approver = a
-			s := testSession(t, eng, func(o *Options) { o.Approval = Approval{Policy: tt.policy} })
+			s := testSession(t, eng, func(o *Options) { o.Approver = a; o.Approval = Approval{Policy: tt.policy} })
 			_, rec := prompt(t, s, writeThenRead)
 			if diff := cmp.Diff(tt.asked, a.names()); diff != "" {
 				t.Errorf("asked (-want +got):\n%s", diff)
@@ -106,8 +105,7 @@ func TestApproval(t *testing.T) {
 func TestApprovalAlwaysForTheSession(t *testing.T) {
 	eng := testEngine(t)
 	a := &scripted{answers: []Decision{{Allow: true, Always: true}}}
-	eng.Approver = a
-	s := testSession(t, eng, func(o *Options) { o.Approval = Approval{Policy: ApproveWrites} })
+	s := testSession(t, eng, func(o *Options) { o.Approver = a; o.Approval = Approval{Policy: ApproveWrites} })
 	prompt(t, s, "/tool write {\"path\":\"a.txt\",\"content\":\"1\"}\n/then\n/text ok")
 	prompt(t, s, "/tool write {\"path\":\"b.txt\",\"content\":\"2\"}\n/then\n/text ok")
 	if diff := cmp.Diff([]string{"write"}, a.names()); diff != "" {
@@ -136,8 +134,7 @@ func TestApprovalWithoutApprover(t *testing.T) {
 func TestApprovalInterrupted(t *testing.T) {
 	eng := testEngine(t)
 	a := &scripted{block: true, waiting: make(chan struct{})}
-	eng.Approver = a
-	s := testSession(t, eng, func(o *Options) { o.Approval = Approval{Policy: ApproveAll} })
+	s := testSession(t, eng, func(o *Options) { o.Approver = a; o.Approval = Approval{Policy: ApproveAll} })
 	rec := &recorder{}
 	done := startPrompt(t, s, writeThenRead, rec)
 	<-a.waiting
@@ -163,8 +160,10 @@ func TestApprovalInterrupted(t *testing.T) {
 func TestApprovalTimeout(t *testing.T) {
 	eng := testEngine(t)
 	a := &scripted{block: true, waiting: make(chan struct{})}
-	eng.Approver = a
-	s := testSession(t, eng, func(o *Options) { o.Approval = Approval{Policy: ApproveWrites, Timeout: time.Millisecond} })
+	s := testSession(t, eng, func(o *Options) {
+		o.Approver = a
+		o.Approval = Approval{Policy: ApproveWrites, Timeout: time.Millisecond}
+	})
 	res, rec := prompt(t, s, writeThenRead)
 	ends := ofType[ToolEnd](rec)
 	if ends[0].Outcome != "denied" || ends[0].Content != "denied: no answer within 1 ms" {

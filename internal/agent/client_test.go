@@ -153,9 +153,8 @@ func TestClientToolsNotOffered(t *testing.T) {
 func TestClientToolsApproval(t *testing.T) {
 	eng := testEngine(t)
 	a := &scripted{answers: []Decision{{Reason: "not now"}}}
-	eng.Approver = a
 	f := newFakeClient()
-	s := testSession(t, eng, func(o *Options) { o.Client = f; o.Approval = Approval{Policy: ApproveWrites} })
+	s := testSession(t, eng, func(o *Options) { o.Approver = a; o.Client = f; o.Approval = Approval{Policy: ApproveWrites} })
 	_, rec := prompt(t, s, "/tool ticket {\"k\":\"a\"}\n/then\n/text ok")
 	if diff := cmp.Diff([]string{"ticket"}, a.names()); diff != "" {
 		t.Errorf("asked (-want +got):\n%s", diff)

@@ -31,13 +31,10 @@ type Extensions interface {
 
 // Engine holds what every session of a process shares.
 type Engine struct {
-	Catalog *model.Catalog
-	Procs   *tool.Procs
-	Ext     Extensions // nil: none
-	// Approver asks the client before calls the session's approval policy
-	// names; nil: such calls are denied at once (e -p).
-	Approver        Approver
-	ToolConcurrency int // wave size (L2); 0 means 8
+	Catalog         *model.Catalog
+	Procs           *tool.Procs
+	Ext             Extensions // nil: none
+	ToolConcurrency int        // wave size (L2); 0 means 8
 	// CompactThreshold is the fraction of the model's context window above
 	// which a turn compacts before its next model call (S4); 0 means 0.8.
 	CompactThreshold float64
@@ -121,6 +118,11 @@ type Options struct {
 	// Approval is the approval policy (ApproveNever, ApproveWrites,
 	// ApproveAll; "" means never) and the time a question waits.
 	Approval Approval
+	// Approver asks the session's client before the calls its approval
+	// policy names; nil: such calls are denied at once (e -p). It is the
+	// session's, not the engine's: each session's questions go to the
+	// connection that owns it.
+	Approver Approver
 	// Warnings are said on the session's first turn, e.g. what resuming
 	// its log repaired or skipped.
 	Warnings []string
@@ -159,6 +161,7 @@ type Session struct {
 	approval Approval
 	mcp      []*mcp.Client
 	client   ClientTools // fixed for the session's life
+	approver Approver    // fixed for the session's life
 	// alwaysAllowed holds the tools the client allowed for the session.
 	alwaysAllowed map[string]bool
 	pending       []string // warnings for the first turn
@@ -196,7 +199,7 @@ func (e *Engine) NewSession(opts Options) *Session {
 		eng: e, id: opts.ID, cwd: opts.Cwd, modelID: opts.Model, effort: opts.Effort,
 		tools: opts.Tools, extTools: opts.ExtTools && e.Ext != nil, name: opts.Name, system: opts.System, log: opts.Log,
 		entries: opts.Entries,
-		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP, client: opts.Client,
+		pending: opts.Warnings, approval: opts.Approval, mcp: opts.MCP, client: opts.Client, approver: opts.Approver,
 		sandbox: opts.Sandbox, tempDir: opts.TempDir,
 	}
 	if s.approval.Policy == "" {

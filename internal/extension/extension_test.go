@@ -178,13 +178,15 @@ func guards(t *testing.T, env map[string]string) []Config {
 	return cfgs
 }
 
-// X1, X2, X3, X5: handshake, registration, a tool that asks first.
+// X1, X2, X3, X5: handshake, registration, a tool that asks first; the
+// ask names the session whose call asked it (SessionOf), for the session
+// layer to route it to that session's client.
 func TestGuardDeploy(t *testing.T) {
 	for _, cfg := range guards(t, nil) {
 		t.Run(filepath.Base(cfg.Command), func(t *testing.T) {
 			type asked struct {
-				Ext, Method string
-				Params      map[string]any
+				Ext, Method, Session string
+				Params               map[string]any
 			}
 			var (
 				mu     sync.Mutex // the UI runs on the host's goroutines
@@ -192,10 +194,10 @@ func TestGuardDeploy(t *testing.T) {
 				askErr error
 				asks   []asked
 			)
-			ui := newFakeUI(func(_ context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
+			ui := newFakeUI(func(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				a := asked{Ext: ext, Method: method}
+				a := asked{Ext: ext, Method: method, Session: SessionOf(ctx)}
 				json.Unmarshal(params, &a.Params)
 				asks = append(asks, a)
 				return answer, askErr
@@ -236,7 +238,7 @@ func TestGuardDeploy(t *testing.T) {
 					}
 					mu.Lock()
 					defer mu.Unlock()
-					want := []asked{{Ext: "guard", Method: "ui.confirm", Params: map[string]any{"title": "Deploy?", "message": "to prod"}}}
+					want := []asked{{Ext: "guard", Method: "ui.confirm", Session: "s1", Params: map[string]any{"title": "Deploy?", "message": "to prod"}}}
 					if diff := cmp.Diff(want, asks); diff != "" {
 						t.Errorf("asks (-want +got):\n%s", diff)
 					}

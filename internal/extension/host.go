@@ -118,7 +118,7 @@ func (h *Host) CallTool(ctx context.Context, session, name string, args json.Raw
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := e.call(ctx, "tool.call", map[string]any{"session": session, "name": name, "arguments": args})
+	res, err := e.call(ctx, "tool.call", session, map[string]any{"session": session, "name": name, "arguments": args})
 	if err != nil {
 		return fmt.Sprintf("%s: %v", name, err), true
 	}
@@ -165,7 +165,7 @@ func (h *Host) Gate(ctx context.Context, session, name string, args json.RawMess
 	defer cancel()
 	denials := make(chan string, len(gates))
 	for _, e := range gates {
-		go func() { denials <- e.askGate(ctx, params, h.opts.GateTimeout) }()
+		go func() { denials <- e.askGate(ctx, session, params, h.opts.GateTimeout) }()
 	}
 	for range gates {
 		if r := <-denials; r != "" && reason == "" {

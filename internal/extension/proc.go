@@ -58,7 +58,7 @@ type ext struct {
 	dead    string // why the extension is not running; "" while it is
 	cut     bool   // cut off: the notice is already out
 	nextID  int64
-	pending map[int64]chan reply
+	pending map[int64]pendingCall
 	events  map[string]bool
 	// questions are the person's questions in flight, each tied to the
 	// requests e had pending with the extension when it asked.
@@ -74,6 +74,19 @@ type question struct {
 	calls     map[int64]bool
 	cancelled bool
 	stop      context.CancelCauseFunc
+}
+
+// askerKey is the context key of the session a question was asked for.
+type askerKey struct{}
+
+// SessionOf returns the session a question passed to UI.Ask was asked
+// for: that of the tool calls and gates e had pending with the extension
+// when it asked (spec/extensions.md); "" when there were none, or they
+// were of several sessions. The session layer routes the ask to that
+// session's client by it.
+func SessionOf(ctx context.Context) string {
+	s, _ := ctx.Value(askerKey{}).(string)
+	return s
 }
 
 // ErrCallStopped is why a question ends when e no longer waits for the
@@ -97,14 +110,23 @@ func (e *ext) callEnded(id int64, cancelled bool) {
 	}
 }
 
-// newQuestion ties a question to the requests pending now; done forgets it.
+// newQuestion ties a question to the requests pending now; done forgets
+// it. ctx names the session those requests are made for (SessionOf) when
+// they are all of one session.
 func (e *ext) newQuestion() (ctx context.Context, done func()) {
 	ctx, stop := context.WithCancelCause(e.life)
 	q := &question{calls: map[int64]bool{}, stop: stop}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for id := range e.pending {
+	sessions := map[string]bool{}
+	for id, c := range e.pending {
 		q.calls[id] = true
+		sessions[c.session] = true
+	}
+	if len(sessions) == 1 {
+		for s := range sessions {
+			ctx = context.WithValue(ctx, askerKey{}, s)
+		}
 	}
 	if len(q.calls) > 0 {
 		if e.questions == nil {
@@ -120,6 +142,13 @@ func (e *ext) newQuestion() (ctx context.Context, done func()) {
 	}
 }
 
+// pendingCall is a request e sent the extension and waits on; session is
+// the session it is made for ("" for initialize).
+type pendingCall struct {
+	ch      chan reply
+	session string
+}
+
 type reply struct {
 	result json.RawMessage
 	err    error
@@ -129,7 +158,7 @@ func newExt(h *Host, c Config) *ext {
 	life, end := context.WithCancel(context.Background())
 	return &ext{h: h, cfg: c, life: life, end: end, out: make(chan []byte, maxOutQueue),
 		noMore: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{}),
-		pending: make(map[int64]chan reply), dead: "it has not started"}
+		pending: make(map[int64]pendingCall), dead: "it has not started"}
 }
 
 func (e *ext) noticef(level, format string, args ...any) {
@@ -151,7 +180,7 @@ func (e *ext) start(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.h.opts.HandshakeTimeout)
 	defer cancel()
-	res, err := e.call(ctx, "initialize", map[string]any{"protocol": Protocol, "e_version": e.h.opts.Version, "extension": e.cfg.Name})
+	res, err := e.call(ctx, "initialize", "", map[string]any{"protocol": Protocol, "e_version": e.h.opts.Version, "extension": e.cfg.Name})
 	if err == nil {
 		err = e.handshake(res)
 	}
@@ -265,14 +294,14 @@ func (e *ext) die(reason string) bool {
 		e.dead = reason
 	}
 	pending := e.pending
-	e.pending = map[int64]chan reply{}
+	e.pending = map[int64]pendingCall{}
 	crash := first && !e.cut && !e.stopping.Load()
 	e.mu.Unlock()
 	e.end()
 	e.once.Do(func() { close(e.noMore) })
 	err := fmt.Errorf("extension %s is not running: %s", e.cfg.Name, e.reason())
-	for _, ch := range pending {
-		ch <- reply{err: err}
+	for _, c := range pending {
+		c.ch <- reply{err: err}
 	}
 	return crash
 }
@@ -364,7 +393,7 @@ func (e *ext) forward() {
 
 // call sends request method and waits for the response, the extension's
 // death, or ctx. ctx ending sends a cancel notification.
-func (e *ext) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (e *ext) call(ctx context.Context, method, session string, params any) (json.RawMessage, error) {
 	e.mu.Lock()
 	if e.dead != "" {
 		e.mu.Unlock()
@@ -373,7 +402,7 @@ func (e *ext) call(ctx context.Context, method string, params any) (json.RawMess
 	id := e.nextID
 	e.nextID++
 	ch := make(chan reply, 1)
-	e.pending[id] = ch
+	e.pending[id] = pendingCall{ch: ch, session: session}
 	e.mu.Unlock()
 
 	line, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
@@ -405,7 +434,7 @@ func (e *ext) forget(id int64) bool {
 
 // askGate runs tool.gate on this extension; "" allows, anything else is
 // the reason to deny.
-func (e *ext) askGate(ctx context.Context, params map[string]any, silence time.Duration) string {
+func (e *ext) askGate(ctx context.Context, session string, params map[string]any, silence time.Duration) string {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
@@ -414,7 +443,7 @@ func (e *ext) askGate(ctx context.Context, params map[string]any, silence time.D
 	}
 	answers := make(chan answer, 1)
 	go func() {
-		res, err := e.call(ctx, "tool.gate", params)
+		res, err := e.call(ctx, "tool.gate", session, params)
 		answers <- answer{res, err}
 	}()
 	timer := time.NewTimer(silence)
@@ -569,7 +598,7 @@ func (e *ext) response(env envelope) {
 		return // not an id e used: nothing waits for it
 	}
 	e.mu.Lock()
-	ch, ok := e.pending[id]
+	c, ok := e.pending[id]
 	delete(e.pending, id)
 	e.mu.Unlock()
 	if !ok {
@@ -581,10 +610,10 @@ func (e *ext) response(env envelope) {
 		if json.Unmarshal(env.Error, &msg) != nil {
 			msg = string(env.Error)
 		}
-		ch <- reply{err: errors.New(msg)}
+		c.ch <- reply{err: errors.New(msg)}
 		return
 	}
-	ch <- reply{result: env.Result}
+	c.ch <- reply{result: env.Result}
 }
 
 // respond answers the extension's request id (nothing for a notification).

@@ -35,8 +35,9 @@ type spec struct {
 // backend makes sessions for the front end.
 type backend struct {
 	h           *session.Host
-	sessionsDir string // "" keeps sessions in memory (--no-session)
-	flat        bool   // sessionsDir holds the sessions, not a folder per cwd
+	ui          session.UI // the connection's client, every session's
+	sessionsDir string     // "" keeps sessions in memory (--no-session)
+	flat        bool       // sessionsDir holds the sessions, not a folder per cwd
 	tools       []string
 }
 
@@ -46,7 +47,7 @@ func (b *backend) make(sp spec) (*session.Session, error) {
 		cwd = "" // the log's, when it still exists (a file pi wrote elsewhere may name one that does not)
 	}
 	ss := session.Spec{Cwd: cwd, Tools: b.tools, NoTools: len(b.tools) == 0, Save: b.sessionsDir != "",
-		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file, Leaf: sp.leaf}
+		Resume: sp.resume, History: sp.entries, Parent: sp.parent, File: sp.file, Leaf: sp.leaf, UI: b.ui}
 	if sp.model != "" {
 		ss.Model, ss.Effort = &sp.model, &sp.effort
 	}

@@ -247,7 +247,7 @@ func start(f Flags, env Env) (*front, error) {
 	for _, w := range warnings {
 		fmt.Fprintf(env.Stderr, "e: warning: %s\n", w)
 	}
-	fr.b = &backend{h: fr.h, tools: tools}
+	fr.b = &backend{h: fr.h, ui: ui{fr}, tools: tools}
 	if !f.NoSession {
 		dir, flat := cfg.SessionsDir(f.SessionDir, env.Getenv)
 		fr.b.sessionsDir, fr.b.flat = abs(env.Cwd, dir), flat

@@ -69,6 +69,16 @@ type Spec struct {
 	Sandbox       *string
 	WritableRoots []string
 	Network       *bool
+	// UI is the client of the connection the session belongs to: its
+	// approvals, its extension questions and notices about it go there
+	// (UI); its forks keep it. nil: nobody can be asked (asks get
+	// ErrNoUI, calls the approval policy names are denied) and its
+	// notices go to the process's UI.
+	UI UI
+	// Front is the front end's own state of the session, kept with it
+	// (Session.Front) so that the front end needs no session map of its
+	// own beside the host's; a fork starts with none.
+	Front any
 }
 
 // MCPServer is one MCP server to start (stdio transport).
@@ -328,8 +338,8 @@ func (h *Host) chooseSandbox(c *creation) error {
 
 // connectMCP starts the settings' MCP servers and the spec's for a session
 // in cwd. A server that cannot start fails the session, naming it; one
-// that exits later is reported as a notice (its calls fail at once).
-func (h *Host) connectMCP(ctx context.Context, cwd string, spec []MCPServer) ([]*mcp.Client, error) {
+// that exits later is reported as a notice to ui, the session's.
+func (h *Host) connectMCP(ctx context.Context, cwd string, spec []MCPServer, ui UI) ([]*mcp.Client, error) {
 	all := append(slices.Clone(h.mcp), spec...)
 	var clients []*mcp.Client
 	seen := map[string]bool{}
@@ -347,7 +357,7 @@ func (h *Host) connectMCP(ctx context.Context, cwd string, spec []MCPServer) ([]
 		if err == nil {
 			name := cfg.Name
 			c, err = mcp.Connect(ctx, cfg, cwd, func(why string) {
-				h.ui.Notice(Notice{Extension: "mcp:" + name, Level: "error", Message: why + "; its tools fail from now on"})
+				h.notice(ui, Notice{Extension: "mcp:" + name, Level: "error", Message: why + "; its tools fail from now on"})
 			})
 		}
 		if err != nil {
@@ -373,7 +383,7 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
-	servers, err := h.connectMCP(ctx, c.cwd, c.spec.MCP)
+	servers, err := h.connectMCP(ctx, c.cwd, c.spec.MCP, c.spec.UI)
 	if err != nil {
 		if c.log != nil {
 			c.log.Close()
@@ -420,10 +430,11 @@ func (h *Host) open(ctx context.Context, c *creation) (*Session, error) {
 	a := h.engine.NewSession(agent.Options{
 		ID: hd.ID, Cwd: c.cwd, Model: c.model, Effort: c.effort, Tools: c.tools, ExtTools: c.extTools, Log: log,
 		Entries: c.entries, System: c.system, Name: name, Warnings: c.warnings, Approval: c.approval,
-		MCP: servers, Client: c.agentClient(), Sandbox: c.sandbox, TempDir: tmp,
+		MCP: servers, Client: c.agentClient(), Sandbox: c.sandbox, TempDir: tmp, Approver: approver(c.spec.UI),
 	})
 	c.log = nil // the agent session owns it now
-	s := newSession(h, a, hd, c.spec.MCP)
+	s := newSession(h, a, hd, c.spec.MCP, c.spec.UI)
+	s.front = c.spec.Front
 	if c.header != nil && log == nil {
 		s.copyOf = c.resumed
 		why := "pass save: true to continue the log itself"
@@ -488,6 +499,23 @@ func relinked(history []Entry) []Entry {
 		out[i], prev = e, e.ID
 	}
 	return out
+}
+
+// approver is ui's approvals, nil when it takes none (a nil UI included).
+func approver(ui UI) Approver {
+	a, _ := ui.(Approver)
+	return a
+}
+
+// notice tells ui, a session's, about it; a session without one, the
+// process's UI.
+func (h *Host) notice(ui UI, n Notice) {
+	if ui == nil {
+		ui = h.ui
+	}
+	if ui != nil {
+		ui.Notice(n)
+	}
 }
 
 // agentClient is c's client tools for the engine; nil when there are none

@@ -87,11 +87,18 @@ type Env struct {
 	Getenv func(string) string // provider keys and the like
 }
 
-// UI is how extensions reach the front end's client (X2–X7); the front
-// end implements it. Ask blocks until the client answers or ctx ends and
-// returns ErrNoUI at once when nobody can be asked (X5). Notice is called
-// from one goroutine, in order. A UI that is also an Approver answers
-// tool approvals; without one, calls the policy names are denied (e -p).
+// UI is how the session layer reaches a front end's client: extensions'
+// questions and notices (X2–X7) and, when it is also an Approver, tool
+// approvals. The front end implements it, one per client connection. Ask
+// blocks until the client answers or ctx ends and returns ErrNoUI at once
+// when nobody can be asked (X5).
+//
+// A session's UI (Spec.UI: the connection that created, resumed or forked
+// it) gets its approvals, the questions extensions ask during its tool
+// calls and gates, and notices about it (its MCP servers). Start's UI is
+// the process's: it gets what belongs to no session (extension lifecycle,
+// ui.notify and ui.show, questions asked outside any session's call, in
+// order from one goroutine).
 type UI = extension.UI
 
 // Approver asks the client whether a tool call may run.
@@ -145,7 +152,7 @@ type Host struct {
 	extMu      sync.Mutex
 	extHeld    []heldEvent    // events for the extensions before their handshakes ended
 	extReady   bool           // ext is set: events go to it at once
-	ui         UI             // the front end's client: notices about MCP servers go there too
+	ui         UI             // the process's (Start's): what belongs to no session; nil: nobody
 	mcp        []MCPServer    // settings' mcp_servers, started for every session
 	def        string         // the model a session gets unless told otherwise
 	sandbox    sandbox.Policy // the process's: sessions narrow it
@@ -159,8 +166,9 @@ type Host struct {
 	turns    sync.WaitGroup // turn goroutines; Add only while !closing, under mu
 }
 
-// Start reads settings, builds the model catalog and starts extensions
-// with ui as their client. Its errors are start-up problems: a bad
+// Start reads settings, builds the model catalog and starts extensions.
+// ui is the process's client (UI): sessions get their own (Spec.UI); nil
+// shows nothing and asks nobody. Its errors are start-up problems: a bad
 // settings file, an unknown -m model, an effort the model lacks. ctx
 // bounds the extensions' start-up only.
 func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
@@ -226,12 +234,10 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 			AppendSystemPrompt: joinNonEmpty(settings.AppendSystem, opts.AppendSystemPrompt),
 			Behaviour:          opts.Behaviour.Behaviour,
 		}}
-	if a, ok := ui.(Approver); ok {
-		h.engine.Approver = a
-	}
+	var extUI UI = router{h}
 	if opts.Log != nil {
 		h.engine.Observer = observer{log: opts.Log, content: opts.LogContent}
-		ui = loggingUI{UI: ui, h: h}
+		extUI = loggingUI{UI: extUI, h: h}
 	}
 	h.extStarted = make(chan struct{})
 	var cfgs []extension.Config
@@ -255,7 +261,7 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 	var sctx context.Context
 	sctx, h.extCancel = context.WithCancel(ctx)
 	go func() {
-		x := extension.StartWith(sctx, cfgs, ui, extension.Options{Version: opts.Version})
+		x := extension.StartWith(sctx, cfgs, extUI, extension.Options{Version: opts.Version})
 		h.extMu.Lock()
 		h.ext, h.extReady = x, true
 		for _, e := range h.extHeld {
@@ -267,6 +273,32 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 		h.logStart()
 	}()
 	return h, nil
+}
+
+// router is the extensions' UI: a question asked for a session
+// (extension.SessionOf: during its tool call or gate) goes to that
+// session's client, one of a session closed since to nobody; everything
+// else goes to the process's.
+type router struct{ h *Host }
+
+func (r router) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
+	ui := r.h.ui
+	if id := extension.SessionOf(ctx); id != "" {
+		ui = nil
+		if s, err := r.h.Get(id); err == nil {
+			ui = s.ui
+		}
+	}
+	if ui == nil {
+		return nil, ErrNoUI
+	}
+	return ui.Ask(ctx, ext, method, params)
+}
+
+func (r router) Notice(n Notice) {
+	if r.h.ui != nil {
+		r.h.ui.Notice(n)
+	}
 }
 
 // heldEvent is an event for the extensions that came before their

@@ -34,6 +34,8 @@ type Session struct {
 	// session does not save; warning says so to its creator.
 	copyOf, warning string
 	budget          agent.Budget // each turn's unless its prompt sets its own (N1)
+	ui              UI           // its connection's client (Spec.UI); nil: none
+	front           any          // the front end's state of it (Spec.Front)
 
 	mu       sync.Mutex
 	turn     *Turn // the running prompt or compact
@@ -42,9 +44,13 @@ type Session struct {
 	closeErr error
 }
 
-func newSession(h *Host, a *agent.Session, hd store.Header, mcp []MCPServer) *Session {
-	return &Session{h: h, a: a, header: hd, path: a.Info().Path, mcp: mcp, closed: make(chan struct{})}
+func newSession(h *Host, a *agent.Session, hd store.Header, mcp []MCPServer, ui UI) *Session {
+	return &Session{h: h, a: a, header: hd, path: a.Info().Path, mcp: mcp, ui: ui, closed: make(chan struct{})}
 }
+
+// Front returns the front end's state of the session given at its
+// creation (Spec.Front); nil for a fork or when none was given.
+func (s *Session) Front() any { return s.front }
 
 // Info is a snapshot of a session.
 type Info struct {
@@ -497,8 +503,9 @@ func (s *Session) Messages() []Message {
 
 // Fork copies the current branch into a new session, registered with the
 // host (T2): saved when s is (beside s's log), with s's model, effort,
-// tools, instructions, approval policy, name and budget, and MCP servers of its
-// own, started like s's (ctx bounds their start). With at "" the fork has
+// tools, instructions, approval policy, name, budget and UI (its
+// connection's), and MCP servers of its own, started like s's (ctx bounds
+// their start). With at "" the fork has
 // the whole branch; otherwise its history ends at entry at, and a branch
 // without that entry is code invalid_params naming "at".
 func (s *Session) Fork(ctx context.Context, at string) (*Session, error) {
@@ -543,7 +550,7 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 			return nil, wrap(CodeInternal, "", err)
 		}
 	}
-	servers, err := s.h.connectMCP(ctx, s.Cwd(), s.mcp)
+	servers, err := s.h.connectMCP(ctx, s.Cwd(), s.mcp, s.ui)
 	if err != nil {
 		if tmp != "" {
 			os.RemoveAll(tmp)
@@ -567,8 +574,8 @@ func (s *Session) fork(ctx context.Context, entries []Entry) (*Session, error) {
 	}
 	a := s.h.engine.NewSession(agent.Options{ID: h.ID, Cwd: s.Cwd(), Model: in.Model, Effort: in.Effort,
 		Tools: s.a.Tools(), Log: log, Entries: relinked(entries), Name: in.Name, System: s.a.System(), Approval: s.a.Approval(),
-		MCP: servers, Client: s.a.Client(), Sandbox: s.a.Sandbox(), TempDir: tmp})
-	fork := newSession(s.h, a, h, s.mcp)
+		MCP: servers, Client: s.a.Client(), Sandbox: s.a.Sandbox(), TempDir: tmp, Approver: approver(s.ui)})
+	fork := newSession(s.h, a, h, s.mcp, s.ui)
 	fork.budget = s.budget
 	s.h.register(fork)
 	return fork, nil
