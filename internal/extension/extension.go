@@ -49,6 +49,10 @@ type Notice struct {
 	Message   string          `json:"message"`
 	Method    string          `json:"method,omitempty"` // "ui.notify" or "ui.show" when relayed; "" about the extension itself
 	Params    json.RawMessage `json:"params,omitempty"` // the extension's params for ui.notify/ui.show
+	// Session is the session the notice is about: one whose tool calls or
+	// gates e had pending with the extension when it sent the notice, or
+	// whose question timed out (SessionOf); "" for the process. Not shown.
+	Session string `json:"-"`
 }
 
 // Tool is a tool registered by an extension.

@@ -330,7 +330,8 @@ func probe(t *testing.T, h *Host, method, params string) string {
 	return string(v.Result)
 }
 
-// X5, X6: what e answers to each request an extension can make.
+// X5, X6: what e answers to each request an extension can make; a notice
+// sent during a session's call is about that session (Notice.Session).
 func TestRequests(t *testing.T) {
 	var mu sync.Mutex
 	var asked []string
@@ -382,6 +383,9 @@ func TestRequests(t *testing.T) {
 				n := ui.waitNotice(t, tt.notice)
 				if n.Extension != "p" {
 					t.Errorf("notice extension = %q", n.Extension)
+				}
+				if n.Session != "s1" { // sent, or timed out, during s1's call
+					t.Errorf("notice session = %q, want s1", n.Session)
 				}
 				if strings.HasPrefix(tt.method, "ui.") && n.Method != "" && n.Method != tt.method {
 					t.Errorf("notice method = %q, want %q", n.Method, tt.method)

@@ -110,24 +110,31 @@ func (e *ext) callEnded(id int64, cancelled bool) {
 	}
 }
 
+// caller is the session of the requests pending now, when they are all of
+// one session: the session a question or notice of the extension is for.
+// It is called with e.mu held.
+func (e *ext) caller() string {
+	session, first := "", true
+	for _, c := range e.pending {
+		if !first && c.session != session {
+			return ""
+		}
+		session, first = c.session, false
+	}
+	return session
+}
+
 // newQuestion ties a question to the requests pending now; done forgets
-// it. ctx names the session those requests are made for (SessionOf) when
-// they are all of one session.
+// it. ctx names the session those requests are made for (SessionOf).
 func (e *ext) newQuestion() (ctx context.Context, done func()) {
 	ctx, stop := context.WithCancelCause(e.life)
 	q := &question{calls: map[int64]bool{}, stop: stop}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	sessions := map[string]bool{}
-	for id, c := range e.pending {
+	for id := range e.pending {
 		q.calls[id] = true
-		sessions[c.session] = true
 	}
-	if len(sessions) == 1 {
-		for s := range sessions {
-			ctx = context.WithValue(ctx, askerKey{}, s)
-		}
-	}
+	ctx = context.WithValue(ctx, askerKey{}, e.caller())
 	if len(q.calls) > 0 {
 		if e.questions == nil {
 			e.questions = map[*question]bool{}
@@ -660,7 +667,10 @@ func (e *ext) request(env envelope) {
 		if p.Message == "" {
 			p.Message = p.Title
 		}
-		if !e.h.notice(Notice{Extension: e.cfg.Name, Level: p.Level, Message: p.Message, Method: m, Params: env.Params}) {
+		e.mu.Lock()
+		session := e.caller()
+		e.mu.Unlock()
+		if !e.h.notice(Notice{Extension: e.cfg.Name, Level: p.Level, Message: p.Message, Method: m, Params: env.Params, Session: session}) {
 			e.respond(env.ID, nil, m+" was dropped: too many notices are waiting for the client")
 			return
 		}
@@ -713,7 +723,8 @@ func (e *ext) ask(ctx context.Context, env envelope) {
 	case asked.Err() != nil: // the call that asked was interrupted
 		e.respond(env.ID, cancelled, "")
 	case ctx.Err() != nil: // timeout_ms elapsed
-		e.noticef("warning", "asked %s and got no answer within %v ms; the question was cancelled", env.Method, *p.TimeoutMS)
+		e.h.notice(Notice{Extension: e.cfg.Name, Level: "warning", Session: SessionOf(asked),
+			Message: fmt.Sprintf("extension %s asked %s and got no answer within %v ms; the question was cancelled", e.cfg.Name, env.Method, *p.TimeoutMS)})
 		e.respond(env.ID, cancelled, "")
 	case errors.Is(err, ErrNoUI):
 		e.respond(env.ID, nil, env.Method+" was refused: there is no client to ask (e -p, or e rpc without hello ask:true)")

@@ -277,8 +277,9 @@ func Start(ctx context.Context, opts Options, env Env, ui UI) (*Host, error) {
 
 // router is the extensions' UI: a question asked for a session
 // (extension.SessionOf: during its tool call or gate) goes to that
-// session's client, one of a session closed since to nobody; everything
-// else goes to the process's.
+// session's client, one of a session closed since to nobody; a notice
+// about a session (Notice.Session) to that session's client, as Host.notice
+// does; everything else goes to the process's.
 type router struct{ h *Host }
 
 func (r router) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -296,9 +297,13 @@ func (r router) Ask(ctx context.Context, ext, method string, params json.RawMess
 }
 
 func (r router) Notice(n Notice) {
-	if r.h.ui != nil {
-		r.h.ui.Notice(n)
+	var ui UI
+	if n.Session != "" {
+		if s, err := r.h.Get(n.Session); err == nil {
+			ui = s.ui
+		}
 	}
+	r.h.notice(ui, n)
 }
 
 // heldEvent is an event for the extensions that came before their

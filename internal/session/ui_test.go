@@ -40,7 +40,7 @@ func (u *fakeUI) Ask(_ context.Context, ext, method string, _ json.RawMessage) (
 	return json.RawMessage(`{"confirmed":true}`), nil
 }
 
-func (u *fakeUI) Notice(Notice) {}
+func (u *fakeUI) Notice(n Notice) { u.add("notice " + n.Message) }
 
 func (u *fakeUI) Approve(_ context.Context, session string, c agent.Call, _ time.Duration) agent.Decision {
 	u.add("approve " + session + " " + c.Name)
@@ -94,10 +94,11 @@ func deploy(t *testing.T, s *Session) agent.ToolEnd {
 	return ends[0]
 }
 
-// The UI is per connection: each session's approvals and the extension
-// questions its tool calls ask reach the UI it was created with, never
-// another session's nor the process's; a session without one (e -p) has
-// its approvals denied and its questions refused (X5), as before.
+// The UI is per connection: each session's approvals, the extension
+// questions its tool calls ask and notices about it reach the UI it was
+// created with, never another session's nor the process's; a session
+// without one (e -p) has its approvals denied and its questions refused
+// (X5), as before.
 func TestSessionUI(t *testing.T) {
 	process := &fakeUI{}
 	h := guardHost(t, process)
@@ -134,15 +135,21 @@ func TestSessionUI(t *testing.T) {
 			}
 		})
 	}
+	// Extension notices about a session (sent during its calls) go to its
+	// UI; about a session without one, or none, to the process's.
+	for _, n := range []Notice{{Message: "about a", Session: sa.ID()}, {Message: "about no UI", Session: denied.ID()},
+		{Message: "about none"}} {
+		router{h}.Notice(n)
+	}
 	for _, c := range []struct {
 		name string
 		ui   *fakeUI
 		want []string
 	}{
-		{name: "a", ui: a, want: []string{"approve " + sa.ID() + " deploy", "ask guard ui.confirm"}},
+		{name: "a", ui: a, want: []string{"approve " + sa.ID() + " deploy", "ask guard ui.confirm", "notice about a"}},
 		{name: "b", ui: b, want: []string{"approve " + sb.ID() + " deploy", "ask guard ui.confirm",
 			"approve " + fork.ID() + " deploy", "ask guard ui.confirm"}},
-		{name: "process", ui: process, want: nil},
+		{name: "process", ui: process, want: []string{"notice about no UI", "notice about none"}},
 	} {
 		if diff := cmp.Diff(c.want, c.ui.list()); diff != "" {
 			t.Errorf("UI %s got (-want +got):\n%s", c.name, diff)
