@@ -95,10 +95,11 @@ type Env struct {
 //
 // A session's UI (Spec.UI: the connection that created, resumed or forked
 // it) gets its approvals, the questions extensions ask during its tool
-// calls and gates, and notices about it (its MCP servers). Start's UI is
-// the process's: it gets what belongs to no session (extension lifecycle,
-// ui.notify and ui.show, questions asked outside any session's call, in
-// order from one goroutine).
+// calls and gates, and notices about it (its MCP servers', extensions'
+// sent during its calls). Start's UI is the process's: it gets what
+// belongs to no session (extension lifecycle, notices and questions
+// outside any session's call). Extensions' notices come from one
+// goroutine, in order, whichever UI they go to.
 type UI = extension.UI
 
 // Approver asks the client whether a tool call may run.
