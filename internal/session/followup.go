@@ -151,7 +151,8 @@ func (s *Session) SetFollowUpMode(m FollowUpMode) error {
 // nextFollowUpLocked starts the next turn from the queue, when there is
 // one, with s.mu held and no turn running; after is the turn just ended,
 // whose done the new turn's run waits for. A follow-up that cannot start
-// (the process shutting down) ends with that error, and the next is tried.
+// (the process shutting down, the session closing) is dropped, code
+// interrupted, saying why, and the next is tried.
 func (s *Session) nextFollowUpLocked(after <-chan struct{}) {
 	for len(s.follow.waiting) > 0 {
 		n := 1
@@ -164,7 +165,7 @@ func (s *Session) nextFollowUpLocked(after <-chan struct{}) {
 		t, err := s.launchLocked(f.ctx, false, after, s.promptRun(f.text, f.parts, f.opts, f.sink))
 		if err != nil {
 			for _, g := range batch {
-				g.end(nil, err)
+				g.end(nil, &Error{Code: CodeInterrupted, Err: fmt.Errorf("session %s: follow-up dropped before its turn began: %w", s.ID(), err)})
 			}
 			continue
 		}
