@@ -47,7 +47,9 @@ type FollowUpSpec struct {
 // when the running one ends, whether that completed, failed or was
 // stopped, unless an interrupt (Stop), Close or ClearFollowUps drops it
 // first; those drop every follow-up queued before them, not the ones
-// queued after.
+// queued after. (pi's front keeps a queue of its own: pi holds a
+// follow-up sent while idle for the next prompt's run, keeps the queue
+// through an abort and compacts between a run and its follow-ups.)
 type FollowUp struct {
 	text    string
 	parts   []Part
