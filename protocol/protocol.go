@@ -658,6 +658,9 @@ type SessionFollowUpParams struct {
 	Session SessionID `json:"session"`
 	// the user's message, the prompt of the turn it becomes
 	Prompt string `json:"prompt"`
+	// PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+	// in all, read and checked when the follow-up is queued (I1, I2)
+	Images *[]string `json:"images,omitzero"`
 }
 
 // SessionFollowUpResult is the session.follow_up result. M6: the result of the turn the

@@ -291,8 +291,12 @@ func (s *Server) sessionFollowUp(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	var images []string
+	if p.Images != nil {
+		images = *p.Images
+	}
 	ctx, sink := s.streamEvents(withRequest(s.ctx, r.id), ss.ID(), r.id)
-	f, err := ss.FollowUp(ctx, session.FollowUpSpec{Text: p.Prompt, Sink: sink,
+	f, err := ss.FollowUp(ctx, session.FollowUpSpec{Text: p.Prompt, Images: images, Sink: sink,
 		// Recorded as the turn begins, before an interrupt can stop it.
 		Started: func(t *session.Turn) { s.answers(r, t) }})
 	if err != nil {

@@ -814,6 +814,10 @@ class SessionFollowUpParams(TypedDict):
     #: the user's message, the prompt of the turn it becomes
     prompt: str
 
+    #: PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+    #: in all, read and checked when the follow-up is queued (I1, I2)
+    images: NotRequired[list[str] | None]
+
 
 class SessionForkParams(TypedDict):
     """

@@ -908,6 +908,11 @@ export interface SessionFollowUpParams {
    * the user's message, the prompt of the turn it becomes
    */
   prompt: string;
+  /**
+   * PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+   * in all, read and checked when the follow-up is queued (I1, I2)
+   */
+  images?: string[] | null;
 }
 
 /**
