@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	_ "embed"
+	"path"
+	"slices"
 	"strings"
 
 	"github.com/e-agent/e/schemas"
@@ -82,13 +84,57 @@ func (p PropertyCoverage) Name() string {
 // ask, notice and e -p result lines.
 func coveredSchemas() []string {
 	var out []string
+	results := resultNames()
 	for _, m := range schemas.Methods() {
-		out = append(out, m+".params", m+".result")
+		out = append(out, m+".params")
+		if r := results[m]; !slices.Contains(out, r) {
+			out = append(out, r)
+		}
 	}
 	for _, t := range schemas.Events() {
 		out = append(out, "events/"+t)
 	}
 	return append(out, "oneshot/request", "oneshot/answer", "lines/ask", "lines/notice", "lines/result")
+}
+
+// resultNames maps each method to the name its result's coverage is kept
+// under: its own ("session.info.result"), or, for a result that is only a
+// $ref to a whole schema file that another method's result is too
+// (session.prompt's and session.follow_up's: result.json), that file's
+// ("result"): one shape, covered once, by a case of either method.
+func resultNames() map[string]string {
+	out := map[string]string{}
+	shared := map[string][]string{} // target → methods
+	for _, m := range schemas.Methods() {
+		out[m] = m + ".result"
+		if t := wholeRef(m + ".result"); t != "" {
+			shared[t] = append(shared[t], m)
+		}
+	}
+	for t, ms := range shared {
+		if len(ms) > 1 {
+			for _, m := range ms {
+				out[m] = t
+			}
+		}
+	}
+	return out
+}
+
+// wholeRef is the name of the schema file that schema name is only a
+// $ref to ("result"), "" when it is not.
+func wholeRef(name string) string {
+	n, ok := schemaNamed(name)
+	if !ok {
+		return ""
+	}
+	m, _ := n.v.(map[string]any)
+	ref, _ := m["$ref"].(string)
+	file, frag, _ := strings.Cut(ref, "#")
+	if file == "" || frag != "" {
+		return ""
+	}
+	return strings.TrimSuffix(path.Join(path.Dir(n.file), file), ".json")
 }
 
 // PropertyCoverageOf lists every event type and every property of the
@@ -112,6 +158,7 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 			hit(schema, p, id)
 		}
 	}
+	results := resultNames()
 	for _, c := range cases {
 		if c.Dialect != "" && c.Dialect != DialectERPC {
 			continue // other schemas: DialectPropertyCoverageOf
@@ -164,7 +211,7 @@ func PropertyCoverageOf(cases []*Case) []PropertyCoverage {
 					walk("oneshot/answer", e.value, c.ID)
 				case m != "":
 					if r, ok := e.value["result"]; ok {
-						walk(m+".result", r, c.ID)
+						walk(results[m], r, c.ID)
 					}
 				}
 			}

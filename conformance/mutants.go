@@ -215,17 +215,32 @@ func buildMutants() []*Mutant {
 	}
 	// Fields of results: the prompt's and the v1 answer's to depth 2,
 	// every other method's top level.
+	// Methods whose results share one schema (session.prompt's and
+	// session.follow_up's: result.json, coverage's resultNames) share
+	// mutants too, named after the prompt's: they change either's result.
+	results := resultNames()
 	for _, m := range schemas.Methods() {
 		n, ok := schemaNamed(m + ".result")
 		if !ok {
 			continue
+		}
+		same := []string{m}
+		if results[m] != m+".result" {
+			same = slices.DeleteFunc(slices.Clone(schemas.Methods()), func(o string) bool { return results[o] != results[m] })
+			lead := same[0]
+			if slices.Contains(same, "session.prompt") {
+				lead = "session.prompt"
+			}
+			if m != lead {
+				continue
+			}
 		}
 		depth := 1
 		if m == "session.prompt" {
 			depth = 2
 		}
 		for _, path := range fieldPaths(n, depth) {
-			addFieldMutants(add, nil, m+".result", path, resultOf(m))
+			addFieldMutants(add, nil, m+".result", path, resultOf(same...))
 		}
 	}
 	if n, ok := schemaNamed("oneshot/answer"); ok {
@@ -483,9 +498,10 @@ func addFieldMutants(add func(*Mutant), dialects []string, owner, path string, m
 
 // resultOf matches the result of responses to method m ("oneshot": the v1
 // answer line itself).
-func resultOf(m string) func(obj map[string]any) (map[string]any, bool) {
+func resultOf(ms ...string) func(obj map[string]any) (map[string]any, bool) {
 	return func(obj map[string]any) (map[string]any, bool) {
-		if !isResponse(obj) || obj["\x00method"] != m {
+		m, _ := obj["\x00method"].(string)
+		if !isResponse(obj) || !slices.Contains(ms, m) {
 			return nil, false
 		}
 		if m == "oneshot" {

@@ -647,6 +647,26 @@ type SessionExportResult struct {
 	Title string `json:"title"`
 }
 
+// SessionFollowUpParams is the session.follow_up params. Queues a prompt for when the
+// session's running turn (or compaction, or shell command) ends; on an idle session it
+// starts at once. It then runs as session.prompt's turn: its events carry this request's id
+// and stream before its response (M6, S2). An interrupt or close drops the follow-ups queued
+// before it: their response is an error with code interrupted (M8). Unknown fields are
+// accepted (V2); null means the default for every optional field (V1). Schema:
+// methods/session.follow_up.params.json.
+type SessionFollowUpParams struct {
+	Session SessionID `json:"session"`
+	// the user's message, the prompt of the turn it becomes
+	Prompt string `json:"prompt"`
+	// PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+	// in all, read and checked when the follow-up is queued (I1, I2)
+	Images *[]string `json:"images,omitzero"`
+}
+
+// SessionFollowUpResult is the session.follow_up result. M6: the result of the turn the
+// follow-up became. Schema: methods/session.follow_up.result.json.
+type SessionFollowUpResult = Result
+
 // SessionForkParams is the session.fork params. Copies the session, or the beginning of its
 // history, into a new one (M12, M19, T2). Unknown fields are accepted (V2); null means the
 // default for every optional field (V1). Schema: methods/session.fork.params.json.
@@ -1668,6 +1688,7 @@ const (
 	MethodSessionCreate    = "session.create"
 	MethodSessionEntries   = "session.entries"
 	MethodSessionExport    = "session.export"
+	MethodSessionFollowUp  = "session.follow_up"
 	MethodSessionFork      = "session.fork"
 	MethodSessionInfo      = "session.info"
 	MethodSessionInterrupt = "session.interrupt"

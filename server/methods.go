@@ -223,14 +223,20 @@ func (s *Server) sessionInfo(r *request) (any, error) {
 // started records that r answers turn t, and returns the later that
 // writes r's response when t ends.
 func (s *Server) started(r *request, t *session.Turn, result func() (any, error)) later {
-	r.turn, r.answered = t, make(chan struct{})
-	s.mu.Lock()
-	s.answered[t] = r.answered
-	s.mu.Unlock()
+	s.answers(r, t)
 	return func() (any, error) {
 		<-t.Done()
 		return result()
 	}
+}
+
+// answers records that r answers turn t, so an interrupt or close of t
+// answers after r.
+func (s *Server) answers(r *request, t *session.Turn) {
+	r.turn, r.answered = t, make(chan struct{})
+	s.mu.Lock()
+	s.answered[t] = r.answered
+	s.mu.Unlock()
 }
 
 // afterAnswer returns a later that waits for t's response (when t is not
@@ -273,6 +279,37 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 		return nil, err
 	}
 	return s.started(r, t, func() (any, error) {
+		res := t.Result()
+		return turnReply{turnResult(res), res.FinalOutputJSON}, nil
+	}), nil
+}
+
+// sessionFollowUp queues a prompt for when the session's running work
+// ends; its response, like session.prompt's, is its turn's result, or why
+// it never ran (dropped by an interrupt or close: code interrupted).
+func (s *Server) sessionFollowUp(r *request) (any, error) {
+	p, ss, err := sessionOf(s, r, func(p protocol.SessionFollowUpParams) string { return p.Session })
+	if err != nil {
+		return nil, err
+	}
+	var images []string
+	if p.Images != nil {
+		images = *p.Images
+	}
+	ctx, sink := s.streamEvents(withRequest(s.ctx, r.id), ss.ID(), r.id)
+	f, err := ss.FollowUp(ctx, session.FollowUpSpec{Text: p.Prompt, Images: images, Sink: sink,
+		// Recorded as the turn begins, before an interrupt can stop it.
+		Started: func(t *session.Turn) { s.answers(r, t) }})
+	if err != nil {
+		return nil, err
+	}
+	return later(func() (any, error) {
+		<-f.Ready()
+		t, err := f.Turn()
+		if err != nil {
+			return nil, err
+		}
+		<-t.Done()
 		res := t.Result()
 		return turnReply{turnResult(res), res.FinalOutputJSON}, nil
 	}), nil

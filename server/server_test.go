@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -405,5 +406,59 @@ func TestPromptRightAfterInterrupt(t *testing.T) {
 			gjson.Get(got[next], "result.output").String() != "again" {
 			t.Fatalf("round %d: responses %v", i, got)
 		}
+	}
+}
+
+// TestFollowUp (issue 29): a follow-up on an idle session starts at once;
+// an interrupt of its turn answers after that turn's response and drops
+// the follow-up queued behind it (code interrupted); EOF answers one still
+// queued the same way. Rounds, for -race and the order of the answers.
+func TestFollowUp(t *testing.T) {
+	c := startServer(t, serverSetup{opts: Options{NoTools: true}})
+	sid := c.create(nil)
+	held := "/delay 100000\n/text never"
+	for i := range 10 {
+		f1, f2, in := fmt.Sprintf("f1-%d", i), fmt.Sprintf("f2-%d", i), fmt.Sprintf("i-%d", i)
+		c.call(f1, "session.follow_up", map[string]any{"session": sid, "prompt": held})
+		for gjson.Get(c.next(), "type").String() != "turn_start" {
+		}
+		c.call(f2, "session.follow_up", map[string]any{"session": sid, "prompt": "/text no"})
+		c.call(in, "session.interrupt", map[string]any{"session": sid})
+		var order []string
+		got := map[string]string{}
+		for len(got) < 3 {
+			line := c.next()
+			if id := gjson.Get(line, "id"); id.Exists() && !gjson.Get(line, "type").Exists() {
+				got[id.String()] = line
+				order = append(order, id.String())
+			} else if r := gjson.Get(line, "request").String(); r == f2 {
+				t.Fatalf("round %d: the dropped follow-up ran: %s", i, line)
+			}
+		}
+		if !gjson.Get(got[f1], "result.aborted").Bool() || gjson.Get(got[in], "error").Exists() ||
+			gjson.Get(got[f2], "code").String() != "interrupted" {
+			t.Fatalf("round %d: responses %v", i, got)
+		}
+		if slices.Index(order, f1) > slices.Index(order, in) {
+			t.Fatalf("round %d: the interrupt answered before the turn it stopped: %v", i, order)
+		}
+	}
+	c.call("g1", "session.follow_up", map[string]any{"session": sid, "prompt": held})
+	for gjson.Get(c.next(), "type").String() != "turn_start" {
+	}
+	c.call("g2", "session.follow_up", map[string]any{"session": sid, "prompt": "/text no"})
+	c.call("info", "session.info", map[string]any{"session": sid}) // proves g2 was read
+	c.response(`"info"`)
+	if code := c.closeInput(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	answers := map[string]string{}
+	for _, l := range c.seen {
+		if id := gjson.Get(l, "id").String(); (id == "g1" || id == "g2") && !gjson.Get(l, "type").Exists() {
+			answers[id] = l
+		}
+	}
+	if !gjson.Get(answers["g1"], "result.aborted").Bool() || gjson.Get(answers["g2"], "code").String() != "interrupted" {
+		t.Errorf("answers at EOF: %v", answers)
 	}
 }

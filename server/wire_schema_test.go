@@ -283,6 +283,7 @@ func TestWireValuesValidate(t *testing.T) {
 		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi"}, turnResult(agentResult(false))},
 		{"session.prompt", protocol.SessionPromptParams{Session: "01J0", Prompt: "hi", Images: ptr([]string{"a.png"})}, turnResult(agentResult(true))},
 		{"session.steer", protocol.SessionSteerParams{Session: "01J0", Text: "also"}, protocol.SessionSteerResult{Held: true}},
+		{"session.follow_up", protocol.SessionFollowUpParams{Session: "01J0", Prompt: "then this"}, turnResult(agentResult(false))},
 		{"session.interrupt", protocol.SessionInterruptParams{Session: "01J0"}, protocol.SessionInterruptResult{}},
 		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, protocol.SessionUnsteerResult{Withdrawn: []string{}}},
 		{"session.unsteer", protocol.SessionUnsteerParams{Session: "01J0"}, protocol.SessionUnsteerResult{Withdrawn: []string{"also", "and this"}}},

@@ -69,9 +69,9 @@ func loadMethods(dir string) ([]method, error) {
 }
 
 // handlerName is the Go name of a method's handler: session.create →
-// sessionCreate, ask.reply → askReply.
+// sessionCreate, ask.reply → askReply, session.follow_up → sessionFollowUp.
 func handlerName(method string) string {
-	parts := strings.Split(method, ".")
+	parts := strings.FieldsFunc(method, func(r rune) bool { return r == '.' || r == '_' })
 	for i := 1; i < len(parts); i++ {
 		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
 	}

@@ -313,3 +313,15 @@ func goStruct(t *testing.T, src []byte, name string) (fields, methods []string) 
 	}
 	return fields, methods
 }
+
+// TestHandlerName checks e rpc's handler names: a method's words after the
+// first, split at dots and underscores, capitalised.
+func TestHandlerName(t *testing.T) {
+	for in, want := range map[string]string{
+		"hello": "hello", "session.create": "sessionCreate", "ask.reply": "askReply", "session.follow_up": "sessionFollowUp",
+	} {
+		if got := handlerName(in); got != want {
+			t.Errorf("handlerName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ const (
 	CodeUnsupported    Code = "unsupported"     // the model cannot do it (images without image input)
 	CodeUnknownAsk     Code = "unknown_ask"     // ask.reply for an ask that is not open
 	CodeUnknownCall    Code = "unknown_call"    // tool.result for a client tool call that is not pending (G2)
-	CodeInterrupted    Code = "interrupted"     // session.compact stopped by session.interrupt, close or shutdown
+	CodeInterrupted    Code = "interrupted"     // session.compact stopped by session.interrupt, close or shutdown; a follow-up they dropped
 	CodeInternal       Code = "internal"        // anything else: e's or the system's fault
 )
 

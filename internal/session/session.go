@@ -42,6 +42,8 @@ type Session struct {
 	detached bool  // closing: no turn starts any more
 	closed   chan struct{}
 	closeErr error
+
+	follow followQueue // prompts waiting for the running turn to end (followup.go); under mu
 }
 
 func newSession(h *Host, a *agent.Session, hd store.Header, mcp []MCPServer, ui UI) *Session {
@@ -192,11 +194,16 @@ func (s *Session) PromptParts(ctx context.Context, text string, images []Part, s
 }
 
 func (s *Session) prompt(ctx context.Context, text string, parts []Part, opts agent.TurnOptions, sink func(agent.Event)) (*Turn, error) {
-	began := time.Now()
-	if s.h.opts.LogContent {
-		s.h.logf(slog.LevelInfo, "prompt", slog.String("session", s.ID()), slog.String("text", text))
-	}
-	return s.start(ctx, func(ctx context.Context, t *Turn) {
+	return s.start(ctx, s.promptRun(text, parts, opts, sink))
+}
+
+// promptRun is the run of a prompt's turn (a follow-up's too).
+func (s *Session) promptRun(text string, parts []Part, opts agent.TurnOptions, sink func(agent.Event)) func(context.Context, *Turn) {
+	return func(ctx context.Context, t *Turn) {
+		began := time.Now()
+		if s.h.opts.LogContent {
+			s.h.logf(slog.LevelInfo, "prompt", slog.String("session", s.ID()), slog.String("text", text))
+		}
 		res := s.a.PromptWith(ctx, text, parts, opts, sink)
 		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
@@ -208,7 +215,7 @@ func (s *Session) prompt(ctx context.Context, text string, parts []Part, opts ag
 			res.Path = &path
 		}
 		t.result = res
-	})
+	}
 }
 
 // Compact summarises the history now (M9); like Prompt, it returns at once.
@@ -309,11 +316,17 @@ func (s *Session) begin(ctx context.Context, shell bool, run func(context.Contex
 		s.mu.Lock()
 	}
 	defer s.mu.Unlock()
+	if s.turn != nil && s.turn.shell && !s.detached {
+		return nil, s.errShellRunning()
+	}
+	return s.launchLocked(ctx, shell, nil, run)
+}
+
+// launchLocked starts a turn with s.mu held; after, when not nil, is
+// what its goroutine waits for before run (the turn it follows).
+func (s *Session) launchLocked(ctx context.Context, shell bool, after <-chan struct{}, run func(context.Context, *Turn)) (*Turn, error) {
 	if s.detached {
 		return nil, &Error{Code: CodeUnknownSession, Err: fmt.Errorf("session %s %w", s.ID(), errClosed)}
-	}
-	if s.turn != nil && s.turn.shell {
-		return nil, s.errShellRunning()
 	}
 	if !s.h.reserve() {
 		return nil, &Error{Code: CodeInternal, Err: errors.New("the process is shutting down")}
@@ -326,6 +339,9 @@ func (s *Session) begin(ctx context.Context, shell bool, run func(context.Contex
 	s.turn = t
 	go func() {
 		defer s.h.turns.Done()
+		if after != nil {
+			<-after
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(s.h.ctx, cancel)
 		run(ctx, t)
@@ -334,6 +350,7 @@ func (s *Session) begin(ctx context.Context, shell bool, run func(context.Contex
 		s.mu.Lock()
 		if s.turn == t {
 			s.turn = nil
+			s.nextFollowUpLocked(t.done)
 		}
 		s.mu.Unlock()
 		close(t.done)
@@ -349,12 +366,18 @@ func (s *Session) Running() *Turn {
 }
 
 // Stop cancels the running turn at once, without waiting, and returns it
-// (nil when idle). Its result still comes through its Turn.
+// (nil when idle). Its result still comes through its Turn. The queued
+// follow-ups are dropped (FollowUp).
 func (s *Session) Stop() *Turn {
 	s.mu.Lock()
 	t := s.turn
 	if t != nil {
 		t.stopped = true
+	}
+	if s.detached {
+		s.dropFollowUpsLocked("dropped: the session was closed")
+	} else {
+		s.dropFollowUpsLocked("dropped: the session was interrupted")
 	}
 	s.mu.Unlock()
 	if t != nil {

@@ -799,6 +799,26 @@ class SessionExportResult(TypedDict):
     title: str
 
 
+class SessionFollowUpParams(TypedDict):
+    """
+    session.follow_up params: Queues a prompt for when the session's running turn (or
+    compaction, or shell command) ends; on an idle session it starts at once. It then runs as
+    session.prompt's turn: its events carry this request's id and stream before its response
+    (M6, S2). An interrupt or close drops the follow-ups queued before it: their response is
+    an error with code interrupted (M8). Unknown fields are accepted (V2); null means the
+    default for every optional field (V1). (methods/session.follow_up.params.json)
+    """
+
+    session: SessionID
+
+    #: the user's message, the prompt of the turn it becomes
+    prompt: str
+
+    #: PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+    #: in all, read and checked when the follow-up is queued (I1, I2)
+    images: NotRequired[list[str] | None]
+
+
 class SessionForkParams(TypedDict):
     """
     session.fork params: Copies the session, or the beginning of its history, into a new one
@@ -2026,6 +2046,10 @@ class WriteToolCallArguments(TypedDict):
     path: str
 
 
+#: session.follow_up result: M6: the result of the turn the follow-up became
+#: (methods/session.follow_up.result.json)
+SessionFollowUpResult = Result
+
 #: session.prompt result: M6: the turn result (methods/session.prompt.result.json)
 SessionPromptResult = Result
 
@@ -2077,6 +2101,7 @@ METHODS: dict[str, tuple[type, type]] = {
     "session.create": (SessionCreateParams, SessionCreateResult),
     "session.entries": (SessionEntriesParams, SessionEntriesResult),
     "session.export": (SessionExportParams, SessionExportResult),
+    "session.follow_up": (SessionFollowUpParams, SessionFollowUpResult),
     "session.fork": (SessionForkParams, SessionForkResult),
     "session.info": (SessionInfoParams, SessionInfoResult),
     "session.interrupt": (SessionInterruptParams, SessionInterruptResult),

@@ -895,6 +895,33 @@ export interface SessionExportResult {
 }
 
 /**
+ * session.follow_up params: Queues a prompt for when the session's running turn (or
+ * compaction, or shell command) ends; on an idle session it starts at once. It then runs as
+ * session.prompt's turn: its events carry this request's id and stream before its response
+ * (M6, S2). An interrupt or close drops the follow-ups queued before it: their response is
+ * an error with code interrupted (M8). Unknown fields are accepted (V2); null means the
+ * default for every optional field (V1). (methods/session.follow_up.params.json)
+ */
+export interface SessionFollowUpParams {
+  session: SessionID;
+  /**
+   * the user's message, the prompt of the turn it becomes
+   */
+  prompt: string;
+  /**
+   * PNG, JPEG, GIF or WebP paths, as session.prompt's: at most 10 files, 20 MiB each, 40 MiB
+   * in all, read and checked when the follow-up is queued (I1, I2)
+   */
+  images?: string[] | null;
+}
+
+/**
+ * session.follow_up result: M6: the result of the turn the follow-up became
+ * (methods/session.follow_up.result.json)
+ */
+export type SessionFollowUpResult = Result;
+
+/**
  * session.fork params: Copies the session, or the beginning of its history, into a new one
  * (M12, M19, T2). Unknown fields are accepted (V2); null means the default for every
  * optional field (V1). (methods/session.fork.params.json)
@@ -2237,6 +2264,7 @@ export interface Methods {
   "session.create": { params: SessionCreateParams; result: SessionCreateResult };
   "session.entries": { params: SessionEntriesParams; result: SessionEntriesResult };
   "session.export": { params: SessionExportParams; result: SessionExportResult };
+  "session.follow_up": { params: SessionFollowUpParams; result: SessionFollowUpResult };
   "session.fork": { params: SessionForkParams; result: SessionForkResult };
   "session.info": { params: SessionInfoParams; result: SessionInfoResult };
   "session.interrupt": { params: SessionInterruptParams; result: SessionInterruptResult };
