@@ -112,14 +112,26 @@ func dispatchFile(ms []method) []byte {
 		}
 	}
 	b.WriteString("}\n\n")
-	b.WriteString("// ordered is every method served before the next line is read, when its\n")
-	b.WriteString("// session is idle (x-e ordered): later requests depend on its effect.\n")
-	b.WriteString("var ordered = map[string]bool{\n")
+	var ordered []string
 	for _, m := range ms {
 		if m.Ordered {
-			fmt.Fprintf(&b, "\t%q: true,\n", m.name)
+			ordered = append(ordered, m.name)
 		}
 	}
-	b.WriteString("}\n")
+	writeSet(&b, "ordered is every method served before the next line is read, when its\n"+
+		"session is idle (x-e ordered): later requests depend on its effect.", "ordered", ordered)
 	return b.Bytes()
+}
+
+// writeSet writes the set of keys as a map[string]bool variable, after its
+// doc comment (lines apart by "\n").
+func writeSet(b *bytes.Buffer, doc, name string, keys []string) {
+	for line := range strings.SplitSeq(doc, "\n") {
+		fmt.Fprintf(b, "// %s\n", line)
+	}
+	fmt.Fprintf(b, "var %s = map[string]bool{\n", name)
+	for _, k := range keys {
+		fmt.Fprintf(b, "\t%q: true,\n", k)
+	}
+	b.WriteString("}\n")
 }

@@ -303,24 +303,20 @@ func piDispatchFile(cs []piCommand) []byte {
 		fmt.Fprintf(&b, "\t%q: %s[Command%s]((*front).%s),\n", c.typ, adapt, camel(c.typ), lowerCamel(c.typ))
 	}
 	b.WriteString("}\n\n")
-	b.WriteString("// queries only read the process's state (x-e query): they pass a command\n")
-	b.WriteString("// stuck opening a file (H1).\n")
-	b.WriteString("var queries = map[string]bool{\n")
+	var queries, stops []string
 	for _, c := range cs {
 		if c.Query {
-			fmt.Fprintf(&b, "\t%q: true,\n", c.typ)
+			queries = append(queries, c.typ)
 		}
-	}
-	b.WriteString("}\n\n")
-	b.WriteString("// stops are the commands that stop work (x-e stop): in effect before the\n")
-	b.WriteString("// next line is read (the client's answer to a dialog the abort ends comes\n")
-	b.WriteString("// next), unless earlier commands still run, after which they keep their place.\n")
-	b.WriteString("var stops = map[string]bool{\n")
-	for _, c := range cs {
 		if c.Stop {
-			fmt.Fprintf(&b, "\t%q: true,\n", c.typ)
+			stops = append(stops, c.typ)
 		}
 	}
-	b.WriteString("}\n")
+	writeSet(&b, "queries only read the process's state (x-e query): they pass a command\n"+
+		"stuck opening a file (H1).", "queries", queries)
+	b.WriteString("\n")
+	writeSet(&b, "stops are the commands that stop work (x-e stop): in effect before the\n"+
+		"next line is read (the client's answer to a dialog the abort ends comes\n"+
+		"next), unless earlier commands still run, after which they keep their place.", "stops", stops)
 	return b.Bytes()
 }
