@@ -91,11 +91,7 @@ func (c *clientCalls) answer(n int64, a toolAnswer) error {
 	return nil
 }
 
-func (s *Server) toolResult(r *request) (any, error) {
-	p, err := decode[protocol.ToolResultParams](r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) toolResult(r *request, p protocol.ToolResultParams) (any, error) {
 	if err := s.calls.answer(p.Call, toolAnswer{content: p.Content, isError: p.IsError != nil && *p.IsError}); err != nil {
 		return nil, &session.Error{Code: session.CodeUnknownCall, Param: "call", Err: err}
 	}

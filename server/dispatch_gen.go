@@ -2,33 +2,37 @@
 
 package server
 
-// handlers has one handler per method of schemas/methods, (*Server).<name> by
-// the method's name (session.create: sessionCreate): a method added to the
-// schemas does not build until its handler exists. A method the loop serves
-// itself (x-e loop: shutdown) has none.
+import "github.com/e-agent/e/protocol"
+
+// handlers has one entry per method of schemas/methods: the params, which
+// the method's schema accepted, decoded into the method's generated struct
+// (protocol.<Method>Params) and handed to (*Server).<name> by the method's
+// name (session.create: sessionCreate), so a method added to the schemas
+// does not build until its handler exists, taking that struct. A method the
+// loop serves itself (x-e loop: shutdown) has none.
 var handlers = map[string]handler{
-	"ask.reply":         (*Server).askReply,
-	"hello":             (*Server).hello,
-	"models.list":       (*Server).modelsList,
-	"session.close":     (*Server).sessionClose,
-	"session.compact":   (*Server).sessionCompact,
-	"session.create":    (*Server).sessionCreate,
-	"session.entries":   (*Server).sessionEntries,
-	"session.export":    (*Server).sessionExport,
-	"session.follow_up": (*Server).sessionFollowUp,
-	"session.fork":      (*Server).sessionFork,
-	"session.info":      (*Server).sessionInfo,
-	"session.interrupt": (*Server).sessionInterrupt,
-	"session.list":      (*Server).sessionList,
-	"session.messages":  (*Server).sessionMessages,
-	"session.prompt":    (*Server).sessionPrompt,
-	"session.rename":    (*Server).sessionRename,
-	"session.set":       (*Server).sessionSet,
-	"session.shell":     (*Server).sessionShell,
-	"session.steer":     (*Server).sessionSteer,
-	"session.unsteer":   (*Server).sessionUnsteer,
+	"ask.reply":         typed[protocol.AskReplyParams]((*Server).askReply),
+	"hello":             typed[protocol.HelloParams]((*Server).hello),
+	"models.list":       typed[protocol.ModelsListParams]((*Server).modelsList),
+	"session.close":     typed[protocol.SessionCloseParams]((*Server).sessionClose),
+	"session.compact":   typed[protocol.SessionCompactParams]((*Server).sessionCompact),
+	"session.create":    typed[protocol.SessionCreateParams]((*Server).sessionCreate),
+	"session.entries":   typed[protocol.SessionEntriesParams]((*Server).sessionEntries),
+	"session.export":    typed[protocol.SessionExportParams]((*Server).sessionExport),
+	"session.follow_up": typed[protocol.SessionFollowUpParams]((*Server).sessionFollowUp),
+	"session.fork":      typed[protocol.SessionForkParams]((*Server).sessionFork),
+	"session.info":      typed[protocol.SessionInfoParams]((*Server).sessionInfo),
+	"session.interrupt": typed[protocol.SessionInterruptParams]((*Server).sessionInterrupt),
+	"session.list":      typed[protocol.SessionListParams]((*Server).sessionList),
+	"session.messages":  typed[protocol.SessionMessagesParams]((*Server).sessionMessages),
+	"session.prompt":    typed[protocol.SessionPromptParams]((*Server).sessionPrompt),
+	"session.rename":    typed[protocol.SessionRenameParams]((*Server).sessionRename),
+	"session.set":       typed[protocol.SessionSetParams]((*Server).sessionSet),
+	"session.shell":     typed[protocol.SessionShellParams]((*Server).sessionShell),
+	"session.steer":     typed[protocol.SessionSteerParams]((*Server).sessionSteer),
+	"session.unsteer":   typed[protocol.SessionUnsteerParams]((*Server).sessionUnsteer),
 	"shutdown":          nil,
-	"tool.result":       (*Server).toolResult,
+	"tool.result":       typed[protocol.ToolResultParams]((*Server).toolResult),
 }
 
 // methods is hello's list: every method, sorted.

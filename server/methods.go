@@ -14,36 +14,7 @@ import (
 	"github.com/e-agent/e/schemas"
 )
 
-// decode reads params the schema accepted into T. Where the schema is
-// wider than Go's types (a number beyond int64) it is an error: a request
-// never brings the server down.
-func decode[T any](r *request) (T, error) {
-	var v T
-	if err := schemas.Decode(r.params, &v); err != nil {
-		var de *schemas.DecodeError
-		if errors.As(err, &de) {
-			return v, &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
-		}
-		return v, &session.Error{Code: session.CodeInvalidParams, Err: fmt.Errorf("params: %w", err)}
-	}
-	return v, nil
-}
-
-// sessionOf decodes the params and finds the session that id names in them.
-func sessionOf[T any](s *Server, r *request, id func(T) string) (T, *session.Session, error) {
-	p, err := decode[T](r)
-	if err != nil {
-		return p, nil, err
-	}
-	ss, err := s.host.Get(id(p))
-	return p, ss, err
-}
-
-func (s *Server) hello(r *request) (any, error) {
-	p, err := decode[protocol.HelloParams](r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) hello(r *request, p protocol.HelloParams) (any, error) {
 	ask := p.Ask != nil && *p.Ask
 	s.mu.Lock()
 	s.ask = ask
@@ -81,7 +52,7 @@ func sandboxPolicy(p session.SandboxPolicy) protocol.SandboxPolicy {
 	return protocol.SandboxPolicy{Mode: protocol.SandboxMode(p.Mode), WritableRoots: append([]string{}, p.Roots...), Network: p.Reaches()}
 }
 
-func (s *Server) modelsList(r *request) (any, error) {
+func (s *Server) modelsList(*request, protocol.ModelsListParams) (any, error) {
 	return protocol.ModelsListResult{Default: s.host.DefaultModel(), Models: modelInfos(s.host.Models())}, nil
 }
 
@@ -133,11 +104,7 @@ func mcpServers(list []protocol.McpServer) []session.MCPServer {
 	return out
 }
 
-func (s *Server) sessionCreate(r *request) (any, error) {
-	p, err := decode[protocol.SessionCreateParams](r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) sessionCreate(r *request, p protocol.SessionCreateParams) (any, error) {
 	spec := createSpec(p)
 	spec.UI = ui{s}
 	if err := s.clientTools(r, p, &spec); err != nil {
@@ -186,11 +153,7 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func (s *Server) sessionList(r *request) (any, error) {
-	p, err := decode[protocol.SessionListParams](r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) sessionList(r *request, p protocol.SessionListParams) (any, error) {
 	cwd := ""
 	if p.Cwd != nil {
 		cwd = *p.Cwd
@@ -209,8 +172,8 @@ func (s *Server) sessionList(r *request) (any, error) {
 	return res, nil
 }
 
-func (s *Server) sessionInfo(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionInfoParams) string { return p.Session })
+func (s *Server) sessionInfo(r *request, p protocol.SessionInfoParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +219,8 @@ func (s *Server) afterAnswer(t *session.Turn, result func() (any, error)) later 
 	}
 }
 
-func (s *Server) sessionPrompt(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionPromptParams) string { return p.Session })
+func (s *Server) sessionPrompt(r *request, p protocol.SessionPromptParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +250,8 @@ func (s *Server) sessionPrompt(r *request) (any, error) {
 // sessionFollowUp queues a prompt for when the session's running work
 // ends; its response, like session.prompt's, is its turn's result, or why
 // it never ran (dropped by an interrupt or close: code interrupted).
-func (s *Server) sessionFollowUp(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionFollowUpParams) string { return p.Session })
+func (s *Server) sessionFollowUp(r *request, p protocol.SessionFollowUpParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -315,8 +278,8 @@ func (s *Server) sessionFollowUp(r *request) (any, error) {
 	}), nil
 }
 
-func (s *Server) sessionSteer(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionSteerParams) string { return p.Session })
+func (s *Server) sessionSteer(r *request, p protocol.SessionSteerParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -326,8 +289,8 @@ func (s *Server) sessionSteer(r *request) (any, error) {
 	return protocol.SessionSteerResult{Held: true}, nil
 }
 
-func (s *Server) sessionUnsteer(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionUnsteerParams) string { return p.Session })
+func (s *Server) sessionUnsteer(r *request, p protocol.SessionUnsteerParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -338,8 +301,8 @@ func (s *Server) sessionUnsteer(r *request) (any, error) {
 	return protocol.SessionUnsteerResult{Withdrawn: w}, nil
 }
 
-func (s *Server) sessionEntries(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionEntriesParams) string { return p.Session })
+func (s *Server) sessionEntries(r *request, p protocol.SessionEntriesParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -362,8 +325,8 @@ func (s *Server) sessionEntries(r *request) (any, error) {
 	return res, nil
 }
 
-func (s *Server) sessionInterrupt(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionInterruptParams) string { return p.Session })
+func (s *Server) sessionInterrupt(r *request, p protocol.SessionInterruptParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -372,8 +335,8 @@ func (s *Server) sessionInterrupt(r *request) (any, error) {
 	return s.afterAnswer(t, func() (any, error) { return protocol.SessionInterruptResult{}, nil }), nil
 }
 
-func (s *Server) sessionCompact(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionCompactParams) string { return p.Session })
+func (s *Server) sessionCompact(r *request, p protocol.SessionCompactParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -396,8 +359,8 @@ func (s *Server) sessionCompact(r *request) (any, error) {
 	}), nil
 }
 
-func (s *Server) sessionSet(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionSetParams) string { return p.Session })
+func (s *Server) sessionSet(r *request, p protocol.SessionSetParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -424,16 +387,16 @@ func (s *Server) sessionSet(r *request) (any, error) {
 	return protocol.SessionSetResult{Model: m, Effort: ef, Approval: protocol.Approval(policy)}, nil
 }
 
-func (s *Server) sessionRename(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionRenameParams) string { return p.Session })
+func (s *Server) sessionRename(r *request, p protocol.SessionRenameParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
 	return protocol.SessionRenameResult{}, ss.Rename(p.Name)
 }
 
-func (s *Server) sessionShell(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionShellParams) string { return p.Session })
+func (s *Server) sessionShell(r *request, p protocol.SessionShellParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -460,16 +423,16 @@ func (s *Server) sessionShell(r *request) (any, error) {
 	}), nil
 }
 
-func (s *Server) sessionMessages(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionMessagesParams) string { return p.Session })
+func (s *Server) sessionMessages(r *request, p protocol.SessionMessagesParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
 	return protocol.SessionMessagesResult{Messages: logMessages(ss.Messages())}, nil
 }
 
-func (s *Server) sessionFork(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionForkParams) string { return p.Session })
+func (s *Server) sessionFork(r *request, p protocol.SessionForkParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +447,8 @@ func (s *Server) sessionFork(r *request) (any, error) {
 	return protocol.SessionForkResult{Session: fork.ID(), Path: strPtr(fork.Path())}, nil
 }
 
-func (s *Server) sessionExport(r *request) (any, error) {
-	p, ss, err := sessionOf(s, r, func(p protocol.SessionExportParams) string { return p.Session })
+func (s *Server) sessionExport(r *request, p protocol.SessionExportParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -500,8 +463,8 @@ func (s *Server) sessionExport(r *request) (any, error) {
 	return protocol.SessionExportResult{Path: path, Title: title}, nil
 }
 
-func (s *Server) sessionClose(r *request) (any, error) {
-	_, ss, err := sessionOf(s, r, func(p protocol.SessionCloseParams) string { return p.Session })
+func (s *Server) sessionClose(r *request, p protocol.SessionCloseParams) (any, error) {
+	ss, err := s.host.Get(p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -515,11 +478,7 @@ func (s *Server) sessionClose(r *request) (any, error) {
 	}), nil
 }
 
-func (s *Server) askReply(r *request) (any, error) {
-	p, err := decode[protocol.AskReplyParams](r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) askReply(r *request, p protocol.AskReplyParams) (any, error) {
 	result := p.Result
 	if string(result) == "null" {
 		result = nil

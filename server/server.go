@@ -277,6 +277,24 @@ type request struct {
 // a wait) it returns a later.
 type handler func(*Server, *request) (any, error)
 
+// typed adapts a method's handler, given the params decoded into P, the
+// method's generated struct (dispatch_gen.go's handlers). Where the schema
+// is wider than Go's types (a number beyond int64) it is an error: a
+// request never brings the server down.
+func typed[P any](h func(*Server, *request, P) (any, error)) handler {
+	return func(s *Server, r *request) (any, error) {
+		var p P
+		if err := schemas.Decode(r.params, &p); err != nil {
+			var de *schemas.DecodeError
+			if errors.As(err, &de) {
+				return nil, &session.Error{Code: session.CodeInvalidParams, Param: de.Field, Err: errors.New(de.Reason)}
+			}
+			return nil, &session.Error{Code: session.CodeInvalidParams, Err: fmt.Errorf("params: %w", err)}
+		}
+		return h(s, r, p)
+	}
+}
+
 // later is a response still to come: the dispatcher runs it on a goroutine
 // Serve waits for and writes what it returns.
 type later func() (any, error)

@@ -83,17 +83,20 @@ func handlerName(method string) string {
 func dispatchFile(ms []method) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n\npackage server\n\n", header)
-	b.WriteString("// handlers has one handler per method of schemas/methods, (*Server).<name> by\n")
-	b.WriteString("// the method's name (session.create: sessionCreate): a method added to the\n")
-	b.WriteString("// schemas does not build until its handler exists. A method the loop serves\n")
-	b.WriteString("// itself (x-e loop: shutdown) has none.\n")
+	b.WriteString("import \"github.com/e-agent/e/protocol\"\n\n")
+	b.WriteString("// handlers has one entry per method of schemas/methods: the params, which\n")
+	b.WriteString("// the method's schema accepted, decoded into the method's generated struct\n")
+	b.WriteString("// (protocol.<Method>Params) and handed to (*Server).<name> by the method's\n")
+	b.WriteString("// name (session.create: sessionCreate), so a method added to the schemas\n")
+	b.WriteString("// does not build until its handler exists, taking that struct. A method the\n")
+	b.WriteString("// loop serves itself (x-e loop: shutdown) has none.\n")
 	b.WriteString("var handlers = map[string]handler{\n")
 	for _, m := range ms {
 		if m.Loop {
 			fmt.Fprintf(&b, "\t%q: nil,\n", m.name)
 			continue
 		}
-		fmt.Fprintf(&b, "\t%q: (*Server).%s,\n", m.name, handlerName(m.name))
+		fmt.Fprintf(&b, "\t%q: typed[protocol.%s]((*Server).%s),\n", m.name, fileTypeName("methods/"+m.name+".params.json"), handlerName(m.name))
 	}
 	b.WriteString("}\n\n")
 	b.WriteString("// methods is hello's list: every method, sorted.\n")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
@@ -283,3 +284,82 @@ func jsonImporter() types.Importer {
 type importerFunc func(string) (*types.Package, error)
 
 func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
+
+// TestDispatchNeedsHandlers type-checks e rpc's generated table against a
+// stand-in of package server: with every method's handler taking its
+// method's generated params struct it builds; without one, with one taking
+// another method's struct or the raw request alone, it does not, naming it.
+func TestDispatchNeedsHandlers(t *testing.T) {
+	src, err := format.Source(dispatchFile([]method{
+		{name: "hello", facts: facts{Ordered: true}},
+		{name: "session.follow_up", facts: facts{Session: "session"}},
+		{name: "shutdown", facts: facts{Loop: true}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp := packageImporter(t, "github.com/e-agent/e/protocol", `package protocol
+type HelloParams struct{}
+type SessionFollowUpParams struct{ Session string }
+type ShutdownParams struct{}
+`)
+	stub := `package server
+import "github.com/e-agent/e/protocol"
+type Server struct{}
+type request struct{}
+type handler func(*Server, *request) (any, error)
+func typed[P any](func(*Server, *request, P) (any, error)) handler { return nil }
+func (*Server) hello(*request, protocol.HelloParams) (any, error) { return nil, nil }
+`
+	tests := []struct {
+		name, handlers, wantErr string
+	}{
+		{name: "every handler", handlers: "func (*Server) sessionFollowUp(*request, protocol.SessionFollowUpParams) (any, error) { return nil, nil }"},
+		{name: "handler missing", wantErr: "has no field or method sessionFollowUp"},
+		{name: "handler of another method's params", handlers: "func (*Server) sessionFollowUp(*request, protocol.HelloParams) (any, error) { return nil, nil }",
+			wantErr: "sessionFollowUp"},
+		{name: "handler decoding its own params", handlers: "func (*Server) sessionFollowUp(*request) (any, error) { return nil, nil }",
+			wantErr: "sessionFollowUp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := typeCheck(t, imp, string(src), stub+tt.handlers)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("does not build: %v\n%s", err, src)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("type check = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	compact := strings.Join(strings.Fields(string(src)), " ")
+	for _, want := range []string{
+		`"session.follow_up": typed[protocol.SessionFollowUpParams]((*Server).sessionFollowUp)`, `"shutdown": nil`,
+		`var sessionParam = map[string]string{ "session.follow_up": "session", }`, `var ordered = map[string]bool{ "hello": true, }`,
+	} {
+		if !strings.Contains(compact, want) {
+			t.Errorf("generated table lacks %s:\n%s", want, src)
+		}
+	}
+}
+
+// packageImporter is an importer of one stand-in package, path, type-checked
+// from src.
+func packageImporter(t *testing.T, path, src string) types.Importer {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "stub.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := (&types.Config{}).Check(path, fset, []*ast.File{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return importerFunc(func(p string) (*types.Package, error) {
+		if p != path {
+			return nil, fmt.Errorf("no package %s in this test", p)
+		}
+		return pkg, nil
+	})
+}

@@ -14,8 +14,10 @@
 //	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
 //	internal/acp/wire_gen.go                   ACP's wire types, the part e speaks of the
 //	                                           vendored conformance/acpschema (acp.go)
-//	server/dispatch_gen.go                     e rpc's handler table, hello's method list and
-//	                                           each method's session parameter, from the
+//	server/dispatch_gen.go                     e rpc's handler table (each method's params
+//	                                           decoded into their struct for its typed
+//	                                           handler), hello's method list and each
+//	                                           method's session parameter, from the
 //	                                           methods' "x-e" facts (dispatch.go)
 //	internal/pi/dispatch_gen.go                pi's command table (each command decoded into
 //	                                           its struct for its typed handler) and query and
