@@ -18,13 +18,6 @@ const approveMethod = "tool.approve"
 // and answered (ask.reply) like extension asks.
 type approver struct{ s *Server }
 
-// ApproveReply is the result an ask.reply gives a tool.approve ask.
-type ApproveReply struct {
-	Decision  string `json:"decision"` // allow, allow_session, reject
-	Reason    string `json:"reason"`
-	Cancelled bool   `json:"cancelled"`
-}
-
 func (a approver) Approve(ctx context.Context, session string, c agent.Call, timeout time.Duration) agent.Decision {
 	a.s.mu.Lock()
 	ok := a.s.greeted && a.s.ask
@@ -34,7 +27,7 @@ func (a approver) Approve(ctx context.Context, session string, c agent.Call, tim
 	}
 	params, _ := json.Marshal(agent.ApproveParams{Call: c, TimeoutMS: timeout.Milliseconds()})
 	res := a.s.relay.Send(ctx, extension.Ask{Session: session, Method: approveMethod, Params: params})
-	var r ApproveReply
+	var r agent.ApproveReply
 	_ = json.Unmarshal(res, &r) // anything else is not an answer: the call is denied below
 	switch {
 	case r.Decision == "allow":

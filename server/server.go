@@ -78,7 +78,7 @@ func New(ctx context.Context, opts Options, env Env) (*Server, error) {
 	s.calls.s = s
 	s.loop = lineserver.New("e rpc", env.Stdin, env.Stdout, env.Stderr)
 	s.out = s.loop.Out()
-	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(a) })
+	s.relay = extension.NewRelay(func(a extension.Ask) { s.writeJSON(askLine(a)) })
 	s.relay.Cancelled = func(a extension.Ask, why string) {
 		if why == "" {
 			who := "the extension"

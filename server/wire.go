@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e-agent/e/internal/agent"
+	"github.com/e-agent/e/internal/extension"
 	"github.com/e-agent/e/internal/jsonenc"
 	"github.com/e-agent/e/internal/session"
 	"github.com/e-agent/e/protocol"
@@ -22,12 +23,14 @@ import (
 // (int to int64, time.Time to its RFC 3339 text) into the bytes
 // encoding/json wrote for the values themselves.
 
-// SessionEntriesResult is the session.entries result. Its entries are
-// the log's lines (schemas/store/entry.json), which the result schema
-// leaves open, so the generated item type cannot hold them.
+// SessionEntriesResult is the session.entries result
+// (methods/session.entries.result.json), which parts writes. Its entries
+// are the log's lines (schemas/store/entry.json), which the result schema
+// leaves open, so the generated item type cannot hold them; and a big log
+// is encoded in pieces, not by json.Marshal (H1).
 type SessionEntriesResult struct {
-	Entries []session.Entry `json:"entries"`
-	Leaf    *string         `json:"leaf"`
+	Entries []session.Entry
+	Leaf    *string // nil when the session has no entry
 }
 
 // entriesChunk is the size of the pieces a session.entries answer is
@@ -39,8 +42,18 @@ const entriesChunk = 1 << 20
 // AppendShared: a big log's entries are encoded once, outside the
 // writer's lock, not built whole by json.Marshal and copied twice (H1).
 func (r SessionEntriesResult) parts(id []byte) [][]byte {
-	head := append(append([]byte(`{"id":`), bytes.ToValidUTF8(id, []byte("\uFFFD"))...), `,"result":{"entries":[`...)
-	out := [][]byte{head}
+	return r.encode(append(append([]byte(`{"id":`), bytes.ToValidUTF8(id, []byte("\uFFFD"))...), `,"result":`...), "}")
+}
+
+// MarshalJSON writes r whole as parts does, so that the result has one
+// encoder, the one the schema tests check.
+func (r SessionEntriesResult) MarshalJSON() ([]byte, error) {
+	return bytes.Join(r.encode(nil, ""), nil), nil
+}
+
+// encode writes r after head and before tail, in pieces.
+func (r SessionEntriesResult) encode(head []byte, tail string) [][]byte {
+	out := [][]byte{append(head, `{"entries":[`...)}
 	// left estimates the bytes still to encode, so that a small answer
 	// gets a small piece.
 	left := 32
@@ -71,8 +84,14 @@ func (r SessionEntriesResult) parts(id []byte) [][]byte {
 		}
 	}
 	leaf, _ := json.Marshal(r.Leaf)
-	chunk = append(append(append(chunk, `],"leaf":`...), leaf...), "}}"...)
+	chunk = append(append(append(append(chunk, `],"leaf":`...), leaf...), '}'), tail...)
 	return append(out, valid(chunk))
+}
+
+// askLine is a relayed question on the wire (lines/ask.json).
+func askLine(a extension.Ask) protocol.AskLine {
+	return protocol.AskLine{Type: "ask", Ask: a.Ask, Extension: a.Extension, Session: a.Session,
+		Method: protocol.AskLineMethod(a.Method), Params: a.Params}
 }
 
 // rfc3339 is t as encoding/json writes a time.Time.

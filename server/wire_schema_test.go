@@ -111,19 +111,18 @@ type shape struct {
 // turn result and their shared shapes, which e -p prints too (generated
 // as well, but in the engine's Go: the embedded model.Usage and the
 // always-sent optional fields come from internal/gen/agent.go's tables,
-// which this proves), and the hand-written ask line and session.entries
-// result.
+// which this proves), and the tool.approve ask's params and answer. The
+// hand-encoded session.entries result is checked by TestWireSchemas.
 func TestRequiredMatchesStructs(t *testing.T) {
 	shapes := []shape{
-		{schema: "session.entries.result", value: SessionEntriesResult{}},
 		{schema: "result", value: agent.Result{StopReason: agent.StopCompleted}, // e -p --json's last line
 			added: []string{"stop_reason", "structured_output"}},
-		{schema: "lines/ask", value: extension.Ask{}},
 		{schema: "defs", def: "usage", value: agent.Usage{}},
 		{schema: "defs", def: "error_details", value: agent.ErrorDetails{}},
 		{schema: "defs", def: "tool_counts", value: agent.ToolCounts{}},
 		{schema: "defs", def: "call", value: agent.Call{}},
 		{schema: "lines/ask", def: "approve", value: agent.ApproveParams{}},
+		{schema: "ask.reply.params", def: "approve_result", value: agent.ApproveReply{}},
 		{schema: "defs", def: "part", value: model.Part{}},
 		{schema: "defs", def: "message", value: model.Message{}},
 	}
@@ -360,11 +359,11 @@ func TestLinesValidate(t *testing.T) {
 		{"notice (X6)", mustJSON(t, protocol.NoticeLine{Type: "notice", Extension: "deploy", Level: "error", Message: "crashed"}), schemas.ValidateLine},
 		{"notice relaying ui.notify", mustJSON(t, protocol.NoticeLine{Type: "notice", Extension: "deploy", Level: "info", Message: "hi",
 			Method: "ui.notify", Params: json.RawMessage(`{"message":"hi"}`)}), schemas.ValidateLine},
-		{"ask (X2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 1, Extension: "deploy", Method: "ui.confirm",
-			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)}), schemas.ValidateLine},
-		{"approval ask (A2)", mustJSON(t, extension.Ask{Type: "ask", Ask: 2, Session: "s1", Method: approveMethod,
+		{"ask (X2)", mustJSON(t, askLine(extension.Ask{Ask: 1, Extension: "deploy", Method: "ui.confirm",
+			Params: json.RawMessage(`{"title":"Deploy?","message":"to prod"}`)})), schemas.ValidateLine},
+		{"approval ask (A2)", mustJSON(t, askLine(extension.Ask{Ask: 2, Session: "s1", Method: approveMethod,
 			Params: mustJSON(t, agent.ApproveParams{Call: agent.Call{ID: 1, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`),
-				Category: "execute", Target: "ls"}, TimeoutMS: 50})}), schemas.ValidateLine},
+				Category: "execute", Target: "ls"}, TimeoutMS: 50})})), schemas.ValidateLine},
 		{"tool_call (G1)", mustJSON(t, protocol.ToolCallLine{Type: "tool_call", Call: 1, Session: "s1", Request: json.RawMessage(`"p"`), ID: 3,
 			Name: "ticket", Arguments: json.RawMessage(`{"id":7}`)}), schemas.ValidateLine},
 		{"tool_call_cancelled (G2)", mustJSON(t, protocol.ToolCallCancelledLine{Type: "tool_call_cancelled", Call: 1, Session: "s1",

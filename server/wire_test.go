@@ -174,7 +174,8 @@ func TestLongResultShared(t *testing.T) {
 
 // H1: a session.entries response is written in pieces, encoded entry by
 // entry, and its bytes are those json.Marshal of the whole result writes
-// (HTML escaping, a message over a piece's size, invalid UTF-8, no leaf).
+// (HTML escaping, a message over a piece's size, invalid UTF-8, no leaf);
+// so are its MarshalJSON's, which the schema tests validate.
 func TestEntriesParts(t *testing.T) {
 	big := `{"role":"user","content":"` + strings.Repeat("x", entriesChunk+100) + `"}`
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -192,13 +193,22 @@ func TestEntriesParts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := json.Marshal(tt.r)
+			// encoding/json's bytes of the shape, the reference of the
+			// hand encoder (a map's keys are written sorted).
+			b, err := json.Marshal(map[string]any{"entries": tt.r.Entries, "leaf": tt.r.Leaf})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := `{"id":7,"result":` + string(b) + `}`
 			if got := string(bytes.Join(tt.r.parts([]byte("7")), nil)); got != want {
 				t.Errorf("parts joined:\n%.300s\nwant\n%.300s", got, want)
+			}
+			whole, err := json.Marshal(tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(whole) != string(b) {
+				t.Errorf("json.Marshal:\n%.300s\nwant\n%.300s", whole, b)
 			}
 		})
 	}

@@ -824,14 +824,11 @@ func (a *Agent) approve(ctx context.Context, id string, c agent.Call) agent.Deci
 // a valid W3C traceparent (Z1); any other _meta leaves ctx as it is, since
 // _meta is free-form extension data.
 func withTraceparent(ctx context.Context, meta json.RawMessage) context.Context {
-	var m struct {
-		Traceparent any `json:"traceparent"`
-	}
-	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+	if !gjson.ValidBytes(meta) {
 		return ctx
 	}
-	if tp, ok := m.Traceparent.(string); ok && trace.CheckTraceparent(tp) == nil {
-		return trace.WithParent(ctx, tp)
+	if tp := gjson.GetBytes(meta, "traceparent"); tp.Type == gjson.String && trace.CheckTraceparent(tp.Str) == nil {
+		return trace.WithParent(ctx, tp.Str)
 	}
 	return ctx
 }

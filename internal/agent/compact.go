@@ -11,6 +11,7 @@ import (
 
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/store"
+	"github.com/tidwall/gjson"
 )
 
 // summaryPrompt asks the session's model for the summary that replaces
@@ -461,17 +462,15 @@ func FileOps(entries []store.Entry) (read, modified []string) {
 			continue
 		}
 		for _, p := range m.ToolCalls() {
-			var args struct {
-				Path string `json:"path"`
-			}
-			if json.Unmarshal(p.Arguments, &args) != nil || args.Path == "" {
+			path := gjson.GetBytes(p.Arguments, "path").Str // "" unless a string
+			if path == "" || !gjson.ValidBytes(p.Arguments) {
 				continue
 			}
 			switch p.Name {
 			case "read":
-				r[args.Path] = true
+				r[path] = true
 			case "write", "edit":
-				w[args.Path] = true
+				w[path] = true
 			}
 		}
 	}

@@ -390,8 +390,9 @@ func historyRoles(s *Session) []string {
 
 // TestFileOps checks the file lists of pi's compaction details and
 // summary (FileOps, fileLists): read, write and edit calls' paths, sorted,
-// a file both read and modified only modified; other tools, calls without
-// a path and other roles' messages are left out.
+// a file both read and modified only modified, an escaped path unescaped;
+// other tools, calls without a string path and other roles' messages are
+// left out.
 func TestFileOps(t *testing.T) {
 	call := func(name, args string) model.Part {
 		return model.Part{Type: model.PartToolCall, ID: "c", Name: name, Arguments: json.RawMessage(args)}
@@ -404,11 +405,11 @@ func TestFileOps(t *testing.T) {
 		msg(model.RoleAssistant, call("read", `{"path":"z.go"}`), call("read", `{"path":"b.go"}`), call("bash", `{"command":"ls"}`)),
 		msg(model.RoleUser, model.Part{Type: model.PartText, Text: `read {"path":"u.go"}`}),
 		msg(model.RoleAssistant, call("edit", `{"path":"b.go","old":"x","new":"y"}`), call("write", `{"path":"a.go","content":""}`),
-			call("read", `{}`)),
+			call("read", `{}`), call("read", `{"path":7}`), call("read", `{"path":"d\u00e9j\u00e0.go"}`)),
 		{Type: store.TypeCompaction, Summary: "s"},
 	}
 	read, modified := FileOps(entries)
-	if diff := cmp.Diff([]string{"z.go"}, read); diff != "" {
+	if diff := cmp.Diff([]string{"déjà.go", "z.go"}, read); diff != "" {
 		t.Errorf("read (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"a.go", "b.go"}, modified); diff != "" {

@@ -79,6 +79,20 @@ type ApproveParams struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
+// ApproveReply is the result that answers a tool.approve ask, as e reads it: any other value
+// is accepted by ask.reply and denies the call, naming the answer; {"cancelled":true} is
+// what an omitted or null result becomes. Schema:
+// methods/ask.reply.params.json#/$defs/approve_result.
+type ApproveReply struct {
+	// allow runs the call, allow_session runs it and every later call of the same tool in the
+	// session, reject denies it. One of "allow", "allow_session", "reject".
+	Decision string `json:"decision,omitempty"`
+	// with reject: why, which the denied call's result says
+	Reason string `json:"reason,omitempty"`
+	// true when nobody answered: the call is denied
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
 // Result is the result of one turn: the session.prompt response (M6), the flat v1 one-shot
 // answer beside its id (O1), and the last line of e -p --json (P7). Schema: result.json.
 type Result struct {

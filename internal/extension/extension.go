@@ -42,25 +42,26 @@ type UI interface {
 var ErrNoUI = errors.New("extension: no client to ask")
 
 // Notice is a message for the person: relayed from ui.notify/ui.show, or
-// about an extension itself (crash, missing command, cut off).
+// about an extension itself (crash, missing command, cut off). Each front
+// end writes it its own way (e rpc: the generated protocol.NoticeLine).
 type Notice struct {
-	Extension string          `json:"extension"`
-	Level     string          `json:"level"` // "info", "warning", "error"
-	Message   string          `json:"message"`
-	Method    string          `json:"method,omitempty"` // "ui.notify" or "ui.show" when relayed; "" about the extension itself
-	Params    json.RawMessage `json:"params,omitempty"` // the extension's params for ui.notify/ui.show
+	Extension string
+	Level     string // "info", "warning", "error"
+	Message   string
+	Method    string          // "ui.notify" or "ui.show" when relayed; "" about the extension itself
+	Params    json.RawMessage // the extension's params for ui.notify/ui.show
 	// Session is the session the notice is about: one whose tool calls or
 	// gates e had pending with the extension when it sent the notice, or
 	// whose question timed out (SessionOf); "" for the process. Not shown.
-	Session string `json:"-"`
+	Session string
 }
 
 // Tool is a tool registered by an extension.
 type Tool struct {
-	Extension   string          `json:"extension"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"` // a JSON Schema of the arguments object
+	Extension   string
+	Name        string
+	Description string
+	Parameters  json.RawMessage // a JSON Schema of the arguments object
 }
 
 // Configs returns the extensions of $E_HOME: those listed in settings.json

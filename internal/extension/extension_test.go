@@ -107,7 +107,7 @@ func TestRelay(t *testing.T) {
 			got <- res
 		}()
 		a := <-asks
-		want := Ask{Type: "ask", Ask: a.Ask, Extension: "deploy", Method: "ui.confirm", Params: json.RawMessage(`{"title":"Deploy?"}`)}
+		want := Ask{Ask: a.Ask, Extension: "deploy", Method: "ui.confirm", Params: json.RawMessage(`{"title":"Deploy?"}`)}
 		if diff := cmp.Diff(want, a); diff != "" {
 			t.Errorf("ask line (-want +got):\n%s", diff)
 		}

@@ -9,16 +9,16 @@ import (
 	"github.com/e-agent/e/internal/lineserver"
 )
 
-// Ask is the line e rpc writes for a relayed question (X2), or for e's own
-// question before a tool call runs (method tool.approve, with Session set
-// and Extension empty).
+// Ask is a relayed question (X2), or e's own question before a tool call
+// runs (method tool.approve, with Session set and Extension empty). The
+// front end writes it as its ask line (e rpc: schemas/lines/ask.json's
+// generated protocol.AskLine).
 type Ask struct {
-	Type      string          `json:"type"` // "ask"
-	Ask       int64           `json:"ask"`
-	Extension string          `json:"extension,omitempty"`
-	Session   string          `json:"session,omitempty"`
-	Method    string          `json:"method"`
-	Params    json.RawMessage `json:"params"`
+	Ask       int64  // the number a reply names, unique in the process from 1
+	Extension string // the asking extension
+	Session   string // the session whose tool call waits
+	Method    string
+	Params    json.RawMessage // never empty: {} when the asker gave none
 }
 
 // cancelled is what an extension gets for a question nobody answered (X3).
@@ -41,7 +41,7 @@ type Relay struct {
 // without locks held and must not block for long.
 func NewRelay(emit func(Ask)) *Relay { return &Relay{emit: emit} }
 
-// Ask emits an ask line and waits for its Reply. When ctx ends first the
+// Ask emits a question and waits for its Reply. When ctx ends first the
 // ask is cancelled and the result is {"cancelled":true}.
 func (r *Relay) Ask(ctx context.Context, ext, method string, params json.RawMessage) (json.RawMessage, error) {
 	return r.Send(ctx, Ask{Extension: ext, Method: method, Params: params}), nil
@@ -56,7 +56,7 @@ func (r *Relay) Send(ctx context.Context, a Ask) json.RawMessage {
 		a.Params = json.RawMessage(`{}`)
 	}
 	call := r.calls.Open()
-	a.Type, a.Ask = "ask", call.N
+	a.Ask = call.N
 	r.emit(a)
 	res, ok := call.Wait(ctx)
 	if ok {

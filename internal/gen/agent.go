@@ -26,13 +26,15 @@ const agentOut = "internal/agent/event_gen.go"
 // agentShapes are the shapes besides the events and the result, by their
 // schema's path and the Go name: those of defs.json the events and the
 // result use, and the params of e's tool.approve ask (a call and its
-// timeout), which the engine's approval asks a front end to send.
+// timeout), which the engine's approval asks a front end to send, and the
+// answer the front end reads back.
 var agentShapes = []struct{ path, name string }{
 	{"defs.json#/$defs/call", "Call"},
 	{"defs.json#/$defs/error_details", "ErrorDetails"},
 	{"defs.json#/$defs/tool_counts", "ToolCounts"},
 	{"defs.json#/$defs/usage", "Usage"},
 	{"lines/ask.json#/$defs/approve", "ApproveParams"},
+	{"methods/ask.reply.params.json#/$defs/approve_result", "ApproveReply"},
 }
 
 // agentFieldNames are Go field names where the property's camel case

@@ -503,16 +503,6 @@ func (fr *front) stopAll() *session.Session {
 	return cur
 }
 
-// reply is a command's response.
-type reply struct {
-	ID      json.RawMessage `json:"id,omitempty"`
-	Type    string          `json:"type"`
-	Command string          `json:"command"`
-	Success bool            `json:"success"`
-	Data    any             `json:"data,omitempty"`
-	Error   string          `json:"error,omitempty"`
-}
-
 // noData marks a command whose response has no data field.
 type noData struct{}
 
@@ -522,7 +512,10 @@ type nullData struct{}
 func (nullData) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 
 func (fr *front) respond(id json.RawMessage, cmd string, data any, err error) {
-	r := reply{ID: id, Type: "response", Command: cmd, Success: err == nil}
+	r := Response{Type: "response", Command: cmd, Success: err == nil}
+	if len(id) > 0 { // a nil RawMessage in the interface would be written as null
+		r.ID = id
+	}
 	switch {
 	case err != nil:
 		r.Error = err.Error()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/e-agent/e/internal/model"
 	"github.com/e-agent/e/internal/session"
+	"github.com/tidwall/gjson"
 )
 
 // The sessions e --mode rpc and e --mode json save are pi 1.6.0 session
@@ -115,12 +116,11 @@ func (fc *fileCodec) start(c *converter, h session.Header) {
 // Owns reports whether header is a pi session header (a timestamp; e's
 // log header has "created").
 func (fc *fileCodec) Owns(header []byte) bool {
-	var h struct {
-		Type      string          `json:"type"`
-		Timestamp *string         `json:"timestamp"`
-		Created   json.RawMessage `json:"created"`
+	if !gjson.ValidBytes(header) {
+		return false
 	}
-	return json.Unmarshal(header, &h) == nil && h.Type == "session" && h.Timestamp != nil && h.Created == nil
+	h := gjson.GetManyBytes(header, "type", "timestamp", "created")
+	return h[0].Type == gjson.String && h[0].Str == "session" && h[1].Type == gjson.String && !h[2].Exists()
 }
 
 // Header writes pi's header and the session's opening model_change and

@@ -248,3 +248,31 @@ func TestFileCodecContinues(t *testing.T) {
 		t.Errorf("appended %s: want parentId a3 (the file's last line), err %v", b, err)
 	}
 }
+
+// TestOwns: a session file is pi's when its header is a session line with
+// a timestamp and without e's created (spec/pi.md: Saved sessions).
+func TestOwns(t *testing.T) {
+	tests := []struct {
+		name   string
+		header string
+		want   bool
+	}{
+		{name: "pi", header: `{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`, want: true},
+		{name: "e", header: `{"type":"session","id":"x","created":"2026-01-01T00:00:00Z","timestamp":"t"}`},
+		{name: "created null", header: `{"type":"session","timestamp":"t","created":null}`},
+		{name: "no timestamp", header: `{"type":"session","id":"x"}`},
+		{name: "timestamp null", header: `{"type":"session","timestamp":null}`},
+		{name: "timestamp a number", header: `{"type":"session","timestamp":1}`},
+		{name: "not a session", header: `{"type":"message","timestamp":"t"}`},
+		{name: "not JSON", header: `{"type":"session","timestamp":"t"`},
+		{name: "not an object", header: `["session"]`},
+	}
+	fc := &fileCodec{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fc.Owns([]byte(tt.header)); got != tt.want {
+				t.Errorf("Owns(%s) = %v, want %v", tt.header, got, tt.want)
+			}
+		})
+	}
+}

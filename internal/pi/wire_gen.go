@@ -8,6 +8,23 @@ import "encoding/json"
 // does, any other JSON value is echoed too. Schema: pi/defs.json#/$defs/id.
 type ID = any
 
+// Response is the envelope every response line shares (rpc-commands.md), in the order e
+// writes it; pi/response.json has each command's data and the failure's error. Schema:
+// pi/defs.json#/$defs/response.
+type Response struct {
+	// the command's id as it came; absent when it had none
+	ID ID `json:"id,omitzero"`
+	// Always "response".
+	Type string `json:"type"`
+	// the command's type; parse for a line that is not JSON
+	Command string `json:"command"`
+	Success bool   `json:"success"`
+	// on success, the command's data; absent for a command that has none
+	Data any `json:"data,omitzero"`
+	// on failure, why
+	Error string `json:"error,omitzero"`
+}
+
 // TextContent is a wire type. Schema: pi/defs.json#/$defs/text_content.
 type TextContent struct {
 	// Always "text".

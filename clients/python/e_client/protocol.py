@@ -464,9 +464,9 @@ class AskReplyParams(TypedDict):
     ask: int
 
     #: what the extension's request expects; for a tool.approve ask {"decision": "allow" |
-    #: "allow_session" | "reject", "reason"?: string}: allow_session allows the same tool for the
-    #: rest of the session, reject denies the call with the reason; omitted or null: the asker
-    #: gets {"cancelled":true} (a tool.approve call is then denied)
+    #: "allow_session" | "reject", "reason"?: string} ($defs/approve_result): allow_session
+    #: allows the same tool for the rest of the session, reject denies the call with the reason;
+    #: omitted or null: the asker gets {"cancelled":true} (a tool.approve call is then denied)
     result: NotRequired[Any]
 
 

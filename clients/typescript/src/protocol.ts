@@ -529,9 +529,9 @@ export interface AskReplyParams {
   ask: number;
   /**
    * what the extension's request expects; for a tool.approve ask {"decision": "allow" |
-   * "allow_session" | "reject", "reason"?: string}: allow_session allows the same tool for the
-   * rest of the session, reject denies the call with the reason; omitted or null: the asker
-   * gets {"cancelled":true} (a tool.approve call is then denied)
+   * "allow_session" | "reject", "reason"?: string} ($defs/approve_result): allow_session
+   * allows the same tool for the rest of the session, reject denies the call with the reason;
+   * omitted or null: the asker gets {"cancelled":true} (a tool.approve call is then denied)
    */
   result?: unknown;
 }
