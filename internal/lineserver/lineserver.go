@@ -27,7 +27,7 @@ import (
 // a dead stdout, from the moment the loop saw it: whatever a handler or a
 // turn is doing, the process exits within H2's 2 s (the rest is margin for
 // the exit itself).
-const ExitLimit = 1800 * time.Millisecond
+const ExitLimit = 1500 * time.Millisecond
 
 // killMargin is what a teardown keeps of ExitLimit for its steps after the
 // turns' grace: extensions killed, stdout flushed.
