@@ -309,6 +309,64 @@ func TestGateSilent(t *testing.T) {
 	}
 }
 
+// What e makes of the results an extension answers a tool call and a gate
+// with: one without content or a boolean allow (the fields the schemas
+// require, left out, null or of another type) fails, a zero one does not.
+func TestResults(t *testing.T) {
+	h := start(t, newFakeUI(noUI), Options{}, helperConfig(t, "g", "gate-echo"))
+	type answer struct {
+		Text string
+		Bad  bool
+	}
+	tests := []struct {
+		name   string
+		result string
+		call   answer // CallTool's content and failed
+		gate   answer // Gate's reason and !allow
+	}{
+		{name: "zeros", result: `{"content":"","allow":false}`, call: answer{"", false}, gate: answer{"g: denied", true}},
+		{name: "set", result: `{"content":"out","failed":true,"allow":true,"reason":"ignored"}`, call: answer{"out", true}, gate: answer{"", false}},
+		{name: "reason", result: `{"allow":false,"reason":"not today"}`, gate: answer{"g: not today", true},
+			call: answer{"echo: extension g answered tool.call without a content string", true}},
+		{name: "left out", result: `{}`,
+			call: answer{"echo: extension g answered tool.call without a content string", true},
+			gate: answer{"gate g answered without a boolean allow; the call is denied", true}},
+		{name: "null", result: `{"content":null,"allow":null}`,
+			call: answer{"echo: extension g answered tool.call without a content string", true},
+			gate: answer{"gate g answered without a boolean allow; the call is denied", true}},
+		{name: "other types", result: `{"content":1,"allow":"yes"}`,
+			call: answer{"echo: extension g answered tool.call without a content string", true},
+			gate: answer{"gate g answered without a boolean allow; the call is denied", true}},
+		{name: "not an object", result: `[]`,
+			call: answer{"echo: extension g answered tool.call without a content string", true},
+			gate: answer{"gate g answered without a boolean allow; the call is denied", true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := json.RawMessage(`{"result":` + tt.result + `}`)
+			var got answer
+			got.Text, got.Bad = h.CallTool(context.Background(), "s1", "echo", args)
+			if diff := cmp.Diff(tt.call, got); diff != "" {
+				t.Errorf("CallTool (-want +got):\n%s", diff)
+			}
+			allow, reason := h.Gate(context.Background(), "s1", "bash", args)
+			if diff := cmp.Diff(tt.gate, answer{reason, !allow}); diff != "" {
+				t.Errorf("Gate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An initialize result without a protocol fails the handshake.
+func TestHandshakeWithoutProtocol(t *testing.T) {
+	ui := newFakeUI(noUI)
+	h := start(t, ui, Options{}, helperConfig(t, "n", "noproto"))
+	ui.waitNotice(t, "extension n was cut off: failed its handshake: it speaks protocol null; e speaks 1")
+	if tools := h.Tools(); len(tools) != 0 {
+		t.Errorf("tools of an extension cut off: %v", tools)
+	}
+}
+
 // probe asks the helper to send method with params and returns e's response line.
 func probe(t *testing.T, h *Host, method, params string) string {
 	t.Helper()
@@ -368,6 +426,13 @@ func TestRequests(t *testing.T) {
 		{name: "unknown", method: "fly", params: `{}`, want: "error: unknown method fly"},
 		{name: "notify", method: "ui.notify", params: `{"message":"hi","level":"warning"}`, want: `{}`, notice: "hi"},
 		{name: "show", method: "ui.show", params: `{"title":"T","message":"body"}`, want: `{}`, notice: "body"},
+		{name: "show title alone", method: "ui.show", params: `{"title":"title alone"}`, want: `{}`, notice: "title alone"},
+		{name: "notify title", method: "ui.notify", params: `{"title":"notify title","message":""}`, want: `{}`, notice: "notify title"},
+		{name: "notify mistyped level", method: "ui.notify", params: `{"level":5,"message":"still shown"}`, want: `{}`, notice: "still shown"},
+		{name: "question of other fields", method: "ui.confirm", params: `{"title":5,"timeout_ms":null}`, want: `{"confirmed":true}`},
+		{name: "timeout_ms not a number", method: "ui.confirm", params: `{"title":"t","timeout_ms":"5"}`, want: "error: ui.confirm: params must be an object"},
+		{name: "register nameless", method: "tools.register", params: `{"tools":[{"description":"d"}]}`,
+			want: `error: tools.register: tool name "" must match ^[A-Za-z0-9_-]{1,64}$`},
 		{name: "register", method: "tools.register", params: `{"tools":[{"name":"late","description":"d"}]}`, want: `{}`},
 		{name: "register bad name", method: "tools.register", params: `{"tools":[{"name":"ok2"},{"name":"bad name"}]}`,
 			want: `error: tools.register: tool name "bad name" must match ^[A-Za-z0-9_-]{1,64}$`},

@@ -60,6 +60,8 @@ func helperConfig(t *testing.T, name, mode string) Config {
 //	          same in a session of its own, out of the group: setsid)
 //	gate      declares a gate and exits 4 when asked
 //	gate-silent declares a gate and never answers it
+//	gate-echo declares a gate and a tool echo; both answer with their arguments' result
+//	noproto   answers initialize without a protocol
 //	garbage   writes a line that is not JSON after the handshake
 //	huge      writes a 2 MiB line after the handshake
 //	flood     writes 20000 lines at once after the handshake
@@ -127,8 +129,15 @@ func helper(mode string) {
 			}
 		case "initialize":
 			tools := []map[string]any{{"name": "probe"}, {"name": "crash"}, {"name": "spawn"}, {"name": "spawnsid"}}
-			send(map[string]any{"id": m.ID, "result": map[string]any{"protocol": 1, "name": mode, "tools": tools,
-				"gate": strings.HasPrefix(mode, "gate"), "events": []string{"turn.start", "no.such.event"}}})
+			if mode == "gate-echo" {
+				tools = append(tools, map[string]any{"name": "echo"})
+			}
+			result := map[string]any{"protocol": 1, "name": mode, "tools": tools,
+				"gate": strings.HasPrefix(mode, "gate"), "events": []string{"turn.start", "no.such.event"}}
+			if mode == "noproto" {
+				delete(result, "protocol")
+			}
+			send(map[string]any{"id": m.ID, "result": result})
 			switch mode {
 			case "garbage":
 				fmt.Println("hello, world")
@@ -141,12 +150,17 @@ func helper(mode string) {
 				fmt.Println(`{"method":"ui.notify","params":{"message":"` + strings.Repeat("x", 2<<20) + `"}}`)
 			}
 		case "tool.gate":
-			if mode == "gate" {
+			switch mode {
+			case "gate":
 				os.Exit(4)
+			case "gate-echo":
+				send(map[string]any{"id": m.ID, "result": echoed(m.Params.Arguments)})
 			} // gate-silent never answers
 		case "tool.call":
 			id := m.ID
 			switch m.Params.Name {
+			case "echo":
+				send(map[string]any{"id": id, "result": echoed(m.Params.Arguments)})
 			case "probe":
 				go func() {
 					var a struct {
@@ -180,6 +194,15 @@ func helper(mode string) {
 			}
 		}
 	}
+}
+
+// echoed is the result gate-echo answers with: its arguments' result.
+func echoed(args json.RawMessage) json.RawMessage {
+	var a struct {
+		Result json.RawMessage `json:"result"`
+	}
+	json.Unmarshal(args, &a)
+	return a.Result
 }
 
 // fakeUI records notices and answers asks with ask.

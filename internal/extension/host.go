@@ -122,10 +122,7 @@ func (h *Host) CallTool(ctx context.Context, session, name string, args json.Raw
 	if err != nil {
 		return fmt.Sprintf("%s: %v", name, err), true
 	}
-	var out struct {
-		Content *string `json:"content"`
-		Failed  bool    `json:"failed"`
-	}
+	var out ToolCallResult
 	if json.Unmarshal(res, &out) != nil || out.Content == nil {
 		return fmt.Sprintf("%s: extension %s answered tool.call without a content string", name, e.cfg.Name), true
 	}
@@ -322,22 +319,20 @@ func (h *Host) forwardStderr() {
 // toolName is what providers accept as a function name.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-type toolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
 // addTools registers specs for e. All-or-nothing when strict (tools.register
 // answers with the error); otherwise invalid tools are skipped with a notice
 // (the handshake has nobody to answer).
-func (h *Host) addTools(e *ext, specs []toolSpec, strict bool) error {
+func (h *Host) addTools(e *ext, specs []ToolSpec, strict bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var ok []registered
 	seen := map[string]bool{}
 	for _, s := range specs {
-		err := h.checkTool(e, s, seen)
+		t := Tool{Extension: e.cfg.Name, Description: s.Description, Parameters: s.Parameters}
+		if s.Name != nil { // one left out fails checkTool as ""
+			t.Name = *s.Name
+		}
+		err := h.checkTool(e, t, seen)
 		if err != nil && strict {
 			return err
 		}
@@ -345,12 +340,11 @@ func (h *Host) addTools(e *ext, specs []toolSpec, strict bool) error {
 			h.notice(Notice{Extension: e.cfg.Name, Level: "warning", Message: fmt.Sprintf("extension %s: %v; the tool is left out", e.cfg.Name, err)})
 			continue
 		}
-		seen[s.Name] = true
-		params := s.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		seen[t.Name] = true
+		if len(t.Parameters) == 0 || string(t.Parameters) == "null" {
+			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		ok = append(ok, registered{Tool{Extension: e.cfg.Name, Name: s.Name, Description: s.Description, Parameters: params}, e})
+		ok = append(ok, registered{t, e})
 	}
 	for _, r := range ok {
 		replaced := false
@@ -367,7 +361,8 @@ func (h *Host) addTools(e *ext, specs []toolSpec, strict bool) error {
 	return nil
 }
 
-func (h *Host) checkTool(e *ext, s toolSpec, seen map[string]bool) error {
+// checkTool checks s, a tool as the extension sent it (parameters raw).
+func (h *Host) checkTool(e *ext, s Tool, seen map[string]bool) error {
 	if !toolName.MatchString(s.Name) {
 		return fmt.Errorf("tool name %q must match %s", s.Name, toolName)
 	}

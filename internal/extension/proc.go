@@ -476,10 +476,7 @@ func (e *ext) askGate(ctx context.Context, session string, params map[string]any
 	case a.err != nil:
 		return fmt.Sprintf("gate %s: %v; the call is denied", e.cfg.Name, a.err)
 	}
-	var v struct {
-		Allow  *bool  `json:"allow"`
-		Reason string `json:"reason"`
-	}
+	var v ToolGateResult
 	if json.Unmarshal(a.res, &v) != nil || v.Allow == nil {
 		return fmt.Sprintf("gate %s answered without a boolean allow; the call is denied", e.cfg.Name)
 	}
@@ -493,12 +490,7 @@ func (e *ext) askGate(ctx context.Context, session string, params map[string]any
 }
 
 func (e *ext) handshake(res json.RawMessage) error {
-	var r struct {
-		Protocol *int       `json:"protocol"`
-		Tools    []toolSpec `json:"tools"`
-		Gate     bool       `json:"gate"`
-		Events   []string   `json:"events"`
-	}
+	var r InitializeResult
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("invalid initialize result: %v", err)
 	}
@@ -546,16 +538,6 @@ func (e *ext) kill() {
 	e.killNow()
 }
 
-// envelope is any line from an extension: a request (method set), a
-// notification (method, no id) or a response (no method).
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
 func (e *ext) read() {
 	r := jsonl.NewReader(e.stdout, maxExtLine)
 	window, count := time.Now(), 0
@@ -579,7 +561,7 @@ func (e *ext) read() {
 		if len(line) == 0 {
 			continue
 		}
-		var env envelope
+		var env Envelope
 		if line[0] != '{' || json.Unmarshal(line, &env) != nil {
 			e.cutOff("it wrote a line that is not a protocol message: %q", clip(line, 80))
 			return
@@ -599,7 +581,7 @@ func clip(b []byte, n int) string {
 	return string(b)
 }
 
-func (e *ext) response(env envelope) {
+func (e *ext) response(env Envelope) {
 	id, err := strconv.ParseInt(string(env.ID), 10, 64)
 	if err != nil {
 		return // not an id e used: nothing waits for it
@@ -637,7 +619,7 @@ func (e *ext) respond(id json.RawMessage, result any, errMsg string) {
 	e.send(mustJSON(msg))
 }
 
-func (e *ext) request(env envelope) {
+func (e *ext) request(env Envelope) {
 	switch m := env.Method; {
 	case m == "ui.confirm" || m == "ui.select" || m == "ui.input" || m == "ui.editor":
 		if len(env.ID) == 0 || string(env.ID) == "null" {
@@ -653,32 +635,28 @@ func (e *ext) request(env envelope) {
 			e.ask(ctx, env)
 		}()
 	case m == "ui.notify" || m == "ui.show":
-		var p struct {
-			Level   string `json:"level"`
-			Message string `json:"message"`
-			Title   string `json:"title"`
-		}
+		// ui.notify's params are ui.show's less title, which e reads in both.
+		var p UIShowParams
 		json.Unmarshal(env.Params, &p) // a malformed params object still yields a notice
 		switch p.Level {
 		case "info", "warning", "error":
 		default:
 			p.Level = "info"
 		}
-		if p.Message == "" {
-			p.Message = p.Title
+		message := p.Title
+		if p.Message != nil && *p.Message != "" {
+			message = *p.Message
 		}
 		e.mu.Lock()
 		session := e.caller()
 		e.mu.Unlock()
-		if !e.h.notice(Notice{Extension: e.cfg.Name, Level: p.Level, Message: p.Message, Method: m, Params: env.Params, Session: session}) {
+		if !e.h.notice(Notice{Extension: e.cfg.Name, Level: p.Level, Message: message, Method: m, Params: env.Params, Session: session}) {
 			e.respond(env.ID, nil, m+" was dropped: too many notices are waiting for the client")
 			return
 		}
 		e.respond(env.ID, struct{}{}, "")
 	case m == "tools.register":
-		var p struct {
-			Tools []toolSpec `json:"tools"`
-		}
+		var p ToolsRegisterParams
 		if err := json.Unmarshal(env.Params, &p); err != nil {
 			e.respond(env.ID, nil, "tools.register: params must be {tools:[{name, description, parameters}]}")
 			return
@@ -697,23 +675,21 @@ func (e *ext) request(env envelope) {
 
 // ask relays a question to the person. It runs on its own goroutine so the
 // reader keeps serving the extension while the person thinks.
-func (e *ext) ask(ctx context.Context, env envelope) {
+func (e *ext) ask(ctx context.Context, env Envelope) {
 	params := env.Params
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
-	var p struct {
-		TimeoutMS *float64 `json:"timeout_ms"`
-	}
+	var p QuestionParams
 	if json.Unmarshal(params, &p) != nil {
 		e.respond(env.ID, nil, env.Method+": params must be an object")
 		return
 	}
 	asked := ctx
-	if p.TimeoutMS != nil && *p.TimeoutMS > 0 {
+	if p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(*p.TimeoutMS*float64(time.Millisecond)),
-			fmt.Errorf("no answer within %v ms", *p.TimeoutMS))
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(p.TimeoutMS*float64(time.Millisecond)),
+			fmt.Errorf("no answer within %v ms", p.TimeoutMS))
 		defer cancel()
 	}
 	res, err := e.h.ui.Ask(ctx, e.cfg.Name, env.Method, params)
@@ -724,7 +700,7 @@ func (e *ext) ask(ctx context.Context, env envelope) {
 		e.respond(env.ID, cancelled, "")
 	case ctx.Err() != nil: // timeout_ms elapsed
 		e.h.notice(Notice{Extension: e.cfg.Name, Level: "warning", Session: SessionOf(asked),
-			Message: fmt.Sprintf("extension %s asked %s and got no answer within %v ms; the question was cancelled", e.cfg.Name, env.Method, *p.TimeoutMS)})
+			Message: fmt.Sprintf("extension %s asked %s and got no answer within %v ms; the question was cancelled", e.cfg.Name, env.Method, p.TimeoutMS)})
 		e.respond(env.ID, cancelled, "")
 	case errors.Is(err, ErrNoUI):
 		e.respond(env.ID, nil, env.Method+" was refused: there is no client to ask (e -p, or e rpc without hello ask:true)")

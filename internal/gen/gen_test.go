@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -323,5 +324,72 @@ func TestHandlerName(t *testing.T) {
 		if got := handlerName(in); got != want {
 			t.Errorf("handlerName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestExtFieldType checks the Go of the extension shapes e decodes: a
+// required scalar (an enum too) is a pointer, an optional one a value; a
+// free-form value raw; an enum a plain string.
+func TestExtFieldType(t *testing.T) {
+	obj := &decl{name: "ToolSpec"}
+	enum := &decl{name: "Level", isEnum: true}
+	for _, c := range []struct {
+		f    field
+		want string
+	}{
+		{field{t: texpr{kind: kBool}, required: true}, "*bool"},
+		{field{t: texpr{kind: kBool}}, "bool"},
+		{field{t: texpr{kind: kString}, required: true}, "*string"},
+		{field{t: texpr{kind: kString, nullable: true}}, "string"},
+		{field{t: texpr{kind: kInt}, required: true}, "*int64"},
+		{field{t: texpr{kind: kNumber}}, "float64"},
+		{field{t: texpr{kind: kNamed, decl: enum}}, "string"},
+		{field{t: texpr{kind: kNamed, decl: enum}, required: true}, "*string"},
+		{field{t: texpr{kind: kArray, elem: &texpr{kind: kNamed, decl: obj}}, required: true}, "[]ToolSpec"},
+		{field{t: texpr{kind: kArray, elem: &texpr{kind: kNamed, decl: enum}}}, "[]string"},
+		{field{t: texpr{kind: kAny}, required: true}, "json.RawMessage"},
+		{field{t: texpr{kind: kObject}}, "json.RawMessage"},
+	} {
+		got, err := extFieldType(&c.f)
+		if err != nil || got != c.want {
+			t.Errorf("extFieldType(%+v) = %q, %v; want %q", c.f, got, err, c.want)
+		}
+	}
+}
+
+// TestExtShapes checks that the generator refuses a shape that is not an
+// object with properties, or not in the schemas, and leaves out a property
+// e does not read.
+func TestExtShapes(t *testing.T) {
+	shapes := extShapes
+	defer func() { extShapes = shapes }()
+	for _, c := range []struct {
+		path string
+		want string // a part of the error; "" for none
+	}{
+		{"tool.gate.result.json#/properties/result", ""},
+		{"tool.gate.result.json#/properties/id", "not an object with properties"},
+		{"tool.gate.result.json#/properties/nothing", "no such node"},
+	} {
+		extShapes = []struct{ path, name string }{{c.path, "Shape"}}
+		_, err := loadExt("../../schemas")
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("loadExt(%s) = %v, want an error with %q", c.path, err, c.want)
+		}
+	}
+	extShapes = shapes
+	m, err := loadExt("../../schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := m.extGoFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, _ := goStruct(t, src, "InitializeResult")
+	want := []string{"Protocol *int64 `json:\"protocol\"`", "Tools []ToolSpec `json:\"tools\"`",
+		"Gate bool `json:\"gate\"`", "Events []string `json:\"events\"`"} // no name: e does not read it
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("InitializeResult's fields (-want +got):\n%s", diff)
 	}
 }

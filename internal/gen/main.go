@@ -14,6 +14,8 @@
 //	internal/pi/wire_gen.go                    pi's wire types, from schemas/pi (pi.go)
 //	internal/acp/wire_gen.go                   ACP's wire types, the part e speaks of the
 //	                                           vendored conformance/acpschema (acp.go)
+//	internal/extension/wire_gen.go             the extension protocol's shapes e decodes,
+//	                                           from schemas/extension (extension.go)
 //	server/dispatch_gen.go                     e rpc's handler table (each method's params
 //	                                           decoded into their struct for its typed
 //	                                           handler), hello's method list and each
@@ -123,6 +125,17 @@ func generate(root string) (map[string][]byte, error) {
 	}
 	if files[piDispatchOut], err = format.Source(piDispatchFile(cs)); err != nil {
 		return nil, fmt.Errorf("gofmt of the pi dispatch output: %w", err)
+	}
+	xm, err := loadExt(filepath.Join(root, "schemas"))
+	if err != nil {
+		return nil, err
+	}
+	extSrc, err := xm.extGoFile()
+	if err != nil {
+		return nil, err
+	}
+	if files[extOut], err = format.Source(extSrc); err != nil {
+		return nil, fmt.Errorf("gofmt of the extension Go output: %w", err)
 	}
 	doc, err := loadACP(root)
 	if err != nil {
