@@ -62,10 +62,14 @@ func loadExt(dir string) (*model, error) {
 		url := base + "extension/" + file
 		node, ok := m.docs[url]
 		for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-			node, ok = node.(map[string]any)[tok]
 			if !ok {
-				return nil, fmt.Errorf("extension/%s: no such node", s.path)
+				break
 			}
+			parent, _ := node.(map[string]any) // nil: no property of a non-object
+			node, ok = parent[tok]
+		}
+		if !ok {
+			return nil, fmt.Errorf("extension/%s: no such node", s.path)
 		}
 		obj, _ := node.(map[string]any)
 		if !isStruct(obj) {
