@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	"github.com/e-agent/e/internal/model"
-	"github.com/e-agent/e/internal/sandbox"
 	"github.com/e-agent/e/internal/store"
 	"github.com/e-agent/e/internal/tool"
 )
@@ -54,6 +53,17 @@ type ErrorDetails struct {
 	Diagnostic string `json:"diagnostic"`
 	// when the failure happened (RFC 3339)
 	Time string `json:"time"`
+}
+
+// SandboxPolicy is the sandbox in force for a session's commands (W5). Schema:
+// defs.json#/$defs/sandbox_policy.
+type SandboxPolicy struct {
+	// One of "off", "workspace-write", "read-only".
+	Mode string `json:"mode"`
+	// absolute directories besides the cwd that commands may write (workspace-write only)
+	WritableRoots []string `json:"writable_roots"`
+	// commands may reach the network; always true when mode is off
+	Network bool `json:"network"`
 }
 
 // ToolCounts is a turn's tool calls. Schema: defs.json#/$defs/tool_counts.
@@ -128,7 +138,7 @@ type Result struct {
 	// and whenever stop_reason is not completed
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	// the sandbox the turn's commands ran in (W5)
-	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
 
 	// FinalOutputJSON is FinalOutput encoded as a JSON string, as jsonenc.AppendString encodes
 	// it, when the turn has that at hand (a long answer's entry); nil otherwise. Read only: a

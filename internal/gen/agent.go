@@ -31,6 +31,7 @@ const agentOut = "internal/agent/event_gen.go"
 var agentShapes = []struct{ path, name string }{
 	{"defs.json#/$defs/call", "Call"},
 	{"defs.json#/$defs/error_details", "ErrorDetails"},
+	{"defs.json#/$defs/sandbox_policy", "SandboxPolicy"},
 	{"defs.json#/$defs/tool_counts", "ToolCounts"},
 	{"defs.json#/$defs/usage", "Usage"},
 	{"lines/ask.json#/$defs/approve", "ApproveParams"},
@@ -47,9 +48,9 @@ var agentFieldNames = map[string]string{"retry_decision": "Decision"}
 var agentInts = map[string]bool{"id": true, "attempt": true, "attempts": true, "summary_chars": true,
 	"calls": true, "failures": true, "status": true}
 
-// agentTypes are Go types of the engine's own for a property, by type and
-// property: the sandbox report is the sandbox package's.
-var agentTypes = map[string]string{"Result.sandbox": "*sandbox.Report"}
+// agentTypes are Go types for a property other than its schema's, by type
+// and property: the result's sandbox is nil until the session layer sets it.
+var agentTypes = map[string]string{"Result.sandbox": "*SandboxPolicy"}
 
 // agentAlwaysSent are optional properties the engine always sends: they
 // came after the shape, so an older server's lines lack them.
@@ -102,11 +103,10 @@ var agentExtras = map[string][]agentExtra{
 
 // agentImports are the packages the Go types above may name.
 var agentImports = map[string]string{
-	"json":    "encoding/json",
-	"model":   "github.com/e-agent/e/internal/model",
-	"sandbox": "github.com/e-agent/e/internal/sandbox",
-	"store":   "github.com/e-agent/e/internal/store",
-	"tool":    "github.com/e-agent/e/internal/tool",
+	"json":  "encoding/json",
+	"model": "github.com/e-agent/e/internal/model",
+	"store": "github.com/e-agent/e/internal/store",
+	"tool":  "github.com/e-agent/e/internal/tool",
 }
 
 // agentStamps are the properties e rpc adds to every event line (S2), not

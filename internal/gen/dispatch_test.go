@@ -78,6 +78,29 @@ func typeCheck(t *testing.T, imp types.Importer, srcs ...string) error {
 	return err
 }
 
+// handlerCase is a generated dispatch table's stand-in package completed
+// with handlers: it must build, or fail naming wantErr.
+type handlerCase struct {
+	name, handlers, wantErr string
+}
+
+// checkHandlers type-checks the generated src beside stub and each case's
+// handlers.
+func checkHandlers(t *testing.T, imp types.Importer, src, stub string, tests []handlerCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := typeCheck(t, imp, src, stub+tt.handlers)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("does not build: %v\n%s", err, src)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("type check = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
 // TestPiDispatchNeedsHandlers type-checks the generated pi table against a
 // stand-in of package pi: with every command's handler it builds, each
 // handler taking its command's struct; without one, it does not, naming it.
@@ -101,26 +124,14 @@ func answerLater[P any](func(*front, *command, P)) func(*front, *command) { retu
 func (*front) getState(CommandGetState) (any, error) { return nil, nil }
 func (*front) abort(*command, CommandAbort) {}
 `
-	tests := []struct {
-		name, handlers, wantErr string
-	}{
+	tests := []handlerCase{
 		{name: "every handler", handlers: "func (*front) setName(CommandSetName) (any, error) { return nil, nil }"},
 		{name: "handler missing", wantErr: "has no field or method setName"},
 		{name: "handler of another command's struct", handlers: "func (*front) setName(CommandGetState) (any, error) { return nil, nil }",
 			wantErr: "setName"},
 		{name: "responding handler as a simple one", handlers: "func (*front) setName(*command, CommandSetName) {}", wantErr: "setName"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := typeCheck(t, nil, string(src), stub+tt.handlers)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("does not build: %v\n%s", err, src)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("type check = %v, want an error containing %q", err, tt.wantErr)
-			}
-		})
-	}
+	checkHandlers(t, nil, string(src), stub, tests)
 	compact := strings.Join(strings.Fields(string(src)), " ")
 	for _, want := range []string{
 		`"get_state": answer[CommandGetState]((*front).getState)`, `"abort": answerLater[CommandAbort]((*front).abort)`,
@@ -250,25 +261,13 @@ func answer[P any](string, func(*Agent, P) (any, *Error)) handler { return nil }
 func notified[P any](string, func(*Agent, P)) func(*Agent, json.RawMessage) { return nil }
 func (*Agent) sessionCancel(SessionIDParams) {}
 `
-	tests := []struct {
-		name, handlers, wantErr string
-	}{
+	tests := []handlerCase{
 		{name: "every handler", handlers: "func (*Agent) sessionPrompt(PromptParams) (any, *Error) { return nil, nil }"},
 		{name: "handler missing", wantErr: "has no field or method sessionPrompt"},
 		{name: "handler of another params type", handlers: "func (*Agent) sessionPrompt(SessionIDParams) (any, *Error) { return nil, nil }",
 			wantErr: "sessionPrompt"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := typeCheck(t, imp, string(src), stub+tt.handlers)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("does not build: %v\n%s", err, src)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("type check = %v, want an error containing %q", err, tt.wantErr)
-			}
-		})
-	}
+	checkHandlers(t, imp, string(src), stub, tests)
 }
 
 // jsonImporter is an importer of a stand-in encoding/json: RawMessage alone.
@@ -311,9 +310,7 @@ type handler func(*Server, *request) (any, error)
 func typed[P any](func(*Server, *request, P) (any, error)) handler { return nil }
 func (*Server) hello(*request, protocol.HelloParams) (any, error) { return nil, nil }
 `
-	tests := []struct {
-		name, handlers, wantErr string
-	}{
+	tests := []handlerCase{
 		{name: "every handler", handlers: "func (*Server) sessionFollowUp(*request, protocol.SessionFollowUpParams) (any, error) { return nil, nil }"},
 		{name: "handler missing", wantErr: "has no field or method sessionFollowUp"},
 		{name: "handler of another method's params", handlers: "func (*Server) sessionFollowUp(*request, protocol.HelloParams) (any, error) { return nil, nil }",
@@ -321,17 +318,7 @@ func (*Server) hello(*request, protocol.HelloParams) (any, error) { return nil, 
 		{name: "handler decoding its own params", handlers: "func (*Server) sessionFollowUp(*request) (any, error) { return nil, nil }",
 			wantErr: "sessionFollowUp"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := typeCheck(t, imp, string(src), stub+tt.handlers)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("does not build: %v\n%s", err, src)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("type check = %v, want an error containing %q", err, tt.wantErr)
-			}
-		})
-	}
+	checkHandlers(t, imp, string(src), stub, tests)
 	compact := strings.Join(strings.Fields(string(src)), " ")
 	for _, want := range []string{
 		`"session.follow_up": typed[protocol.SessionFollowUpParams]((*Server).sessionFollowUp)`, `"shutdown": nil`,

@@ -221,9 +221,9 @@ func TestAgentFields(t *testing.T) {
 			wantErr: "UsageEvent embeds Usage for prompt_tokens, which events/usage.json lacks"},
 		{name: "shape with no Go type", file: "events/slept.json", typ: "Slept",
 			edit: func(s map[string]any) {
-				addProp(s, "policy", map[string]any{"$ref": "../defs.json#/$defs/sandbox_policy"}, false)
+				addProp(s, "server", map[string]any{"$ref": "../defs.json#/$defs/mcp_server"}, false)
 			},
-			wantErr: "Slept.policy: defs.json#/$defs/sandbox_policy has no Go type here"},
+			wantErr: "Slept.server: defs.json#/$defs/mcp_server has no Go type here"},
 		{name: "Go type of a property gone", file: "result.json", typ: "Result",
 			edit:    func(s map[string]any) { delete(s["properties"].(map[string]any), "sandbox") },
 			wantErr: "names Result.sandbox, which is no generated field"},

@@ -16,16 +16,16 @@ const minABI = 3
 
 // Support is what this kernel can enforce (W4, W5).
 type Support struct {
-	Landlock int  `json:"landlock_abi"` // the Landlock ABI version; 0: none
-	UserNS   bool `json:"user_namespaces"`
-	Seccomp  bool `json:"seccomp"`
+	Landlock int // the Landlock ABI version; 0: none
+	UserNS   bool
+	Seccomp  bool
 	// Modes are the sandboxed modes that can be enforced (Landlock,
 	// seccomp, user namespaces), and Network whether their network can be
 	// cut off too (user namespaces).
-	Modes   []Mode `json:"modes"`
-	Network bool   `json:"network_isolation"`
+	Modes   []Mode
+	Network bool
 	// Missing says what is missing, "" when nothing is.
-	Missing string `json:"missing,omitempty"`
+	Missing string
 }
 
 // LimitEnv names the environment variable that makes e take the kernel as
@@ -76,23 +76,32 @@ func probe(limit string) Support {
 			s.Seccomp = s.Seccomp && n != 0
 		}
 	}
-	var missing []string
-	if s.Landlock >= minABI && s.Seccomp && s.UserNS {
+	missing := s.needs()
+	if len(missing) == 0 {
 		s.Modes = []Mode{WorkspaceWrite, ReadOnly}
-	} else if s.Landlock == 0 {
-		missing = append(missing, "Landlock (the kernel lacks it or it is not in the lsm= list)")
-	} else {
-		missing = append(missing, fmt.Sprintf("Landlock ABI %d or newer (this kernel has ABI %d)", minABI, s.Landlock))
-	}
-	if !s.UserNS {
-		missing = append(missing, "user namespaces (for mount and network namespaces without privileges)")
-	}
-	if !s.Seccomp {
-		missing = append(missing, "seccomp filters (to refuse unix sockets)")
 	}
 	s.Network = s.UserNS
 	s.Missing = strings.Join(missing, "; ")
 	return s
+}
+
+// needs names what the kernel lacks for any sandboxed mode, nothing when
+// it has all of it.
+func (s Support) needs() []string {
+	var missing []string
+	switch {
+	case s.Landlock == 0:
+		missing = append(missing, "Landlock, which this kernel lacks or does not enable (see the lsm= list)")
+	case s.Landlock < minABI:
+		missing = append(missing, fmt.Sprintf("Landlock ABI %d or newer, and this kernel has ABI %d", minABI, s.Landlock))
+	}
+	if !s.Seccomp {
+		missing = append(missing, "seccomp filters, to refuse unix sockets")
+	}
+	if !s.UserNS {
+		missing = append(missing, "user namespaces, for read-only mounts and to cut the network off")
+	}
+	return missing
 }
 
 // userNamespaces reports whether e may create a user namespace: the
@@ -133,20 +142,7 @@ func (s Support) Enforceable(p Policy) error {
 	if !p.Sandboxed() {
 		return nil
 	}
-	var missing []string
-	if s.Landlock < minABI {
-		if s.Landlock == 0 {
-			missing = append(missing, "Landlock, which this kernel lacks or does not enable")
-		} else {
-			missing = append(missing, fmt.Sprintf("Landlock ABI %d or newer, and this kernel has ABI %d", minABI, s.Landlock))
-		}
-	}
-	if !s.Seccomp {
-		missing = append(missing, "seccomp filters, to refuse unix sockets")
-	}
-	if !s.UserNS {
-		missing = append(missing, "user namespaces, for read-only mounts and to cut the network off")
-	}
+	missing := s.needs()
 	if len(missing) == 0 {
 		return nil
 	}

@@ -63,23 +63,6 @@ func (p Policy) Settle(cwd string) Policy {
 	return p
 }
 
-// Report is a policy as results report it (W5): every field present, the
-// network as commands have it.
-type Report struct {
-	Mode          Mode     `json:"mode"`
-	WritableRoots []string `json:"writable_roots"`
-	Network       bool     `json:"network"`
-}
-
-// Report returns the policy as results report it.
-func (p Policy) Report() Report {
-	mode := p.Mode
-	if mode == "" {
-		mode = Off
-	}
-	return Report{Mode: mode, WritableRoots: append([]string{}, p.Roots...), Network: p.Reaches()}
-}
-
 // Reaches reports whether commands reach the network: unconfined ones
 // reach what e reaches, sandboxed ones only with Network.
 func (p Policy) Reaches() bool { return !p.Sandboxed() || p.Network }

@@ -164,6 +164,14 @@ func TestProbeLimit(t *testing.T) {
 			if s.Landlock > real.Landlock {
 				t.Errorf("limit %q raised the ABI to %d", tt.limit, s.Landlock)
 			}
+			// What the probe reports missing is what Enforceable names:
+			// a kernel with Landlock but no seccomp is not said to lack Landlock.
+			if got := strings.Contains(s.Missing, "Landlock"); got != (s.Landlock < minABI) {
+				t.Errorf("Missing %q names Landlock: %v, ABI %d", s.Missing, got, s.Landlock)
+			}
+			if (len(s.Modes) == 0) != (s.Missing != "") {
+				t.Errorf("Modes %v beside Missing %q", s.Modes, s.Missing)
+			}
 			err := s.Enforceable(tt.policy)
 			switch {
 			case tt.missing == "" && err != nil:

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,8 +209,9 @@ func (s *Session) promptRun(text string, parts []Part, opts agent.TurnOptions, s
 		s.h.logTurn(s.ID(), began, res)
 		id := s.ID()
 		res.Session = &id
-		rep := s.a.Sandbox().Report()
-		res.Sandbox = &rep
+		p := s.a.Sandbox()
+		res.Sandbox = &agent.SandboxPolicy{Mode: string(cmp.Or(p.Mode, sandbox.Off)), WritableRoots: append([]string{}, p.Roots...),
+			Network: p.Reaches()}
 		if s.path != "" {
 			path := s.path
 			res.Path = &path

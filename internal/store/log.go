@@ -519,17 +519,9 @@ func (l *Log) AppendEntry(e Entry) (Entry, error) {
 		l.buf.Write(l.tmp)
 		l.buf.WriteByte('\n')
 	}
-	n, err := l.f.Write(l.buf.Bytes())
-	if err != nil {
-		// Leave no partial line behind for the next append to glue onto.
-		if n > 0 {
-			l.f.Truncate(l.size)
-		}
-		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+	if err := l.write(l.buf.Bytes(), e.ID); err != nil {
+		return e, err
 	}
-	l.size += int64(n)
-	l.ids.add(e.ID)
-	l.last = e.ID
 	l.sum, l.sumOK = sum, sumOK
 	return e, nil
 }
@@ -540,17 +532,23 @@ func (l *Log) appendCodec(e Entry) (Entry, error) {
 	if err != nil {
 		return e, fmt.Errorf("store: append %s: %w", l.path, err)
 	}
+	return e, l.write(b, e.ID)
+}
+
+// write appends the encoded entry id, b, to the file; l.mu is held.
+func (l *Log) write(b []byte, id string) error {
 	n, err := l.f.Write(b)
 	if err != nil {
+		// Leave no partial line behind for the next append to glue onto.
 		if n > 0 {
 			l.f.Truncate(l.size)
 		}
-		return e, fmt.Errorf("store: append %s: %w", l.path, err)
+		return fmt.Errorf("store: append %s: %w", l.path, err)
 	}
 	l.size += int64(n)
-	l.ids.add(e.ID)
-	l.last = e.ID
-	return e, nil
+	l.ids.add(id)
+	l.last = id
+	return nil
 }
 
 func (l *Log) has(id string) bool {
